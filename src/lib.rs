@@ -1,0 +1,10 @@
+//! torchtrace: exact, streaming analysis of PyTorch Profiler (Kineto)
+//! Chrome-trace JSON, starting with the worker traces vLLM writes.
+//!
+//! Data flows `trace` (open, inflate, stream events) → `model` (exact
+//! integer times, interned names) → analyses (`pair`, `hierarchy`) →
+//! `stats` → `report` (table, JSON, CSV, Markdown) and `plot`; `batch`
+//! runs it all over directories and archives.
+
+pub mod model;
+pub mod trace;

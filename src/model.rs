@@ -1,0 +1,183 @@
+//! The event model: an exact integer time type, thread identities and
+//! interned names.
+//!
+//! Times are [`Ns`], integer nanoseconds parsed from the JSON text (see
+//! [`crate::trace::time`]); every comparison and sum is done on integers.
+
+use serde::Serialize;
+use std::collections::HashMap;
+use std::fmt;
+
+/// A time or duration in integer nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[serde(transparent)]
+pub struct Ns(pub i64);
+
+impl Ns {
+    pub const ZERO: Ns = Ns(0);
+
+    /// Milliseconds, for display and JSON (exact ns in, nearest f64 out).
+    pub fn as_ms(self) -> f64 {
+        self.0 as f64 / 1e6
+    }
+
+    /// `self + other`, saturating: ends of events near `i64::MAX` cannot wrap.
+    pub fn saturating_add(self, other: Ns) -> Ns {
+        Ns(self.0.saturating_add(other.0))
+    }
+}
+
+impl fmt::Display for Ns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // µs with three decimals, Kineto's own format.
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let a = self.0.unsigned_abs();
+        write!(f, "{sign}{}.{:03}", a / 1000, a % 1000)
+    }
+}
+
+/// A `pid` or `tid` as written: Kineto uses integers, but also strings
+/// (`"Spans"`, `"Traces"`, `""`) and negative numbers.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(untagged)]
+pub enum ThreadPart {
+    Num(i64),
+    Str(String),
+}
+
+impl fmt::Display for ThreadPart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ThreadPart::Num(n) => write!(f, "{n}"),
+            ThreadPart::Str(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The (pid, tid) lane an event sits on. For GPU events this is (device, stream).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+pub struct Lane {
+    pub pid: ThreadPart,
+    pub tid: ThreadPart,
+}
+
+impl fmt::Display for Lane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.pid, self.tid)
+    }
+}
+
+/// A complete (`ph: X`) event reduced to what analyses keep: the interval,
+/// the lane, its name (interned) and its position in the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub start: Ns,
+    pub dur: Ns,
+    pub lane: u32,
+    pub name: Sym,
+    /// Index of the event in `traceEvents` (0-based), for reports and tie-breaks.
+    pub index: u64,
+}
+
+impl Span {
+    pub fn end(&self) -> Ns {
+        self.start.saturating_add(self.dur)
+    }
+}
+
+/// An interned string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sym(pub u32);
+
+/// A string interner: analyses keep many events of few distinct names.
+#[derive(Debug, Default, Clone)]
+pub struct Interner {
+    map: HashMap<Box<str>, Sym>,
+    names: Vec<Box<str>>,
+}
+
+impl Interner {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn intern(&mut self, s: &str) -> Sym {
+        if let Some(&sym) = self.map.get(s) {
+            return sym;
+        }
+        let sym = Sym(self.names.len() as u32);
+        self.names.push(s.into());
+        self.map.insert(s.into(), sym);
+        sym
+    }
+
+    pub fn get(&self, s: &str) -> Option<Sym> {
+        self.map.get(s).copied()
+    }
+
+    pub fn resolve(&self, sym: Sym) -> &str {
+        &self.names[sym.0 as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+}
+
+/// Interns whole lanes, so per-event storage is one `u32`.
+#[derive(Debug, Default, Clone)]
+pub struct LaneTable {
+    map: HashMap<Lane, u32>,
+    lanes: Vec<Lane>,
+}
+
+impl LaneTable {
+    pub fn intern(&mut self, lane: Lane) -> u32 {
+        if let Some(&id) = self.map.get(&lane) {
+            return id;
+        }
+        let id = self.lanes.len() as u32;
+        self.lanes.push(lane.clone());
+        self.map.insert(lane, id);
+        id
+    }
+
+    pub fn resolve(&self, id: u32) -> &Lane {
+        &self.lanes[id as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ns_display_is_kineto_microseconds() {
+        assert_eq!(Ns(5_106_297_913_320_790).to_string(), "5106297913320.790");
+        assert_eq!(Ns(-1_500).to_string(), "-1.500");
+        assert_eq!(Ns(7).to_string(), "0.007");
+    }
+
+    #[test]
+    fn interner_round_trips() {
+        let mut i = Interner::new();
+        let a = i.intern("sample_tokens");
+        let b = i.intern("propose");
+        assert_eq!(i.intern("sample_tokens"), a);
+        assert_ne!(a, b);
+        assert_eq!(i.resolve(b), "propose");
+        assert_eq!(i.get("nope"), None);
+    }
+}

@@ -1,0 +1,138 @@
+//! Opening a trace: a path or `-` for stdin, gzip recognised by its magic
+//! bytes (not the file name), multi-member gzip accepted.
+//!
+//! Decompression runs on its own thread ([`super::pipe`]) so that inflating
+//! (one core) and scanning/parsing (the other) overlap.
+
+use super::pipe::PipeReader;
+use super::ReadError;
+use flate2::bufread::MultiGzDecoder;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// What the first bytes of the input say it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    Gzip,
+    Json,
+}
+
+/// Where a trace comes from, for messages.
+pub const STDIN: &str = "-";
+
+/// Counts bytes read from the underlying (compressed) source, so progress
+/// bars can show how far into a file we are.
+pub struct CountingReader<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> CountingReader<R> {
+    pub fn new(inner: R, count: Arc<AtomicU64>) -> Self {
+        Self { inner, count }
+    }
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Sniffs the encoding from the first bytes of a buffered source.
+pub fn sniff<R: BufRead>(r: &mut R) -> Result<Encoding, ReadError> {
+    let head = r.fill_buf().map_err(ReadError::Io)?;
+    if head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b {
+        return Ok(Encoding::Gzip);
+    }
+    let first = head.iter().copied().find(|b| !b.is_ascii_whitespace());
+    match first {
+        Some(b'{') | Some(b'[') => Ok(Encoding::Json),
+        // A BOM or leading whitespace longer than the buffer is exotic; let
+        // the JSON scanner report it precisely.
+        None if !head.is_empty() => Ok(Encoding::Json),
+        None => Err(ReadError::Empty),
+        Some(_) => Err(ReadError::NotTrace {
+            found: describe_head(head),
+        }),
+    }
+}
+
+fn describe_head(head: &[u8]) -> String {
+    let n = head.len().min(8);
+    let hex: Vec<String> = head[..n].iter().map(|b| format!("{b:02x}")).collect();
+    format!("first bytes {}", hex.join(" "))
+}
+
+/// Opens a path (or `-`) and returns a reader of the decompressed JSON text.
+///
+/// `counter` receives the number of raw (compressed) bytes consumed.
+pub fn open_decoded(path: &Path, counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>, ReadError> {
+    let raw: Box<dyn Read + Send> = if path.as_os_str() == STDIN {
+        Box::new(io::stdin())
+    } else {
+        Box::new(File::open(path).map_err(ReadError::Open)?)
+    };
+    decode(raw, counter)
+}
+
+/// Wraps any byte source: sniffs gzip and returns the decompressed stream,
+/// inflated on a separate thread.
+pub fn decode(raw: Box<dyn Read + Send>, counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>, ReadError> {
+    let mut buffered = BufReader::with_capacity(256 * 1024, CountingReader::new(raw, counter));
+    match sniff(&mut buffered)? {
+        Encoding::Gzip => Ok(Box::new(PipeReader::spawn(MultiGzDecoder::new(buffered)))),
+        Encoding::Json => Ok(Box::new(buffered)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flate2::write::GzEncoder;
+    use std::io::Write;
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn read_all(bytes: Vec<u8>) -> Result<Vec<u8>, ReadError> {
+        let mut r = decode(Box::new(io::Cursor::new(bytes)), Arc::default())?;
+        let mut out = Vec::new();
+        r.read_to_end(&mut out).map_err(ReadError::Io)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn plain_json_passes_through() {
+        assert_eq!(read_all(b" {\"a\":1}".to_vec()).unwrap(), b" {\"a\":1}");
+    }
+
+    #[test]
+    fn gzip_by_magic_and_multi_member() {
+        let mut two = gz(b"{\"traceEvents\":");
+        two.extend(gz(b"[]}"));
+        assert_eq!(read_all(two).unwrap(), b"{\"traceEvents\":[]}");
+    }
+
+    #[test]
+    fn neither_gzip_nor_json() {
+        let err = read_all(b"PK\x03\x04zip".to_vec()).unwrap_err();
+        assert!(matches!(err, ReadError::NotTrace { .. }), "{err}");
+        assert!(matches!(read_all(Vec::new()).unwrap_err(), ReadError::Empty));
+    }
+
+    #[test]
+    fn truncated_gzip_is_an_io_error() {
+        let full = gz(&b"{\"traceEvents\":[]}".repeat(1000));
+        let cut = full[..full.len() / 2].to_vec();
+        assert!(read_all(cut).is_err());
+    }
+}

@@ -6,5 +6,12 @@
 //! `stats` → `report` (table, JSON, CSV, Markdown) and `plot`; `batch`
 //! runs it all over directories and archives.
 
+pub mod cli;
 pub mod model;
+pub mod pair;
+pub mod progress;
+pub mod report;
+pub mod stats;
+pub mod steps;
+pub mod summary;
 pub mod trace;

@@ -221,7 +221,10 @@ mod tests {
     use super::*;
 
     fn parse(s: &str) -> Event<'_> {
-        serde_json::from_str::<RawEvent>(s).unwrap().resolve().unwrap()
+        serde_json::from_str::<RawEvent>(s)
+            .unwrap()
+            .resolve()
+            .unwrap()
     }
 
     #[test]
@@ -245,7 +248,9 @@ mod tests {
         assert_eq!(e.tid, ThreadPart::Num(-1));
         assert_eq!(e.dur, None);
         assert_eq!(e.args, Args::default());
-        let e = parse(r#"{"ph": "i", "name": "a\"b", "args": {"External id": null, "finished": false}}"#);
+        let e = parse(
+            r#"{"ph": "i", "name": "a\"b", "args": {"External id": null, "finished": false}}"#,
+        );
         assert_eq!(e.name, "a\"b");
         assert_eq!(e.args.finished, Some(false));
         assert!(!e.is_complete());

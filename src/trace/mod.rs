@@ -47,9 +47,17 @@ pub enum ReadError {
     #[error("JSON ends early at byte {offset}, inside the trace ({events} events read intact)")]
     Truncated { offset: u64, events: u64 },
     #[error("invalid JSON at byte {offset} ({events} events read intact): {msg}")]
-    Syntax { offset: u64, events: u64, msg: String },
+    Syntax {
+        offset: u64,
+        events: u64,
+        msg: String,
+    },
     #[error("event {index} at byte {offset}: {msg}")]
-    BadEvent { index: u64, offset: u64, msg: String },
+    BadEvent {
+        index: u64,
+        offset: u64,
+        msg: String,
+    },
     #[error("no \"traceEvents\" array in the top-level object")]
     NoTraceEvents,
 }
@@ -121,9 +129,12 @@ impl Meta {
                 })
             }
             "with_stack" => {
-                self.with_stack = val().and_then(|v| v.as_bool().or_else(|| v.as_i64().map(|i| i != 0)))
+                self.with_stack =
+                    val().and_then(|v| v.as_bool().or_else(|| v.as_i64().map(|i| i != 0)))
             }
-            "displayTimeUnit" => self.display_time_unit = val().and_then(|v| v.as_str().map(str::to_string)),
+            "displayTimeUnit" => {
+                self.display_time_unit = val().and_then(|v| v.as_str().map(str::to_string))
+            }
             _ => {}
         }
     }
@@ -260,7 +271,10 @@ mod tests {
         let doc = br#"{"traceEvents": [{"ph": "X", "ts": 1.5, "dur": 2}, {"ph": "X", "ts": "x"}]}"#;
         let mut meta = Meta::default();
         let mut seen = Vec::new();
-        let err = read_stream(&doc[..], &Prefilter::all(), &mut meta, &mut |e, _| seen.push(e.ts)).unwrap_err();
+        let err = read_stream(&doc[..], &Prefilter::all(), &mut meta, &mut |e, _| {
+            seen.push(e.ts)
+        })
+        .unwrap_err();
         assert_eq!(seen, vec![Some(crate::model::Ns(1500))]);
         match err {
             ReadError::BadEvent { index, offset, .. } => {
@@ -274,7 +288,13 @@ mod tests {
     #[test]
     fn missing_trace_events() {
         let mut meta = Meta::default();
-        let err = read_stream(&br#"{"schemaVersion": 1}"#[..], &Prefilter::all(), &mut meta, &mut |_, _| {}).unwrap_err();
+        let err = read_stream(
+            &br#"{"schemaVersion": 1}"#[..],
+            &Prefilter::all(),
+            &mut meta,
+            &mut |_, _| {},
+        )
+        .unwrap_err();
         assert!(matches!(err, ReadError::NoTraceEvents));
         assert_eq!(meta.schema_version, Some(1));
     }

@@ -72,7 +72,10 @@ fn describe_head(head: &[u8]) -> String {
 /// Opens a path (or `-`) and returns a reader of the decompressed JSON text.
 ///
 /// `counter` receives the number of raw (compressed) bytes consumed.
-pub fn open_decoded(path: &Path, counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>, ReadError> {
+pub fn open_decoded(
+    path: &Path,
+    counter: Arc<AtomicU64>,
+) -> Result<Box<dyn Read + Send>, ReadError> {
     let raw: Box<dyn Read + Send> = if path.as_os_str() == STDIN {
         Box::new(io::stdin())
     } else {
@@ -83,7 +86,10 @@ pub fn open_decoded(path: &Path, counter: Arc<AtomicU64>) -> Result<Box<dyn Read
 
 /// Wraps any byte source: sniffs gzip and returns the decompressed stream,
 /// inflated on a separate thread.
-pub fn decode(raw: Box<dyn Read + Send>, counter: Arc<AtomicU64>) -> Result<Box<dyn Read + Send>, ReadError> {
+pub fn decode(
+    raw: Box<dyn Read + Send>,
+    counter: Arc<AtomicU64>,
+) -> Result<Box<dyn Read + Send>, ReadError> {
     let mut buffered = BufReader::with_capacity(256 * 1024, CountingReader::new(raw, counter));
     match sniff(&mut buffered)? {
         Encoding::Gzip => Ok(Box::new(PipeReader::spawn(MultiGzDecoder::new(buffered)))),
@@ -126,7 +132,10 @@ mod tests {
     fn neither_gzip_nor_json() {
         let err = read_all(b"PK\x03\x04zip".to_vec()).unwrap_err();
         assert!(matches!(err, ReadError::NotTrace { .. }), "{err}");
-        assert!(matches!(read_all(Vec::new()).unwrap_err(), ReadError::Empty));
+        assert!(matches!(
+            read_all(Vec::new()).unwrap_err(),
+            ReadError::Empty
+        ));
     }
 
     #[test]

@@ -49,7 +49,9 @@ impl PipeReader {
 
 fn produce<R: Read>(mut src: R, full: SyncSender<Msg>, empty: Receiver<Vec<u8>>) {
     loop {
-        let mut buf = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let mut buf = empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
         buf.resize(CHUNK, 0);
         let mut filled = 0;
         // Fill the chunk completely (decoders return small reads) so that the

@@ -195,7 +195,9 @@ impl<R: Read> Scanner<R> {
                     self.pos += 1;
                     return Ok(());
                 }
-                Some(b) => return Err(self.syntax(format!("expected `,` or `}}`, found `{}`", b as char))),
+                Some(b) => {
+                    return Err(self.syntax(format!("expected `,` or `}}`, found `{}`", b as char)))
+                }
                 None => return Err(self.truncated()),
             }
         }
@@ -250,7 +252,10 @@ impl<R: Read> Scanner<R> {
                     return Ok(());
                 }
                 Some(b) => {
-                    return Err(self.syntax(format!("expected `,` or `]` after an event, found `{}`", b as char)))
+                    return Err(self.syntax(format!(
+                        "expected `,` or `]` after an event, found `{}`",
+                        b as char
+                    )))
                 }
                 None => return Err(self.truncated()),
             }
@@ -277,7 +282,12 @@ impl<R: Read> Scanner<R> {
             _ => {
                 // A scalar: runs until a delimiter.
                 loop {
-                    while i < self.end && !matches!(self.buf[i], b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t') {
+                    while i < self.end
+                        && !matches!(
+                            self.buf[i],
+                            b',' | b'}' | b']' | b' ' | b'\n' | b'\r' | b'\t'
+                        )
+                    {
                         i += 1;
                     }
                     if i < self.end {
@@ -423,7 +433,10 @@ mod tests {
         for chunk in [1, 2, 3, 7, 64, 1 << 20] {
             let (evs, meta) = events_of(DOC, chunk).unwrap();
             assert_eq!(evs.len(), 2, "chunk {chunk}");
-            assert_eq!(evs[0], r#"{"ph": "X", "name": "a}\"{[", "args": {"x": [1, {"y": "]"}]}}"#);
+            assert_eq!(
+                evs[0],
+                r#"{"ph": "X", "name": "a}\"{[", "args": {"x": [1, {"y": "]"}]}}"#
+            );
             assert_eq!(evs[1], r#"{"ph": "M", "name": "b"}"#);
             assert_eq!(meta.schema_version, Some(1));
             assert_eq!(meta.devices, vec!["NVIDIA H200".to_string()]);
@@ -468,7 +481,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let bad = r#"{"traceEvents": [{"ph": "X"}, 5]}"#;
-        assert!(matches!(events_of(bad, 4), Err(ReadError::BadEvent { index: 1, .. })));
+        assert!(matches!(
+            events_of(bad, 4),
+            Err(ReadError::BadEvent { index: 1, .. })
+        ));
     }
 
     #[test]

@@ -24,7 +24,9 @@ impl fmt::Display for TimeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             TimeError::NotANumber(t) => write!(f, "`{t}` is not a number"),
-            TimeError::OutOfRange(t) => write!(f, "`{t}` µs is out of the range of i64 nanoseconds"),
+            TimeError::OutOfRange(t) => {
+                write!(f, "`{t}` µs is out of the range of i64 nanoseconds")
+            }
         }
     }
 }
@@ -41,12 +43,10 @@ pub fn parse_us(text: &str) -> Result<Ns, TimeError> {
         .strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))
         .unwrap_or(t);
-    parse_decimal(t.as_bytes(), 3)
-        .map(Ns)
-        .map_err(|e| match e {
-            DecErr::Syntax => TimeError::NotANumber(text.to_string()),
-            DecErr::Range => TimeError::OutOfRange(text.to_string()),
-        })
+    parse_decimal(t.as_bytes(), 3).map(Ns).map_err(|e| match e {
+        DecErr::Syntax => TimeError::NotANumber(text.to_string()),
+        DecErr::Range => TimeError::OutOfRange(text.to_string()),
+    })
 }
 
 enum DecErr {
@@ -72,7 +72,14 @@ fn parse_decimal(b: &[u8], scale: i32) -> Result<i64, DecErr> {
     let mut frac_len: i32 = 0;
     let start_int = i;
     while i < b.len() && b[i].is_ascii_digit() {
-        push_digit(&mut mant, &mut mant_digits, b[i], &mut dropped_exp, &mut sticky, false);
+        push_digit(
+            &mut mant,
+            &mut mant_digits,
+            b[i],
+            &mut dropped_exp,
+            &mut sticky,
+            false,
+        );
         i += 1;
     }
     let int_len = i - start_int;
@@ -83,7 +90,14 @@ fn parse_decimal(b: &[u8], scale: i32) -> Result<i64, DecErr> {
         i += 1;
         let fs = i;
         while i < b.len() && b[i].is_ascii_digit() {
-            if push_digit(&mut mant, &mut mant_digits, b[i], &mut dropped_exp, &mut sticky, true) {
+            if push_digit(
+                &mut mant,
+                &mut mant_digits,
+                b[i],
+                &mut dropped_exp,
+                &mut sticky,
+                true,
+            ) {
                 frac_len += 1;
             }
             i += 1;
@@ -254,9 +268,15 @@ mod tests {
         // i64::MAX ns = 9223372036854775.807 µs (16 integer digits + 3).
         assert_eq!(ns("9223372036854775.807"), i64::MAX);
         assert_eq!(ns("-9223372036854775.808"), i64::MIN);
-        assert!(matches!(parse_us("9223372036854775.808"), Err(TimeError::OutOfRange(_))));
+        assert!(matches!(
+            parse_us("9223372036854775.808"),
+            Err(TimeError::OutOfRange(_))
+        ));
         // 19-digit integer µs: too large for ns in i64.
-        assert!(matches!(parse_us("1711964646000000000"), Err(TimeError::OutOfRange(_))));
+        assert!(matches!(
+            parse_us("1711964646000000000"),
+            Err(TimeError::OutOfRange(_))
+        ));
         // 19 significant digits with a fraction fit.
         assert_eq!(ns("1711964646000000.123"), 1_711_964_646_000_000_123);
         // Many digits beyond the mantissa's precision only affect rounding.

@@ -1,0 +1,92 @@
+//! Command-line interface: clap definitions, converted once into library
+//! options, and the `run` entry point that `main.rs` calls.
+//!
+//! Results go to stdout; diagnostics and progress bars to stderr. Exit
+//! status: 0 ok, 1 problems found (a verification failed, a context is
+//! missing), 2 error (unreadable input, bad arguments).
+
+pub mod pair;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Analyze PyTorch Profiler (Kineto) traces from vLLM: pair CPU step
+/// annotations with their GPU spans, verify call hierarchies, plot AR vs MTP.
+///
+/// Traces may be `.json` or gzip-compressed (`.json.gz`, recognised by
+/// content), or `-` for stdin. Times are exact integer nanoseconds parsed
+/// from the JSON text.
+#[derive(Debug, Parser)]
+#[command(
+    name = "torchtrace",
+    version,
+    propagate_version = true,
+    max_term_width = 110
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every subcommand takes.
+#[derive(Debug, Args, Clone)]
+pub struct GlobalArgs {
+    /// Worker threads for files processed in parallel (default: all cores).
+    #[arg(long, short = 'j', global = true, value_name = "N")]
+    pub threads: Option<usize>,
+    /// No progress bars or notes on stderr (errors are still printed).
+    #[arg(long, short = 'q', global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Pair(pair::PairArgs),
+}
+
+/// How a successful run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// Everything checked out.
+    Ok,
+    /// The run completed but found problems (exit status 1).
+    Problems,
+}
+
+impl Exit {
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Ok => 0,
+            Exit::Problems => 1,
+        }
+    }
+
+    pub fn worst(self, other: Exit) -> Exit {
+        if self == Exit::Problems || other == Exit::Problems {
+            Exit::Problems
+        } else {
+            Exit::Ok
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<Exit> {
+    if let Some(n) = cli.global.threads {
+        // Fails only if a pool exists already (tests calling run twice).
+        let _ = rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global();
+    }
+    match cli.command {
+        Command::Pair(a) => pair::run(a, &cli.global),
+    }
+}
+
+/// Prints a note on stderr unless `--quiet`.
+pub fn note(global: &GlobalArgs, msg: &str) {
+    if !global.quiet {
+        eprintln!("torchtrace: note: {msg}");
+    }
+}

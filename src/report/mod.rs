@@ -1,0 +1,138 @@
+//! Output formats. Analyses describe their results as [`Table`]s (for
+//! `table`, `markdown` and `csv`) and as a serde value (for `json`); each
+//! format lives in its own file.
+
+pub mod csv;
+pub mod json;
+pub mod markdown;
+pub mod table;
+
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// `--format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum Format {
+    /// Aligned text for the terminal.
+    #[default]
+    Table,
+    /// Everything, full precision.
+    Json,
+    /// Comma-separated values (tables separated by a blank line).
+    Csv,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+}
+
+/// One cell.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    Text(String),
+    Int(i64),
+    /// A float shown with the given number of decimals in tables (CSV keeps full precision).
+    Float(f64, usize),
+    Null,
+}
+
+impl Cell {
+    pub fn text(s: impl Into<String>) -> Cell {
+        Cell::Text(s.into())
+    }
+
+    pub fn opt_f(v: Option<f64>, decimals: usize) -> Cell {
+        v.map_or(Cell::Null, |x| Cell::Float(x, decimals))
+    }
+
+    pub fn opt_i(v: Option<u64>) -> Cell {
+        v.map_or(Cell::Null, |x| Cell::Int(x as i64))
+    }
+
+    /// For human formats: rounded, `—` for missing.
+    pub fn display(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Float(f, d) => format!("{f:.*}", d),
+            Cell::Null => "—".into(),
+        }
+    }
+
+    /// For machine formats: full precision, empty for missing.
+    pub fn raw(&self) -> String {
+        match self {
+            Cell::Text(s) => s.clone(),
+            Cell::Int(i) => i.to_string(),
+            Cell::Float(f, _) => format!("{f}"),
+            Cell::Null => String::new(),
+        }
+    }
+
+    pub fn is_numeric(&self) -> bool {
+        matches!(self, Cell::Int(_) | Cell::Float(..))
+    }
+}
+
+impl From<u64> for Cell {
+    fn from(v: u64) -> Cell {
+        Cell::Int(v as i64)
+    }
+}
+
+impl From<usize> for Cell {
+    fn from(v: usize) -> Cell {
+        Cell::Int(v as i64)
+    }
+}
+
+impl From<&str> for Cell {
+    fn from(v: &str) -> Cell {
+        Cell::Text(v.into())
+    }
+}
+
+impl From<String> for Cell {
+    fn from(v: String) -> Cell {
+        Cell::Text(v)
+    }
+}
+
+/// A titled table with optional notes under it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Table {
+    pub title: String,
+    pub headers: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+    pub notes: Vec<String>,
+}
+
+impl Table {
+    pub fn new(title: impl Into<String>, headers: &[&str]) -> Self {
+        Table {
+            title: title.into(),
+            headers: headers.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    pub fn row(&mut self, cells: Vec<Cell>) {
+        self.rows.push(cells);
+    }
+}
+
+/// Writes a result in the chosen format: `value` for JSON, `tables` (human)
+/// or `csv_tables` (one row per item) for the others.
+pub fn render<W: Write, T: Serialize>(
+    out: &mut W,
+    format: Format,
+    value: &T,
+    tables: &[Table],
+    csv_tables: &[Table],
+) -> io::Result<()> {
+    match format {
+        Format::Json => json::write(out, value),
+        Format::Table => table::write(out, tables),
+        Format::Markdown => markdown::write(out, tables),
+        Format::Csv => csv::write(out, csv_tables),
+    }
+}

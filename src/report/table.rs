@@ -1,0 +1,98 @@
+//! Aligned plain-text tables for the terminal: text left-aligned, numbers
+//! right-aligned, widths by character count.
+
+use super::Table;
+use std::io::{self, Write};
+
+pub fn write<W: Write>(out: &mut W, tables: &[Table]) -> io::Result<()> {
+    for (i, t) in tables.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        write_one(out, t)?;
+    }
+    Ok(())
+}
+
+pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
+    if !t.title.is_empty() {
+        writeln!(out, "{}", t.title)?;
+    }
+    let cells: Vec<Vec<String>> = t
+        .rows
+        .iter()
+        .map(|r| r.iter().map(|c| c.display()).collect())
+        .collect();
+    let ncol = t.headers.len();
+    let width = |c: usize| {
+        cells
+            .iter()
+            .filter_map(|r| r.get(c))
+            .chain(std::iter::once(&t.headers[c]))
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..ncol).map(width).collect();
+    let numeric: Vec<bool> = (0..ncol)
+        .map(|c| {
+            t.rows
+                .iter()
+                .any(|r| r.get(c).is_some_and(|x| x.is_numeric()))
+        })
+        .collect();
+    let line = |vals: &[String], out: &mut W| -> io::Result<()> {
+        let parts: Vec<String> = vals
+            .iter()
+            .enumerate()
+            .map(|(c, v)| {
+                pad(
+                    v,
+                    widths.get(c).copied().unwrap_or(0),
+                    numeric.get(c).copied().unwrap_or(false),
+                )
+            })
+            .collect();
+        writeln!(out, "{}", parts.join("  ").trim_end())
+    };
+    line(&t.headers, out)?;
+    let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
+    writeln!(out, "{}", rule.join("  "))?;
+    for r in &cells {
+        line(r, out)?;
+    }
+    for n in &t.notes {
+        writeln!(out, "  note: {n}")?;
+    }
+    Ok(())
+}
+
+fn pad(s: &str, w: usize, right: bool) -> String {
+    let n = s.chars().count();
+    let fill = " ".repeat(w.saturating_sub(n));
+    if right {
+        format!("{fill}{s}")
+    } else {
+        format!("{s}{fill}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Cell;
+
+    #[test]
+    fn aligns_columns() {
+        let mut t = Table::new("T", &["name", "n"]);
+        t.row(vec![Cell::text("long name"), Cell::Int(5)]);
+        t.row(vec![Cell::text("x"), Cell::Float(12.345, 1)]);
+        let mut buf = Vec::new();
+        write_one(&mut buf, &t).unwrap();
+        let s = String::from_utf8(buf).unwrap();
+        assert_eq!(
+            s,
+            "T\nname          n\n─────────  ────\nlong name     5\nx          12.3\n"
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! Exact summary statistics over integer nanoseconds.
+//!
+//! Every statistic is computed as an exact rational number of ns (medians
+//! of even counts and interpolated percentiles can fall between integers)
+//! and converted to milliseconds only at the end.
+
+use crate::model::Ns;
+use serde::Serialize;
+
+/// An exact rational number of nanoseconds, `num / den`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exact {
+    pub num: i128,
+    pub den: i128,
+}
+
+impl Exact {
+    pub fn int(v: i64) -> Self {
+        Exact {
+            num: v.into(),
+            den: 1,
+        }
+    }
+
+    /// Milliseconds as the nearest f64 of the exact value.
+    pub fn ms(self) -> f64 {
+        // Split into integer and remainder parts so large values keep
+        // their precision.
+        let q = self.num.div_euclid(self.den);
+        let r = self.num.rem_euclid(self.den);
+        (q as f64 + r as f64 / self.den as f64) / 1e6
+    }
+
+    /// Nanoseconds as f64.
+    pub fn ns(self) -> f64 {
+        self.num as f64 / self.den as f64
+    }
+}
+
+/// Summary of a set of durations, each figure in ms (`None` for an empty set).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub count: usize,
+    pub median: Option<f64>,
+    pub mean: Option<f64>,
+    pub p10: Option<f64>,
+    pub p90: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub sum: Option<f64>,
+}
+
+/// The exact figures behind a [`Summary`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExactSummary {
+    pub count: usize,
+    pub median: Exact,
+    pub mean: Exact,
+    pub p10: Exact,
+    pub p90: Exact,
+    pub min: Ns,
+    pub max: Ns,
+    pub sum: i128,
+}
+
+impl ExactSummary {
+    /// Computes the statistics; `None` for an empty set.
+    pub fn of(values: &[Ns]) -> Option<Self> {
+        if values.is_empty() {
+            return None;
+        }
+        let mut v: Vec<i64> = values.iter().map(|n| n.0).collect();
+        v.sort_unstable();
+        let sum: i128 = v.iter().map(|&x| i128::from(x)).sum();
+        let n = v.len();
+        Some(ExactSummary {
+            count: n,
+            median: median_sorted(&v),
+            mean: Exact {
+                num: sum,
+                den: n as i128,
+            },
+            p10: percentile_sorted(&v, 10),
+            p90: percentile_sorted(&v, 90),
+            min: Ns(v[0]),
+            max: Ns(v[n - 1]),
+            sum,
+        })
+    }
+
+    pub fn to_ms(&self) -> Summary {
+        Summary {
+            count: self.count,
+            median: Some(self.median.ms()),
+            mean: Some(self.mean.ms()),
+            p10: Some(self.p10.ms()),
+            p90: Some(self.p90.ms()),
+            min: Some(self.min.as_ms()),
+            max: Some(self.max.as_ms()),
+            sum: Some(
+                Exact {
+                    num: self.sum,
+                    den: 1,
+                }
+                .ms(),
+            ),
+        }
+    }
+}
+
+impl Summary {
+    pub fn of(values: &[Ns]) -> Self {
+        ExactSummary::of(values)
+            .map(|s| s.to_ms())
+            .unwrap_or_default()
+    }
+}
+
+/// The middle value; for an even count the mean of the two middle values.
+pub fn median_sorted(v: &[i64]) -> Exact {
+    let n = v.len();
+    if n % 2 == 1 {
+        Exact::int(v[n / 2])
+    } else {
+        Exact {
+            num: i128::from(v[n / 2 - 1]) + i128::from(v[n / 2]),
+            den: 2,
+        }
+    }
+}
+
+/// The `pct`-th percentile by linear interpolation between closest ranks
+/// (numpy's default): rank = pct/100 · (n − 1).
+pub fn percentile_sorted(v: &[i64], pct: u32) -> Exact {
+    let n = v.len() as i128;
+    let scaled = (n - 1) * i128::from(pct); // rank × 100
+    let lo = (scaled / 100) as usize;
+    let frac = scaled % 100;
+    let a = i128::from(v[lo]);
+    if frac == 0 || lo + 1 >= v.len() {
+        return Exact {
+            num: a * 100,
+            den: 100,
+        };
+    }
+    let b = i128::from(v[lo + 1]);
+    Exact {
+        num: a * 100 + (b - a) * frac,
+        den: 100,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ns(v: &[i64]) -> Vec<Ns> {
+        v.iter().map(|&x| Ns(x)).collect()
+    }
+
+    #[test]
+    fn median_odd_and_even() {
+        let s = ExactSummary::of(&ns(&[3, 1, 2])).unwrap();
+        assert_eq!(s.median, Exact::int(2));
+        let s = ExactSummary::of(&ns(&[4, 1, 2, 3])).unwrap();
+        assert_eq!(s.median.ns(), 2.5);
+        assert_eq!(s.sum, 10);
+        assert_eq!(s.mean.ns(), 2.5);
+    }
+
+    #[test]
+    fn percentiles_match_numpy_linear() {
+        // numpy.percentile([10, 20, 30, 40, 50], 10) == 14.0, 90 → 46.0
+        let s = ExactSummary::of(&ns(&[50, 10, 40, 20, 30])).unwrap();
+        assert_eq!(s.p10.ns(), 14.0);
+        assert_eq!(s.p90.ns(), 46.0);
+        // One value: every statistic is that value.
+        let s = ExactSummary::of(&ns(&[7])).unwrap();
+        assert_eq!((s.p10.ns(), s.p90.ns(), s.median.ns()), (7.0, 7.0, 7.0));
+    }
+
+    #[test]
+    fn milliseconds_are_exact_for_large_values() {
+        let e = Exact {
+            num: 2 * 5_106_297_913_320_791,
+            den: 2,
+        };
+        assert_eq!(e.ms(), 5_106_297_913.320_791);
+        assert_eq!(Summary::of(&[]).median, None);
+    }
+}

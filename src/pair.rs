@@ -37,6 +37,14 @@ pub enum Selector {
 }
 
 impl Selector {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Selector::Auto => "auto",
+            Selector::Exact(_) => "exact",
+            Selector::Regex(_) => "regex",
+        }
+    }
+
     pub fn describe(&self) -> String {
         match self {
             Selector::Auto => "auto".into(),
@@ -135,6 +143,8 @@ pub struct TracePairs {
     pub path: String,
     /// The selected step name, or the regex/exact name given.
     pub context: String,
+    /// How contexts were chosen: `auto`, `exact` or `regex`.
+    pub context_selector: &'static str,
     pub contexts: u64,
     pub pairs: u64,
     pub cpu_unpaired: u64,
@@ -346,7 +356,7 @@ pub fn analyze(
                     .into_iter()
                     .filter(|s| r.is_match(ann.names.resolve(*s)))
                     .collect();
-                (set, format!("re:{}", r.as_str()), None)
+                (set, r.as_str().to_string(), None)
             }
         };
 
@@ -405,7 +415,7 @@ pub fn analyze(
             names: names_list(ann, &found),
         });
     }
-    let step_names = found
+    let mut step_names: Vec<StepName> = found
         .iter()
         .map(|(s, (c, st))| StepName {
             name: ann.names.resolve(*s).to_string(),
@@ -414,10 +424,12 @@ pub fn analyze(
             selected: selected.contains(s),
         })
         .collect();
+    step_names.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
     let gpu_sum: i128 = gpu.iter().map(|n| i128::from(n.0)).sum();
     let result = TracePairs {
         path: path.into(),
         context,
+        context_selector: selector.kind(),
         contexts,
         pairs,
         cpu_unpaired: contexts - pairs,

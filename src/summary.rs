@@ -19,13 +19,11 @@ pub enum SummaryError {
     #[error("{path}: cannot read run summary: {source}")]
     Io {
         path: String,
-        #[source]
         source: std::io::Error,
     },
     #[error("{path}: not a run summary: {source}")]
     Json {
         path: String,
-        #[source]
         source: serde_json::Error,
     },
 }

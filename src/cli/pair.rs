@@ -221,11 +221,32 @@ fn with_rows(out: &PairOutput) -> serde_json::Value {
     v
 }
 
-fn short(path: &str) -> String {
-    Path::new(path)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string())
+/// A short column label: the parent directory and the file name without
+/// its trace suffix, shortened in the middle when long.
+pub fn short(path: &str) -> String {
+    let p = Path::new(path);
+    let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.to_string());
+    let stem = [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"]
+        .iter()
+        .find_map(|s| name.strip_suffix(s))
+        .unwrap_or(&name)
+        .to_string();
+    let stem = ellipsize(&stem, 24);
+    match p.parent().and_then(|d| d.file_name()) {
+        Some(dir) => format!("{}/{stem}", dir.to_string_lossy()),
+        None => stem,
+    }
+}
+
+fn ellipsize(s: &str, max: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= max {
+        return s.to_string();
+    }
+    let keep = (max - 1) / 2;
+    let head: String = chars[..keep].iter().collect();
+    let tail: String = chars[chars.len() - keep..].iter().collect();
+    format!("{head}…{tail}")
 }
 
 /// Figures as rows, traces as columns: easy to read side by side.

@@ -30,9 +30,9 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     #[error("cannot open: {0}")]
-    Open(#[source] io::Error),
+    Open(io::Error),
     #[error("read failed: {0}")]
-    Io(#[source] io::Error),
+    Io(io::Error),
     #[error("the file is empty")]
     Empty,
     #[error("not a trace: neither gzip nor JSON ({found})")]
@@ -41,7 +41,6 @@ pub enum ReadError {
     Decode {
         offset: u64,
         events: u64,
-        #[source]
         source: io::Error,
     },
     #[error("JSON ends early at byte {offset}, inside the trace ({events} events read intact)")]
@@ -75,12 +74,12 @@ impl ReadError {
     }
 }
 
-/// A [`ReadError`] with the file it happened in.
+/// A [`ReadError`] with the file it happened in. (The kind is part of the
+/// message, not a `source`, so `{:#}` prints it once.)
 #[derive(Debug, thiserror::Error)]
 #[error("{path}: {kind}")]
 pub struct TraceError {
     pub path: String,
-    #[source]
     pub kind: ReadError,
 }
 

@@ -1,0 +1,121 @@
+"""Model runner: input preparation, forward pass (CUDA graph for decode), logits,
+then -- in a separate call, outside the step annotation -- sampling, rejection
+sampling and drafting, as in vLLM V1's GPUModelRunner."""
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+
+from vllm.v1.sample.rejection_sampler import RejectionSampler
+from vllm.v1.sample.sampler import Sampler
+
+
+@dataclass
+class ModelRunnerOutput:
+    req_id: str
+    sampled_token_ids: list
+    draft_token_ids: Optional[list]
+
+
+@dataclass
+class ExecuteModelState:
+    scheduler_output: object
+    logits: torch.Tensor
+    hidden_states: torch.Tensor
+
+
+class GPUModelRunner:
+    def __init__(self, model, device, drafter=None, num_speculative_tokens: int = 0,
+                 max_num_tokens: int = 1024):
+        self.model = model
+        self.device = device
+        self.drafter = drafter
+        self.num_spec_tokens = num_speculative_tokens if drafter is not None else 0
+        self.sampler = Sampler()
+        self.rejection_sampler = RejectionSampler()
+        # Pinned host buffer + device buffer; the H2D copy runs on a second stream.
+        self.input_ids_cpu = torch.zeros(max_num_tokens, dtype=torch.int64, pin_memory=True)
+        self.input_ids_np = self.input_ids_cpu.numpy()
+        self.input_ids_gpu = torch.zeros(max_num_tokens, dtype=torch.int64, device=device)
+        self.main_stream = torch.cuda.current_stream(device)
+        self.copy_stream = torch.cuda.Stream(device=device)
+        self.decode_num_tokens = 1 + self.num_spec_tokens
+        self.cudagraph = None
+        self.execute_model_state: Optional[ExecuteModelState] = None
+
+    # ---- set-up (runs before profiling) ----
+    @torch.inference_mode()
+    def capture_model(self) -> None:
+        n = self.decode_num_tokens
+        self.static_input_ids = torch.zeros(n, dtype=torch.int64, device=self.device)
+        side = torch.cuda.Stream(device=self.device)
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self.static_hidden_states = self.model(self.static_input_ids)
+        torch.cuda.current_stream().wait_stream(side)
+        self.cudagraph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.cudagraph):
+            self.static_hidden_states = self.model(self.static_input_ids)
+        torch.cuda.synchronize()
+        if self.drafter is not None:
+            p = next(self.model.parameters())
+            self.drafter.capture_model(self.device, self.static_hidden_states.shape[-1], p.dtype)
+
+    # ---- inside the step annotation ----
+    def _prepare_inputs(self, scheduler_output) -> int:
+        token_ids = scheduler_output.input_token_ids
+        n = len(token_ids)
+        self.input_ids_np[:n] = token_ids
+        self.copy_stream.wait_stream(self.main_stream)
+        with torch.cuda.stream(self.copy_stream):
+            self.input_ids_gpu[:n].copy_(self.input_ids_cpu[:n], non_blocking=True)
+        self.main_stream.wait_stream(self.copy_stream)
+        return n
+
+    @torch.inference_mode()
+    def execute_model(self, scheduler_output) -> None:
+        n = self._prepare_inputs(scheduler_output)
+        if scheduler_output.is_prefill:
+            # Prefill runs eagerly.
+            hidden_states = self.model(self.input_ids_gpu[:n])
+            sample_hidden = hidden_states[-1:]
+        else:
+            # Decode replays the captured CUDA graph.
+            assert n == self.decode_num_tokens
+            self.static_input_ids.copy_(self.input_ids_gpu[:n])
+            self.cudagraph.replay()
+            hidden_states = self.static_hidden_states
+            sample_hidden = hidden_states
+        logits = self.model.compute_logits(sample_hidden)
+        self.execute_model_state = ExecuteModelState(scheduler_output, logits, hidden_states)
+        return None
+
+    # ---- after the step annotation ----
+    @torch.inference_mode()
+    def sample_tokens(self, grammar_output=None) -> ModelRunnerOutput:
+        state = self.execute_model_state
+        self.execute_model_state = None
+        so = state.scheduler_output
+        if so.is_prefill or self.num_spec_tokens == 0:
+            sampled = self.sampler(state.logits)            # [1]
+            valid_sampled_token_ids = sampled.tolist()     # GPU->CPU sync
+            num_accepted = 0
+            last_pos = state.hidden_states.shape[0] - 1
+            next_token = sampled[-1:]
+        else:
+            draft_ids = self.input_ids_gpu[1:1 + self.num_spec_tokens]
+            target_argmax, num_accepted = self.rejection_sampler(draft_ids, state.logits)
+            valid_sampled_token_ids = target_argmax[:num_accepted + 1].tolist()
+            last_pos = num_accepted
+            next_token = target_argmax[num_accepted:num_accepted + 1]
+        draft_token_ids = None
+        if self.drafter is not None:
+            draft_token_ids = self.propose_draft_token_ids(
+                state.hidden_states[last_pos:last_pos + 1], next_token)
+        return ModelRunnerOutput(so.req_id, valid_sampled_token_ids, draft_token_ids)
+
+    def propose_draft_token_ids(self, target_hidden_states, next_token_ids) -> list:
+        with torch.profiler.record_function("proposer.propose"):
+            draft_token_ids = self.drafter.propose(target_hidden_states, next_token_ids)
+        return draft_token_ids[0].tolist()

@@ -263,6 +263,8 @@ pub fn human_tables(out: &PairOutput, per_context: bool) -> Vec<Table> {
         r.extend(out.traces.iter().map(f));
         r
     };
+    t.row(fig("events", &|x| x.events.into()));
+    t.row(fig("device", &|x| Cell::text(x.meta.devices.first().cloned().unwrap_or_default())));
     t.row(fig("context", &|x| Cell::text(x.context.clone())));
     t.row(fig("contexts", &|x| x.contexts.into()));
     t.row(fig("pairs", &|x| x.pairs.into()));

@@ -6,9 +6,12 @@
 //! `stats` → `report` (table, JSON, CSV, Markdown) and `plot`; `batch`
 //! runs it all over directories and archives.
 
+pub mod batch;
 pub mod cli;
+pub mod hierarchy;
 pub mod model;
 pub mod pair;
+pub mod plot;
 pub mod progress;
 pub mod report;
 pub mod stats;

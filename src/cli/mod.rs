@@ -5,7 +5,10 @@
 //! status: 0 ok, 1 problems found (a verification failed, a context is
 //! missing), 2 error (unreadable input, bad arguments).
 
+pub mod batch;
+pub mod hierarchy;
 pub mod pair;
+pub mod plot;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -43,6 +46,9 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Pair(pair::PairArgs),
+    Plot(plot::PlotArgs),
+    Batch(batch::BatchArgs),
+    Hierarchy(hierarchy::HierarchyArgs),
 }
 
 /// How a successful run ended.
@@ -81,6 +87,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     }
     match cli.command {
         Command::Pair(a) => pair::run(a, &cli.global),
+        Command::Plot(a) => plot::run(a, &cli.global),
+        Command::Batch(a) => batch::run(a, &cli.global),
+        Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
     }
 }
 

@@ -165,6 +165,20 @@ impl Prefilter {
         }
     }
 
+    /// Admits what either filter admits (all, when either admits all).
+    pub fn union(&self, other: &Prefilter) -> Prefilter {
+        if self.finders.is_empty() || other.finders.is_empty() {
+            return Prefilter::all();
+        }
+        let mut finders = self.finders.clone();
+        for f in &other.finders {
+            if !finders.iter().any(|g| g.needle() == f.needle()) {
+                finders.push(f.clone());
+            }
+        }
+        Prefilter { finders }
+    }
+
     pub fn admits(&self, raw: &[u8]) -> bool {
         self.finders.is_empty()
             || self.finders.iter().any(|f| f.find(raw).is_some())
@@ -225,10 +239,7 @@ pub fn read_decoded<R: Read>(
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Result<ReadStats, ReadError> {
     let mut parsed = 0u64;
-    let events = stream::scan(src, meta, &mut |raw, at| {
-        if !filter.admits(raw) {
-            return Ok(());
-        }
+    let events = stream::scan_filtered(src, meta, filter, &mut |raw, at| {
         let ev = parse_event(raw, at)?;
         parsed += 1;
         on_event(&ev, at);

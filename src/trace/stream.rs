@@ -10,7 +10,7 @@
 //! Only structure is scanned here (strings, braces); whether an event is
 //! worth a full JSON parse is decided by the caller from the raw bytes.
 
-use super::{Meta, ReadError};
+use super::{Meta, Prefilter, ReadError};
 use memchr::{memchr2, memchr3};
 use std::io::{self, Read};
 
@@ -33,13 +33,47 @@ pub fn scan<R: Read>(
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
 ) -> Result<u64, ReadError> {
-    let mut s = Scanner::new(src);
+    scan_filtered(src, meta, &Prefilter::all(), on_event)
+}
+
+/// [`scan`] without the block scanner: every event is sliced byte-wise.
+/// For tests that compare the two paths.
+#[doc(hidden)]
+pub fn scan_bytewise<R: Read>(
+    src: R,
+    meta: &mut Meta,
+    on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
+) -> Result<u64, ReadError> {
+    let all = Prefilter::all();
+    let mut s = Scanner::new(src, &all);
+    s.fast = false;
     s.document(meta, on_event)?;
     Ok(s.events)
 }
 
-struct Scanner<R> {
+/// Like [`scan`], but `on_event` sees only the events that `filter` admits
+/// (exactly those for which [`Prefilter::admits`] is true); the count
+/// returned is still that of all events. The filter is evaluated inside the
+/// scanner, where it is cheaper than per event: needles are searched over
+/// the whole read buffer and backslashes come from the structural masks.
+pub fn scan_filtered<R: Read>(
     src: R,
+    meta: &mut Meta,
+    filter: &Prefilter,
+    on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
+) -> Result<u64, ReadError> {
+    let mut s = Scanner::new(src, filter);
+    s.document(meta, on_event)?;
+    Ok(s.events)
+}
+
+struct Scanner<'f, R> {
+    src: R,
+    filter: &'f Prefilter,
+    /// Per needle of `filter`: what the last search over the buffer found.
+    hits: Vec<Hit>,
+    /// Whether to use the block scanner ([`Scanner::fast_events`]).
+    fast: bool,
     buf: Vec<u8>,
     /// First byte not yet consumed.
     pos: usize,
@@ -52,10 +86,13 @@ struct Scanner<R> {
     events: u64,
 }
 
-impl<R: Read> Scanner<R> {
-    fn new(src: R) -> Self {
+impl<'f, R: Read> Scanner<'f, R> {
+    fn new(src: R, filter: &'f Prefilter) -> Self {
         Scanner {
             src,
+            filter,
+            hits: vec![Hit::default(); filter.finders.len()],
+            fast: true,
             buf: vec![0; BUF],
             pos: 0,
             end: 0,
@@ -242,9 +279,18 @@ impl<R: Read> Scanner<R> {
                 index: self.events,
                 offset: self.offset(s),
             };
-            on_event(&self.buf[s..e], at)?;
+            let raw = &self.buf[s..e];
+            if self.filter.admits(raw) {
+                on_event(raw, at)?;
+            }
             self.events += 1;
             self.pos = e;
+            // The common case, many well-formed events in a row, goes
+            // through the block scanner; it stops before anything unusual
+            // and leaves it to this loop.
+            if self.fast {
+                self.fast_events(on_event)?;
+            }
             match self.peek()? {
                 Some(b',') => self.pos += 1,
                 Some(b']') => {
@@ -378,6 +424,294 @@ impl<R: Read> Scanner<R> {
     }
 }
 
+/// What a search for one needle found, in absolute offsets of the decoded
+/// stream: no occurrence starts in `from..at`, and one starts at `at`; or,
+/// when `at == u64::MAX`, none lies wholly inside `from..to`.
+#[derive(Debug, Clone, Copy)]
+struct Hit {
+    from: u64,
+    at: u64,
+    to: u64,
+}
+
+impl Default for Hit {
+    fn default() -> Self {
+        // Covers nothing: the first query searches.
+        Hit {
+            from: u64::MAX,
+            at: u64::MAX,
+            to: 0,
+        }
+    }
+}
+
+/// Bit masks of one 64-byte block: bit `k` is byte `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Block {
+    quote: u64,
+    backslash: u64,
+    /// `{` or `[`.
+    open: u64,
+    /// `}` or `]`.
+    close: u64,
+}
+
+const BLOCK: usize = 64;
+
+/// The longest run between two events that the block scanner crosses.
+const MAX_GAP: usize = 4096;
+
+/// Classifies 64 bytes, portably.
+#[allow(dead_code)]
+#[inline(always)]
+fn classify_scalar(b: &[u8; BLOCK]) -> Block {
+    let mut m = Block {
+        quote: 0,
+        backslash: 0,
+        open: 0,
+        close: 0,
+    };
+    for (k, &c) in b.iter().enumerate() {
+        let bit = 1u64 << k;
+        match c {
+            b'"' => m.quote |= bit,
+            b'\\' => m.backslash |= bit,
+            b'{' | b'[' => m.open |= bit,
+            b'}' | b']' => m.close |= bit,
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Classifies 64 bytes with SSE2 (part of every x86_64 CPU).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn classify(b: &[u8; BLOCK]) -> Block {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is in the x86_64 baseline; the loads are unaligned
+    // reads of 16 bytes each within the 64-byte array.
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let bs = _mm_set1_epi8(b'\\' as i8);
+        // `{` 0x7b and `[` 0x5b differ only in bit 0x20, as do `}` and `]`.
+        let case = _mm_set1_epi8(0x20);
+        let open = _mm_set1_epi8(b'{' as i8);
+        let close = _mm_set1_epi8(b'}' as i8);
+        let mut m = Block {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for lane in 0..4 {
+            let v = _mm_loadu_si128(b.as_ptr().add(lane * 16) as *const __m128i);
+            let folded = _mm_or_si128(v, case);
+            let sh = lane * 16;
+            m.quote |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) as u16 as u64) << sh;
+            m.backslash |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)) as u16 as u64) << sh;
+            m.open |= (_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)) as u16 as u64) << sh;
+            m.close |= (_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)) as u16 as u64) << sh;
+        }
+        m
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn classify(b: &[u8; BLOCK]) -> Block {
+    classify_scalar(b)
+}
+
+/// Which bytes of a block are escaped by a backslash (simdjson's
+/// branchless odd-run detection). `carry` is 1 when the block's first byte
+/// is escaped by a backslash that ended the previous block.
+#[inline(always)]
+fn escaped(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*carry;
+    let follows = (backslash << 1) | *carry;
+    let odd_starts = backslash & !EVEN & !follows;
+    let (seq_even, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = overflow as u64;
+    let invert = seq_even << 1;
+    (EVEN ^ invert) & follows
+}
+
+/// Bit `k` set when an odd number of bits at or below `k` are set.
+#[inline(always)]
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+/// Whether the bytes between two events are a valid separator:
+/// whitespace, one comma, whitespace.
+#[inline(always)]
+fn is_separator(gap: &[u8]) -> bool {
+    let mut comma = false;
+    for &c in gap {
+        match c {
+            b' ' | b'\n' | b'\r' | b'\t' => {}
+            b',' if !comma => comma = true,
+            _ => return false,
+        }
+    }
+    comma
+}
+
+impl<R: Read> Scanner<'_, R> {
+    /// Slices events 64 bytes at a time with bit masks (quotes, escapes,
+    /// brackets), the way simdjson's first stage does. Starts just after an
+    /// event, between two elements of the events array; returns with
+    /// `self.pos` just after the last event it delivered, leaving whatever
+    /// it does not handle (the end of the array, bad separators, the end of
+    /// the input) to the byte-wise scanner, which then reports exactly what
+    /// it would have reported alone. The slices it delivers are those the
+    /// byte-wise scanner would: brackets and braces counted together, and
+    /// strings with their escapes skipped.
+    fn fast_events(
+        &mut self,
+        on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
+    ) -> Result<(), ReadError> {
+        let all = self.filter.finders.is_empty();
+        // Nesting depth inside the current event (0: between events).
+        let mut depth = 0usize;
+        // All ones when the next block starts inside a string.
+        let mut in_string = 0u64;
+        let mut esc_carry = 0u64;
+        let mut ev_start = 0usize;
+        // Index of the last backslash in the blocks before `p`.
+        let mut last_bs: Option<usize> = None;
+        let mut p = self.pos;
+        loop {
+            if p + BLOCK > self.end {
+                // `self.pos` (after the last event delivered) is at or before
+                // everything still needed.
+                match self.refill(self.pos)? {
+                    Some(shift) => {
+                        p -= shift;
+                        ev_start = ev_start.wrapping_sub(shift);
+                        last_bs = last_bs.and_then(|b| b.checked_sub(shift));
+                        continue;
+                    }
+                    None => return Ok(()),
+                }
+            }
+            let chunk: &[u8; BLOCK] = self.buf[p..p + BLOCK].try_into().expect("64 bytes");
+            let m = classify(chunk);
+            let esc = if m.backslash | esc_carry == 0 {
+                0
+            } else {
+                escaped(m.backslash, &mut esc_carry)
+            };
+            let inside = prefix_xor(m.quote & !esc) ^ in_string;
+            in_string = ((inside as i64) >> 63) as u64;
+            let mut structural = (m.open | m.close) & !inside;
+            // A backslash outside a string (invalid JSON) escapes nothing
+            // for the byte-wise scanner: hand over from there on.
+            let stray = m.backslash & !inside;
+            if stray != 0 {
+                structural &= (1u64 << stray.trailing_zeros()) - 1;
+            }
+            while structural != 0 {
+                let k = structural.trailing_zeros() as usize;
+                structural &= structural - 1;
+                let at = p + k;
+                if (m.open >> k) & 1 == 1 {
+                    if depth == 0 {
+                        // An array where an event belongs, or a bad separator.
+                        if self.buf[at] != b'{' || !is_separator(&self.buf[self.pos..at]) {
+                            return Ok(());
+                        }
+                        ev_start = at;
+                    }
+                    depth += 1;
+                } else {
+                    if depth == 0 {
+                        return Ok(());
+                    }
+                    depth -= 1;
+                    if depth == 0 {
+                        let e = at + 1;
+                        let admit = all || {
+                            let below = m.backslash & ((1u64 << k) - 1);
+                            let bs = if below != 0 {
+                                Some(p + 63 - below.leading_zeros() as usize)
+                            } else {
+                                last_bs
+                            };
+                            bs.is_some_and(|b| b >= ev_start) || self.has_needle(ev_start, e)
+                        };
+                        if admit {
+                            let pos = EventPos {
+                                index: self.events,
+                                offset: self.offset(ev_start),
+                            };
+                            on_event(&self.buf[ev_start..e], pos)?;
+                        }
+                        self.events += 1;
+                        self.pos = e;
+                    }
+                }
+            }
+            if stray != 0 {
+                return Ok(());
+            }
+            if m.backslash != 0 {
+                last_bs = Some(p + 63 - m.backslash.leading_zeros() as usize);
+            }
+            p += BLOCK;
+            // Between events only a separator is expected; a long stretch
+            // (a stray string, say) is the byte-wise scanner's to report,
+            // before the buffer grows to hold it.
+            if depth == 0 && p - self.pos > MAX_GAP {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Whether `buf[s..e]` contains one of the filter's needles, from a
+    /// search over the rest of the buffer that later events reuse.
+    fn has_needle(&mut self, s: usize, e: usize) -> bool {
+        let (abs_s, abs_e) = (self.offset(s), self.offset(e));
+        for (i, f) in self.filter.finders.iter().enumerate() {
+            let len = f.needle().len() as u64;
+            let mut h = self.hits[i];
+            let covered = h.from <= abs_s
+                && if h.at == u64::MAX {
+                    abs_e <= h.to
+                } else {
+                    abs_s <= h.at
+                };
+            if !covered {
+                h = match f.find(&self.buf[s..self.end]) {
+                    Some(k) => Hit {
+                        from: abs_s,
+                        at: abs_s + k as u64,
+                        to: 0,
+                    },
+                    None => Hit {
+                        from: abs_s,
+                        at: u64::MAX,
+                        to: self.offset(self.end),
+                    },
+                };
+                self.hits[i] = h;
+            }
+            if h.at != u64::MAX && h.at + len <= abs_e {
+                return true;
+            }
+        }
+        false
+    }
+}
+
 /// Applies the `[`/`]` in a stretch without strings or braces to `depth`;
 /// returns the index of the bracket that closes the container, if any.
 #[inline]
@@ -485,6 +819,206 @@ mod tests {
             events_of(bad, 4),
             Err(ReadError::BadEvent { index: 1, .. })
         ));
+    }
+
+    /// A small deterministic generator for the fuzz tests.
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    fn gen_string(r: &mut Rng, out: &mut String) {
+        const PIECES: &[&str] = &[
+            "a",
+            "bc",
+            " ",
+            "{",
+            "}",
+            "[",
+            "]",
+            ",",
+            ":",
+            "\\\"",
+            "\\\\",
+            "\\n",
+            "\\\\\\\"",
+            "user_annotation",
+            "é",
+        ];
+        out.push('"');
+        let n = if r.below(8) == 0 { 200 } else { r.below(6) };
+        for _ in 0..n {
+            out.push_str(PIECES[r.below(PIECES.len() as u64) as usize]);
+        }
+        out.push('"');
+    }
+
+    fn gen_value(r: &mut Rng, depth: u32, out: &mut String) {
+        match if depth > 3 { r.below(3) } else { r.below(5) } {
+            0 => out.push_str(["1", "-2.5", "true", "null", "1e3"][r.below(5) as usize]),
+            1 | 2 => gen_string(r, out),
+            3 => {
+                out.push('[');
+                for i in 0..r.below(4) {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    gen_value(r, depth + 1, out);
+                }
+                out.push(']');
+            }
+            _ => gen_object(r, depth + 1, out),
+        }
+    }
+
+    fn gen_object(r: &mut Rng, depth: u32, out: &mut String) {
+        out.push('{');
+        for i in 0..r.below(6) {
+            if i > 0 {
+                out.push(',');
+                out.push_str(["", " ", "\n    "][r.below(3) as usize]);
+            }
+            gen_string(r, out);
+            out.push_str(": ");
+            gen_value(r, depth, out);
+        }
+        out.push('}');
+    }
+
+    fn gen_doc(r: &mut Rng) -> Vec<u8> {
+        let mut out = String::from("{\"schemaVersion\": 1, \"traceEvents\": [");
+        for i in 0..r.below(40) {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(["", " ", "\n  ", "\n\n\t\r "][r.below(4) as usize]);
+            gen_object(r, 0, &mut out);
+        }
+        out.push_str("], \"traceName\": \"x\"}");
+        let mut doc = out.into_bytes();
+        // Sometimes break it: a byte replaced, or the end cut off.
+        match r.below(4) {
+            0 if !doc.is_empty() => {
+                let at = r.below(doc.len() as u64) as usize;
+                doc[at] = b"\"\\{}[],: x5"[r.below(11) as usize];
+            }
+            1 => {
+                let at = r.below(doc.len() as u64 + 1) as usize;
+                doc.truncate(at);
+            }
+            _ => {}
+        }
+        doc
+    }
+
+    /// Everything a scan gives: the slices with their positions, the count
+    /// and the error, as text.
+    fn run_scan(doc: &[u8], chunk: usize, how: u8) -> String {
+        struct Tiny<'a>(&'a [u8], usize);
+        impl Read for Tiny<'_> {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                let n = self.0.len().min(self.1).min(out.len());
+                out[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut seen = String::new();
+        let mut meta = Meta::default();
+        let filter = Prefilter::any_of(&["user_annotation\"", "5"]);
+        let mut cb = |raw: &[u8], at: EventPos| {
+            seen.push_str(&format!(
+                "{} {} {}\n",
+                at.index,
+                at.offset,
+                raw.escape_ascii()
+            ));
+            Ok(())
+        };
+        let src = Tiny(doc, chunk);
+        let res = match how {
+            0 => scan_bytewise(src, &mut meta, &mut cb),
+            1 => scan(src, &mut meta, &mut cb),
+            // The byte-wise scan with the filter applied per event...
+            2 => scan_bytewise(src, &mut meta, &mut |raw, at| {
+                if filter.admits(raw) {
+                    cb(raw, at)
+                } else {
+                    Ok(())
+                }
+            }),
+            // ...and the block scanner's own.
+            _ => scan_filtered(src, &mut meta, &filter, &mut cb),
+        };
+        format!("{seen}{res:?} {meta:?}")
+    }
+
+    #[test]
+    fn block_scanner_agrees_with_bytewise() {
+        let mut r = Rng(0x9e37_79b9_7f4a_7c15);
+        for case in 0..2000 {
+            let doc = gen_doc(&mut r);
+            for chunk in [1 << 20, 1 + r.below(100) as usize] {
+                let want = run_scan(&doc, chunk, 0);
+                let got = run_scan(&doc, chunk, 1);
+                assert_eq!(
+                    got,
+                    want,
+                    "case {case}, chunk {chunk}: {}",
+                    doc.escape_ascii()
+                );
+                let want = run_scan(&doc, chunk, 2);
+                let got = run_scan(&doc, chunk, 3);
+                assert_eq!(
+                    got,
+                    want,
+                    "filtered, case {case}, chunk {chunk}: {}",
+                    doc.escape_ascii()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn block_scanner_handles_backslash_runs_across_blocks() {
+        // Runs of backslashes of every length ending at every offset of a
+        // block, so escapes carry from one block into the next.
+        for run in 0..6 {
+            for pad in 0..70 {
+                let s = format!("{}{}\"}}", "x".repeat(pad), "\\".repeat(run * 2));
+                let ev = format!("{{\"name\": \"{s}\", \"a\": [1]}}");
+                let doc = format!("{{\"traceEvents\": [{ev}, {ev}, {ev}, {ev}]}}");
+                for chunk in [1 << 20, 3] {
+                    assert_eq!(
+                        run_scan(doc.as_bytes(), chunk, 1),
+                        run_scan(doc.as_bytes(), chunk, 0)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn classify_matches_scalar() {
+        let mut r = Rng(42);
+        for _ in 0..2000 {
+            let mut b = [0u8; BLOCK];
+            for x in b.iter_mut() {
+                *x = match r.below(4) {
+                    0 => b"\"\\{}[]"[r.below(6) as usize],
+                    _ => r.next() as u8,
+                };
+            }
+            assert_eq!(classify(&b), classify_scalar(&b));
+        }
     }
 
     #[test]

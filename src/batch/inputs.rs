@@ -1,0 +1,281 @@
+//! What the PATHs of a batch hold: directories (walked recursively, in
+//! sorted order), archives (`.tar`, `.tar.gz`/`.tgz`, `.zip`, recognised by
+//! their magic bytes) and single files; and what kind of vLLM file each
+//! name is.
+//!
+//! Names found inside archives are only ever used as labels. They are
+//! normalised (`./a//b` → `a/b`) and rejected when absolute or when a
+//! component is `..`.
+
+use flate2::read::MultiGzDecoder;
+use serde::Serialize;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+
+/// What one PATH argument is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputKind {
+    Directory,
+    /// A trace (or any file) named directly.
+    File,
+    Tar,
+    TarGz,
+    Zip,
+}
+
+impl InputKind {
+    pub fn is_archive(self) -> bool {
+        matches!(self, InputKind::Tar | InputKind::TarGz | InputKind::Zip)
+    }
+}
+
+/// One PATH argument.
+#[derive(Debug, Clone, Serialize)]
+pub struct Input {
+    /// As given on the command line.
+    pub path: String,
+    pub kind: InputKind,
+    /// Prepended to the labels of everything inside it: empty when there is
+    /// one PATH (labels are then relative to it), else `PATH/`.
+    #[serde(skip)]
+    pub prefix: String,
+    #[serde(skip)]
+    pub fs_path: PathBuf,
+}
+
+impl Input {
+    /// The label of a file inside this input.
+    pub fn label(&self, rel: &str) -> String {
+        format!("{}{rel}", self.prefix)
+    }
+
+    /// The input's own name (directory or archive stem), the workload
+    /// fallback for files at its top level.
+    pub fn stem(&self) -> Option<String> {
+        let name = self.fs_path.file_name()?.to_str()?.to_string();
+        let stem = [".tar.gz", ".tgz", ".tar", ".zip"]
+            .iter()
+            .find_map(|s| name.strip_suffix(s))
+            .unwrap_or(&name);
+        (!stem.is_empty()).then(|| stem.to_string())
+    }
+}
+
+/// What kind of vLLM file a name is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A worker trace `*.pt.trace.json[.gz]` (or a file named as a PATH):
+    /// analysed.
+    Worker,
+    /// A frontend (AsyncLLM) trace `*.async_llm.*`: listed, not analysed.
+    Frontend,
+    /// Anything under `capture_traces/`: listed, not analysed.
+    Capture,
+    /// A run summary `*.summary.json`: read for tokens, mode and workload.
+    Summary,
+    /// `profiler_out*.txt` (torch's key_averages table): listed.
+    ProfilerOut,
+    /// Anything else: listed, skipped.
+    Other,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Worker => "worker",
+            Kind::Frontend => "frontend",
+            Kind::Capture => "capture",
+            Kind::Summary => "summary",
+            Kind::ProfilerOut => "profiler_out",
+            Kind::Other => "other",
+        }
+    }
+}
+
+/// Classifies a normalised relative name. `explicit` is true for files
+/// named directly on the command line: those are analysed as traces
+/// unless their name says they are something else.
+pub fn classify(rel: &str, explicit: bool) -> Kind {
+    let mut parts: Vec<&str> = rel.split('/').collect();
+    let file = parts.pop().unwrap_or("");
+    if parts.contains(&"capture_traces") {
+        return Kind::Capture;
+    }
+    if file.contains(".async_llm.") {
+        return Kind::Frontend;
+    }
+    if file.ends_with(".summary.json") {
+        return Kind::Summary;
+    }
+    if file.starts_with("profiler_out") && file.ends_with(".txt") {
+        return Kind::ProfilerOut;
+    }
+    if file.ends_with(".pt.trace.json") || file.ends_with(".pt.trace.json.gz") || explicit {
+        return Kind::Worker;
+    }
+    Kind::Other
+}
+
+/// Why a member name is refused, or its normalised form.
+pub fn normalize_member(raw: &str) -> Result<String, &'static str> {
+    let is_drive =
+        raw.len() >= 2 && raw.as_bytes()[1] == b':' && raw.as_bytes()[0].is_ascii_alphabetic();
+    if raw.starts_with('/') || raw.starts_with('\\') || is_drive {
+        return Err("unsafe member name (absolute path)");
+    }
+    let parts: Vec<&str> = raw
+        .split(['/', '\\'])
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.contains(&"..") {
+        return Err("unsafe member name (contains \"..\")");
+    }
+    if parts.is_empty() {
+        return Err("empty member name");
+    }
+    Ok(parts.join("/"))
+}
+
+/// Recognises an input by its content (and, for directories, its type).
+pub fn detect(path: &Path) -> io::Result<InputKind> {
+    let md = std::fs::metadata(path)?;
+    if md.is_dir() {
+        return Ok(InputKind::Directory);
+    }
+    let mut head = Vec::with_capacity(512);
+    File::open(path)?.take(512).read_to_end(&mut head)?;
+    if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
+        return Ok(InputKind::Zip);
+    }
+    if is_tar_header(&head) {
+        return Ok(InputKind::Tar);
+    }
+    if head.starts_with(&[0x1f, 0x8b]) {
+        // A gzip file: a compressed tar, or a compressed trace.
+        let mut inner = Vec::with_capacity(512);
+        let _ = MultiGzDecoder::new(File::open(path)?)
+            .take(512)
+            .read_to_end(&mut inner);
+        if is_tar_header(&inner) {
+            return Ok(InputKind::TarGz);
+        }
+    }
+    Ok(InputKind::File)
+}
+
+/// A POSIX (`ustar\0`) or GNU (`ustar  `) header magic at offset 257.
+fn is_tar_header(block: &[u8]) -> bool {
+    block.len() >= 263 && &block[257..262] == b"ustar"
+}
+
+/// One regular file found under a directory.
+#[derive(Debug, Clone)]
+pub struct DirFile {
+    /// Relative to the walked directory, `/`-separated.
+    pub rel: String,
+    pub path: PathBuf,
+    pub size: u64,
+}
+
+/// A directory that could not be listed: (relative name, reason).
+pub type WalkError = (String, String);
+
+/// Walks a directory recursively; files sorted by relative name.
+/// Symbolic links to files are followed; links to directories are not
+/// (no cycles). Unreadable subdirectories are returned as errors with
+/// their relative name, so that they are listed rather than lost.
+/// `skip` is a directory (canonical path) left out, e.g. the output
+/// directory when it lies inside an input.
+pub fn walk(root: &Path, skip: Option<&Path>) -> io::Result<(Vec<DirFile>, Vec<WalkError>)> {
+    let mut files = Vec::new();
+    let mut errors = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), String::new())];
+    while let Some((dir, rel)) = stack.pop() {
+        if skip.is_some() && dir.canonicalize().ok().as_deref() == skip {
+            continue;
+        }
+        let rd = match std::fs::read_dir(&dir) {
+            Ok(rd) => rd,
+            Err(e) if rel.is_empty() => return Err(e),
+            Err(e) => {
+                errors.push((rel, format!("cannot read directory: {e}")));
+                continue;
+            }
+        };
+        for ent in rd {
+            let ent = match ent {
+                Ok(e) => e,
+                Err(e) => {
+                    errors.push((rel.clone(), format!("cannot list directory: {e}")));
+                    continue;
+                }
+            };
+            let name = ent.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            let ft = match ent.file_type() {
+                Ok(t) => t,
+                Err(e) => {
+                    errors.push((child, format!("cannot stat: {e}")));
+                    continue;
+                }
+            };
+            if ft.is_dir() {
+                stack.push((ent.path(), child));
+            } else if ft.is_file() || ft.is_symlink() {
+                match std::fs::metadata(ent.path()) {
+                    Ok(md) if md.is_file() => files.push(DirFile {
+                        rel: child,
+                        path: ent.path(),
+                        size: md.len(),
+                    }),
+                    Ok(_) => {} // a link to a directory: not followed
+                    Err(e) => errors.push((child, format!("cannot stat: {e}"))),
+                }
+            }
+        }
+    }
+    files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    errors.sort();
+    Ok((files, errors))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds() {
+        assert_eq!(classify("a/x.pt.trace.json.gz", false), Kind::Worker);
+        assert_eq!(classify("x.pt.trace.json", false), Kind::Worker);
+        assert_eq!(
+            classify("a/vm_1.async_llm.17.pt.trace.json.gz", false),
+            Kind::Frontend
+        );
+        assert_eq!(
+            classify("r/capture_traces/x.pt.trace.json.gz", false),
+            Kind::Capture
+        );
+        assert_eq!(classify("a/x.summary.json", false), Kind::Summary);
+        assert_eq!(classify("a/profiler_out_0.txt", false), Kind::ProfilerOut);
+        assert_eq!(classify("README.md", false), Kind::Other);
+        assert_eq!(classify("trace.json", false), Kind::Other);
+        assert_eq!(classify("trace.json", true), Kind::Worker);
+    }
+
+    #[test]
+    fn member_names() {
+        assert_eq!(normalize_member("./a//b/c.gz").unwrap(), "a/b/c.gz");
+        assert!(normalize_member("../evil.pt.trace.json.gz").is_err());
+        assert!(normalize_member("a/../../evil").is_err());
+        assert!(normalize_member("/etc/passwd").is_err());
+        assert!(normalize_member("C:\\x").is_err());
+        assert!(normalize_member("./").is_err());
+    }
+}

@@ -1,0 +1,584 @@
+//! `batch`: every trace of a benchmark campaign (directories, `.tar`,
+//! `.tar.gz`, `.zip`), read once each and in parallel, then grouped by
+//! workload and mode, AR compared with MTP, and written out as the paper's
+//! tables and figures.
+//!
+//! ```text
+//! PATH… ─ inputs (walk / sniff archives) ─ run (one pass per file, rayon)
+//!       ─ finalize (summaries, manifest → mode, workload, tokens)
+//!       ─ compare (per workload, AR vs MTP) ─ output (files, report.md)
+//! ```
+
+pub mod inputs;
+pub mod output;
+pub mod run;
+
+use crate::hierarchy::{HierarchyOptions, TraceHierarchy};
+use crate::pair::{self, Comparison, Selector, TracePairs};
+use crate::steps;
+use crate::summary::{self, RunSummary};
+use inputs::{Input, InputKind, Kind};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+/// Options of a batch run.
+#[derive(Debug)]
+pub struct BatchOptions {
+    pub selector: Selector,
+    /// Chains for Table 9 (the same selector as `selector`).
+    pub hierarchy: HierarchyOptions,
+    pub manifest: Option<Manifest>,
+    pub quiet: bool,
+    /// Tar members up to this many bytes (as stored) are copied into
+    /// memory and parsed in parallel; larger ones are parsed by the
+    /// archive's reader thread as they stream ([`run::BUFFER_LIMIT`]).
+    pub buffer_limit: u64,
+    /// A directory left out of directory walks (the output directory,
+    /// canonical path), so that earlier results are not listed as inputs.
+    pub exclude: Option<PathBuf>,
+}
+
+/// What became of one input file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Ok,
+    Error,
+    Skipped,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Error => "error",
+            Status::Skipped => "skipped",
+        }
+    }
+}
+
+/// The outcome of reading one file.
+#[derive(Debug, Clone)]
+pub struct FileResult {
+    /// Label: relative to the PATH when there is one PATH, else prefixed
+    /// with it; never used to write anything.
+    pub path: String,
+    /// Index of the PATH it came from.
+    pub input: usize,
+    pub kind: Kind,
+    pub size: u64,
+    pub status: Status,
+    pub error: Option<String>,
+    /// Pair figures (worker traces that could be read at least in part).
+    pub pairs: Option<TracePairs>,
+    pub hierarchy: Option<TraceHierarchy>,
+    /// The parsed run summary (summary files).
+    pub summary: Option<RunSummary>,
+    pub dir_name: Option<String>,
+    pub fs_path: Option<PathBuf>,
+    pub ordinal: u64,
+}
+
+/// A file with what is known about its run.
+#[derive(Debug, Clone)]
+pub struct Record {
+    pub file: FileResult,
+    pub mode: Option<String>,
+    pub mode_source: Option<&'static str>,
+    pub workload: Option<String>,
+    pub workload_source: Option<&'static str>,
+    /// Draft tokens per step, from the selected step name.
+    pub speculative_depth: Option<u64>,
+}
+
+/// AR against one MTP trace of a workload.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkloadComparison {
+    pub workload: String,
+    pub baseline_mode: String,
+    pub candidate_mode: String,
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    /// Indices into `BatchResult::records`.
+    #[serde(skip)]
+    pub baseline_index: usize,
+    #[serde(skip)]
+    pub candidate_index: usize,
+}
+
+/// Everything a batch found.
+#[derive(Debug)]
+pub struct BatchResult {
+    pub inputs: Vec<Input>,
+    /// Sorted by path (then input, then position in it).
+    pub records: Vec<Record>,
+    pub comparisons: Vec<WorkloadComparison>,
+    /// Workloads lacking an AR or an MTP trace, and other remarks.
+    pub notes: Vec<String>,
+}
+
+impl BatchResult {
+    pub fn failed(&self) -> impl Iterator<Item = &Record> {
+        self.records
+            .iter()
+            .filter(|r| r.file.status == Status::Error)
+    }
+
+    /// Files read (status ok or error); skipped files are not counted.
+    pub fn attempted(&self) -> usize {
+        self.records
+            .iter()
+            .filter(|r| r.file.status != Status::Skipped)
+            .count()
+    }
+}
+
+/// `--manifest CSV`: path,mode,workload,completion_tokens.
+#[derive(Debug, Clone, Default)]
+pub struct Manifest {
+    pub rows: Vec<ManifestRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct ManifestRow {
+    pub path: String,
+    #[serde(default, deserialize_with = "empty_none")]
+    pub mode: Option<String>,
+    #[serde(default, deserialize_with = "empty_none")]
+    pub workload: Option<String>,
+    #[serde(default, deserialize_with = "empty_none_u64")]
+    pub completion_tokens: Option<u64>,
+}
+
+fn empty_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = serde::Deserialize::deserialize(d)?;
+    Ok(s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+}
+
+fn empty_none_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let s = empty_none(d)?;
+    s.map(|s| s.parse::<u64>().map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+impl Manifest {
+    pub fn read(path: &Path) -> anyhow::Result<Manifest> {
+        let mut rd = csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .from_path(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let mut rows = Vec::new();
+        for (i, row) in rd.deserialize::<ManifestRow>().enumerate() {
+            rows.push(row.map_err(|e| anyhow::anyhow!("{}: row {}: {e}", path.display(), i + 2))?);
+        }
+        Ok(Manifest { rows })
+    }
+
+    /// The row for a file: its label equals the manifest path, or its
+    /// label or location on disk ends with the manifest path (whole path
+    /// components). The longest match wins.
+    pub fn lookup(&self, label: &str, fs_path: Option<&Path>) -> Option<&ManifestRow> {
+        let fs = fs_path.map(|p| p.to_string_lossy().replace('\\', "/"));
+        let ends_with = |hay: &str, needle: &str| {
+            hay == needle
+                || (hay.ends_with(needle) && hay[..hay.len() - needle.len()].ends_with('/'))
+        };
+        self.rows
+            .iter()
+            .filter(|r| {
+                let want = r.path.trim_start_matches("./").replace('\\', "/");
+                !want.is_empty()
+                    && (ends_with(label, &want)
+                        || fs.as_deref().is_some_and(|f| ends_with(f, &want)))
+            })
+            .max_by_key(|r| r.path.len())
+    }
+}
+
+/// Normalises a mode name: `AR`, `autoregressive` → `ar`; `MTP`, `eagle`,
+/// `spec`… stay as written, lower-cased.
+fn norm_mode(m: &str) -> String {
+    let m = m.trim().to_ascii_lowercase();
+    match m.as_str() {
+        "autoregressive" | "baseline" | "none" => "ar".into(),
+        _ => m,
+    }
+}
+
+/// Draft tokens per request of the selected (most frequent) pure-decode
+/// step name.
+fn depth_of(tp: &TracePairs) -> Option<u64> {
+    tp.step_names
+        .iter()
+        .filter(|s| s.selected)
+        .filter_map(|s| steps::parse(&s.name).map(|p| (s, p)))
+        .filter(|(_, p)| p.is_pure_decode())
+        .max_by(|(a, _), (b, _)| a.count.cmp(&b.count).then(b.name.cmp(&a.name)))
+        .and_then(|(_, p)| p.speculative_depth())
+}
+
+/// The summary label that belongs to a trace label.
+fn summary_label_for(label: &str) -> Option<String> {
+    let (dir, file) = match label.rsplit_once('/') {
+        Some((d, f)) => (Some(d), f),
+        None => (None, label),
+    };
+    let s = summary::summary_name_for(file)?;
+    Some(match dir {
+        Some(d) => format!("{d}/{s}"),
+        None => s,
+    })
+}
+
+/// Sorts the file results and resolves mode, workload and tokens.
+pub fn finalize(
+    inputs: Vec<Input>,
+    mut files: Vec<FileResult>,
+    opts: &BatchOptions,
+) -> BatchResult {
+    files.sort_by(|a, b| {
+        (a.path.as_str(), a.input, a.ordinal).cmp(&(b.path.as_str(), b.input, b.ordinal))
+    });
+    // Summaries by (input, label).
+    let mut summaries: HashMap<(usize, &str), &RunSummary> = HashMap::new();
+    for f in &files {
+        if let Some(s) = &f.summary {
+            summaries.entry((f.input, f.path.as_str())).or_insert(s);
+        }
+    }
+    let mut records = Vec::with_capacity(files.len());
+    let mut notes = Vec::new();
+    for f in &files {
+        let mut rec = Record {
+            file: f.clone(),
+            mode: None,
+            mode_source: None,
+            workload: None,
+            workload_source: None,
+            speculative_depth: None,
+        };
+        if f.kind != Kind::Worker {
+            records.push(rec);
+            continue;
+        }
+        // The run summary: in the same input, beside the trace; for a trace
+        // named directly, the file beside it on disk.
+        let mut found: Option<(String, RunSummary)> = None;
+        if let Some(sl) = summary_label_for(&f.path) {
+            let hit = summaries.get(&(f.input, sl.as_str())).map(|s| (*s).clone());
+            found = hit.map(|s| (sl, s));
+        }
+        if found.is_none() && inputs.get(f.input).map(|i| i.kind) == Some(InputKind::File) {
+            if let Some(p) = &f.fs_path {
+                match run::summary_beside(p) {
+                    Some((label, Ok(s))) => found = Some((label, s)),
+                    Some((label, Err(e))) => {
+                        notes.push(format!("{}: run summary {label} unusable: {e}", f.path))
+                    }
+                    None => {}
+                }
+            }
+        }
+        let row = opts
+            .manifest
+            .as_ref()
+            .and_then(|m| m.lookup(&f.path, f.fs_path.as_deref()));
+        let summ = found.as_ref().map(|(_, s)| s);
+
+        if let Some(tp) = rec.file.pairs.as_mut() {
+            rec.speculative_depth = depth_of(tp);
+            let (tokens, src) = match (summ.and_then(|s| s.completion_tokens), row) {
+                (Some(t), _) => (Some(t), found.as_ref().map(|(l, _)| l.clone())),
+                (None, Some(r)) if r.completion_tokens.is_some() => {
+                    (r.completion_tokens, Some("manifest".to_string()))
+                }
+                _ => (None, None),
+            };
+            tp.set_tokens(tokens, src);
+        }
+        // Mode: summary, else step annotation, else manifest.
+        if let Some(m) = summ.and_then(|s| s.mode.as_deref()) {
+            rec.mode = Some(norm_mode(m));
+            rec.mode_source = Some("summary");
+        } else if let Some(d) = rec.speculative_depth {
+            rec.mode = Some(if d == 0 { "ar".into() } else { "mtp".into() });
+            rec.mode_source = Some("annotation");
+        } else if let Some(m) = row.and_then(|r| r.mode.as_deref()) {
+            rec.mode = Some(norm_mode(m));
+            rec.mode_source = Some("manifest");
+        }
+        // Workload: summary, else manifest, else the directory's name
+        // (less a trailing `_<mode>`).
+        if let Some(w) = summ.and_then(|s| s.workload.clone()) {
+            rec.workload = Some(w);
+            rec.workload_source = Some("summary");
+        } else if let Some(w) = row.and_then(|r| r.workload.clone()) {
+            rec.workload = Some(w);
+            rec.workload_source = Some("manifest");
+        } else if let Some(d) = &f.dir_name {
+            let w = rec
+                .mode
+                .as_deref()
+                .and_then(|m| {
+                    d.strip_suffix(&format!("_{m}"))
+                        .or_else(|| d.strip_suffix(&format!("-{m}")))
+                })
+                .filter(|w| !w.is_empty())
+                .unwrap_or(d);
+            rec.workload = Some(w.to_string());
+            rec.workload_source = Some("directory");
+        }
+        records.push(rec);
+    }
+    if !records.iter().any(|r| r.file.kind == Kind::Worker) {
+        notes.push("no worker traces (*.pt.trace.json[.gz]) found in the inputs".into());
+    }
+    let comparisons = compare_workloads(&records, &mut notes);
+    BatchResult {
+        inputs,
+        records,
+        comparisons,
+        notes,
+    }
+}
+
+/// A rank key for pairing traces of multi-rank runs: the metadata's rank,
+/// else `rank<N>` in the file name.
+fn rank_key(r: &Record) -> Option<i64> {
+    if let Some(rank) = r.file.pairs.as_ref().and_then(|p| p.meta.rank) {
+        return Some(rank);
+    }
+    let file = r.file.path.rsplit('/').next()?;
+    let at = file.find("rank")? + 4;
+    let digits: String = file[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// Within each workload, every AR trace (baseline) against every trace of
+/// another mode (candidate). When a workload holds several traces of a
+/// mode (multi-rank runs), only traces of the same rank are compared.
+fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<WorkloadComparison> {
+    let mut by_wl: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    // Failed worker traces per (workload, is AR), for the notes.
+    let mut failed: BTreeMap<(&str, bool), usize> = BTreeMap::new();
+    for (i, r) in records.iter().enumerate() {
+        if r.file.kind != Kind::Worker {
+            continue;
+        }
+        if r.file.status != Status::Ok || r.file.pairs.is_none() {
+            if let Some(w) = r.workload.as_deref() {
+                by_wl.entry(w).or_default();
+                *failed
+                    .entry((w, r.mode.as_deref() == Some("ar")))
+                    .or_default() += 1;
+            }
+            continue;
+        }
+        let (Some(w), Some(m)) = (r.workload.as_deref(), r.mode.as_deref()) else {
+            notes.push(format!(
+                "{}: mode or workload unknown; not compared (add a run summary or --manifest)",
+                r.file.path
+            ));
+            continue;
+        };
+        let e = by_wl.entry(w).or_default();
+        if m == "ar" {
+            e.0.push(i);
+        } else {
+            e.1.push(i);
+        }
+    }
+    let mut out = Vec::new();
+    for (w, (ar, cand)) in by_wl {
+        if ar.is_empty() || cand.is_empty() {
+            let side = |is_ar: bool, empty: bool| -> Option<String> {
+                let what = if is_ar { "AR" } else { "MTP" };
+                let n = failed.get(&(w, is_ar)).copied().unwrap_or(0);
+                match (empty, n) {
+                    (false, _) => None,
+                    (true, 0) => Some(format!("no {what} trace")),
+                    (true, n) => Some(format!("no {what} trace read without error ({n} failed)")),
+                }
+            };
+            let missing: Vec<String> = [side(true, ar.is_empty()), side(false, cand.is_empty())]
+                .into_iter()
+                .flatten()
+                .collect();
+            notes.push(format!(
+                "workload {w}: {} — nothing to compare",
+                missing.join(", ")
+            ));
+            continue;
+        }
+        let by_rank = ar.len() > 1 || cand.len() > 1;
+        for &b in &ar {
+            for &c in &cand {
+                if by_rank && rank_key(&records[b]) != rank_key(&records[c]) {
+                    continue;
+                }
+                let (Some(bp), Some(cp)) = (&records[b].file.pairs, &records[c].file.pairs) else {
+                    continue;
+                };
+                out.push(WorkloadComparison {
+                    workload: w.to_string(),
+                    baseline_mode: "ar".into(),
+                    candidate_mode: records[c].mode.clone().unwrap_or_default(),
+                    comparison: pair::compare(bp, cp),
+                    baseline_index: b,
+                    candidate_index: c,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Lists the PATH arguments.
+pub fn resolve_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
+    let several = paths.len() > 1;
+    paths
+        .iter()
+        .map(|p| {
+            let kind = inputs::detect(p)
+                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?;
+            let shown = p.display().to_string();
+            let prefix = if several && kind != InputKind::File {
+                format!("{}/", shown.trim_end_matches(['/', '\\']))
+            } else {
+                String::new()
+            };
+            Ok(Input {
+                path: shown,
+                kind,
+                prefix,
+                fs_path: p.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Runs a whole batch: read every input, then finalize.
+pub fn run_batch(paths: &[PathBuf], opts: &BatchOptions) -> anyhow::Result<BatchResult> {
+    let inputs = resolve_inputs(paths)?;
+    let plans: Vec<run::Plan> = inputs
+        .iter()
+        .map(|i| run::plan(i, opts.exclude.as_deref()))
+        .collect();
+    let total: u64 = plans.iter().zip(&inputs).map(|(p, i)| p.bytes(i)).sum();
+    let progress = run::Progress::new(total, opts.quiet);
+    let mut files = Vec::new();
+    for (idx, (input, plan)) in inputs.iter().zip(plans).enumerate() {
+        files.extend(run::process(idx, input, plan, opts, &progress));
+    }
+    progress.finish();
+    Ok(finalize(inputs, files, opts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(buffer_limit: u64) -> BatchOptions {
+        BatchOptions {
+            selector: Selector::Auto,
+            hierarchy: HierarchyOptions::new(&[], &[], false, 0, Selector::Auto).unwrap(),
+            manifest: None,
+            quiet: true,
+            buffer_limit,
+            exclude: None,
+        }
+    }
+
+    /// Large tar members are parsed while streaming, small ones buffered
+    /// and parsed in parallel: both give the same figures.
+    #[test]
+    fn tar_members_streamed_or_buffered_agree() {
+        use std::io::Write;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+        let tmp = tempfile::tempdir().unwrap();
+        let tgz = tmp.path().join("t.tgz");
+        let gz = flate2::write::GzEncoder::new(
+            std::fs::File::create(&tgz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        let mut b = tar::Builder::new(gz);
+        for dir in ["text_ar", "text_mtp"] {
+            b.append_dir_all(dir, root.join(dir)).unwrap();
+        }
+        b.into_inner().unwrap().finish().unwrap().flush().unwrap();
+        let streamed = run_batch(&[tgz.clone()], &opts(0)).unwrap();
+        let buffered = run_batch(&[tgz], &opts(run::BUFFER_LIMIT)).unwrap();
+        let figures = |r: &BatchResult| -> Vec<_> {
+            r.records
+                .iter()
+                .map(|r| {
+                    (
+                        r.file.path.clone(),
+                        r.file.status,
+                        r.mode.clone(),
+                        r.file.pairs.clone(),
+                        r.file.hierarchy.clone(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(figures(&streamed), figures(&buffered));
+        assert_eq!(streamed.records.len(), 6);
+        assert_eq!(streamed.comparisons.len(), 1);
+        assert_eq!(streamed.failed().count(), 0);
+        let c = &streamed.comparisons[0].comparison;
+        assert_eq!(c.s_context, buffered.comparisons[0].comparison.s_context);
+        assert!(c.s_context.is_some());
+    }
+
+    #[test]
+    fn summary_labels() {
+        assert_eq!(
+            summary_label_for("text_ar/x.1.pt.trace.json.gz").as_deref(),
+            Some("text_ar/x.1.summary.json")
+        );
+        assert_eq!(
+            summary_label_for("x.pt.trace.json").as_deref(),
+            Some("x.summary.json")
+        );
+    }
+
+    #[test]
+    fn manifest_lookup() {
+        let m = Manifest {
+            rows: vec![
+                ManifestRow {
+                    path: "a/t.pt.trace.json.gz".into(),
+                    mode: Some("ar".into()),
+                    workload: None,
+                    completion_tokens: Some(3),
+                },
+                ManifestRow {
+                    path: "t.pt.trace.json.gz".into(),
+                    mode: Some("mtp".into()),
+                    workload: None,
+                    completion_tokens: None,
+                },
+            ],
+        };
+        assert_eq!(
+            m.lookup("x/a/t.pt.trace.json.gz", None)
+                .unwrap()
+                .mode
+                .as_deref(),
+            Some("ar")
+        );
+        assert_eq!(
+            m.lookup("b/t.pt.trace.json.gz", None)
+                .unwrap()
+                .mode
+                .as_deref(),
+            Some("mtp")
+        );
+        assert!(m.lookup("b/xt.pt.trace.json.gz", None).is_none());
+    }
+}

@@ -1,0 +1,703 @@
+//! Reading every file of every input once, in parallel where the input
+//! allows it, into one [`FileResult`] per file.
+//!
+//! - Directory files and zip members are independent: rayon processes
+//!   them in parallel (each zip task opens its own handle on the archive;
+//!   zip members are random-access).
+//! - A tar (or tar.gz) can only be read front to back. A reader thread
+//!   walks it once; each trace member up to [`BUFFER_LIMIT`] bytes (as
+//!   stored, i.e. still gzip-compressed when it is `.gz`) is copied into
+//!   memory and handed to rayon through a channel of `threads` slots, so
+//!   parsing runs in parallel while the archive streams; larger members are
+//!   parsed by the reader thread straight from the archive stream. Memory
+//!   stays bounded by about (2 × threads + 1) member buffers plus one
+//!   file's analysis state per thread; no member is ever written to disk.
+//! - Run summaries are small: they are read into memory wherever they come
+//!   from, and matched to traces afterwards (in `batch::finalize`), so a
+//!   tar needs a single pass whatever order its members are in.
+
+use super::inputs::{self, DirFile, Input, InputKind, Kind};
+use super::{BatchOptions, FileResult, Status};
+use crate::hierarchy;
+use crate::pair::{self, Annotations};
+use crate::summary::{self, RunSummary};
+use crate::trace::open::CountingReader;
+use crate::trace::{read_path, read_stream, EventPos, Meta, ReadError};
+use flate2::read::MultiGzDecoder;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+use std::fs::File;
+use std::io::{BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Tar members up to this size (as stored) are buffered and parsed in
+/// parallel; larger ones are parsed while streaming (the default of
+/// [`BatchOptions::buffer_limit`]).
+pub const BUFFER_LIMIT: u64 = 256 << 20;
+
+/// Run summaries larger than this are refused (they are a few KiB).
+const SUMMARY_LIMIT: u64 = 16 << 20;
+
+/// What is known about a file before it is read.
+#[derive(Debug, Clone)]
+pub struct EntryInfo {
+    pub path: String,
+    pub input: usize,
+    pub kind: Kind,
+    pub size: u64,
+    /// Name of the directory holding the file (workload fallback).
+    pub dir_name: Option<String>,
+    /// Where it is on disk (directory and file inputs).
+    pub fs_path: Option<PathBuf>,
+    /// Position in its input (archives may hold one name twice).
+    pub ordinal: u64,
+}
+
+impl EntryInfo {
+    fn result(self, status: Status, error: Option<String>) -> FileResult {
+        FileResult {
+            path: self.path,
+            input: self.input,
+            kind: self.kind,
+            size: self.size,
+            status,
+            error,
+            pairs: None,
+            hierarchy: None,
+            summary: None,
+            dir_name: self.dir_name,
+            fs_path: self.fs_path,
+            ordinal: self.ordinal,
+        }
+    }
+
+    fn skipped(self, why: Option<String>) -> FileResult {
+        self.result(Status::Skipped, why)
+    }
+}
+
+/// What is done with each event of one trace: every analysis that batch
+/// runs on a file is fed from the same single pass.
+pub struct Collectors {
+    pub annotations: Annotations,
+    pub hierarchy: hierarchy::Collector,
+}
+
+impl Collectors {
+    pub fn new(opts: &BatchOptions) -> Self {
+        Collectors {
+            annotations: Annotations::default(),
+            // Step contexts come from `annotations`, collected once.
+            hierarchy: hierarchy::Collector::without_contexts(&opts.hierarchy),
+        }
+    }
+
+    /// The raw-bytes test admitting what any of the collectors needs.
+    pub fn prefilter(&self) -> crate::trace::Prefilter {
+        pair::prefilter().union(&self.hierarchy.prefilter())
+    }
+
+    pub fn push(&mut self, ev: &crate::trace::Event<'_>, at: EventPos) {
+        self.annotations.push(ev, at.index);
+        self.hierarchy.push(ev, at);
+    }
+
+    /// Analyses what was collected.
+    fn finish(
+        self,
+        info: EntryInfo,
+        meta: Meta,
+        read: Result<u64, ReadError>,
+        opts: &BatchOptions,
+    ) -> FileResult {
+        let (events, err) = match read {
+            Ok(n) => (n, None),
+            Err(e) => (e.events_read(), Some(e)),
+        };
+        let (mut tp, problem) = pair::analyze(
+            &info.path,
+            &self.annotations,
+            &opts.selector,
+            meta.clone(),
+            events,
+        );
+        let contexts = (tp.contexts > 0).then(|| (tp.context.clone(), tp.contexts));
+        let mut th = self
+            .hierarchy
+            .analyze(&info.path, &opts.hierarchy, contexts);
+        th.events = events;
+        th.meta = meta;
+        let error = match (&err, &problem) {
+            (Some(e), _) => Some(e.to_string()),
+            (None, Some(p)) => {
+                let msg = p.to_string();
+                // The path is in its own column.
+                let own = format!("{}: ", info.path);
+                Some(msg.strip_prefix(&own).map(str::to_string).unwrap_or(msg))
+            }
+            (None, None) => None,
+        };
+        if let Some(e) = &err {
+            tp.complete = false;
+            tp.error = Some(e.to_string());
+            th.complete = false;
+            th.error = Some(e.to_string());
+        }
+        let status = if error.is_some() {
+            Status::Error
+        } else {
+            Status::Ok
+        };
+        let mut r = info.result(status, error);
+        // Figures of a file that gave no event at all mean nothing.
+        if events > 0 || err.is_none() {
+            r.pairs = Some(tp);
+            r.hierarchy = Some(th);
+        }
+        r
+    }
+}
+
+fn trace_from_reader<R: Read>(info: EntryInfo, src: R, opts: &BatchOptions) -> FileResult {
+    let mut col = Collectors::new(opts);
+    let filter = col.prefilter();
+    let mut meta = Meta::default();
+    let res = read_stream(src, &filter, &mut meta, &mut |e, at| col.push(e, at));
+    col.finish(info, meta, res.map(|s| s.events), opts)
+}
+
+fn trace_from_path(
+    info: EntryInfo,
+    path: &Path,
+    counter: Arc<AtomicU64>,
+    opts: &BatchOptions,
+) -> FileResult {
+    let mut col = Collectors::new(opts);
+    let filter = col.prefilter();
+    let mut meta = Meta::default();
+    let res = read_path(path, &filter, counter, &mut meta, &mut |e, at| {
+        col.push(e, at)
+    });
+    col.finish(info, meta, res.map(|s| s.events).map_err(|e| e.kind), opts)
+}
+
+fn summary_from_reader<R: Read>(info: EntryInfo, src: R) -> FileResult {
+    let mut bytes = Vec::new();
+    if let Err(e) = src.take(SUMMARY_LIMIT + 1).read_to_end(&mut bytes) {
+        return info.result(Status::Error, Some(format!("cannot read run summary: {e}")));
+    }
+    if bytes.len() as u64 > SUMMARY_LIMIT {
+        return info.result(
+            Status::Error,
+            Some(format!(
+                "larger than {} MiB: not a run summary",
+                SUMMARY_LIMIT >> 20
+            )),
+        );
+    }
+    match summary::parse(&bytes, &info.path) {
+        Ok(s) => {
+            let mut r = info.result(Status::Ok, None);
+            r.summary = Some(s);
+            r
+        }
+        Err(summary::SummaryError::Json { source, .. }) => {
+            info.result(Status::Error, Some(format!("not a run summary: {source}")))
+        }
+        Err(e) => info.result(Status::Error, Some(e.to_string())),
+    }
+}
+
+/// Files skipped by kind, and why.
+fn skip_reason(kind: Kind) -> Option<String> {
+    Some(
+        match kind {
+            Kind::Frontend => "frontend (AsyncLLM) trace: no engine steps",
+            Kind::Capture => "capture trace (capture_traces/): not analysed",
+            Kind::ProfilerOut => "torch key_averages table: not analysed",
+            Kind::Other => "not a trace",
+            Kind::Worker | Kind::Summary => return None,
+        }
+        .to_string(),
+    )
+}
+
+/// What each input holds, found before any trace is read (so that the
+/// progress bar knows the total).
+pub enum Plan {
+    Directory(Vec<DirFile>, Vec<inputs::WalkError>),
+    File,
+    Tar {
+        gz: bool,
+    },
+    Zip(Vec<ZipMember>),
+    /// The input could not be opened or listed.
+    Broken(String),
+}
+
+#[derive(Debug, Clone)]
+pub struct ZipMember {
+    pub index: usize,
+    pub name: String,
+    pub size: u64,
+    pub compressed: u64,
+    pub is_dir: bool,
+}
+
+/// Lists an input; `skip`: a directory left out of walks (OUTDIR).
+pub fn plan(input: &Input, skip: Option<&Path>) -> Plan {
+    match input.kind {
+        InputKind::Directory => match inputs::walk(&input.fs_path, skip) {
+            Ok((files, errors)) => Plan::Directory(files, errors),
+            Err(e) => Plan::Broken(format!("cannot read directory: {e}")),
+        },
+        InputKind::File => Plan::File,
+        InputKind::Tar => Plan::Tar { gz: false },
+        InputKind::TarGz => Plan::Tar { gz: true },
+        InputKind::Zip => match list_zip(&input.fs_path) {
+            Ok(m) => Plan::Zip(m),
+            Err(e) => Plan::Broken(format!("cannot read zip archive: {e}")),
+        },
+    }
+}
+
+fn list_zip(path: &Path) -> Result<Vec<ZipMember>, String> {
+    let f = File::open(path).map_err(|e| e.to_string())?;
+    let mut z = zip::ZipArchive::new(BufReader::new(f)).map_err(|e| e.to_string())?;
+    let mut out = Vec::with_capacity(z.len());
+    for index in 0..z.len() {
+        let m = z
+            .by_index_raw(index)
+            .map_err(|e| format!("member {index}: {e}"))?;
+        out.push(ZipMember {
+            index,
+            name: m.name().to_string(),
+            size: m.size(),
+            compressed: m.compressed_size(),
+            is_dir: m.is_dir(),
+        });
+    }
+    Ok(out)
+}
+
+impl Plan {
+    /// Bytes the progress bar expects to see read.
+    pub fn bytes(&self, input: &Input) -> u64 {
+        let file_size = || {
+            std::fs::metadata(&input.fs_path)
+                .map(|m| m.len())
+                .unwrap_or(0)
+        };
+        match self {
+            Plan::Directory(files, _) => files
+                .iter()
+                .filter(|f| inputs::classify(&f.rel, false) == Kind::Worker)
+                .map(|f| f.size)
+                .sum(),
+            Plan::File | Plan::Tar { .. } => file_size(),
+            Plan::Zip(m) => m
+                .iter()
+                .filter(|m| !m.is_dir && inputs::classify(&m.name, false) == Kind::Worker)
+                .map(|m| m.compressed)
+                .sum(),
+            Plan::Broken(_) => 0,
+        }
+    }
+}
+
+/// The parent directory's name of a `/`-separated relative name, else the
+/// input's own name.
+fn dir_name_of(rel: &str, input: &Input) -> Option<String> {
+    match rel.rsplit_once('/') {
+        Some((dir, _)) => dir.rsplit('/').next().map(str::to_string),
+        None => input.stem(),
+    }
+}
+
+/// Reads everything one input holds.
+pub fn process(
+    idx: usize,
+    input: &Input,
+    plan: Plan,
+    opts: &BatchOptions,
+    progress: &Progress,
+) -> Vec<FileResult> {
+    match plan {
+        Plan::Broken(why) => vec![input_error(idx, input, why)],
+        Plan::File => {
+            let kind = inputs::classify(&input.path.replace('\\', "/"), true);
+            let info = EntryInfo {
+                path: input.path.clone(),
+                input: idx,
+                kind,
+                size: std::fs::metadata(&input.fs_path)
+                    .map(|m| m.len())
+                    .unwrap_or(0),
+                dir_name: input
+                    .fs_path
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.parent()?.file_name()?.to_str().map(str::to_string)),
+                fs_path: Some(input.fs_path.clone()),
+                ordinal: 0,
+            };
+            vec![process_file(info, &input.fs_path, opts, progress)]
+        }
+        Plan::Directory(files, errors) => {
+            let mut out: Vec<FileResult> = files
+                .par_iter()
+                .enumerate()
+                .map(|(i, f)| {
+                    let info = EntryInfo {
+                        path: input.label(&f.rel),
+                        input: idx,
+                        kind: inputs::classify(&f.rel, false),
+                        size: f.size,
+                        dir_name: dir_name_of(&f.rel, input),
+                        fs_path: Some(f.path.clone()),
+                        ordinal: i as u64,
+                    };
+                    process_file(info, &f.path, opts, progress)
+                })
+                .collect();
+            for (rel, why) in errors {
+                let info = EntryInfo {
+                    path: input.label(&rel),
+                    input: idx,
+                    kind: Kind::Other,
+                    size: 0,
+                    dir_name: None,
+                    fs_path: None,
+                    ordinal: 0,
+                };
+                progress.file_done();
+                out.push(info.result(Status::Error, Some(why)));
+            }
+            out
+        }
+        Plan::Zip(members) => process_zip(idx, input, &members, opts, progress),
+        Plan::Tar { gz } => process_tar(idx, input, gz, opts, progress),
+    }
+}
+
+/// An entry standing for a whole input that could not be read.
+fn input_error(idx: usize, input: &Input, why: String) -> FileResult {
+    EntryInfo {
+        path: input.path.clone(),
+        input: idx,
+        kind: Kind::Other,
+        size: 0,
+        dir_name: None,
+        fs_path: Some(input.fs_path.clone()),
+        ordinal: u64::MAX,
+    }
+    .result(Status::Error, Some(why))
+}
+
+fn process_file(
+    info: EntryInfo,
+    path: &Path,
+    opts: &BatchOptions,
+    progress: &Progress,
+) -> FileResult {
+    let r = match info.kind {
+        Kind::Worker => trace_from_path(info, path, progress.bytes.clone(), opts),
+        Kind::Summary => match File::open(path) {
+            Ok(f) => summary_from_reader(info, f),
+            Err(e) => info.result(Status::Error, Some(format!("cannot open: {e}"))),
+        },
+        k => info.skipped(skip_reason(k)),
+    };
+    progress.file_done();
+    r
+}
+
+fn process_zip(
+    idx: usize,
+    input: &Input,
+    members: &[ZipMember],
+    opts: &BatchOptions,
+    progress: &Progress,
+) -> Vec<FileResult> {
+    members
+        .par_iter()
+        .filter(|m| !m.is_dir)
+        .map_init(
+            || {
+                File::open(&input.fs_path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|f| {
+                        zip::ZipArchive::new(BufReader::new(f)).map_err(|e| e.to_string())
+                    })
+            },
+            |archive, m| {
+                let r = zip_member(idx, input, archive, m, opts);
+                if r.kind == Kind::Worker {
+                    progress.bytes.fetch_add(m.compressed, Ordering::Relaxed);
+                }
+                progress.file_done();
+                r
+            },
+        )
+        .collect()
+}
+
+fn zip_member(
+    idx: usize,
+    input: &Input,
+    archive: &mut Result<zip::ZipArchive<BufReader<File>>, String>,
+    m: &ZipMember,
+    opts: &BatchOptions,
+) -> FileResult {
+    let (info, safe) = member_info(idx, input, &m.name, m.size, m.index as u64);
+    if let Some(why) = safe {
+        return info.result(Status::Error, Some(why));
+    }
+    if !matches!(info.kind, Kind::Worker | Kind::Summary) {
+        let k = info.kind;
+        return info.skipped(skip_reason(k));
+    }
+    let archive = match archive {
+        Ok(a) => a,
+        Err(e) => return info.result(Status::Error, Some(format!("cannot open archive: {e}"))),
+    };
+    let file = match archive.by_index(m.index) {
+        Ok(f) => f,
+        Err(e) => return info.result(Status::Error, Some(format!("cannot read member: {e}"))),
+    };
+    match info.kind {
+        Kind::Summary => summary_from_reader(info, file),
+        _ => trace_from_reader(info, file, opts),
+    }
+}
+
+/// The entry of an archive member, and why its name is refused if it is.
+fn member_info(
+    idx: usize,
+    input: &Input,
+    raw: &str,
+    size: u64,
+    ordinal: u64,
+) -> (EntryInfo, Option<String>) {
+    match inputs::normalize_member(raw) {
+        Ok(rel) => (
+            EntryInfo {
+                path: input.label(&rel),
+                input: idx,
+                kind: inputs::classify(&rel, false),
+                size,
+                dir_name: dir_name_of(&rel, input),
+                fs_path: None,
+                ordinal,
+            },
+            None,
+        ),
+        Err(why) => (
+            EntryInfo {
+                // Shown, never used as a path: control characters escaped.
+                path: input.label(&raw.escape_debug().to_string()),
+                input: idx,
+                kind: Kind::Other,
+                size,
+                dir_name: None,
+                fs_path: None,
+                ordinal,
+            },
+            Some(why.to_string()),
+        ),
+    }
+}
+
+/// A trace member copied out of a tar, waiting for a worker.
+struct Job {
+    info: EntryInfo,
+    bytes: Vec<u8>,
+}
+
+fn process_tar(
+    idx: usize,
+    input: &Input,
+    gz: bool,
+    opts: &BatchOptions,
+    progress: &Progress,
+) -> Vec<FileResult> {
+    let file = match File::open(&input.fs_path) {
+        Ok(f) => f,
+        Err(e) => return vec![input_error(idx, input, format!("cannot open: {e}"))],
+    };
+    let counted = BufReader::with_capacity(
+        256 * 1024,
+        CountingReader::new(file, progress.bytes.clone()),
+    );
+    let src: Box<dyn Read + Send> = if gz {
+        Box::new(MultiGzDecoder::new(counted))
+    } else {
+        Box::new(counted)
+    };
+    let slots = rayon::current_num_threads().max(1);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(slots);
+    std::thread::scope(|s| {
+        // The reader is a plain thread, not a rayon worker: with -j 1 the
+        // one worker parses while the reader waits for a free slot.
+        let reader = s.spawn(move || read_tar(idx, input, src, tx, opts, progress));
+        let mut out: Vec<FileResult> = rx
+            .into_iter()
+            .par_bridge()
+            .map(|job| {
+                let r = trace_from_reader(job.info, &job.bytes[..], opts);
+                progress.file_done();
+                r
+            })
+            .collect();
+        match reader.join() {
+            Ok(inline) => out.extend(inline),
+            Err(_) => out.push(input_error(idx, input, "archive reader panicked".into())),
+        }
+        out
+    })
+}
+
+/// Walks a tar once. Returns the entries it handled itself (skipped,
+/// refused, summaries, large traces, archive errors); buffered traces go
+/// to `tx`.
+fn read_tar(
+    idx: usize,
+    input: &Input,
+    src: Box<dyn Read + Send>,
+    tx: std::sync::mpsc::SyncSender<Job>,
+    opts: &BatchOptions,
+    progress: &Progress,
+) -> Vec<FileResult> {
+    let mut out = Vec::new();
+    let mut archive = tar::Archive::new(src);
+    let entries = match archive.entries() {
+        Ok(e) => e,
+        Err(e) => return vec![input_error(idx, input, format!("not a readable tar: {e}"))],
+    };
+    for (ordinal, entry) in entries.enumerate() {
+        let mut entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                out.push(input_error(
+                    idx,
+                    input,
+                    format!("archive unreadable after {ordinal} members: {e}"),
+                ));
+                break;
+            }
+        };
+        let et = entry.header().entry_type();
+        if et.is_dir() || et.is_pax_global_extensions() {
+            continue;
+        }
+        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let size = entry.size();
+        let (info, unsafe_name) = member_info(idx, input, &raw, size, ordinal as u64);
+        let r = if let Some(why) = unsafe_name {
+            Some(info.result(Status::Error, Some(why)))
+        } else if !et.is_file() {
+            Some(info.skipped(Some(format!("not a regular file ({et:?})"))))
+        } else {
+            match info.kind {
+                Kind::Summary => Some(summary_from_reader(info, &mut entry)),
+                Kind::Worker if size <= opts.buffer_limit => {
+                    let mut bytes = Vec::with_capacity(size as usize);
+                    match entry.read_to_end(&mut bytes) {
+                        Ok(_) => {
+                            if tx.send(Job { info, bytes }).is_err() {
+                                break;
+                            }
+                            None
+                        }
+                        Err(e) => Some(info.result(
+                            Status::Error,
+                            Some(format!(
+                                "archive data ends early or is corrupt inside this member (after byte {} of it): {e}",
+                                bytes.len()
+                            )),
+                        )),
+                    }
+                }
+                Kind::Worker => Some(trace_from_reader(info, &mut entry, opts)),
+                k => Some(info.skipped(skip_reason(k))),
+            }
+        };
+        if let Some(r) = r {
+            progress.file_done();
+            out.push(r);
+        }
+    }
+    out
+}
+
+/// One progress bar for the whole batch: bytes read (compressed, as
+/// stored), files done, ETA. Drawn only when stderr is a terminal.
+pub struct Progress {
+    pub bytes: Arc<AtomicU64>,
+    files: Arc<AtomicU64>,
+    ticker: Option<(ProgressBar, std::thread::JoinHandle<()>, Arc<AtomicBool>)>,
+}
+
+impl Progress {
+    pub fn new(total_bytes: u64, quiet: bool) -> Self {
+        let bytes = Arc::new(AtomicU64::new(0));
+        let files = Arc::new(AtomicU64::new(0));
+        if !crate::progress::enabled(quiet) {
+            return Progress {
+                bytes,
+                files,
+                ticker: None,
+            };
+        }
+        let bar = ProgressBar::with_draw_target(Some(total_bytes), ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} ETA {eta}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> "),
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let (b, c, f, s) = (bar.clone(), bytes.clone(), files.clone(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                b.set_position(c.load(Ordering::Relaxed));
+                b.set_message(format!("{} files", f.load(Ordering::Relaxed)));
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Progress {
+            bytes,
+            files,
+            ticker: Some((bar, handle, stop)),
+        }
+    }
+
+    pub fn file_done(&self) {
+        self.files.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn finish(self) {
+        if let Some((bar, handle, stop)) = self.ticker {
+            stop.store(true, Ordering::Relaxed);
+            let _ = handle.join();
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// Reads a summary file from disk (used by `finalize` for summaries that
+/// sit beside a trace named directly as a PATH).
+pub fn summary_beside(trace: &Path) -> Option<(String, Result<RunSummary, String>)> {
+    let p = summary::summary_path_for(trace)?;
+    if !p.is_file() {
+        return None;
+    }
+    Some((
+        p.display().to_string(),
+        summary::read(&p).map_err(|e| e.to_string()),
+    ))
+}

@@ -1,0 +1,725 @@
+//! Runtime-hierarchy checks: is every `child` event nested in a `parent`
+//! event along a chain `a > b > c`, and how long (inclusive) and how often
+//! does each element run? ("all observed propose_draft_token_ids ranges were
+//! nested within sample_tokens", and Table 9 of "Beneath the Tokens".)
+//!
+//! Definitions are in docs/DEFINITIONS.md ("Hierarchy"). On one lane
+//! (pid, tid), with the default chain:
+//!
+//! ```text
+//! tid 7  [=========== sample_tokens ===========]      [== sample_tokens ==]
+//!          [== propose_draft_token_ids ==]
+//!             [proposer.propose]                       [propose_draft_token_ids]
+//!                                                                 ▲ contained too
+//! tid 9            [propose_draft_token_ids]    ← same interval, other thread:
+//!                                                 uncontained (unless --any-thread)
+//! ```
+//!
+//! Per link: children (events matching the child element), contained (in
+//! at least one parent event on the same lane, P.start ≤ C.start and
+//! C.end ≤ P.end, P not C itself), uncontained, parents holding no child.
+//! Per element: calls, outermost calls (a match nested in another match of
+//! the same element is not counted twice, e.g. Worker.sample_tokens ⊃
+//! GPUModelRunner.sample_tokens) and inclusive-duration statistics over
+//! the outermost calls.
+//!
+//! Events are streamed once ([`Collector`]): only those matching a chain
+//! element are kept (interned names and lanes), plus the step annotations
+//! `pair` needs to count contexts. The containment queries run on a small
+//! sorted index per lane ([`index`]), O((n + m) log n).
+
+pub mod index;
+
+use crate::model::{Interner, LaneTable, Ns, Sym};
+use crate::pair::{self, Annotations, Selector};
+use crate::stats::{Exact, ExactSummary};
+use crate::trace::{read_path, read_stream, Event, EventPos, Meta, Prefilter, TraceError};
+use index::{Enclosed, Enclosers, Iv, Overlaps};
+use regex::Regex;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+
+/// The chain checked when none is given.
+pub const DEFAULT_CHAIN: &str = "sample_tokens>propose_draft_token_ids>proposer.propose";
+/// CPU-side categories taking part by default (`Operator` is 2021-era Kineto).
+pub const DEFAULT_CATEGORIES: [&str; 4] =
+    ["cpu_op", "user_annotation", "python_function", "Operator"];
+/// How many enclosing/overlapping parent names an example lists at most.
+pub const MAX_OVERLAP_NAMES: usize = 10;
+
+/// One chain element: a name, a python_function function part, or `re:RE`.
+#[derive(Debug, Clone)]
+pub struct Element {
+    pub text: String,
+    regex: Option<Regex>,
+}
+
+impl Element {
+    pub fn parse(text: &str) -> Result<Element, OptionsError> {
+        let regex = match text.strip_prefix("re:") {
+            Some(re) => Some(Regex::new(re).map_err(|e| OptionsError::Regex {
+                element: text.to_string(),
+                msg: e.to_string(),
+            })?),
+            None => None,
+        };
+        Ok(Element {
+            text: text.to_string(),
+            regex,
+        })
+    }
+
+    /// The name equals the element; or a python_function's part after the
+    /// last `"): "` does; or the element's regex matches somewhere in the name.
+    pub fn matches(&self, name: &str, python_function: bool) -> bool {
+        if name == self.text {
+            return true;
+        }
+        if python_function {
+            if let Some(p) = name.rfind("): ") {
+                if name[p + 3..] == self.text {
+                    return true;
+                }
+            }
+        }
+        self.regex.as_ref().is_some_and(|r| r.is_match(name))
+    }
+
+    pub fn is_regex(&self) -> bool {
+        self.regex.is_some()
+    }
+}
+
+/// A bad `--chain` or category list.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    #[error("invalid regex in chain element {element:?}: {msg}")]
+    Regex { element: String, msg: String },
+    #[error("empty element in chain {0:?} (elements are separated by '>')")]
+    EmptyElement(String),
+}
+
+/// What to check, built once (see `cli::hierarchy::HierarchyArgs::to_options`).
+#[derive(Debug, Clone)]
+pub struct HierarchyOptions {
+    /// Distinct elements over all chains.
+    pub elements: Vec<Element>,
+    /// Each chain as indices into `elements`.
+    pub chains: Vec<Vec<usize>>,
+    pub categories: Vec<String>,
+    pub any_thread: bool,
+    /// Uncontained children listed per link.
+    pub examples: usize,
+    /// How step contexts are chosen for calls per context.
+    pub selector: Selector,
+}
+
+impl HierarchyOptions {
+    /// `chains` as written (`"a>b>c"`, elements trimmed); empty → the
+    /// default chain. Empty `categories` → the default categories.
+    pub fn new(
+        chains: &[String],
+        categories: &[String],
+        any_thread: bool,
+        examples: usize,
+        selector: Selector,
+    ) -> Result<Self, OptionsError> {
+        let default = [DEFAULT_CHAIN.to_string()];
+        let chains_text = if chains.is_empty() {
+            &default[..]
+        } else {
+            chains
+        };
+        let mut elements: Vec<Element> = Vec::new();
+        let mut chains = Vec::new();
+        for ch in chains_text {
+            let mut idx = Vec::new();
+            for part in ch.split('>').map(str::trim) {
+                if part.is_empty() {
+                    return Err(OptionsError::EmptyElement(ch.clone()));
+                }
+                let k = match elements.iter().position(|e| e.text == part) {
+                    Some(k) => k,
+                    None => {
+                        elements.push(Element::parse(part)?);
+                        elements.len() - 1
+                    }
+                };
+                idx.push(k);
+            }
+            chains.push(idx);
+        }
+        let categories = if categories.is_empty() {
+            DEFAULT_CATEGORIES.iter().map(|s| s.to_string()).collect()
+        } else {
+            categories.to_vec()
+        };
+        Ok(HierarchyOptions {
+            elements,
+            chains,
+            categories,
+            any_thread,
+            examples,
+            selector,
+        })
+    }
+}
+
+/// A kept event.
+#[derive(Debug, Clone, Copy)]
+struct Rec {
+    start: Ns,
+    end: Ns,
+    dur: Ns,
+    lane: u32,
+    name: Sym,
+    index: u64,
+}
+
+impl Rec {
+    fn iv(&self) -> Iv {
+        Iv {
+            start: self.start,
+            end: self.end,
+            id: self.index,
+        }
+    }
+}
+
+/// Streaming state for one trace: feed it every event (after
+/// [`Collector::prefilter`]) with [`Collector::push`].
+#[derive(Debug)]
+pub struct Collector {
+    elements: Vec<Element>,
+    categories: Vec<String>,
+    /// Name → matching elements, for [plain, python_function] events.
+    cache: [HashMap<Box<str>, Box<[u32]>>; 2],
+    names: Interner,
+    lanes: LaneTable,
+    recs: Vec<Rec>,
+    /// Per element, indices into `recs` (file order).
+    by_element: Vec<Vec<u32>>,
+    /// Step annotations for calls per context; `None` when the caller
+    /// counts contexts itself ([`Collector::without_contexts`]).
+    pub annotations: Option<Annotations>,
+}
+
+impl Collector {
+    /// Keeps matching events and the step annotations.
+    pub fn new(opts: &HierarchyOptions) -> Self {
+        let mut c = Self::without_contexts(opts);
+        c.annotations = Some(Annotations::default());
+        c
+    }
+
+    /// Keeps matching events only: for callers that collect
+    /// [`pair::Annotations`] in the same pass and pass the context count
+    /// to [`Collector::analyze`].
+    pub fn without_contexts(opts: &HierarchyOptions) -> Self {
+        Collector {
+            elements: opts.elements.clone(),
+            categories: opts.categories.clone(),
+            cache: [HashMap::new(), HashMap::new()],
+            names: Interner::new(),
+            lanes: LaneTable::default(),
+            recs: Vec::new(),
+            by_element: vec![Vec::new(); opts.elements.len()],
+            annotations: None,
+        }
+    }
+
+    /// The raw-bytes test for the events this collector needs: an event's
+    /// text must contain an element (exact and function-part matches both
+    /// contain it verbatim; escaped text is admitted by [`Prefilter`]
+    /// anyway), or be a user annotation when step contexts are kept. Any
+    /// `re:` element admits everything.
+    pub fn prefilter(&self) -> Prefilter {
+        if self.elements.iter().any(Element::is_regex) {
+            return Prefilter::all();
+        }
+        let mut needles: Vec<String> = self.elements.iter().map(|e| e.text.clone()).collect();
+        if self.annotations.is_some() {
+            needles.push("user_annotation\"".into());
+        }
+        Prefilter::any_of(&needles)
+    }
+
+    /// Keeps the event if it is a complete event of a selected category
+    /// matching some chain element (and, separately, if it is a step annotation).
+    pub fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if let Some(a) = &mut self.annotations {
+            a.push(ev, at.index);
+        }
+        if !ev.is_complete() || !self.categories.iter().any(|c| *c == *ev.cat) {
+            return;
+        }
+        let py = usize::from(ev.cat == "python_function");
+        if !self.cache[py].contains_key(&*ev.name) {
+            let hits: Box<[u32]> = self
+                .elements
+                .iter()
+                .enumerate()
+                .filter(|(_, e)| e.matches(&ev.name, py == 1))
+                .map(|(k, _)| k as u32)
+                .collect();
+            self.cache[py].insert((*ev.name).into(), hits);
+        }
+        let hits = &self.cache[py][&*ev.name];
+        if hits.is_empty() {
+            return;
+        }
+        let start = ev.ts.unwrap_or_default();
+        let dur = ev.dur_or_zero();
+        let rec = Rec {
+            start,
+            end: start.saturating_add(dur),
+            dur,
+            lane: self.lanes.intern(ev.lane()),
+            name: self.names.intern(&ev.name),
+            index: at.index,
+        };
+        let id = self.recs.len() as u32;
+        self.recs.push(rec);
+        for &k in hits.iter() {
+            self.by_element[k as usize].push(id);
+        }
+    }
+
+    /// Step contexts from the kept annotations: (selected name, count);
+    /// `None` when there are none (or they were not kept).
+    pub fn contexts(&self, selector: &Selector) -> Option<(String, u64)> {
+        let ann = self.annotations.as_ref()?;
+        let (r, _) = pair::analyze("", ann, selector, Meta::default(), 0);
+        (r.contexts > 0).then_some((r.context, r.contexts))
+    }
+
+    /// The figures of every chain. `contexts` = (context name, count) for
+    /// calls per context (see [`Collector::contexts`]).
+    pub fn analyze(
+        &self,
+        path: &str,
+        opts: &HierarchyOptions,
+        contexts: Option<(String, u64)>,
+    ) -> TraceHierarchy {
+        let chains = opts
+            .chains
+            .iter()
+            .map(|ch| self.analyze_chain(ch, opts, contexts.as_ref().map(|c| c.1)))
+            .collect();
+        TraceHierarchy {
+            path: path.to_string(),
+            context: contexts.as_ref().map(|c| c.0.clone()),
+            contexts: contexts.as_ref().map(|c| c.1),
+            any_thread: opts.any_thread,
+            categories: opts.categories.clone(),
+            chains,
+            events: 0,
+            meta: Meta::default(),
+            complete: true,
+            error: None,
+        }
+    }
+
+    /// The lane key for grouping: every event on one key with --any-thread.
+    fn key(&self, r: &Rec, any_thread: bool) -> u32 {
+        if any_thread {
+            0
+        } else {
+            r.lane
+        }
+    }
+
+    fn group(&self, element: usize, any_thread: bool) -> BTreeMap<u32, Vec<Iv>> {
+        let mut g: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
+        for &r in &self.by_element[element] {
+            let r = &self.recs[r as usize];
+            g.entry(self.key(r, any_thread)).or_default().push(r.iv());
+        }
+        g
+    }
+
+    fn analyze_chain(
+        &self,
+        chain: &[usize],
+        opts: &HierarchyOptions,
+        contexts: Option<u64>,
+    ) -> ChainResult {
+        let any = opts.any_thread;
+        let mut links = Vec::new();
+        for w in chain.windows(2) {
+            let (pe, ce) = (w[0], w[1]);
+            let parents = self.group(pe, any);
+            let children = self.group(ce, any);
+            let enclosers: HashMap<u32, Enclosers> = parents
+                .iter()
+                .map(|(k, v)| (*k, Enclosers::new(v)))
+                .collect();
+            let enclosed: HashMap<u32, Enclosed> = children
+                .iter()
+                .map(|(k, v)| (*k, Enclosed::new(v)))
+                .collect();
+            let mut uncontained: Vec<&Rec> = Vec::new();
+            for &c in &self.by_element[ce] {
+                let c = &self.recs[c as usize];
+                let inside = enclosers
+                    .get(&self.key(c, any))
+                    .is_some_and(|e| e.encloses(&c.iv()));
+                if !inside {
+                    uncontained.push(c);
+                }
+            }
+            let n_children = self.by_element[ce].len() as u64;
+            let without_child = self.by_element[pe]
+                .iter()
+                .map(|&p| &self.recs[p as usize])
+                .filter(|p| {
+                    !enclosed
+                        .get(&self.key(p, any))
+                        .is_some_and(|e| e.holds_any(&p.iv()))
+                })
+                .count() as u64;
+            uncontained.sort_by_key(|r| (r.start, r.index));
+            let examples = self.examples(&uncontained, &parents, opts);
+            let n_un = uncontained.len() as u64;
+            links.push(Link {
+                parent: opts.elements[pe].text.clone(),
+                child: opts.elements[ce].text.clone(),
+                children: n_children,
+                contained: n_children - n_un,
+                uncontained: n_un,
+                parents_without_child: without_child,
+                holds: n_un == 0,
+                examples,
+            });
+        }
+        let functions = chain
+            .iter()
+            .map(|&e| self.function(e, opts, contexts))
+            .collect();
+        ChainResult {
+            chain: chain
+                .iter()
+                .map(|&e| opts.elements[e].text.clone())
+                .collect(),
+            links,
+            functions,
+        }
+    }
+
+    fn examples(
+        &self,
+        uncontained: &[&Rec],
+        parents: &BTreeMap<u32, Vec<Iv>>,
+        opts: &HierarchyOptions,
+    ) -> Vec<Example> {
+        let mut trees: HashMap<u32, Overlaps> = HashMap::new();
+        // Event index → name, for the parents listed.
+        let mut out = Vec::new();
+        for c in uncontained.iter().take(opts.examples) {
+            let key = self.key(c, opts.any_thread);
+            let tree = trees.entry(key).or_insert_with(|| {
+                Overlaps::new(parents.get(&key).map(Vec::as_slice).unwrap_or(&[]))
+            });
+            let over = tree.of(&c.iv());
+            let names: Vec<String> = over
+                .iter()
+                .take(MAX_OVERLAP_NAMES)
+                .map(|p| self.describe_parent(p, opts.any_thread))
+                .collect();
+            out.push(Example {
+                name: self.names.resolve(c.name).to_string(),
+                ts: c.start.to_string(),
+                dur: c.dur.to_string(),
+                lane: self.lanes.resolve(c.lane).to_string(),
+                event_index: c.index,
+                overlapping: names,
+                overlapping_total: over.len() as u64,
+            });
+        }
+        out
+    }
+
+    /// "name [ts +dur]" of an overlapping parent (with its lane under --any-thread).
+    fn describe_parent(&self, p: &Iv, any_thread: bool) -> String {
+        let rec = self.rec_by_index(p.id);
+        let lane = if any_thread {
+            format!(" on {}", self.lanes.resolve(rec.lane))
+        } else {
+            String::new()
+        };
+        format!(
+            "{} [{} +{}]{lane}",
+            self.names.resolve(rec.name),
+            rec.start,
+            rec.dur
+        )
+    }
+
+    fn rec_by_index(&self, index: u64) -> &Rec {
+        // `recs` is in file order, so event indices are increasing.
+        let k = self.recs.partition_point(|r| r.index < index);
+        &self.recs[k]
+    }
+
+    fn function(&self, e: usize, opts: &HierarchyOptions, contexts: Option<u64>) -> FunctionStats {
+        let recs: Vec<&Rec> = self.by_element[e]
+            .iter()
+            .map(|&r| &self.recs[r as usize])
+            .collect();
+        // Outermost per lane key.
+        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+        for (k, r) in recs.iter().enumerate() {
+            groups
+                .entry(self.key(r, opts.any_thread))
+                .or_default()
+                .push(k);
+        }
+        let mut durs: Vec<Ns> = Vec::new();
+        for ks in groups.values() {
+            let ivs: Vec<Iv> = ks.iter().map(|&k| recs[k].iv()).collect();
+            for (&k, outer) in ks.iter().zip(index::outermost(&ivs)) {
+                if outer {
+                    durs.push(recs[k].dur);
+                }
+            }
+        }
+        let exact = ExactSummary::of(&durs);
+        let s = exact.as_ref().map(|s| s.to_ms());
+        let outermost = durs.len() as u64;
+        FunctionStats {
+            name: opts.elements[e].text.clone(),
+            calls: recs.len() as u64,
+            outermost_calls: outermost,
+            median_ms: s.as_ref().and_then(|s| s.median),
+            mean_ms: s.as_ref().and_then(|s| s.mean),
+            p90_ms: s.as_ref().and_then(|s| s.p90),
+            min_ms: s.as_ref().and_then(|s| s.min),
+            max_ms: s.as_ref().and_then(|s| s.max),
+            total_ms: s.as_ref().and_then(|s| s.sum),
+            calls_per_context: contexts
+                .filter(|&n| n > 0)
+                .map(|n| outermost as f64 / n as f64),
+            exact,
+        }
+    }
+}
+
+/// An uncontained child, for the report.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Example {
+    /// The event's full name.
+    pub name: String,
+    /// Start, µs as Kineto writes it.
+    pub ts: String,
+    /// Duration, µs.
+    pub dur: String,
+    /// "pid/tid".
+    pub lane: String,
+    /// Index in `traceEvents`.
+    pub event_index: u64,
+    /// Parent-element events sharing at least one instant with it
+    /// ("name [ts +dur]", by start; at most [`MAX_OVERLAP_NAMES`]).
+    pub overlapping: Vec<String>,
+    pub overlapping_total: u64,
+}
+
+/// One link of a chain.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Link {
+    pub parent: String,
+    pub child: String,
+    pub children: u64,
+    pub contained: u64,
+    pub uncontained: u64,
+    pub parents_without_child: u64,
+    /// `uncontained == 0`.
+    pub holds: bool,
+    pub examples: Vec<Example>,
+}
+
+/// Calls and inclusive durations of one element.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionStats {
+    pub name: String,
+    pub calls: u64,
+    pub outermost_calls: u64,
+    pub median_ms: Option<f64>,
+    pub mean_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub min_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub total_ms: Option<f64>,
+    /// outermost_calls / step contexts; null without contexts.
+    pub calls_per_context: Option<f64>,
+    #[serde(skip)]
+    pub exact: Option<ExactSummary>,
+}
+
+/// One chain's figures.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ChainResult {
+    pub chain: Vec<String>,
+    pub links: Vec<Link>,
+    pub functions: Vec<FunctionStats>,
+}
+
+impl ChainResult {
+    pub fn holds(&self) -> bool {
+        self.links.iter().all(|l| l.holds)
+    }
+}
+
+/// The figures of one trace.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TraceHierarchy {
+    pub path: String,
+    /// Selected step-context name, when there are contexts.
+    pub context: Option<String>,
+    pub contexts: Option<u64>,
+    pub any_thread: bool,
+    pub categories: Vec<String>,
+    pub chains: Vec<ChainResult>,
+    pub events: u64,
+    pub meta: Meta,
+    /// False when the file could not be read to its end (figures cover
+    /// the events before the problem; `error` says what it was).
+    pub complete: bool,
+    pub error: Option<String>,
+}
+
+impl TraceHierarchy {
+    /// Every link of every chain holds.
+    pub fn holds(&self) -> bool {
+        self.chains.iter().all(ChainResult::holds)
+    }
+}
+
+/// What reading one file gave.
+#[derive(Debug)]
+pub struct Collected {
+    pub collector: Collector,
+    pub meta: Meta,
+    pub events: u64,
+    pub error: Option<TraceError>,
+}
+
+/// Streams one trace file (or `-`) and keeps what the chains need.
+pub fn collect(path: &Path, opts: &HierarchyOptions, progress: Arc<AtomicU64>) -> Collected {
+    let mut collector = Collector::new(opts);
+    let mut meta = Meta::default();
+    let filter = collector.prefilter();
+    let res = read_path(path, &filter, progress, &mut meta, &mut |e, at| {
+        collector.push(e, at)
+    });
+    let (events, error) = match res {
+        Ok(st) => (st.events, None),
+        Err(e) => (e.kind.events_read(), Some(e)),
+    };
+    Collected {
+        collector,
+        meta,
+        events,
+        error,
+    }
+}
+
+/// Collects from any byte source (an archive member, say).
+pub fn collect_stream<R: std::io::Read>(label: &str, src: R, opts: &HierarchyOptions) -> Collected {
+    let mut collector = Collector::new(opts);
+    let mut meta = Meta::default();
+    let filter = collector.prefilter();
+    let res = read_stream(src, &filter, &mut meta, &mut |e, at| collector.push(e, at));
+    let (events, error) = match res {
+        Ok(st) => (st.events, None),
+        Err(kind) => (
+            kind.events_read(),
+            Some(TraceError {
+                path: label.to_string(),
+                kind,
+            }),
+        ),
+    };
+    Collected {
+        collector,
+        meta,
+        events,
+        error,
+    }
+}
+
+impl Collected {
+    /// Checks every chain; a read error marks the result incomplete.
+    pub fn analyze(self, path: &str, opts: &HierarchyOptions) -> TraceHierarchy {
+        let contexts = self.collector.contexts(&opts.selector);
+        let mut r = self.collector.analyze(path, opts, contexts);
+        r.events = self.events;
+        r.meta = self.meta;
+        if let Some(e) = self.error {
+            r.complete = false;
+            r.error = Some(e.kind.to_string());
+        }
+        r
+    }
+}
+
+/// Median ratio of one function, candidate / baseline.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionRatio {
+    pub name: String,
+    pub median_ratio: Option<f64>,
+    pub baseline_median_ms: Option<f64>,
+    pub candidate_median_ms: Option<f64>,
+}
+
+/// Two traces: baseline (first, AR) against candidate (second, MTP).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub functions: Vec<FunctionRatio>,
+}
+
+/// Median ratios per function (each distinct element once, in chain order).
+pub fn compare(base: &TraceHierarchy, cand: &TraceHierarchy) -> Comparison {
+    let find = |t: &TraceHierarchy, name: &str| -> Option<FunctionStats> {
+        t.chains
+            .iter()
+            .flat_map(|c| &c.functions)
+            .find(|f| f.name == name)
+            .cloned()
+    };
+    let mut functions: Vec<FunctionRatio> = Vec::new();
+    for f in base.chains.iter().flat_map(|c| &c.functions) {
+        if functions.iter().any(|r| r.name == f.name) {
+            continue;
+        }
+        let c = find(cand, &f.name);
+        let median =
+            |s: &Option<FunctionStats>| s.as_ref().and_then(|s| s.exact.as_ref()).map(|e| e.median);
+        functions.push(FunctionRatio {
+            name: f.name.clone(),
+            median_ratio: ratio(median(&c), f.exact.as_ref().map(|e| e.median)),
+            baseline_median_ms: f.median_ms,
+            candidate_median_ms: c.as_ref().and_then(|c| c.median_ms),
+        });
+    }
+    Comparison {
+        baseline: base.path.clone(),
+        candidate: cand.path.clone(),
+        functions,
+    }
+}
+
+/// n / d from exact rationals: (a/b) / (c/d) = (a·d) / (b·c).
+fn ratio(n: Option<Exact>, d: Option<Exact>) -> Option<f64> {
+    let (n, d) = (n?, d?);
+    let num = n.num.checked_mul(d.den)?;
+    let den = n.den.checked_mul(d.num)?;
+    (den != 0).then(|| num as f64 / den as f64)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,179 @@
+//! Figure 1: CPU-context and GPU-context span distributions per trace.
+//! Box (quartiles), whiskers (1.5 IQR), every context as a dot, median as
+//! a black bar with its value.
+
+use super::common::*;
+use super::Figure;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let mut legend = data.mode_legend();
+    legend.push(LegendItem::new(
+        Mark::Median,
+        "median (value above the box, ms)",
+    ));
+    legend.push(LegendItem::new(
+        Mark::Dot(OTHER_GREY),
+        "one dot = one step context",
+    ));
+    let body = frame(
+        root,
+        &th,
+        Figure::SpanDistributions.title(),
+        "box: quartiles · whiskers: most extreme context within 1.5 × IQR · over paired contexts only",
+        &legend,
+    )?;
+    let all: Vec<f64> = data
+        .spans
+        .iter()
+        .flat_map(|s| s.cpu_sorted.iter().chain(&s.gpu_sorted).copied())
+        .collect();
+    if all.is_empty() {
+        return empty_state(
+            &body,
+            &th,
+            "no paired step contexts",
+            "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
+        );
+    }
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let axis = Axis::for_values(&all);
+    let (y0, y1) = axis.range(lo, hi, 0.08, 0.16);
+    let (w, _) = body.dim_in_pixel();
+    let (left, right) = body.split_horizontally(w / 2);
+    panel(
+        root,
+        &left,
+        data,
+        "CPU-context span (user_annotation duration)",
+        true,
+        (axis, y0, y1),
+    )?;
+    panel(
+        root,
+        &right,
+        data,
+        "GPU-context span (first GPU start → last GPU end)",
+        false,
+        (axis, y0, y1),
+    )?;
+    Ok(())
+}
+
+fn panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    data: &Prepared,
+    caption: &str,
+    cpu: bool,
+    (axis, y0, y1): (Axis, f64, f64),
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let (xs, (x0, x1)) = data.positions();
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, th.caption())
+        .margin(th.px(12.0))
+        .x_label_area_size(th.px(70.0))
+        .y_label_area_size(th.px(72.0))
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let yfmt = |v: &f64| axis.label(*v, y1 - y0);
+    let y_desc = axis.desc("span per step context (ms)");
+    chart
+        .configure_mesh()
+        .x_labels(0)
+        .disable_x_mesh()
+        .y_labels(axis.ticks(12))
+        .y_label_formatter(&yfmt)
+        .y_desc(y_desc)
+        .x_desc("trace")
+        .label_style(th.tick())
+        .axis_desc_style(th.axis())
+        .light_line_style(RGBColor(240, 240, 240))
+        .bold_line_style(RGBColor(222, 222, 222))
+        .max_light_lines(1)
+        .draw()?;
+    let half = 0.24;
+    for (i, t) in data.input.traces.iter().enumerate() {
+        let x = xs[i];
+        let col = mode_color(t.mode.as_deref());
+        let sp = &data.spans[i];
+        let sorted = if cpu { &sp.cpu_sorted } else { &sp.gpu_sorted };
+        if sorted.is_empty() {
+            chart.draw_series(std::iter::once(Text::new(
+                "no paired contexts",
+                (x, (y0 + y1) / 2.0),
+                th.small()
+                    .color(&MUTED)
+                    .pos(Pos::new(HPos::Center, VPos::Center)),
+            )))?;
+            continue;
+        }
+        // Every context, jittered deterministically (golden-ratio sequence).
+        let r = th.upx(2.6);
+        chart.draw_series(sp.rows.iter().enumerate().map(|(k, row)| {
+            let v = if cpu { row.1 } else { row.2 };
+            let off = ((k as f64 * 0.618_034).fract() - 0.5) * 0.44;
+            Circle::new((x + off, axis.f(v)), r, col.mix(0.45).filled())
+        }))?;
+        let Some((q1r, med, q3r, wlor, whir)) = box_stats(sorted) else {
+            continue;
+        };
+        let (q1, q3, wlo, whi, medf) = (
+            axis.f(q1r),
+            axis.f(q3r),
+            axis.f(wlor),
+            axis.f(whir),
+            axis.f(med),
+        );
+        let edge = darker(col);
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(x - half, q1), (x + half, q3)],
+            col.mix(0.22).filled(),
+        )))?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            [(x - half, q1), (x + half, q3)],
+            edge.stroke_width(th.upx(2.0)),
+        )))?;
+        let ws = edge.stroke_width(th.upx(1.6));
+        for (a, b) in [(q3, whi), (q1, wlo)] {
+            chart.draw_series(std::iter::once(PathElement::new(vec![(x, a), (x, b)], ws)))?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![(x - half / 2.0, b), (x + half / 2.0, b)],
+                ws,
+            )))?;
+        }
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x - half, medf), (x + half, medf)],
+            INK.stroke_width(th.upx(3.0)),
+        )))?;
+        let top = axis.f(sorted.last().copied().unwrap_or(whir)).max(whi);
+        let (px, py) = chart.backend_coord(&(x, top));
+        let label = fmt_ms(med);
+        let style = th.bold(12.5);
+        let (tw, tht) = root.estimate_text_size(&label, &style)?;
+        let (tw, tht) = (tw as i32, tht as i32);
+        let y = py - th.px(8.0) - tht;
+        root.draw(&Rectangle::new(
+            [(px - tw / 2 - 3, y - 2), (px + tw / 2 + 3, y + tht + 2)],
+            WHITE.mix(0.85).filled(),
+        ))?;
+        root.draw_text(
+            &label,
+            &style.pos(Pos::new(HPos::Center, VPos::Top)),
+            (px, y),
+        )?;
+    }
+    let to_px = |x: f64| chart.backend_coord(&(x, y0));
+    trace_axis_labels(root, data, &xs, &to_px, &th.tick(), &th.bold(12.5))?;
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! Figures for the RQ4 analysis (AR vs MTP), drawn with plotters into PNG
+//! and/or SVG.
+//!
+//! The figures take already-computed results ([`PlotInput`]), so `plot`
+//! and `batch` draw the same pictures from the same numbers that `pair`
+//! and `hierarchy` print:
+//!
+//! | file stem                    | what it shows                                                   |
+//! |------------------------------|-----------------------------------------------------------------|
+//! | `fig1_span_distributions`    | CPU- and GPU-context spans per trace: box plots, every context, medians |
+//! | `fig2_gpu_span_timeline`     | GPU span against context index, per workload: warm-up, outliers |
+//! | `fig3_tokens_and_span_per_token` | P (tokens/context) and GPU span per token; S_context        |
+//! | `fig4_hierarchy_medians`     | median inclusive duration of each chain function (Table 9)      |
+//! | `fig5_cpu_vs_gpu_span`       | per-context CPU span against GPU span: GPU-bound vs launch-bound |
+//!
+//! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
+//! Vera licence) registered through plotters' `ab_glyph` support, so no
+//! system font or fontconfig is needed. Drawing is deterministic: the
+//! same input gives the same bytes.
+
+mod common;
+mod distributions;
+mod hierarchy;
+mod scatter;
+mod summary;
+mod timeline;
+
+use crate::pair::{Comparison, TracePairs};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+pub use common::{mode_class, mode_color, ModeClass};
+
+/// One trace as the figures see it.
+#[derive(Debug, Clone)]
+pub struct PlotTrace {
+    /// Short name shown in the figures (e.g. `text AR`).
+    pub label: String,
+    /// `ar`, `mtp`, ... (colour: AR blue, MTP orange, other grey).
+    pub mode: Option<String>,
+    /// Traces of one workload are drawn as one group.
+    pub workload: Option<String>,
+    pub pairs: TracePairs,
+    /// Hierarchy results: median inclusive duration per chain function.
+    pub functions: Vec<FunctionMedian>,
+}
+
+/// The median inclusive duration of one chain function in one trace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionMedian {
+    pub name: String,
+    pub median_ms: Option<f64>,
+    pub calls: u64,
+}
+
+/// Everything the figures draw.
+#[derive(Debug, Clone, Default)]
+pub struct PlotInput {
+    pub traces: Vec<PlotTrace>,
+    /// (workload or pair label, baseline-vs-candidate comparison).
+    pub comparisons: Vec<(String, Comparison)>,
+}
+
+/// Which files to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ImageFormat {
+    Png,
+    Svg,
+    Both,
+}
+
+impl ImageFormat {
+    fn extensions(self) -> &'static [&'static str] {
+        match self {
+            ImageFormat::Png => &["png"],
+            ImageFormat::Svg => &["svg"],
+            ImageFormat::Both => &["png", "svg"],
+        }
+    }
+}
+
+/// Errors while drawing or writing figures.
+#[derive(Debug, thiserror::Error)]
+pub enum PlotError {
+    #[error("{path}: cannot create output directory: {source}")]
+    Dir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("embedded font could not be registered")]
+    Font,
+    #[error("{path}: drawing failed: {message}")]
+    Draw { path: String, message: String },
+    #[error("figure size {0}x{1} is too small (at least 200x150)")]
+    Size(u32, u32),
+}
+
+/// The figures, in the order they are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Figure {
+    SpanDistributions,
+    GpuSpanTimeline,
+    TokensAndSpanPerToken,
+    HierarchyMedians,
+    CpuVsGpuSpan,
+}
+
+impl Figure {
+    pub const ALL: [Figure; 5] = [
+        Figure::SpanDistributions,
+        Figure::GpuSpanTimeline,
+        Figure::TokensAndSpanPerToken,
+        Figure::HierarchyMedians,
+        Figure::CpuVsGpuSpan,
+    ];
+
+    /// The file name without extension.
+    pub fn file_stem(self) -> &'static str {
+        match self {
+            Figure::SpanDistributions => "fig1_span_distributions",
+            Figure::GpuSpanTimeline => "fig2_gpu_span_timeline",
+            Figure::TokensAndSpanPerToken => "fig3_tokens_and_span_per_token",
+            Figure::HierarchyMedians => "fig4_hierarchy_medians",
+            Figure::CpuVsGpuSpan => "fig5_cpu_vs_gpu_span",
+        }
+    }
+
+    /// The figure's title (also written into the SVG).
+    pub fn title(self) -> &'static str {
+        match self {
+            Figure::SpanDistributions => "Step-context spans per trace",
+            Figure::GpuSpanTimeline => "GPU span of each step context",
+            Figure::TokensAndSpanPerToken => "Tokens per context and GPU span per token",
+            Figure::HierarchyMedians => "Median inclusive duration of the call-chain functions",
+            Figure::CpuVsGpuSpan => "CPU span against GPU span, per step context",
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(
+        self,
+        root: &DrawingArea<DB, Shift>,
+        data: &common::Prepared,
+    ) -> common::FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        match self {
+            Figure::SpanDistributions => distributions::draw(root, data),
+            Figure::GpuSpanTimeline => timeline::draw(root, data),
+            Figure::TokensAndSpanPerToken => summary::draw(root, data),
+            Figure::HierarchyMedians => hierarchy::draw(root, data),
+            Figure::CpuVsGpuSpan => scatter::draw(root, data),
+        }
+    }
+}
+
+/// Draws one figure into a file; the extension (`png` or `svg`) picks the
+/// backend.
+pub fn render_figure(
+    fig: Figure,
+    input: &PlotInput,
+    path: &Path,
+    size: (u32, u32),
+) -> Result<(), PlotError> {
+    if size.0 < 200 || size.1 < 150 {
+        return Err(PlotError::Size(size.0, size.1));
+    }
+    common::register_fonts()?;
+    let data = common::Prepared::new(input, size);
+    let draw_err = |e: Box<dyn std::error::Error + Send + Sync>| PlotError::Draw {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    let svg = path.extension().and_then(|e| e.to_str()) == Some("svg");
+    if svg {
+        let root = SVGBackend::new(path, size).into_drawing_area();
+        fig.draw(&root, &data).map_err(draw_err)?;
+        root.present().map_err(|e| draw_err(e.into()))?;
+    } else {
+        let root = BitMapBackend::new(path, size).into_drawing_area();
+        fig.draw(&root, &data).map_err(draw_err)?;
+        root.present().map_err(|e| draw_err(e.into()))?;
+    }
+    Ok(())
+}
+
+/// Draws every figure into `dir` (created if needed) and returns the files
+/// written, in order.
+pub fn render_all(
+    input: &PlotInput,
+    dir: &Path,
+    fmt: ImageFormat,
+    size: (u32, u32),
+) -> Result<Vec<PathBuf>, PlotError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlotError::Dir {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for fig in Figure::ALL {
+        for ext in fmt.extensions() {
+            let path = dir.join(format!("{}.{ext}", fig.file_stem()));
+            render_figure(fig, input, &path, size)?;
+            out.push(path);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,207 @@
+//! Figure 5: CPU span against GPU span of every step context. On the
+//! diagonal the GPU is busy for as long as the host step lasts; below it
+//! the GPU sits idle for part of the step (host/launch-bound, the gap is
+//! CPU − GPU span); above it GPU work outlasts the host step (GPU-bound).
+
+use super::common::*;
+use super::Figure;
+use plotters::coord::Shift;
+use plotters::element::EmptyElement;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// A marker shape per workload group.
+fn shape_mark(group: usize, col: RGBColor) -> Mark {
+    match group % 3 {
+        0 => Mark::Dot(col),
+        1 => Mark::Triangle(col),
+        _ => Mark::Square(col),
+    }
+}
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let mut legend = data.mode_legend();
+    if data.groups.len() > 1 {
+        for (gi, g) in data.groups.iter().enumerate() {
+            legend.push(LegendItem::new(
+                shape_mark(gi, MUTED),
+                ellipsize(&g.name, 24),
+            ));
+        }
+    }
+    legend.push(LegendItem::new(Mark::Dashed(MUTED), "GPU span = CPU span"));
+    let body = frame(
+        root,
+        &th,
+        Figure::CpuVsGpuSpan.title(),
+        "one marker per paired step context · GPU-idle gap = CPU span − GPU span (median per trace in the box)",
+        &legend,
+    )?;
+    let all: Vec<f64> = data
+        .spans
+        .iter()
+        .flat_map(|s| s.cpu_sorted.iter().chain(&s.gpu_sorted).copied())
+        .collect();
+    if all.is_empty() {
+        return empty_state(
+            &body,
+            &th,
+            "no paired step contexts",
+            "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
+        );
+    }
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let axis = Axis::for_values(&all);
+    let (a0, a1) = axis.range(lo, hi, 0.06, 0.06);
+    let (w, h) = body.dim_in_pixel();
+    // Keep the plot roughly square so the diagonal is at 45°.
+    let side = w.min(h + h / 5);
+    let pad = (w - side) / 2;
+    let area = body.margin(0, 0, pad, pad);
+    let mut chart = ChartBuilder::on(&area)
+        .margin(th.px(12.0))
+        .margin_right(th.px(24.0))
+        .x_label_area_size(th.px(48.0))
+        .y_label_area_size(th.px(72.0))
+        .build_cartesian_2d(a0..a1, a0..a1)?;
+    let fmt = |v: &f64| axis.label(*v, a1 - a0);
+    let x_desc = axis.desc("CPU span: user_annotation duration (ms)");
+    let y_desc = axis.desc("GPU span (ms)");
+    chart
+        .configure_mesh()
+        .x_labels(axis.ticks(8))
+        .y_labels(axis.ticks(8))
+        .x_label_formatter(&fmt)
+        .y_label_formatter(&fmt)
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .label_style(th.tick())
+        .axis_desc_style(th.axis())
+        .light_line_style(RGBColor(242, 242, 242))
+        .bold_line_style(RGBColor(222, 222, 222))
+        .max_light_lines(1)
+        .draw()?;
+    chart.draw_series(DashedLineSeries::new(
+        vec![(a0, a0), (a1, a1)],
+        th.px(9.0).max(2) as u32,
+        th.px(6.0).max(2) as u32,
+        MUTED.stroke_width(th.upx(1.5)),
+    ))?;
+    let r = th.upx(4.0);
+    for (gi, g) in data.groups.iter().enumerate() {
+        for &i in &g.members {
+            let t = data.trace(i);
+            let col = mode_color(t.mode.as_deref());
+            let sp = &data.spans[i];
+            let style = col.mix(0.65).filled();
+            let pts = sp.rows.iter().map(|r| (axis.f(r.1), axis.f(r.2)));
+            match gi % 3 {
+                0 => {
+                    chart.draw_series(pts.map(|p| Circle::new(p, r, style)))?;
+                }
+                1 => {
+                    chart.draw_series(pts.map(|p| TriangleMarker::new(p, r + 1, style)))?;
+                }
+                _ => {
+                    let s = r as i32;
+                    chart.draw_series(pts.map(|p| {
+                        EmptyElement::at(p)
+                            + Rectangle::new([(-s + 1, -s + 1), (s - 1, s - 1)], style)
+                    }))?;
+                }
+            }
+        }
+    }
+    // Per-trace median gap, in the upper-left box.
+    for (gi, g) in data.groups.iter().enumerate() {
+        for &i in &g.members {
+            let t = data.trace(i);
+            let sp = &data.spans[i];
+            let mut gaps: Vec<f64> = sp.rows.iter().map(|r| r.1 - r.2).collect();
+            gaps.sort_by(f64::total_cmp);
+            let Some(gap) = quantile(&gaps, 0.5) else {
+                continue;
+            };
+            let share = quantile(
+                &{
+                    let mut v: Vec<f64> = sp
+                        .rows
+                        .iter()
+                        .filter(|r| r.1 > 0.0)
+                        .map(|r| (r.1 - r.2) / r.1)
+                        .collect();
+                    v.sort_by(f64::total_cmp);
+                    v
+                },
+                0.5,
+            );
+            let who = if data.groups.len() > 1 && t.workload.is_none() {
+                format!("{} {}", ellipsize(&g.name, 20), short_label(t))
+            } else {
+                ellipsize(&t.label, 30)
+            };
+            let label = match share {
+                Some(s) => format!(
+                    "{who}: gap {} ms ({:.0} % of CPU span)",
+                    fmt_ms(gap),
+                    s * 100.0
+                ),
+                None => format!("{who}: gap {} ms", fmt_ms(gap)),
+            };
+            let col = mode_color(t.mode.as_deref());
+            let shape = gi % 3;
+            let rr = th.px(5.0).max(3);
+            chart
+                .draw_series(std::iter::empty::<Circle<(f64, f64), u32>>())?
+                .label(label)
+                .legend(move |(x, y)| {
+                    // One element type for every shape: the unused ones are transparent.
+                    let on = |k: usize| {
+                        if shape == k {
+                            col.filled()
+                        } else {
+                            TRANSPARENT.filled()
+                        }
+                    };
+                    EmptyElement::at((x + 8, y))
+                        + Circle::new((0, 0), rr as u32 - 1, on(0))
+                        + TriangleMarker::new((0, 0), rr as u32 + 1, on(1))
+                        + Rectangle::new([(-rr + 1, -rr + 1), (rr - 1, rr - 1)], on(2))
+                });
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font(th.small())
+        .background_style(WHITE.mix(0.9))
+        .border_style(RGBColor(200, 200, 200))
+        .margin(th.px(8.0))
+        .draw()?;
+    let span = a1 - a0;
+    let (px, py) = chart.backend_coord(&(a0 + 0.03 * span, a0 + 0.6 * span));
+    let muted = th
+        .small()
+        .color(&MUTED)
+        .pos(Pos::new(HPos::Left, VPos::Top));
+    root.draw_text("above the line: GPU busy longer", &muted, (px, py))?;
+    root.draw_text(
+        "than the host step (GPU-bound)",
+        &muted,
+        (px, py + th.px(16.0)),
+    )?;
+    let (px, py) = chart.backend_coord(&(a1, a0));
+    root.draw_text(
+        "below the line: GPU idle for part of the step (host/launch-bound)",
+        &th.small()
+            .color(&MUTED)
+            .pos(Pos::new(HPos::Right, VPos::Bottom)),
+        (px - th.px(8.0), py - th.px(8.0)),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,167 @@
+//! Figure 3: tokens per context (P, Eq. 15) and GPU span per token
+//! (Eq. 16) per trace, grouped by workload, with S_context (Eq. 17) and
+//! the context reduction written over each pair.
+
+use super::common::*;
+use super::Figure;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let legend = data.mode_legend();
+    let body = frame(
+        root,
+        &th,
+        Figure::TokensAndSpanPerToken.title(),
+        "P = completion tokens / paired contexts · GPU span per token = Σ GPU spans / completion tokens · S_context = AR ÷ MTP of the latter",
+        &legend,
+    )?;
+    let any_tokens = data
+        .input
+        .traces
+        .iter()
+        .any(|t| t.pairs.tokens_per_context.is_some());
+    if data.input.traces.is_empty() || !any_tokens {
+        return empty_state(
+            &body,
+            &th,
+            "no completion-token counts",
+            "give --tokens N per trace, or put <trace>.summary.json with completion_tokens beside each trace",
+        );
+    }
+    let (w, _) = body.dim_in_pixel();
+    let (left, right) = body.split_horizontally(w / 2);
+    panel(
+        root,
+        &left,
+        data,
+        "Tokens per step context (P)",
+        "tokens per context",
+        &|t| t.pairs.tokens_per_context,
+        &|v| format!("{v:.2}"),
+        &|c| {
+            c.context_reduction_pct.map(|p| {
+                format!(
+                    "contexts {}{:.1} %",
+                    if p >= 0.0 { "−" } else { "+" },
+                    p.abs()
+                )
+            })
+        },
+    )?;
+    panel(
+        root,
+        &right,
+        data,
+        "GPU span per generated token",
+        "GPU span per token (ms)",
+        &|t| t.pairs.gpu_span_per_token_ms,
+        &|v| fmt_ms(v),
+        &|c| c.s_context.map(|s| format!("S_context = {s:.2}×")),
+    )?;
+    Ok(())
+}
+
+#[allow(clippy::too_many_arguments)]
+fn panel<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    data: &Prepared,
+    caption: &str,
+    y_desc: &str,
+    value: &dyn Fn(&super::PlotTrace) -> Option<f64>,
+    fmt: &dyn Fn(f64) -> String,
+    note: &dyn Fn(&crate::pair::Comparison) -> Option<String>,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let (xs, (x0, x1)) = data.positions();
+    let vals: Vec<Option<f64>> = data.input.traces.iter().map(value).collect();
+    let top = vals.iter().flatten().copied().fold(0.0, f64::max);
+    let y1 = if top > 0.0 { top * 1.32 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, th.caption())
+        .margin(th.px(12.0))
+        .x_label_area_size(th.px(70.0))
+        .y_label_area_size(th.px(72.0))
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
+    let prec = decimals(y1);
+    let yfmt = |v: &f64| format!("{v:.prec$}");
+    chart
+        .configure_mesh()
+        .x_labels(0)
+        .disable_x_mesh()
+        .y_labels(10)
+        .y_label_formatter(&yfmt)
+        .y_desc(y_desc)
+        .x_desc("trace")
+        .label_style(th.tick())
+        .axis_desc_style(th.axis())
+        .light_line_style(RGBColor(242, 242, 242))
+        .bold_line_style(RGBColor(222, 222, 222))
+        .max_light_lines(1)
+        .draw()?;
+    let half = 0.32;
+    let above = Pos::new(HPos::Center, VPos::Bottom);
+    for (i, t) in data.input.traces.iter().enumerate() {
+        let x = xs[i];
+        let col = mode_color(t.mode.as_deref());
+        match vals[i] {
+            Some(v) => {
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(x - half, 0.0), (x + half, v)],
+                    col.mix(0.85).filled(),
+                )))?;
+                chart.draw_series(std::iter::once(Rectangle::new(
+                    [(x - half, 0.0), (x + half, v)],
+                    darker(col).stroke_width(th.upx(1.2)),
+                )))?;
+                let (px, py) = chart.backend_coord(&(x, v));
+                root.draw_text(&fmt(v), &th.text(12.5).pos(above), (px, py - th.px(4.0)))?;
+            }
+            None => {
+                let (px, py) = chart.backend_coord(&(x, 0.0));
+                root.draw_text(
+                    "n/a",
+                    &th.small().color(&MUTED).pos(above),
+                    (px, py - th.px(4.0)),
+                )?;
+            }
+        }
+    }
+    // The comparison over each group's bars.
+    for g in &data.groups {
+        let Some(text) = g.comparison.and_then(note) else {
+            continue;
+        };
+        let first = xs[*g.members.first().unwrap()];
+        let last = xs[*g.members.last().unwrap()];
+        let gtop = g
+            .members
+            .iter()
+            .filter_map(|&i| vals[i])
+            .fold(0.0, f64::max);
+        let (a, py) = chart.backend_coord(&(first, gtop));
+        let (b, _) = chart.backend_coord(&(last, gtop));
+        let y = py - th.px(26.0);
+        root.draw(&PathElement::new(
+            vec![(a, y + th.px(6.0)), (a, y), (b, y), (b, y + th.px(6.0))],
+            INK.stroke_width(1),
+        ))?;
+        root.draw_text(
+            &text,
+            &th.bold(13.0).pos(above),
+            ((a + b) / 2, y - th.px(4.0)),
+        )?;
+    }
+    let to_px = |x: f64| chart.backend_coord(&(x, 0.0));
+    trace_axis_labels(root, data, &xs, &to_px, &th.tick(), &th.bold(12.5))?;
+    Ok(())
+}

@@ -1,0 +1,141 @@
+//! Figure 2: GPU span of each step context against its index, one panel
+//! per workload (or pair); dashed line = median, red ring = outlier above
+//! the upper Tukey fence (warm-up steps and stalls show up here).
+
+use super::common::*;
+use super::Figure;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let mut legend = data.mode_legend();
+    legend.push(LegendItem::new(Mark::Dashed(MUTED), "median of the trace"));
+    legend.push(LegendItem::new(
+        Mark::Ring(OUTLIER_RED),
+        "outlier: above Q3 + 1.5 × IQR",
+    ));
+    let body = frame(
+        root,
+        &th,
+        Figure::GpuSpanTimeline.title(),
+        "x: index of the step context in the trace (time order) · paired contexts only",
+        &legend,
+    )?;
+    let all: Vec<f64> = data
+        .spans
+        .iter()
+        .flat_map(|s| s.gpu_sorted.iter().copied())
+        .collect();
+    if all.is_empty() {
+        return empty_state(
+            &body,
+            &th,
+            "no paired step contexts",
+            "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
+        );
+    }
+    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    // One y range for every panel, so workloads compare at a glance.
+    let axis = Axis::for_values(&all);
+    let (y0, y1) = axis.range(lo, hi, 0.08, 0.1);
+    let y_desc = axis.desc("GPU span (ms)");
+    let panels = body.split_evenly(grid(data.groups.len(), false));
+    for (g, area) in data.groups.iter().zip(&panels) {
+        let n = g
+            .members
+            .iter()
+            .map(|&i| data.trace(i).pairs.rows.len())
+            .max()
+            .unwrap_or(0)
+            .max(2);
+        let mut chart = ChartBuilder::on(area)
+            .caption(ellipsize(&g.name, 60), th.caption())
+            .margin(th.px(10.0))
+            .margin_right(th.px(24.0))
+            .x_label_area_size(th.px(44.0))
+            .y_label_area_size(th.px(72.0))
+            .build_cartesian_2d(-0.5..(n as f64 - 0.5), y0..y1)?;
+        let yfmt = |v: &f64| axis.label(*v, y1 - y0);
+        let xfmt = |v: &f64| format!("{v:.0}");
+        chart
+            .configure_mesh()
+            .x_labels(12)
+            .y_labels(axis.ticks(8))
+            .x_label_formatter(&xfmt)
+            .y_label_formatter(&yfmt)
+            .x_desc("step context index")
+            .y_desc(y_desc.as_str())
+            .label_style(th.tick())
+            .axis_desc_style(th.axis())
+            .light_line_style(RGBColor(242, 242, 242))
+            .bold_line_style(RGBColor(222, 222, 222))
+            .max_light_lines(1)
+            .draw()?;
+        for &i in &g.members {
+            let t = data.trace(i);
+            let col = mode_color(t.mode.as_deref());
+            let sp = &data.spans[i];
+            if sp.rows.is_empty() {
+                continue;
+            }
+            let pts: Vec<(f64, f64)> = sp.rows.iter().map(|r| (r.0 as f64, axis.f(r.2))).collect();
+            chart.draw_series(LineSeries::new(
+                pts.iter().copied(),
+                col.mix(0.8).stroke_width(th.upx(1.6)),
+            ))?;
+            chart.draw_series(
+                pts.iter()
+                    .map(|&p| Circle::new(p, th.upx(2.8), col.filled())),
+            )?;
+            if let Some(med) = quantile(&sp.gpu_sorted, 0.5) {
+                chart.draw_series(DashedLineSeries::new(
+                    vec![(-0.5, axis.f(med)), (n as f64 - 0.5, axis.f(med))],
+                    th.px(8.0).max(2) as u32,
+                    th.px(5.0).max(2) as u32,
+                    darker(col).stroke_width(th.upx(1.6)),
+                ))?;
+            }
+            if let Some(fence) = upper_fence(&sp.gpu_sorted) {
+                chart.draw_series(pts.iter().filter(|p| p.1 > axis.f(fence)).map(|&p| {
+                    Circle::new(p, th.upx(7.0), OUTLIER_RED.stroke_width(th.upx(2.0)))
+                }))?;
+            }
+        }
+        // Per-panel key: which line is which, with n and the median.
+        let key: Vec<(RGBColor, String)> = g
+            .members
+            .iter()
+            .map(|&i| {
+                let t = data.trace(i);
+                let sp = &data.spans[i];
+                let med = quantile(&sp.gpu_sorted, 0.5)
+                    .map(|m| format!("median {} ms", fmt_ms(m)))
+                    .unwrap_or_else(|| "no paired contexts".into());
+                (
+                    mode_color(t.mode.as_deref()),
+                    format!("{} · n = {} · {med}", short_label(t), sp.rows.len()),
+                )
+            })
+            .collect();
+        for (col, label) in key {
+            chart
+                .draw_series(std::iter::empty::<Circle<(f64, f64), u32>>())?
+                .label(label)
+                .legend(move |(x, y)| Circle::new((x + 8, y), 4, col.filled()));
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .label_font(th.small())
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(200, 200, 200))
+            .margin(th.px(6.0))
+            .draw()?;
+    }
+    Ok(())
+}

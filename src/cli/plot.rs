@@ -283,15 +283,27 @@ fn measure(
     global: &GlobalArgs,
 ) -> anyhow::Result<Measured> {
     let label = path.display().to_string();
+    // One pass feeds both analyses: pairing and the hierarchy's chains.
+    let mut annotations = pair::Annotations::default();
+    let mut chains = hierarchy::Collector::without_contexts(hopts);
+    let filter = pair::prefilter().union(&chains.prefilter());
+    let mut meta = crate::trace::Meta::default();
     let progress = crate::progress::FileProgress::new(path, global.quiet);
-    let collected = pair::collect(path, progress.counter());
+    let read = crate::trace::read_path(path, &filter, progress.counter(), &mut meta, &mut |e, at| {
+        annotations.push(e, at.index);
+        chains.push(e, at);
+    });
     progress.finish();
-    if collected.events == 0 {
-        if let Some(e) = collected.error {
-            return Err(e.into());
-        }
+    let (events, error) = match read {
+        Ok(st) => (st.events, None),
+        Err(e) if e.kind.events_read() == 0 => return Err(e.into()),
+        Err(e) => (e.kind.events_read(), Some(e)),
+    };
+    let (mut pairs, problem) = pair::analyze(&label, &annotations, selector, meta, events);
+    if let Some(e) = error {
+        pairs.complete = false;
+        pairs.error = Some(e.kind.to_string());
     }
-    let (mut pairs, problem) = collected.analyze(&label, selector);
     let src = match tokens.get(i) {
         Some(&t) => TokenSource::Given(t),
         None => TokenSource::Beside,
@@ -299,12 +311,8 @@ fn measure(
     let (t, tsrc) = resolve_tokens(&src, path)?;
     pairs.set_tokens(t, tsrc);
     let run = summary::beside(path)?.map(|(_, s)| s);
-    let h = hierarchy::collect(
-        path,
-        hopts,
-        crate::progress::FileProgress::new(path, true).counter(),
-    )
-    .analyze(&label, hopts);
+    let contexts = (pairs.contexts > 0).then(|| (pairs.context.clone(), pairs.contexts));
+    let h = chains.analyze(&label, hopts, contexts);
     Ok(Measured {
         pairs,
         problem,

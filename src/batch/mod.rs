@@ -510,7 +510,7 @@ mod tests {
             b.append_dir_all(dir, root.join(dir)).unwrap();
         }
         b.into_inner().unwrap().finish().unwrap().flush().unwrap();
-        let streamed = run_batch(&[tgz.clone()], &opts(0)).unwrap();
+        let streamed = run_batch(std::slice::from_ref(&tgz), &opts(0)).unwrap();
         let buffered = run_batch(&[tgz], &opts(run::BUFFER_LIMIT)).unwrap();
         let figures = |r: &BatchResult| -> Vec<_> {
             r.records

@@ -17,7 +17,9 @@
 #        python        python3 bench/py_pair.py FILE              (json.load + pairing loop; PY_RUNS runs)
 #      with peak RSS from /usr/bin/time -v;
 #   4. prints a table: median wall s (min–max), MB/s of uncompressed bytes,
-#      ratio to zcat's median, peak RSS MB (the largest over the runs).
+#      ratio to zcat's median, median CPU s (user+sys, all threads: less
+#      sensitive than wall time to other load on the machine), peak RSS MB
+#      (the largest over the runs).
 #
 # Environment: SRC (sample trace to scale; default the text_mtp sample),
 # PY_RUNS (default 1; 0 skips the Python baseline, which needs ~5 GB of RAM
@@ -121,10 +123,12 @@ for ((r = 1; r <= RUNS; r++)); do
             exit 1
         fi
         rss=NA
+        cpu=NA
         if [[ -n $TIME ]]; then
             rss=$(awk -F': ' '/Maximum resident set size/ {print $2}' "$OUT/time")
+            cpu=$(awk -F': ' '/(User|System) time/ {s += $2} END {print s}' "$OUT/time")
         fi
-        printf '%s\t%s\t%s\n' "$name" "$(((t1 - t0) / 1000))" "$rss" >> "$RES"
+        printf '%s\t%s\t%s\t%s\n' "$name" "$(((t1 - t0) / 1000))" "$rss" "$cpu" >> "$RES"
         awk -v r="$r" -v n="$name" -v ns="$((t1 - t0))" 'BEGIN { printf "bench: run %d %-10s %7.3f s\n", r, n, ns / 1e9 }' >&2
     done
 done
@@ -134,22 +138,26 @@ import statistics, sys
 res, nbytes, path, runs, names = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 rows = {}
 for line in open(res):
-    name, us, rss = line.rstrip("\n").split("\t")
-    rows.setdefault(name, []).append((int(us) / 1e6, None if rss == "NA" else int(rss) / 1024))
-zcat = statistics.median(w for w, _ in rows["zcat"])
+    name, us, rss, cpu = line.rstrip("\n").split("\t")
+    rows.setdefault(name, []).append(
+        (int(us) / 1e6, None if rss == "NA" else int(rss) / 1024, None if cpu == "NA" else float(cpu))
+    )
+zcat = statistics.median(w for w, _, _ in rows["zcat"])
 print(f"file: {path} ({nbytes / 1e6:.0f} MB uncompressed); median of {runs} interleaved runs (python: {len(rows.get('python', []))})")
 print()
-print("| tool | wall s (median) | min–max s | MB/s | × zcat | peak RSS MB |")
-print("|---|---:|---:|---:|---:|---:|")
+print("| tool | wall s (median) | min–max s | MB/s | × zcat | CPU s (user+sys) | peak RSS MB |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for name in names:
     runs_ = rows[name]
-    ws = [w for w, _ in runs_]
+    ws = [w for w, _, _ in runs_]
     med = statistics.median(ws)
-    rss = [r for _, r in runs_ if r is not None]
+    rss = [r for _, r, _ in runs_ if r is not None]
     rss_s = f"{max(rss):.0f}" if rss else "n/a"
-    print(f"| {name} | {med:.3f} | {min(ws):.2f}–{max(ws):.2f} | {nbytes / med / 1e6:.0f} | {med / zcat:.2f} | {rss_s} |")
-inf = statistics.median(w for w, _ in rows["inflate"])
-pair = statistics.median(w for w, _ in rows["pair"])
+    cpu = [c for _, _, c in runs_ if c is not None]
+    cpu_s = f"{statistics.median(cpu):.2f}" if cpu else "n/a"
+    print(f"| {name} | {med:.3f} | {min(ws):.2f}–{max(ws):.2f} | {nbytes / med / 1e6:.0f} | {med / zcat:.2f} | {cpu_s} | {rss_s} |")
+inf = statistics.median(w for w, _, _ in rows["inflate"])
+pair = statistics.median(w for w, _, _ in rows["pair"])
 print()
 print(f"pair rate / inflate-only rate: {inf / pair:.0%}")
 EOF

@@ -7,7 +7,10 @@ use std::io::Write;
 
 fn stderr_of(args: &[&str]) -> (Option<i32>, String) {
     let out = bin().args(args).output().unwrap();
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 fn gz(data: &[u8]) -> Vec<u8> {
@@ -27,7 +30,10 @@ fn tmp(name: &str, bytes: &[u8]) -> (tempfile::TempDir, String) {
 fn missing_file() {
     let (code, err) = stderr_of(&["pair", "no/such/trace.json.gz"]);
     assert_eq!(code, Some(2));
-    assert!(err.starts_with("torchtrace: no/such/trace.json.gz: cannot open"), "{err}");
+    assert!(
+        err.starts_with("torchtrace: no/such/trace.json.gz: cannot open"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"));
 }
 
@@ -36,7 +42,11 @@ fn neither_gzip_nor_json() {
     let (_d, p) = tmp("x.json.gz", b"PK\x03\x04 this is a zip");
     let (code, err) = stderr_of(&["pair", &p]);
     assert_eq!(code, Some(2));
-    assert!(err.contains(&p) && err.contains("not a trace: neither gzip nor JSON (first bytes 50 4b 03 04"), "{err}");
+    assert!(
+        err.contains(&p)
+            && err.contains("not a trace: neither gzip nor JSON (first bytes 50 4b 03 04"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -46,7 +56,10 @@ fn truncated_gzip_reports_offset_and_events() {
     let (code, err) = stderr_of(&["pair", "-q", &p, "--context-regex", "."]);
     assert_eq!(code, Some(2));
     assert!(err.contains(&p), "{err}");
-    assert!(err.contains("data ends early or is corrupt after byte"), "{err}");
+    assert!(
+        err.contains("data ends early or is corrupt after byte"),
+        "{err}"
+    );
     assert!(err.contains("events read intact"), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
@@ -60,7 +73,10 @@ fn json_cut_inside_the_event_array_still_reports_what_was_read() {
             .join(",\n")
         + ",\n{\"ph\": \"X\", \"na";
     let (_d, p) = tmp("cut.json.gz", &gz(text.as_bytes()));
-    let out = bin().args(["pair", &p, "--context", "s", "-f", "json"]).output().unwrap();
+    let out = bin()
+        .args(["pair", &p, "--context", "s", "-f", "json"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("JSON ends early at byte"), "{err}");
@@ -73,7 +89,10 @@ fn json_cut_inside_the_event_array_still_reports_what_was_read() {
 
 #[test]
 fn no_trace_events() {
-    let (_d, p) = tmp("meta.json", br#"{"schemaVersion": 1, "deviceProperties": []}"#);
+    let (_d, p) = tmp(
+        "meta.json",
+        br#"{"schemaVersion": 1, "deviceProperties": []}"#,
+    );
     let (code, err) = stderr_of(&["pair", &p]);
     assert_eq!(code, Some(2));
     assert!(err.contains("no \"traceEvents\" array"), "{err}");
@@ -89,16 +108,29 @@ fn bad_event_names_its_index_and_offset() {
 
 #[test]
 fn missing_context_exits_1_with_step_names() {
-    let (code, err) = stderr_of(&["pair", &sample("text_ar"), "--context", "execute_context_0(0)_generation_1(3)"]);
+    let (code, err) = stderr_of(&[
+        "pair",
+        &sample("text_ar"),
+        "--context",
+        "execute_context_0(0)_generation_1(3)",
+    ]);
     assert_eq!(code, Some(1));
-    assert!(err.contains("execute_context_0(0)_generation_1(1) ×64"), "{err}");
+    assert!(
+        err.contains("execute_context_0(0)_generation_1(1) ×64"),
+        "{err}"
+    );
 }
 
 #[test]
 fn bad_arguments_exit_2() {
     let (code, _) = stderr_of(&["pair", "a", "b", "c"]);
     assert_eq!(code, Some(2));
-    let (code, err) = stderr_of(&["pair", "tests/data/hta_step_based_trace.json.gz", "--context-regex", "("]);
+    let (code, err) = stderr_of(&[
+        "pair",
+        "tests/data/hta_step_based_trace.json.gz",
+        "--context-regex",
+        "(",
+    ]);
     assert_eq!(code, Some(2));
     assert!(err.contains("invalid --context-regex"), "{err}");
 }

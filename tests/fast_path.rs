@@ -62,11 +62,7 @@ type Slices = Vec<(EventPos, Vec<u8>)>;
 /// Event slices and the outcome, as text (errors compared by message).
 fn slices(
     text: &[u8],
-    how: impl FnOnce(
-        &[u8],
-        &mut Meta,
-        &mut dyn FnMut(&[u8], EventPos) -> Result<(), trace::ReadError>,
-    ) -> Result<u64, trace::ReadError>,
+    how: impl FnOnce(&[u8], &mut Meta, &mut stream::OnEvent<'_>) -> Result<u64, trace::ReadError>,
 ) -> (Slices, String) {
     let mut out = Vec::new();
     let mut meta = Meta::default();
@@ -107,8 +103,11 @@ fn block_scanner_slices_like_the_bytewise_scanner() {
     }
 }
 
-/// An annotation with its names resolved.
-fn resolved(ann: &Annotations) -> Vec<(bool, String, i64, i64, Option<i64>, String, String, u64)> {
+/// An annotation with its names resolved: gpu, name, start, dur, External
+/// id, pid, tid, event index.
+type Row = (bool, String, i64, i64, Option<i64>, String, String, u64);
+
+fn resolved(ann: &Annotations) -> Vec<Row> {
     let r = |gpu: bool, a: &pair::Annotation| {
         (
             gpu,

@@ -44,7 +44,10 @@ fn check(args: &[&str], expected_file: &str, code: i32) {
     full.extend_from_slice(args);
     let got = run_json(&full, code);
     let want = expected(expected_file);
-    let (gt, wt) = (got["traces"].as_array().unwrap(), want["traces"].as_array().unwrap());
+    let (gt, wt) = (
+        got["traces"].as_array().unwrap(),
+        want["traces"].as_array().unwrap(),
+    );
     assert_eq!(gt.len(), wt.len());
     for (g, w) in gt.iter().zip(wt) {
         let mut w = w.clone();
@@ -52,44 +55,104 @@ fn check(args: &[&str], expected_file: &str, code: i32) {
             w["context"] = Value::String(String::new());
         }
         same_keys(g, &w, TRACE_KEYS, expected_file);
-        assert_eq!(&step_counts(g), w["step_names"].as_object().unwrap(), "{expected_file}: step names");
+        assert_eq!(
+            &step_counts(g),
+            w["step_names"].as_object().unwrap(),
+            "{expected_file}: step names"
+        );
     }
     if want["comparison"].is_null() {
         assert!(got["comparison"].is_null());
     } else {
-        same_keys(&got["comparison"], &want["comparison"], COMPARISON_KEYS, expected_file);
+        same_keys(
+            &got["comparison"],
+            &want["comparison"],
+            COMPARISON_KEYS,
+            expected_file,
+        );
     }
 }
 
 #[test]
 fn hta_step_based_trace_ten_pairs() {
-    check(&["tests/data/hta_step_based_trace.json.gz", "--context-regex", "."], "pair_hta_step_based_trace_all.json", 0);
+    check(
+        &[
+            "tests/data/hta_step_based_trace.json.gz",
+            "--context-regex",
+            ".",
+        ],
+        "pair_hta_step_based_trace_all.json",
+        0,
+    );
 }
 
 #[test]
 fn hta_nccl_data_thirty_pairs_twelve_cpu_only() {
-    check(&["tests/data/hta_nccl_data.json.gz", "--context-regex", "."], "pair_hta_nccl_data_all.json", 0);
-    check(&["tests/data/hta_nccl_data.json.gz", "--context", "nccl:all_reduce"], "pair_hta_nccl_data_all_reduce.json", 0);
+    check(
+        &["tests/data/hta_nccl_data.json.gz", "--context-regex", "."],
+        "pair_hta_nccl_data_all.json",
+        0,
+    );
+    check(
+        &[
+            "tests/data/hta_nccl_data.json.gz",
+            "--context",
+            "nccl:all_reduce",
+        ],
+        "pair_hta_nccl_data_all_reduce.json",
+        0,
+    );
 }
 
 #[test]
 fn tracelens_traces() {
     for (f, e) in [
-        ("tracelens_normalization_layer_test", "pair_tracelens_normalization_layer_test_all.json"),
-        ("tracelens_torch_compile_triton", "pair_tracelens_torch_compile_triton_all.json"),
-        ("tracelens_b200_eager_trace", "pair_tracelens_b200_eager_trace_all.json"),
+        (
+            "tracelens_normalization_layer_test",
+            "pair_tracelens_normalization_layer_test_all.json",
+        ),
+        (
+            "tracelens_torch_compile_triton",
+            "pair_tracelens_torch_compile_triton_all.json",
+        ),
+        (
+            "tracelens_b200_eager_trace",
+            "pair_tracelens_b200_eager_trace_all.json",
+        ),
     ] {
-        check(&[&format!("tests/data/{f}.json.gz"), "--context-regex", "."], e, 0);
+        check(
+            &[&format!("tests/data/{f}.json.gz"), "--context-regex", "."],
+            e,
+            0,
+        );
     }
-    check(&["tests/data/hta_cpu_only.pt.trace.json.gz", "--context-regex", "."], "pair_hta_cpu_only_all.json", 0);
+    check(
+        &[
+            "tests/data/hta_cpu_only.pt.trace.json.gz",
+            "--context-regex",
+            ".",
+        ],
+        "pair_hta_cpu_only_all.json",
+        0,
+    );
 }
 
 #[test]
 fn default_selection_without_decode_steps_exits_1_and_lists_names() {
-    check(&["tests/data/tracelens_b200_eager_trace.json.gz"], "pair_tracelens_b200_eager_trace_default.json", 1);
-    let out = bin().args(["pair", "tests/data/tracelens_b200_eager_trace.json.gz"]).output().unwrap();
+    check(
+        &["tests/data/tracelens_b200_eager_trace.json.gz"],
+        "pair_tracelens_b200_eager_trace_default.json",
+        1,
+    );
+    let out = bin()
+        .args(["pair", "tests/data/tracelens_b200_eager_trace.json.gz"])
+        .output()
+        .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("execute_context_1(888_788544)_generation_0(0) ×1"), "{err}");
+    assert!(
+        err.contains("execute_context_1(888_788544)_generation_0(0) ×1"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -133,7 +196,13 @@ fn external_id_reused_in_another_file_does_not_cross_pair() {
 #[test]
 fn same_output_with_one_and_two_threads() {
     let (ar, mtp) = (sample("text_ar"), sample("text_mtp"));
-    let run = |j: &str| bin().args(["pair", "-j", j, "-f", "json", &ar, &mtp]).output().unwrap().stdout;
+    let run = |j: &str| {
+        bin()
+            .args(["pair", "-j", j, "-f", "json", &ar, &mtp])
+            .output()
+            .unwrap()
+            .stdout
+    };
     assert_eq!(run("1"), run("2"));
 }
 
@@ -154,8 +223,15 @@ fn stdin_dash_reads_the_trace() {
 #[test]
 fn golden_human_formats() {
     let (ar, mtp) = (sample("text_ar"), sample("text_mtp"));
-    for (fmt, name) in [("table", "pair_text.table.txt"), ("markdown", "pair_text.md"), ("csv", "pair_text.csv")] {
-        let out = bin().args(["pair", "-q", "-f", fmt, &ar, &mtp]).output().unwrap();
+    for (fmt, name) in [
+        ("table", "pair_text.table.txt"),
+        ("markdown", "pair_text.md"),
+        ("csv", "pair_text.csv"),
+    ] {
+        let out = bin()
+            .args(["pair", "-q", "-f", fmt, &ar, &mtp])
+            .output()
+            .unwrap();
         assert!(out.status.success());
         golden(name, &String::from_utf8(out.stdout).unwrap());
     }
@@ -168,7 +244,12 @@ fn per_context_rows() {
     let rows = v["traces"][0]["per_context"].as_array().unwrap();
     assert_eq!(rows.len(), 64);
     // Rows are in time order and each carries both spans.
-    let starts: Vec<i64> = rows.iter().map(|r| r["start_ns"].as_i64().unwrap()).collect();
+    let starts: Vec<i64> = rows
+        .iter()
+        .map(|r| r["start_ns"].as_i64().unwrap())
+        .collect();
     assert!(starts.windows(2).all(|w| w[0] <= w[1]));
-    assert!(rows.iter().all(|r| r["gpu_ns"].is_i64() && r["gpu_annotations"] == 2));
+    assert!(rows
+        .iter()
+        .all(|r| r["gpu_ns"].is_i64() && r["gpu_annotations"] == 2));
 }

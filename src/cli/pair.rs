@@ -225,7 +225,10 @@ fn with_rows(out: &PairOutput) -> serde_json::Value {
 /// its trace suffix, shortened in the middle when long.
 pub fn short(path: &str) -> String {
     let p = Path::new(path);
-    let name = p.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_else(|| path.to_string());
+    let name = p
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string());
     let stem = [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"]
         .iter()
         .find_map(|s| name.strip_suffix(s))
@@ -264,7 +267,9 @@ pub fn human_tables(out: &PairOutput, per_context: bool) -> Vec<Table> {
         r
     };
     t.row(fig("events", &|x| x.events.into()));
-    t.row(fig("device", &|x| Cell::text(x.meta.devices.first().cloned().unwrap_or_default())));
+    t.row(fig("device", &|x| {
+        Cell::text(x.meta.devices.first().cloned().unwrap_or_default())
+    }));
     t.row(fig("context", &|x| Cell::text(x.context.clone())));
     t.row(fig("contexts", &|x| x.contexts.into()));
     t.row(fig("pairs", &|x| x.pairs.into()));

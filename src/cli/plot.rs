@@ -289,10 +289,16 @@ fn measure(
     let filter = pair::prefilter().union(&chains.prefilter());
     let mut meta = crate::trace::Meta::default();
     let progress = crate::progress::FileProgress::new(path, global.quiet);
-    let read = crate::trace::read_path(path, &filter, progress.counter(), &mut meta, &mut |e, at| {
-        annotations.push(e, at.index);
-        chains.push(e, at);
-    });
+    let read = crate::trace::read_path(
+        path,
+        &filter,
+        progress.counter(),
+        &mut meta,
+        &mut |e, at| {
+            annotations.push(e, at.index);
+            chains.push(e, at);
+        },
+    );
     progress.finish();
     let (events, error) = match read {
         Ok(st) => (st.events, None),

@@ -17,6 +17,9 @@ use std::io::{self, Read};
 /// Initial read-buffer size; it grows only if a single event is larger.
 const BUF: usize = 1 << 20;
 
+/// The callback that receives each event's bytes.
+pub type OnEvent<'a> = dyn FnMut(&[u8], EventPos) -> Result<(), ReadError> + 'a;
+
 /// Where an event sits in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct EventPos {
@@ -31,7 +34,7 @@ pub struct EventPos {
 pub fn scan<R: Read>(
     src: R,
     meta: &mut Meta,
-    on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
+    on_event: &mut OnEvent<'_>,
 ) -> Result<u64, ReadError> {
     scan_filtered(src, meta, &Prefilter::all(), on_event)
 }
@@ -42,7 +45,7 @@ pub fn scan<R: Read>(
 pub fn scan_bytewise<R: Read>(
     src: R,
     meta: &mut Meta,
-    on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
+    on_event: &mut OnEvent<'_>,
 ) -> Result<u64, ReadError> {
     let all = Prefilter::all();
     let mut s = Scanner::new(src, &all);
@@ -60,7 +63,7 @@ pub fn scan_filtered<R: Read>(
     src: R,
     meta: &mut Meta,
     filter: &Prefilter,
-    on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
+    on_event: &mut OnEvent<'_>,
 ) -> Result<u64, ReadError> {
     let mut s = Scanner::new(src, filter);
     s.document(meta, on_event)?;
@@ -188,11 +191,7 @@ impl<'f, R: Read> Scanner<'f, R> {
         }
     }
 
-    fn document(
-        &mut self,
-        meta: &mut Meta,
-        on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
+    fn document(&mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
         match self.peek()? {
             Some(b'{') => self.pos += 1,
             // Chrome's "JSON Array Format": the events without a wrapper.
@@ -254,10 +253,7 @@ impl<'f, R: Read> Scanner<'f, R> {
         Ok(k)
     }
 
-    fn events_array(
-        &mut self,
-        on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
+    fn events_array(&mut self, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
         if self.peek()? == Some(b']') {
             self.pos += 1;
             return Ok(());
@@ -575,10 +571,7 @@ impl<R: Read> Scanner<'_, R> {
     /// it would have reported alone. The slices it delivers are those the
     /// byte-wise scanner would: brackets and braces counted together, and
     /// strings with their escapes skipped.
-    fn fast_events(
-        &mut self,
-        on_event: &mut dyn FnMut(&[u8], EventPos) -> Result<(), ReadError>,
-    ) -> Result<(), ReadError> {
+    fn fast_events(&mut self, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
         let all = self.filter.finders.is_empty();
         // Nesting depth inside the current event (0: between events).
         let mut depth = 0usize;

@@ -70,7 +70,10 @@ pub fn same_keys(actual: &Value, expected: &Value, keys: &[&str], ctx: &str) {
         if e.is_null() && a.is_object() {
             // A statistic of an empty set: every figure null.
             for (sub, av) in a.as_object().unwrap() {
-                assert!(sub == "count" || av.is_null(), "{ctx}.{k}.{sub} should be null");
+                assert!(
+                    sub == "count" || av.is_null(),
+                    "{ctx}.{k}.{sub} should be null"
+                );
             }
         } else if e.is_object() {
             for (sub, ev) in e.as_object().unwrap() {
@@ -90,9 +93,16 @@ pub fn golden(name: &str, actual: &str) {
         std::fs::write(&p, actual).expect("write golden");
         return;
     }
-    let want = std::fs::read_to_string(&p)
-        .unwrap_or_else(|_| panic!("missing golden {}; run with TORCHTRACE_BLESS=1", p.display()));
-    assert_eq!(actual, want, "golden {name} differs; rerun with TORCHTRACE_BLESS=1 if intended");
+    let want = std::fs::read_to_string(&p).unwrap_or_else(|_| {
+        panic!(
+            "missing golden {}; run with TORCHTRACE_BLESS=1",
+            p.display()
+        )
+    });
+    assert_eq!(
+        actual, want,
+        "golden {name} differs; rerun with TORCHTRACE_BLESS=1 if intended"
+    );
 }
 
 pub fn exists(p: &str) -> bool {

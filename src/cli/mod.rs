@@ -46,9 +46,9 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     Pair(pair::PairArgs),
+    Hierarchy(hierarchy::HierarchyArgs),
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
-    Hierarchy(hierarchy::HierarchyArgs),
 }
 
 /// How a successful run ended.

@@ -5,6 +5,28 @@
 //! integer times, interned names) → analyses (`pair`, `hierarchy`) →
 //! `stats` → `report` (table, JSON, CSV, Markdown) and `plot`; `batch`
 //! runs it all over directories and archives.
+//!
+//! Pairing the step annotations of a trace, as `torchtrace pair` does:
+//!
+//! ```
+//! use std::path::Path;
+//! use torchtrace::pair::{self, Selector};
+//!
+//! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
+//! let collected = pair::collect(trace, Default::default());
+//! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
+//! let (figures, problem) = collected.analyze("step_based", &every_annotation);
+//! assert!(problem.is_none());
+//! assert_eq!((figures.contexts, figures.pairs), (10, 10));
+//! assert_eq!(figures.gpu_span_ms.median, Some(0.0635));
+//! ```
+//!
+//! Times are exact integer nanoseconds read from the JSON text:
+//!
+//! ```
+//! use torchtrace::{model::Ns, trace::time::parse_us};
+//! assert_eq!(parse_us("5106297913320.790"), Ok(Ns(5_106_297_913_320_790)));
+//! ```
 
 pub mod batch;
 pub mod cli;

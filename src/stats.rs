@@ -108,7 +108,21 @@ impl ExactSummary {
     }
 }
 
+/// Reads one figure of a [`Summary`].
+pub type Getter = fn(&Summary) -> Option<f64>;
+
 impl Summary {
+    /// The figures in report order, with their names (for columns and rows).
+    pub const FIELDS: [(&'static str, Getter); 7] = [
+        ("median", |s| s.median),
+        ("mean", |s| s.mean),
+        ("p10", |s| s.p10),
+        ("p90", |s| s.p90),
+        ("min", |s| s.min),
+        ("max", |s| s.max),
+        ("sum", |s| s.sum),
+    ];
+
     pub fn of(values: &[Ns]) -> Self {
         ExactSummary::of(values)
             .map(|s| s.to_ms())

@@ -118,17 +118,6 @@ pub fn results_json<'a>(res: &'a BatchResult, context: &'a str) -> ResultsDoc<'a
     }
 }
 
-type StatGetter = fn(&crate::stats::Summary) -> Option<f64>;
-const STATS: [(&str, StatGetter); 7] = [
-    ("median", |s| s.median),
-    ("mean", |s| s.mean),
-    ("p10", |s| s.p10),
-    ("p90", |s| s.p90),
-    ("min", |s| s.min),
-    ("max", |s| s.max),
-    ("sum", |s| s.sum),
-];
-
 /// `traces.csv`: one row per input file, whatever became of it.
 pub fn traces_table(res: &BatchResult) -> Table {
     let mut heads: Vec<String> = [
@@ -156,7 +145,11 @@ pub fn traces_table(res: &BatchResult) -> Table {
     .map(|s| s.to_string())
     .collect();
     for side in ["cpu", "gpu"] {
-        heads.extend(STATS.iter().map(|(s, _)| format!("{side}_span_{s}_ms")));
+        heads.extend(
+            crate::stats::Summary::FIELDS
+                .iter()
+                .map(|(s, _)| format!("{side}_span_{s}_ms")),
+        );
     }
     heads.extend(
         ["gpu_span_per_token_ms", "events", "complete"]
@@ -209,7 +202,11 @@ pub fn traces_table(res: &BatchResult) -> Table {
                     Cell::opt_f(p.tokens_per_context, 3),
                 ]);
                 for s in [&p.cpu_span_ms, &p.gpu_span_ms] {
-                    row.extend(STATS.iter().map(|(_, g)| Cell::opt_f(g(s), 3)));
+                    row.extend(
+                        crate::stats::Summary::FIELDS
+                            .iter()
+                            .map(|(_, g)| Cell::opt_f(g(s), 3)),
+                    );
                 }
                 row.extend([
                     Cell::opt_f(p.gpu_span_per_token_ms, 4),

@@ -283,7 +283,7 @@ pub fn human_tables(out: &PairOutput, per_context: bool) -> Vec<Table> {
         Cell::opt_f(x.tokens_per_context, 3)
     }));
     for (label, pick) in [("CPU span", true), ("GPU span", false)] {
-        for (stat, get) in STAT_ROWS {
+        for (stat, get) in crate::stats::Summary::FIELDS {
             t.row(fig(&format!("{label} {stat} (ms)"), &|x| {
                 let s = if pick { &x.cpu_span_ms } else { &x.gpu_span_ms };
                 Cell::opt_f(get(s), 3)
@@ -350,17 +350,6 @@ pub fn human_tables(out: &PairOutput, per_context: bool) -> Vec<Table> {
     }
     tables
 }
-
-type StatGetter = fn(&crate::stats::Summary) -> Option<f64>;
-const STAT_ROWS: [(&str, StatGetter); 7] = [
-    ("median", |s| s.median),
-    ("mean", |s| s.mean),
-    ("p10", |s| s.p10),
-    ("p90", |s| s.p90),
-    ("min", |s| s.min),
-    ("max", |s| s.max),
-    ("sum", |s| s.sum),
-];
 
 fn per_context_table(out: &PairOutput) -> Table {
     let mut t = Table::new(
@@ -430,7 +419,11 @@ pub fn csv_tables(out: &PairOutput, per_context: bool) -> Vec<Table> {
             Cell::opt_f(x.tokens_per_context, 3),
         ];
         for s in [&x.cpu_span_ms, &x.gpu_span_ms] {
-            r.extend(STAT_ROWS.iter().map(|(_, g)| Cell::opt_f(g(s), 3)));
+            r.extend(
+                crate::stats::Summary::FIELDS
+                    .iter()
+                    .map(|(_, g)| Cell::opt_f(g(s), 3)),
+            );
         }
         r.push(Cell::opt_f(x.gpu_span_per_token_ms, 4));
         r.push(x.complete.to_string().into());

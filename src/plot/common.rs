@@ -165,6 +165,18 @@ impl<'a> Prepared<'a> {
         }
     }
 
+    /// The span values that share one axis: every paired context's GPU
+    /// span, and its CPU span too when `with_cpu`.
+    pub fn span_values(&self, with_cpu: bool) -> Vec<f64> {
+        self.spans
+            .iter()
+            .flat_map(|s| {
+                let cpu: &[f64] = if with_cpu { &s.cpu_sorted } else { &[] };
+                cpu.iter().chain(&s.gpu_sorted).copied()
+            })
+            .collect()
+    }
+
     pub fn trace(&self, i: usize) -> &'a PlotTrace {
         &self.input.traces[i]
     }
@@ -593,6 +605,29 @@ where
         )?;
     }
     Ok(())
+}
+
+/// Smallest and largest of the values; `None` when there are none.
+pub fn extent(values: &[f64]) -> Option<(f64, f64)> {
+    let lo = values.iter().copied().reduce(f64::min)?;
+    let hi = values.iter().copied().reduce(f64::max)?;
+    Some((lo, hi))
+}
+
+/// The empty state of the span figures: no trace has a paired context.
+pub fn no_paired_contexts<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    th: &Theme,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    empty_state(
+        area,
+        th,
+        "no paired step contexts",
+        "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
+    )
 }
 
 /// A centred message for a figure (or panel) with nothing to draw.

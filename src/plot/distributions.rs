@@ -29,21 +29,10 @@ where
         "box: quartiles · whiskers: most extreme context within 1.5 × IQR · over paired contexts only",
         &legend,
     )?;
-    let all: Vec<f64> = data
-        .spans
-        .iter()
-        .flat_map(|s| s.cpu_sorted.iter().chain(&s.gpu_sorted).copied())
-        .collect();
-    if all.is_empty() {
-        return empty_state(
-            &body,
-            &th,
-            "no paired step contexts",
-            "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
-        );
-    }
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let all = data.span_values(true);
+    let Some((lo, hi)) = extent(&all) else {
+        return no_paired_contexts(&body, &th);
+    };
     let axis = Axis::for_values(&all);
     let (y0, y1) = axis.range(lo, hi, 0.08, 0.16);
     let (w, _) = body.dim_in_pixel();

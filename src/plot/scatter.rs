@@ -41,21 +41,10 @@ where
         "one marker per paired step context · GPU-idle gap = CPU span − GPU span (median per trace in the box)",
         &legend,
     )?;
-    let all: Vec<f64> = data
-        .spans
-        .iter()
-        .flat_map(|s| s.cpu_sorted.iter().chain(&s.gpu_sorted).copied())
-        .collect();
-    if all.is_empty() {
-        return empty_state(
-            &body,
-            &th,
-            "no paired step contexts",
-            "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
-        );
-    }
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let all = data.span_values(true);
+    let Some((lo, hi)) = extent(&all) else {
+        return no_paired_contexts(&body, &th);
+    };
     let axis = Axis::for_values(&all);
     let (a0, a1) = axis.range(lo, hi, 0.06, 0.06);
     let (w, h) = body.dim_in_pixel();

@@ -25,21 +25,10 @@ where
         "x: index of the step context in the trace (time order) · paired contexts only",
         &legend,
     )?;
-    let all: Vec<f64> = data
-        .spans
-        .iter()
-        .flat_map(|s| s.gpu_sorted.iter().copied())
-        .collect();
-    if all.is_empty() {
-        return empty_state(
-            &body,
-            &th,
-            "no paired step contexts",
-            "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
-        );
-    }
-    let lo = all.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = all.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let all = data.span_values(false);
+    let Some((lo, hi)) = extent(&all) else {
+        return no_paired_contexts(&body, &th);
+    };
     // One y range for every panel, so workloads compare at a glance.
     let axis = Axis::for_values(&all);
     let (y0, y1) = axis.range(lo, hi, 0.08, 0.1);

@@ -1,6 +1,5 @@
 //! `torchtrace batch`: a whole campaign (directories, archives) in one go.
 
-use super::pair::selector_from;
 use super::plot::DEFAULT_PLOT_CHAINS;
 use super::{note, Exit, GlobalArgs};
 use crate::batch::{self, output, BatchOptions, Manifest};
@@ -48,13 +47,8 @@ pub struct BatchArgs {
     /// trailing part of it).
     #[arg(long, value_name = "CSV")]
     pub manifest: Option<PathBuf>,
-    /// Select step contexts by exact user_annotation name
-    /// [default: the most frequent pure-decode vLLM step name of each trace].
-    #[arg(long, value_name = "NAME", conflicts_with = "context_regex")]
-    pub context: Option<String>,
-    /// Select every user_annotation whose name matches RE (unanchored).
-    #[arg(long, value_name = "RE")]
-    pub context_regex: Option<String>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
     /// Call chain for the hierarchy tables (Table 9), "a>b>c" outermost
     /// first; repeat for several [default:
     /// sample_tokens>propose_draft_token_ids>proposer.propose and execute_model]
@@ -72,7 +66,7 @@ pub struct BatchArgs {
 }
 
 pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let selector = selector_from(args.context.as_deref(), args.context_regex.as_deref())?;
+    let selector = args.contexts.selector()?;
     let manifest = args.manifest.as_deref().map(Manifest::read).transpose()?;
     // The same default chains as `plot` (Table 9 and figure 4 agree).
     let chains: Vec<String> = if args.chain.is_empty() {

@@ -1,6 +1,5 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
-use super::pair::selector_from;
 use super::{note, Exit, GlobalArgs};
 use crate::hierarchy::{self, Comparison, HierarchyOptions, TraceHierarchy};
 use crate::report::{self, Cell, Format, Table};
@@ -57,13 +56,8 @@ pub struct HierarchyArgs {
     /// Uncontained children listed per link.
     #[arg(long, value_name = "N", default_value_t = 5)]
     pub examples: usize,
-    /// Step contexts (for calls per context) by exact user_annotation name
-    /// [default: the most frequent pure-decode vLLM step name].
-    #[arg(long, value_name = "NAME", conflicts_with = "context_regex")]
-    pub context: Option<String>,
-    /// Step contexts: every user_annotation whose name matches RE (unanchored).
-    #[arg(long, value_name = "RE")]
-    pub context_regex: Option<String>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = Format::Table)]
     pub format: Format,
@@ -71,7 +65,7 @@ pub struct HierarchyArgs {
 
 impl HierarchyArgs {
     pub fn to_options(&self) -> anyhow::Result<HierarchyOptions> {
-        let selector = selector_from(self.context.as_deref(), self.context_regex.as_deref())?;
+        let selector = self.contexts.selector()?;
         HierarchyOptions::new(
             &self.chain,
             &self.category,

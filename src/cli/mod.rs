@@ -51,6 +51,25 @@ pub enum Command {
     Batch(batch::BatchArgs),
 }
 
+/// How step contexts are chosen; the same flags on every subcommand.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ContextArgs {
+    /// Select step contexts by exact user_annotation name [default: the most
+    /// frequent pure-decode vLLM step name of each trace,
+    /// execute_context_0(0)_generation_<m>(<n>) with m ≥ 1]
+    #[arg(long, value_name = "NAME", conflicts_with = "context_regex")]
+    pub context: Option<String>,
+    /// Select every user_annotation whose name matches RE (unanchored).
+    #[arg(long, value_name = "RE")]
+    pub context_regex: Option<String>,
+}
+
+impl ContextArgs {
+    pub fn selector(&self) -> anyhow::Result<crate::pair::Selector> {
+        pair::selector_from(self.context.as_deref(), self.context_regex.as_deref())
+    }
+}
+
 /// How a successful run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {

@@ -43,14 +43,8 @@ pub struct PairArgs {
     /// One trace, or two: baseline (AR) then candidate (MTP). `-` reads stdin.
     #[arg(required = true, num_args = 1..=2, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
-    /// Select step contexts by exact user_annotation name
-    /// [default: the most frequent pure-decode vLLM step name,
-    /// execute_context_0(0)_generation_<m>(<n>) with m ≥ 1]
-    #[arg(long, value_name = "NAME", conflicts_with = "context_regex")]
-    pub context: Option<String>,
-    /// Select every user_annotation whose name matches RE (unanchored).
-    #[arg(long, value_name = "RE")]
-    pub context_regex: Option<String>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
     /// Completion tokens, once per trace in order.
     #[arg(long, value_name = "N")]
     pub tokens: Vec<u64>,
@@ -85,7 +79,7 @@ pub enum TokenSource {
 
 impl PairArgs {
     pub fn to_options(&self) -> anyhow::Result<PairOptions> {
-        let selector = selector_from(self.context.as_deref(), self.context_regex.as_deref())?;
+        let selector = self.contexts.selector()?;
         let n = self.traces.len();
         if self.tokens.len() > n {
             bail!(

@@ -1,7 +1,7 @@
 //! `torchtrace plot`: the RQ4 figures (PNG and/or SVG) for one trace, an
 //! AR/MTP pair, or several pairs.
 
-use super::pair::{resolve_tokens, selector_from, TokenSource};
+use super::pair::{resolve_tokens, TokenSource};
 use super::{note, Exit, GlobalArgs};
 use crate::hierarchy::{self, HierarchyOptions, DEFAULT_CHAIN};
 use crate::pair::{self, Selector, TracePairs};
@@ -45,13 +45,8 @@ pub struct PlotArgs {
     /// Image format.
     #[arg(long, short = 'f', value_enum, default_value_t = ImageFormat::Png)]
     pub format: ImageFormat,
-    /// Select step contexts by exact user_annotation name
-    /// [default: the most frequent pure-decode vLLM step name]
-    #[arg(long, value_name = "NAME", conflicts_with = "context_regex")]
-    pub context: Option<String>,
-    /// Select every user_annotation whose name matches RE (unanchored).
-    #[arg(long, value_name = "RE")]
-    pub context_regex: Option<String>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
     /// Completion tokens, once per trace in order (else the run summary
     /// beside the trace).
     #[arg(long, value_name = "N")]
@@ -198,7 +193,7 @@ fn build_input(paths: &[PathBuf], measured: Vec<Measured>, modes: &[String]) -> 
 }
 
 pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let selector = selector_from(args.context.as_deref(), args.context_regex.as_deref())?;
+    let selector = args.contexts.selector()?;
     let n = args.traces.len();
     if args.tokens.len() > n {
         bail!(

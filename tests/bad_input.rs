@@ -134,3 +134,33 @@ fn bad_arguments_exit_2() {
     assert_eq!(code, Some(2));
     assert!(err.contains("invalid --context-regex"), "{err}");
 }
+
+/// Cut a real trace's JSON at many offsets and corrupt single bytes: the
+/// reader must always return (figures for what was read, or an error with
+/// a position), never panic.
+#[test]
+fn every_cut_and_corruption_is_handled() {
+    use std::io::Read;
+    use torchtrace::pair::{self, Selector};
+    let mut json = Vec::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(root().join("tests/data/hta_step_based_trace.json.gz")).unwrap())
+        .read_to_end(&mut json)
+        .unwrap();
+    let all = Selector::Regex(regex::Regex::new(".").unwrap());
+    let step = (json.len() / 300).max(1);
+    for cut in (0..json.len()).step_by(step) {
+        let c = pair::collect_stream("cut", &json[..cut]);
+        assert!(c.error.is_some(), "a cut at {cut} of {} must be reported", json.len());
+        let (r, _) = c.analyze("cut", &all);
+        assert!(r.pairs <= 10);
+    }
+    for (i, at) in (0..json.len()).step_by(step).enumerate() {
+        let mut bad = json.clone();
+        bad[at] = [b'{', b'}', b'"', b'\\', b'[', b']', 0xff, b','][i % 8];
+        let c = pair::collect_stream("corrupt", &bad[..]);
+        let _ = c.analyze("corrupt", &all);
+    }
+    let whole = pair::collect_stream("whole", &json[..]);
+    assert!(whole.error.is_none());
+    assert_eq!(whole.analyze("whole", &all).0.pairs, 10);
+}

@@ -64,6 +64,9 @@ pub struct Annotation {
     pub lane: (Sym, Sym),
     /// Index in `traceEvents`.
     pub index: u64,
+    /// False when Kineto marked the range `"finished": false` (still open
+    /// when the profiler stopped: its `dur` is cut short).
+    pub finished: bool,
 }
 
 impl Annotation {
@@ -106,6 +109,7 @@ impl Annotations {
             external_id: ev.args.external_id,
             lane: (pid, tid),
             index,
+            finished: ev.args.finished != Some(false),
         };
         if gpu {
             self.gpu.push(a);
@@ -150,6 +154,9 @@ pub struct TracePairs {
     pub cpu_unpaired: u64,
     pub gpu_unpaired: u64,
     pub multi_stream_pairs: u64,
+    /// Contexts still open when the profiler stopped (`"finished": false`);
+    /// they are counted, but their CPU span is cut short.
+    pub unfinished: u64,
     pub completion_tokens: Option<u64>,
     pub tokens_source: Option<String>,
     pub tokens_per_context: Option<f64>,
@@ -374,8 +381,10 @@ pub fn analyze(
         .count() as u64;
 
     let mut rows = Vec::new();
+    let mut unfinished = 0u64;
     let mut cpu_keys: HashSet<(Sym, i64)> = HashSet::new();
     for c in ann.cpu.iter().filter(|c| selected.contains(&c.name)) {
+        unfinished += u64::from(!c.finished);
         let spans = c
             .external_id
             .and_then(|id| {
@@ -435,6 +444,7 @@ pub fn analyze(
         cpu_unpaired: contexts - pairs,
         gpu_unpaired,
         multi_stream_pairs: rows.iter().filter(|r| r.gpu_annotations > 1).count() as u64,
+        unfinished,
         completion_tokens: None,
         tokens_source: None,
         tokens_per_context: None,
@@ -445,7 +455,13 @@ pub fn analyze(
         step_names,
         events,
         meta,
-        notes: Vec::new(),
+        notes: if unfinished > 0 {
+            vec![format!(
+                "{unfinished} context(s) were still open when the profiler stopped (\"finished\": false): counted, but their CPU span is cut short"
+            )]
+        } else {
+            Vec::new()
+        },
         complete: true,
         error: None,
         rows,
@@ -612,6 +628,15 @@ mod tests {
         assert_eq!(r.gpu_span_ms.sum, Some(0.016));
         assert_eq!(r.cpu_span_ms.median, Some(0.010));
         assert_eq!(r.step_names.len(), 2);
+    }
+
+    #[test]
+    fn unfinished_contexts_are_counted_and_noted() {
+        let open = r#"{"ph":"X","cat":"user_annotation","name":"execute_context_0(0)_generation_1(1)","pid":1,"tid":1,"ts":50,"dur":1,"args":{"External id":5,"finished":false}}"#;
+        let evs = [ua(AR, "0", "10", 1), open.to_string()].join(",");
+        let (r, _) = analyze("t", &ann(&evs), &Selector::Auto, Meta::default(), 2);
+        assert_eq!((r.contexts, r.unfinished), (2, 1));
+        assert!(r.notes[0].contains("still open"), "{:?}", r.notes);
     }
 
     #[test]

@@ -143,14 +143,20 @@ fn every_cut_and_corruption_is_handled() {
     use std::io::Read;
     use torchtrace::pair::{self, Selector};
     let mut json = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(root().join("tests/data/hta_step_based_trace.json.gz")).unwrap())
-        .read_to_end(&mut json)
-        .unwrap();
+    flate2::read::GzDecoder::new(
+        std::fs::File::open(root().join("tests/data/hta_step_based_trace.json.gz")).unwrap(),
+    )
+    .read_to_end(&mut json)
+    .unwrap();
     let all = Selector::Regex(regex::Regex::new(".").unwrap());
     let step = (json.len() / 300).max(1);
     for cut in (0..json.len()).step_by(step) {
         let c = pair::collect_stream("cut", &json[..cut]);
-        assert!(c.error.is_some(), "a cut at {cut} of {} must be reported", json.len());
+        assert!(
+            c.error.is_some(),
+            "a cut at {cut} of {} must be reported",
+            json.len()
+        );
         let (r, _) = c.analyze("cut", &all);
         assert!(r.pairs <= 10);
     }

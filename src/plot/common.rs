@@ -607,6 +607,36 @@ where
     Ok(())
 }
 
+/// Half the width of a bar, in units of the x axis (one unit per trace).
+pub const BAR_HALF: f64 = 0.32;
+
+/// One filled, outlined bar from 0 to `v`, centred on `x`.
+pub fn bar<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    x: f64,
+    v: f64,
+    col: RGBColor,
+    th: &Theme,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let corners = [(x - BAR_HALF, 0.0), (x + BAR_HALF, v)];
+    chart.draw_series(std::iter::once(Rectangle::new(
+        corners,
+        col.mix(0.85).filled(),
+    )))?;
+    chart.draw_series(std::iter::once(Rectangle::new(
+        corners,
+        darker(col).stroke_width(th.upx(1.2)),
+    )))?;
+    Ok(())
+}
+
 /// Smallest and largest of the values; `None` when there are none.
 pub fn extent(values: &[f64]) -> Option<(f64, f64)> {
     let lo = values.iter().copied().reduce(f64::min)?;

@@ -108,21 +108,13 @@ where
         .bold_line_style(RGBColor(222, 222, 222))
         .max_light_lines(1)
         .draw()?;
-    let half = 0.32;
     let above = Pos::new(HPos::Center, VPos::Bottom);
     for (i, t) in data.input.traces.iter().enumerate() {
         let x = xs[i];
         let col = mode_color(t.mode.as_deref());
         match vals[i] {
             Some(v) => {
-                chart.draw_series(std::iter::once(Rectangle::new(
-                    [(x - half, 0.0), (x + half, v)],
-                    col.mix(0.85).filled(),
-                )))?;
-                chart.draw_series(std::iter::once(Rectangle::new(
-                    [(x - half, 0.0), (x + half, v)],
-                    darker(col).stroke_width(th.upx(1.2)),
-                )))?;
+                bar(&mut chart, x, v, col, &th)?;
                 let (px, py) = chart.backend_coord(&(x, v));
                 root.draw_text(&fmt(v), &th.text(12.5).pos(above), (px, py - th.px(4.0)))?;
             }

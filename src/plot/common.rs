@@ -607,6 +607,26 @@ where
     Ok(())
 }
 
+/// The grid and text styling every figure's axes share.
+pub trait HouseGrid {
+    fn house(&mut self, th: &Theme) -> &mut Self;
+}
+
+impl<'a, 'b, X, Y, DB> HouseGrid for plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: plotters::coord::ranged1d::Ranged<ValueType: std::fmt::Debug>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType: std::fmt::Debug>,
+    DB: DrawingBackend,
+{
+    fn house(&mut self, th: &Theme) -> &mut Self {
+        self.label_style(th.tick())
+            .axis_desc_style(th.axis())
+            .light_line_style(RGBColor(242, 242, 242))
+            .bold_line_style(RGBColor(222, 222, 222))
+            .max_light_lines(1)
+    }
+}
+
 /// Half the width of a bar, in units of the x axis (one unit per trace).
 pub const BAR_HALF: f64 = 0.32;
 

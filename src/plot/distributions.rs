@@ -85,11 +85,8 @@ where
         .y_label_formatter(&yfmt)
         .y_desc(y_desc)
         .x_desc("trace")
-        .label_style(th.tick())
-        .axis_desc_style(th.axis())
+        .house(&th)
         .light_line_style(RGBColor(240, 240, 240))
-        .bold_line_style(RGBColor(222, 222, 222))
-        .max_light_lines(1)
         .draw()?;
     let half = 0.24;
     for (i, t) in data.input.traces.iter().enumerate() {

@@ -84,11 +84,7 @@ where
             .y_labels(6)
             .y_label_formatter(&yfmt)
             .y_desc("median inclusive (ms)")
-            .label_style(th.tick())
-            .axis_desc_style(th.axis())
-            .light_line_style(RGBColor(242, 242, 242))
-            .bold_line_style(RGBColor(222, 222, 222))
-            .max_light_lines(1)
+            .house(&th)
             .draw()?;
         let above = Pos::new(HPos::Center, VPos::Bottom);
         for (i, t) in data.input.traces.iter().enumerate() {

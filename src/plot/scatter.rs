@@ -69,11 +69,7 @@ where
         .y_label_formatter(&fmt)
         .x_desc(x_desc)
         .y_desc(y_desc)
-        .label_style(th.tick())
-        .axis_desc_style(th.axis())
-        .light_line_style(RGBColor(242, 242, 242))
-        .bold_line_style(RGBColor(222, 222, 222))
-        .max_light_lines(1)
+        .house(&th)
         .draw()?;
     chart.draw_series(DashedLineSeries::new(
         vec![(a0, a0), (a1, a1)],

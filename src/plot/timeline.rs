@@ -59,11 +59,7 @@ where
             .y_label_formatter(&yfmt)
             .x_desc("step context index")
             .y_desc(y_desc.as_str())
-            .label_style(th.tick())
-            .axis_desc_style(th.axis())
-            .light_line_style(RGBColor(242, 242, 242))
-            .bold_line_style(RGBColor(222, 222, 222))
-            .max_light_lines(1)
+            .house(&th)
             .draw()?;
         for &i in &g.members {
             let t = data.trace(i);

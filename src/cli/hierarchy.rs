@@ -1,7 +1,7 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
 use super::{note, Exit, GlobalArgs};
-use crate::hierarchy::{self, Comparison, HierarchyOptions, TraceHierarchy};
+use crate::hierarchy::{self, Comparison, FunctionStats, HierarchyOptions, TraceHierarchy};
 use crate::report::{self, Cell, Format, Table};
 use anyhow::{bail, Context};
 use clap::Args;
@@ -213,6 +213,22 @@ pub fn labels(paths: &[&str]) -> Vec<String> {
     stems
 }
 
+/// A function's figures, from its name to its total (human and CSV tables).
+fn function_cells(f: &FunctionStats) -> Vec<Cell> {
+    vec![
+        f.name.clone().into(),
+        f.calls.into(),
+        f.outermost_calls.into(),
+        Cell::opt_f(f.calls_per_context, 3),
+        ms(f.median_ms),
+        ms(f.mean_ms),
+        ms(f.p90_ms),
+        ms(f.min_ms),
+        ms(f.max_ms),
+        ms(f.total_ms),
+    ]
+}
+
 fn ms(v: Option<f64>) -> Cell {
     Cell::opt_f(v, 3)
 }
@@ -277,19 +293,9 @@ pub fn human_tables(out: &HierarchyOutput) -> Vec<Table> {
                 ]);
             }
             for f in &c.functions {
-                funcs.row(vec![
-                    short(&t.path).into(),
-                    f.name.clone().into(),
-                    f.calls.into(),
-                    f.outermost_calls.into(),
-                    Cell::opt_f(f.calls_per_context, 3),
-                    ms(f.median_ms),
-                    ms(f.mean_ms),
-                    ms(f.p90_ms),
-                    ms(f.min_ms),
-                    ms(f.max_ms),
-                    ms(f.total_ms),
-                ]);
+                let mut row = vec![short(&t.path).into()];
+                row.extend(function_cells(f));
+                funcs.row(row);
             }
         }
         for t in &out.traces {
@@ -478,20 +484,9 @@ pub fn csv_tables(out: &HierarchyOutput) -> Vec<Table> {
                 }
             }
             for f in &c.functions {
-                funcs.row(vec![
-                    t.path.clone().into(),
-                    chain.clone().into(),
-                    f.name.clone().into(),
-                    f.calls.into(),
-                    f.outermost_calls.into(),
-                    Cell::opt_f(f.calls_per_context, 3),
-                    ms(f.median_ms),
-                    ms(f.mean_ms),
-                    ms(f.p90_ms),
-                    ms(f.min_ms),
-                    ms(f.max_ms),
-                    ms(f.total_ms),
-                ]);
+                let mut row = vec![t.path.clone().into(), chain.clone().into()];
+                row.extend(function_cells(f));
+                funcs.row(row);
             }
         }
     }

@@ -10,13 +10,15 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use torchtrace::pair::{self, Selector};
+//! use torchtrace::analysis::{analyze_path, Plan};
+//! use torchtrace::pair::{PairSpec, Selector};
 //!
 //! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
-//! let collected = pair::collect(trace, Default::default());
 //! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
-//! let (figures, problem) = collected.analyze("step_based", &every_annotation);
-//! assert!(problem.is_none());
+//! let plan = Plan::new(every_annotation).with(PairSpec);
+//! let result = analyze_path(trace, Default::default(), &plan);
+//! assert!(result.contexts.problem.is_none());
+//! let figures = result.pairs.unwrap();
 //! assert_eq!((figures.contexts, figures.pairs), (10, 10));
 //! assert_eq!(figures.gpu_span_ms.median, Some(0.0635));
 //! ```
@@ -28,8 +30,10 @@
 //! assert_eq!(parse_us("5106297913320.790"), Ok(Ns(5_106_297_913_320_790)));
 //! ```
 
+pub mod analysis;
 pub mod batch;
 pub mod cli;
+pub mod contexts;
 pub mod hierarchy;
 pub mod model;
 pub mod pair;

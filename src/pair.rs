@@ -14,119 +14,62 @@
 //!                   |<-------------- GPU span = max end − min start --------->|
 //! ```
 
-use crate::model::{Interner, Ns, Sym};
+use crate::analysis::{Analysis, Finished, Spec, TraceResult};
+use crate::contexts::{annotation_prefilter, Contexts, Steps};
+pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
+use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
-use crate::steps;
-use crate::trace::{read_path, read_stream, Event, Meta, Prefilter, TraceError};
-use regex::Regex;
+use crate::trace::{Event, EventPos, Meta, Prefilter};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap, HashSet};
-use std::path::Path;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
 
-/// How the step contexts of a trace are chosen.
-#[derive(Debug, Clone)]
-pub enum Selector {
-    /// The most frequent pure-decode vLLM step name.
-    Auto,
-    /// Annotations with exactly this name.
-    Exact(String),
-    /// Annotations whose name the regex matches (anywhere).
-    Regex(Regex),
-}
-
-impl Selector {
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Selector::Auto => "auto",
-            Selector::Exact(_) => "exact",
-            Selector::Regex(_) => "regex",
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            Selector::Auto => "auto".into(),
-            Selector::Exact(n) => n.clone(),
-            Selector::Regex(r) => format!("re:{}", r.as_str()),
-        }
-    }
-}
-
-/// An annotation event as kept in memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Annotation {
-    pub name: Sym,
-    pub start: Ns,
-    pub dur: Ns,
-    pub external_id: Option<i64>,
-    pub lane: (Sym, Sym),
-    /// Index in `traceEvents`.
-    pub index: u64,
-    /// False when Kineto marked the range `"finished": false` (still open
-    /// when the profiler stopped: its `dur` is cut short).
-    pub finished: bool,
-}
-
-impl Annotation {
-    pub fn end(&self) -> Ns {
-        self.start.saturating_add(self.dur)
-    }
-}
-
-/// The annotation events of one trace: all that `pair` keeps while streaming.
-#[derive(Debug, Default)]
-pub struct Annotations {
-    pub names: Interner,
-    pub cpu: Vec<Annotation>,
-    pub gpu: Vec<Annotation>,
-}
-
-/// The raw-bytes test for events `pair` needs: both categories end in
-/// `user_annotation"`.
+/// The raw-bytes test for the events pairing needs: both annotation
+/// categories end in `user_annotation"`.
 pub fn prefilter() -> Prefilter {
-    Prefilter::any_of(&["user_annotation\""])
+    annotation_prefilter()
 }
 
-impl Annotations {
-    /// Keeps the event if it is a complete CPU or GPU annotation.
-    pub fn push(&mut self, ev: &Event<'_>, index: u64) {
-        if !ev.is_complete() {
-            return;
-        }
-        let gpu = match &*ev.cat {
-            "user_annotation" => false,
-            "gpu_user_annotation" => true,
-            _ => return,
-        };
-        let pid = self.names.intern(&ev.pid.to_string());
-        let tid = self.names.intern(&ev.tid.to_string());
-        let a = Annotation {
-            name: self.names.intern(&ev.name),
-            start: ev.ts.unwrap_or_default(),
-            dur: ev.dur_or_zero(),
-            external_id: ev.args.external_id,
-            lane: (pid, tid),
-            index,
-            finished: ev.args.finished != Some(false),
-        };
-        if gpu {
-            self.gpu.push(a);
-        } else {
-            self.cpu.push(a);
-        }
+/// Pairing as an [`Analysis`]: keeps the `gpu_user_annotation` events (the
+/// CPU step annotations are the driver's [`Steps`]) and finishes into
+/// [`TraceResult::pairs`].
+#[derive(Debug, Default, Clone, Copy)]
+pub struct PairSpec;
+
+impl Spec for PairSpec {
+    fn start(&self) -> Box<dyn Analysis> {
+        Box::<Pair>::default()
     }
 }
 
-/// A step name found in the trace, with how often it occurs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct StepName {
-    pub name: String,
-    pub count: u64,
-    /// decode, prefill, mixed.
-    pub kind: &'static str,
-    pub selected: bool,
+/// The streaming state of pairing one trace.
+#[derive(Debug, Default)]
+pub struct Pair {
+    names: Interner,
+    gpu: Vec<Annotation>,
+}
+
+impl Analysis for Pair {
+    fn prefilter(&self) -> Prefilter {
+        annotation_prefilter()
+    }
+
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if ev.is_complete() && ev.cat == "gpu_user_annotation" {
+            let a = Annotation::of(ev, at, &mut self.names);
+            self.gpu.push(a);
+        }
+    }
+
+    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
+        let mut r = self.figures(trace.path, trace.steps, trace.contexts);
+        r.events = trace.events;
+        r.meta = trace.meta.clone();
+        if let Some(e) = trace.error_text() {
+            r.complete = false;
+            r.error = Some(e);
+        }
+        out.pairs = Some(r);
+    }
 }
 
 /// One selected context, for timelines and plots.
@@ -181,270 +124,109 @@ pub struct TracePairs {
     pub cpu_exact: Option<ExactSummary>,
 }
 
-/// A problem that makes the result incomplete (exit status 1).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PairProblem {
-    #[error("{path}: no pure-decode vLLM step annotation found; step names present: {names}. Choose one with --context or --context-regex")]
-    NoDecodeSteps { path: String, names: String },
-    #[error(
-        "{path}: no user_annotation matches the context {wanted}; step names present: {names}"
-    )]
-    NoMatch {
-        path: String,
-        wanted: String,
-        names: String,
-    },
-}
-
-/// Counts every recognised step name.
-fn step_names(ann: &Annotations) -> BTreeMap<Sym, (u64, steps::Step)> {
-    let mut out: BTreeMap<Sym, (u64, steps::Step)> = BTreeMap::new();
-    let mut not_step: HashSet<Sym> = HashSet::new();
-    for a in &ann.cpu {
-        if not_step.contains(&a.name) {
-            continue;
-        }
-        if let Some(e) = out.get_mut(&a.name) {
-            e.0 += 1;
-            continue;
-        }
-        match steps::parse(ann.names.resolve(a.name)) {
-            Some(s) => {
-                out.insert(a.name, (1, s));
-            }
-            None => {
-                not_step.insert(a.name);
-            }
-        }
-    }
-    out
-}
-
-/// The default context: the most frequent pure-decode step name (ties: the
-/// name that sorts first).
-fn auto_select(ann: &Annotations, found: &BTreeMap<Sym, (u64, steps::Step)>) -> Option<Sym> {
-    found
-        .iter()
-        .filter(|(_, (_, s))| s.is_pure_decode())
-        .max_by(|(a, (ca, _)), (b, (cb, _))| {
-            ca.cmp(cb)
-                .then_with(|| ann.names.resolve(**b).cmp(ann.names.resolve(**a)))
-        })
-        .map(|(sym, _)| *sym)
-}
-
-fn names_list(ann: &Annotations, found: &BTreeMap<Sym, (u64, steps::Step)>) -> String {
-    if found.is_empty() {
-        let mut all: BTreeMap<&str, u64> = BTreeMap::new();
-        for a in &ann.cpu {
-            *all.entry(ann.names.resolve(a.name)).or_default() += 1;
-        }
-        if all.is_empty() {
-            return "none (no user_annotation events)".into();
-        }
-        let mut v: Vec<_> = all.into_iter().collect();
-        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        let shown: Vec<String> = v
+impl Pair {
+    /// Pairs the selected contexts with their GPU annotations and measures.
+    fn figures(&self, path: &str, steps: &Steps, contexts: &Contexts) -> TracePairs {
+        let gpu = self.gpu_index(steps, contexts);
+        let (rows, unfinished, cpu_keys) = context_rows(steps, contexts, &gpu.by_key);
+        let gpu_unpaired = gpu
+            .by_key
             .iter()
-            .take(12)
-            .map(|(n, c)| format!("{n} ×{c}"))
-            .collect();
-        let more = v.len().saturating_sub(12);
-        let tail = if more > 0 {
-            format!(" and {more} more")
-        } else {
-            String::new()
-        };
-        return format!(
-            "no vLLM step names; user_annotations: {}{tail}",
-            shown.join(", ")
-        );
-    }
-    found
-        .iter()
-        .map(|(s, (c, _))| format!("{} ×{c}", ann.names.resolve(*s)))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// What reading one file gave: the annotations (all of them, or those
-/// before a read error), metadata and the error if any.
-#[derive(Debug, Default)]
-pub struct Collected {
-    pub annotations: Annotations,
-    pub meta: Meta,
-    pub events: u64,
-    pub error: Option<TraceError>,
-}
-
-/// Streams one trace file and keeps its annotations.
-pub fn collect(path: &Path, progress: Arc<AtomicU64>) -> Collected {
-    let mut c = Collected::default();
-    let filter = prefilter();
-    let ann = &mut c.annotations;
-    let res = read_path(path, &filter, progress, &mut c.meta, &mut |e, at| {
-        ann.push(e, at.index)
-    });
-    match res {
-        Ok(st) => c.events = st.events,
-        Err(e) => {
-            c.events = e.kind.events_read();
-            c.error = Some(e);
+            .filter(|(k, _)| !cpu_keys.contains(*k))
+            .map(|(_, v)| v.len() as u64)
+            .sum::<u64>()
+            + gpu.without_id;
+        let mut r = measure(path, contexts, rows);
+        r.gpu_unpaired = gpu_unpaired;
+        r.unfinished = unfinished;
+        if unfinished > 0 {
+            r.notes.push(format!(
+                "{unfinished} context(s) were still open when the profiler stopped (\"finished\": false): counted, but their CPU span is cut short"
+            ));
         }
+        r
     }
-    c
-}
 
-/// Collects from any byte source (an archive member, say).
-pub fn collect_stream<R: std::io::Read>(label: &str, src: R) -> Collected {
-    let mut c = Collected::default();
-    let filter = prefilter();
-    let ann = &mut c.annotations;
-    match read_stream(src, &filter, &mut c.meta, &mut |e, at| {
-        ann.push(e, at.index)
-    }) {
-        Ok(st) => c.events = st.events,
-        Err(kind) => {
-            c.events = kind.events_read();
-            c.error = Some(TraceError {
-                path: label.to_string(),
-                kind,
-            });
-        }
-    }
-    c
-}
-
-impl Collected {
-    /// Pairs what was collected; a read error marks the result incomplete.
-    pub fn analyze(self, path: &str, selector: &Selector) -> (TracePairs, Option<PairProblem>) {
-        let (mut r, p) = analyze(path, &self.annotations, selector, self.meta, self.events);
-        if let Some(e) = self.error {
-            r.complete = false;
-            r.error = Some(e.kind.to_string());
-        }
-        (r, p)
-    }
-}
-
-/// Pairs and measures one trace. On a selection problem the figures are
-/// still returned (with zero contexts) together with the problem.
-pub fn analyze(
-    path: &str,
-    ann: &Annotations,
-    selector: &Selector,
-    meta: Meta,
-    events: u64,
-) -> (TracePairs, Option<PairProblem>) {
-    let found = step_names(ann);
-    let (selected, context, mut problem): (HashSet<Sym>, String, Option<PairProblem>) =
-        match selector {
-            Selector::Auto => match auto_select(ann, &found) {
-                Some(s) => (HashSet::from([s]), ann.names.resolve(s).to_string(), None),
-                None => (
-                    HashSet::new(),
-                    String::new(),
-                    Some(PairProblem::NoDecodeSteps {
-                        path: path.into(),
-                        names: names_list(ann, &found),
-                    }),
-                ),
-            },
-            Selector::Exact(n) => (ann.names.get(n).into_iter().collect(), n.clone(), None),
-            Selector::Regex(r) => {
-                // GPU names count too: a GPU annotation whose name matches is
-                // "of the selected name" even without a CPU twin.
-                let set = ann
-                    .cpu
-                    .iter()
-                    .chain(&ann.gpu)
-                    .map(|a| a.name)
-                    .collect::<HashSet<_>>()
-                    .into_iter()
-                    .filter(|s| r.is_match(ann.names.resolve(*s)))
-                    .collect();
-                (set, r.as_str().to_string(), None)
+    /// GPU annotations of the selected names, by (name, External id).
+    fn gpu_index(&self, steps: &Steps, contexts: &Contexts) -> GpuIndex<'_> {
+        let mut by_key: GpuByKey<'_> = HashMap::new();
+        let mut without_id = 0u64;
+        for g in &self.gpu {
+            let name = self.names.resolve(g.name);
+            if !contexts.selects(steps, name) {
+                continue;
             }
-        };
-
-    // GPU annotations of the selected names, by (name, External id).
-    let mut gpu_by_key: HashMap<(Sym, i64), Vec<&Annotation>> = HashMap::new();
-    for g in ann.gpu.iter().filter(|g| selected.contains(&g.name)) {
-        if let Some(id) = g.external_id {
-            gpu_by_key.entry((g.name, id)).or_default().push(g);
+            match g.external_id {
+                Some(id) => by_key.entry((name.to_string(), id)).or_default().push(g),
+                None => without_id += 1,
+            }
         }
+        GpuIndex { by_key, without_id }
     }
-    let gpu_without_id = ann
-        .gpu
-        .iter()
-        .filter(|g| selected.contains(&g.name) && g.external_id.is_none())
-        .count() as u64;
+}
 
-    let mut rows = Vec::new();
+/// GPU annotations by (name, External id).
+type GpuByKey<'a> = HashMap<(String, i64), Vec<&'a Annotation>>;
+
+/// The selected names' GPU annotations, keyed for pairing.
+struct GpuIndex<'a> {
+    by_key: GpuByKey<'a>,
+    without_id: u64,
+}
+
+/// One row per selected context (sorted by start), the unfinished count,
+/// and the (name, External id) keys the contexts hold.
+fn context_rows(
+    steps: &Steps,
+    contexts: &Contexts,
+    gpu: &GpuByKey<'_>,
+) -> (Vec<ContextRow>, u64, HashSet<(String, i64)>) {
+    let mut rows = Vec::with_capacity(contexts.len());
     let mut unfinished = 0u64;
-    let mut cpu_keys: HashSet<(Sym, i64)> = HashSet::new();
-    for c in ann.cpu.iter().filter(|c| selected.contains(&c.name)) {
+    let mut keys = HashSet::new();
+    for c in contexts.iter(steps) {
         unfinished += u64::from(!c.finished);
         let spans = c
             .external_id
             .and_then(|id| {
-                cpu_keys.insert((c.name, id));
-                gpu_by_key.get(&(c.name, id))
+                let key = (steps.names.resolve(c.name).to_string(), id);
+                let found = gpu.get(&key);
+                keys.insert(key);
+                found
             })
             .map(Vec::as_slice)
             .unwrap_or(&[]);
-        let gpu_ns = span_of(spans).map(|n| n.0);
         rows.push(ContextRow {
             event_index: c.index,
             start_ns: c.start.0,
             cpu_ns: c.dur.0,
-            gpu_ns,
+            gpu_ns: span_of(spans).map(|n| n.0),
             gpu_annotations: spans.len(),
         });
     }
-    rows.sort_by_key(|r| (r.start_ns, r.event_index));
-    let gpu_unpaired = gpu_by_key
-        .iter()
-        .filter(|(k, _)| !cpu_keys.contains(k))
-        .map(|(_, v)| v.len() as u64)
-        .sum::<u64>()
-        + gpu_without_id;
+    (rows, unfinished, keys)
+}
 
+/// The span statistics over the paired rows.
+fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs {
     let paired: Vec<&ContextRow> = rows.iter().filter(|r| r.gpu_ns.is_some()).collect();
     let cpu: Vec<Ns> = paired.iter().map(|r| Ns(r.cpu_ns)).collect();
     let gpu: Vec<Ns> = paired.iter().filter_map(|r| r.gpu_ns.map(Ns)).collect();
     let cpu_exact = ExactSummary::of(&cpu);
     let gpu_exact = ExactSummary::of(&gpu);
-    let contexts = rows.len() as u64;
+    let contexts_n = rows.len() as u64;
     let pairs = paired.len() as u64;
-    if problem.is_none() && contexts == 0 {
-        problem = Some(PairProblem::NoMatch {
-            path: path.into(),
-            wanted: selector.describe(),
-            names: names_list(ann, &found),
-        });
-    }
-    let mut step_names: Vec<StepName> = found
-        .iter()
-        .map(|(s, (c, st))| StepName {
-            name: ann.names.resolve(*s).to_string(),
-            count: *c,
-            kind: st.kind(),
-            selected: selected.contains(s),
-        })
-        .collect();
-    step_names.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
     let gpu_sum: i128 = gpu.iter().map(|n| i128::from(n.0)).sum();
-    let result = TracePairs {
+    TracePairs {
         path: path.into(),
-        context,
-        context_selector: selector.kind(),
-        contexts,
+        context: contexts.name.clone(),
+        context_selector: contexts.selector.kind(),
+        contexts: contexts_n,
         pairs,
-        cpu_unpaired: contexts - pairs,
-        gpu_unpaired,
+        cpu_unpaired: contexts_n - pairs,
+        gpu_unpaired: 0,
         multi_stream_pairs: rows.iter().filter(|r| r.gpu_annotations > 1).count() as u64,
-        unfinished,
+        unfinished: 0,
         completion_tokens: None,
         tokens_source: None,
         tokens_per_context: None,
@@ -452,23 +234,16 @@ pub fn analyze(
         gpu_span_ms: gpu_exact.as_ref().map(|s| s.to_ms()).unwrap_or_default(),
         gpu_span_per_token_ms: None,
         gpu_span_sum_ns: i64::try_from(gpu_sum).unwrap_or(i64::MAX),
-        step_names,
-        events,
-        meta,
-        notes: if unfinished > 0 {
-            vec![format!(
-                "{unfinished} context(s) were still open when the profiler stopped (\"finished\": false): counted, but their CPU span is cut short"
-            )]
-        } else {
-            Vec::new()
-        },
+        step_names: contexts.step_names.clone(),
+        events: 0,
+        meta: Meta::default(),
+        notes: Vec::new(),
         complete: true,
         error: None,
         rows,
         gpu_exact,
         cpu_exact,
-    };
-    (result, problem)
+    }
 }
 
 /// [min start, max end] over a context's GPU annotations.
@@ -560,20 +335,15 @@ pub fn compare(base: &TracePairs, cand: &TracePairs) -> Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::{analyze_reader, Plan};
 
-    /// Builds annotations from JSON event lines.
-    fn ann(events: &str) -> Annotations {
+    /// Pairs a trace made of JSON event lines through the driver.
+    fn run(events: &str, selector: &Selector) -> (TracePairs, Option<PairProblem>) {
         let doc = format!("{{\"traceEvents\": [{events}]}}");
-        let mut a = Annotations::default();
-        let mut meta = Meta::default();
-        read_stream(
-            doc.as_bytes(),
-            &Prefilter::all(),
-            &mut meta,
-            &mut |e, at| a.push(e, at.index),
-        )
-        .unwrap();
-        a
+        let plan = Plan::new(selector.clone()).with(PairSpec);
+        let r = analyze_reader("t", doc.as_bytes(), &plan);
+        assert!(r.error.is_none(), "{:?}", r.error);
+        (r.pairs.unwrap(), r.contexts.problem)
     }
 
     fn ua(name: &str, ts: &str, dur: &str, id: i64) -> String {
@@ -609,8 +379,7 @@ mod tests {
             gua(AR, "60.000", "1.000", 9, 7),
         ]
         .join(",");
-        let a = ann(&evs);
-        let (r, problem) = analyze("t", &a, &Selector::Auto, Meta::default(), 8);
+        let (r, problem) = run(&evs, &Selector::Auto);
         assert_eq!(problem, None);
         assert_eq!(r.context, AR);
         assert_eq!(
@@ -634,7 +403,7 @@ mod tests {
     fn unfinished_contexts_are_counted_and_noted() {
         let open = r#"{"ph":"X","cat":"user_annotation","name":"execute_context_0(0)_generation_1(1)","pid":1,"tid":1,"ts":50,"dur":1,"args":{"External id":5,"finished":false}}"#;
         let evs = [ua(AR, "0", "10", 1), open.to_string()].join(",");
-        let (r, _) = analyze("t", &ann(&evs), &Selector::Auto, Meta::default(), 2);
+        let (r, _) = run(&evs, &Selector::Auto);
         assert_eq!((r.contexts, r.unfinished), (2, 1));
         assert!(r.notes[0].contains("still open"), "{:?}", r.notes);
     }
@@ -646,7 +415,7 @@ mod tests {
             gua("other", "1.000", "1.000", 1, 7),
         ]
         .join(",");
-        let (r, _) = analyze("t", &ann(&evs), &Selector::Auto, Meta::default(), 2);
+        let (r, _) = run(&evs, &Selector::Auto);
         assert_eq!((r.pairs, r.cpu_unpaired, r.gpu_unpaired), (0, 1, 0));
     }
 
@@ -661,8 +430,8 @@ mod tests {
         ]
         .join(",");
         let cand = [ua(mtp, "0", "12", 1), gua(mtp, "1", "12", 1, 7)].join(",");
-        let (mut b, _) = analyze("ar", &ann(&base), &Selector::Auto, Meta::default(), 4);
-        let (mut c, _) = analyze("mtp", &ann(&cand), &Selector::Auto, Meta::default(), 2);
+        let (mut b, _) = run(&base, &Selector::Auto);
+        let (mut c, _) = run(&cand, &Selector::Auto);
         b.set_tokens(Some(2), None);
         c.set_tokens(Some(2), None);
         assert_eq!(b.tokens_per_context, Some(1.0));
@@ -679,7 +448,7 @@ mod tests {
     #[test]
     fn no_decode_steps_is_a_problem_listing_names() {
         let evs = [ua("ProfilerStep#1", "0", "1", 1)].join(",");
-        let (r, problem) = analyze("t", &ann(&evs), &Selector::Auto, Meta::default(), 1);
+        let (r, problem) = run(&evs, &Selector::Auto);
         assert_eq!(r.contexts, 0);
         let msg = problem.unwrap().to_string();
         assert!(msg.contains("ProfilerStep#1 ×1"), "{msg}");

@@ -141,7 +141,8 @@ fn bad_arguments_exit_2() {
 #[test]
 fn every_cut_and_corruption_is_handled() {
     use std::io::Read;
-    use torchtrace::pair::{self, Selector};
+    use torchtrace::analysis::{analyze_reader, Plan};
+    use torchtrace::pair::{PairSpec, Selector};
     let mut json = Vec::new();
     flate2::read::GzDecoder::new(
         std::fs::File::open(root().join("tests/data/hta_step_based_trace.json.gz")).unwrap(),
@@ -149,24 +150,23 @@ fn every_cut_and_corruption_is_handled() {
     .read_to_end(&mut json)
     .unwrap();
     let all = Selector::Regex(regex::Regex::new(".").unwrap());
+    let plan = || Plan::new(all.clone()).with(PairSpec);
     let step = (json.len() / 300).max(1);
     for cut in (0..json.len()).step_by(step) {
-        let c = pair::collect_stream("cut", &json[..cut]);
+        let c = analyze_reader("cut", &json[..cut], &plan());
         assert!(
             c.error.is_some(),
             "a cut at {cut} of {} must be reported",
             json.len()
         );
-        let (r, _) = c.analyze("cut", &all);
-        assert!(r.pairs <= 10);
+        assert!(c.pairs.unwrap().pairs <= 10);
     }
     for (i, at) in (0..json.len()).step_by(step).enumerate() {
         let mut bad = json.clone();
         bad[at] = [b'{', b'}', b'"', b'\\', b'[', b']', 0xff, b','][i % 8];
-        let c = pair::collect_stream("corrupt", &bad[..]);
-        let _ = c.analyze("corrupt", &all);
+        let _ = analyze_reader("corrupt", &bad[..], &plan());
     }
-    let whole = pair::collect_stream("whole", &json[..]);
+    let whole = analyze_reader("whole", &json[..], &plan());
     assert!(whole.error.is_none());
-    assert_eq!(whole.analyze("whole", &all).0.pairs, 10);
+    assert_eq!(whole.pairs.unwrap().pairs, 10);
 }

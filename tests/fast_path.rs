@@ -4,9 +4,8 @@
 //! - the block scanner slices the same events as the byte-wise scanner;
 //! - the prefilter evaluated inside the scanner admits exactly the events
 //!   `Prefilter::admits` admits one by one;
-//! - `pair`'s collection with its prefilter equals the collection with
-//!   `Prefilter::all()` (every event parsed), annotations and figures;
-//! - the same for `hierarchy` with its default chain.
+//! - `pair` and `hierarchy` (default chain) give the same figures with
+//!   their prefilters as with `Prefilter::all()` (every event parsed).
 //!
 //! No timing here: see bench/run.sh.
 
@@ -14,9 +13,10 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use torchtrace::hierarchy::{Collector, HierarchyOptions};
-use torchtrace::pair::{self, Annotations, Selector};
-use torchtrace::trace::{self, open, stream, EventPos, Meta, Prefilter};
+use torchtrace::analysis::{analyze_path, Analysis, Finished, Plan, Spec, TraceResult};
+use torchtrace::hierarchy::HierarchyOptions;
+use torchtrace::pair::{self, PairSpec, Selector};
+use torchtrace::trace::{self, open, stream, Event, EventPos, Meta, Prefilter};
 
 fn traces() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -103,85 +103,45 @@ fn block_scanner_slices_like_the_bytewise_scanner() {
     }
 }
 
-/// An annotation with its names resolved: gpu, name, start, dur, External
-/// id, pid, tid, event index.
-type Row = (bool, String, i64, i64, Option<i64>, String, String, u64);
+/// An analysis that asks for every event and keeps none: added to a plan,
+/// it turns every other analysis's prefilter off.
+struct AdmitAll;
 
-fn resolved(ann: &Annotations) -> Vec<Row> {
-    let r = |gpu: bool, a: &pair::Annotation| {
-        (
-            gpu,
-            ann.names.resolve(a.name).to_string(),
-            a.start.0,
-            a.dur.0,
-            a.external_id,
-            ann.names.resolve(a.lane.0).to_string(),
-            ann.names.resolve(a.lane.1).to_string(),
-            a.index,
-        )
-    };
-    let mut v: Vec<_> = ann.cpu.iter().map(|a| r(false, a)).collect();
-    v.extend(ann.gpu.iter().map(|a| r(true, a)));
-    v
+impl Analysis for AdmitAll {
+    fn prefilter(&self) -> Prefilter {
+        Prefilter::all()
+    }
+    fn push(&mut self, _: &Event<'_>, _: EventPos) {}
+    fn finish(self: Box<Self>, _: &Finished<'_>, _: &mut TraceResult) {}
 }
 
-#[test]
-fn pair_prefilter_changes_nothing() {
-    for path in traces() {
-        let label = path.display().to_string();
-        let fast = pair::collect(&path, Arc::default());
-        let mut plain = pair::Collected::default();
-        let ann = &mut plain.annotations;
-        let st = trace::read_path(
-            &path,
-            &Prefilter::all(),
-            Arc::default(),
-            &mut plain.meta,
-            &mut |e, at| ann.push(e, at.index),
-        );
-        match st {
-            Ok(st) => plain.events = st.events,
-            Err(e) => {
-                plain.events = e.kind.events_read();
-                plain.error = Some(e);
-            }
-        }
-        assert_eq!(fast.events, plain.events, "{label}");
-        assert_eq!(
-            fast.error.as_ref().map(ToString::to_string),
-            plain.error.as_ref().map(ToString::to_string),
-            "{label}"
-        );
-        assert_eq!(
-            resolved(&fast.annotations),
-            resolved(&plain.annotations),
-            "{label}"
-        );
-        let a = fast.analyze(&label, &Selector::Auto);
-        let b = plain.analyze(&label, &Selector::Auto);
-        assert_eq!(a, b, "{label}");
+impl Spec for AdmitAll {
+    fn start(&self) -> Box<dyn Analysis> {
+        Box::new(AdmitAll)
     }
 }
 
+/// Pair and hierarchy figures, per-context rows included, as JSON.
+fn figures(r: &TraceResult) -> serde_json::Value {
+    let p = r.pairs.as_ref().unwrap();
+    serde_json::json!({
+        "pairs": p,
+        "rows": p.rows,
+        "hierarchy": r.hierarchy,
+        "events": r.events,
+        "error": r.error.as_ref().map(ToString::to_string),
+    })
+}
+
 #[test]
-fn hierarchy_prefilter_changes_nothing() {
+fn prefilters_change_nothing() {
     let opts = HierarchyOptions::new(&[], &[], false, 5, Selector::Auto).unwrap();
     for path in traces() {
         let label = path.display().to_string();
-        let run = |filter: Option<Prefilter>| {
-            let mut c = Collector::new(&opts);
-            let filter = filter.unwrap_or_else(|| c.prefilter());
-            let mut meta = Meta::default();
-            let st = trace::read_path(&path, &filter, Arc::default(), &mut meta, &mut |e, at| {
-                c.push(e, at)
-            });
-            let contexts = c.contexts(&opts.selector);
-            let r = c.analyze(&label, &opts, contexts);
-            (r, st.map(|s| s.events).map_err(|e| e.to_string()))
-        };
-        let fast = run(None);
-        let plain = run(Some(Prefilter::all()));
-        assert_eq!(fast, plain, "{label}");
+        let plan = || Plan::new(Selector::Auto).with(PairSpec).with(opts.clone());
+        let fast = analyze_path(&path, Arc::default(), &plan());
+        let plain = analyze_path(&path, Arc::default(), &plan().with(AdmitAll));
+        assert_eq!(figures(&fast), figures(&plain), "{label}");
     }
 }
 

@@ -39,6 +39,16 @@ pub struct BatchOptions {
     pub exclude: Option<PathBuf>,
 }
 
+impl BatchOptions {
+    /// The analyses run on every worker trace: pairing and the chains of
+    /// Table 9, from one read.
+    pub fn plan(&self) -> crate::analysis::Plan {
+        crate::analysis::Plan::new(self.selector.clone())
+            .with(pair::PairSpec)
+            .with(self.hierarchy.clone())
+    }
+}
+
 /// What became of one input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]

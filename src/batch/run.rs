@@ -18,11 +18,9 @@
 
 use super::inputs::{self, DirFile, Input, InputKind, Kind};
 use super::{BatchOptions, FileResult, Status};
-use crate::hierarchy;
-use crate::pair::{self, Annotations};
+use crate::analysis::{self, TraceResult};
 use crate::summary::{self, RunSummary};
 use crate::trace::open::CountingReader;
-use crate::trace::{read_path, read_stream, EventPos, Meta, ReadError};
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
@@ -79,94 +77,36 @@ impl EntryInfo {
     }
 }
 
-/// What is done with each event of one trace: every analysis that batch
-/// runs on a file is fed from the same single pass.
-pub struct Collectors {
-    pub annotations: Annotations,
-    pub hierarchy: hierarchy::Collector,
-}
-
-impl Collectors {
-    pub fn new(opts: &BatchOptions) -> Self {
-        Collectors {
-            annotations: Annotations::default(),
-            // Step contexts come from `annotations`, collected once.
-            hierarchy: hierarchy::Collector::without_contexts(&opts.hierarchy),
+/// Turns the driver's result for one file into its batch row.
+fn finish(info: EntryInfo, res: TraceResult) -> FileResult {
+    let error = match (&res.error, &res.contexts.problem) {
+        (Some(e), _) => Some(e.kind.to_string()),
+        (None, Some(p)) => {
+            let msg = p.to_string();
+            // The path is in its own column.
+            let own = format!("{}: ", info.path);
+            Some(msg.strip_prefix(&own).map(str::to_string).unwrap_or(msg))
         }
+        (None, None) => None,
+    };
+    let status = if error.is_some() {
+        Status::Error
+    } else {
+        Status::Ok
+    };
+    let unreadable = res.unreadable();
+    let mut r = info.result(status, error);
+    // Figures of a file that gave no event at all mean nothing.
+    if !unreadable {
+        r.pairs = res.pairs;
+        r.hierarchy = res.hierarchy;
     }
-
-    /// The raw-bytes test admitting what any of the collectors needs.
-    pub fn prefilter(&self) -> crate::trace::Prefilter {
-        pair::prefilter().union(&self.hierarchy.prefilter())
-    }
-
-    pub fn push(&mut self, ev: &crate::trace::Event<'_>, at: EventPos) {
-        self.annotations.push(ev, at.index);
-        self.hierarchy.push(ev, at);
-    }
-
-    /// Analyses what was collected.
-    fn finish(
-        self,
-        info: EntryInfo,
-        meta: Meta,
-        read: Result<u64, ReadError>,
-        opts: &BatchOptions,
-    ) -> FileResult {
-        let (events, err) = match read {
-            Ok(n) => (n, None),
-            Err(e) => (e.events_read(), Some(e)),
-        };
-        let (mut tp, problem) = pair::analyze(
-            &info.path,
-            &self.annotations,
-            &opts.selector,
-            meta.clone(),
-            events,
-        );
-        let contexts = (tp.contexts > 0).then(|| (tp.context.clone(), tp.contexts));
-        let mut th = self
-            .hierarchy
-            .analyze(&info.path, &opts.hierarchy, contexts);
-        th.events = events;
-        th.meta = meta;
-        let error = match (&err, &problem) {
-            (Some(e), _) => Some(e.to_string()),
-            (None, Some(p)) => {
-                let msg = p.to_string();
-                // The path is in its own column.
-                let own = format!("{}: ", info.path);
-                Some(msg.strip_prefix(&own).map(str::to_string).unwrap_or(msg))
-            }
-            (None, None) => None,
-        };
-        if let Some(e) = &err {
-            tp.complete = false;
-            tp.error = Some(e.to_string());
-            th.complete = false;
-            th.error = Some(e.to_string());
-        }
-        let status = if error.is_some() {
-            Status::Error
-        } else {
-            Status::Ok
-        };
-        let mut r = info.result(status, error);
-        // Figures of a file that gave no event at all mean nothing.
-        if events > 0 || err.is_none() {
-            r.pairs = Some(tp);
-            r.hierarchy = Some(th);
-        }
-        r
-    }
+    r
 }
 
 fn trace_from_reader<R: Read>(info: EntryInfo, src: R, opts: &BatchOptions) -> FileResult {
-    let mut col = Collectors::new(opts);
-    let filter = col.prefilter();
-    let mut meta = Meta::default();
-    let res = read_stream(src, &filter, &mut meta, &mut |e, at| col.push(e, at));
-    col.finish(info, meta, res.map(|s| s.events), opts)
+    let res = analysis::analyze_reader(&info.path, src, &opts.plan());
+    finish(info, res)
 }
 
 fn trace_from_path(
@@ -175,13 +115,8 @@ fn trace_from_path(
     counter: Arc<AtomicU64>,
     opts: &BatchOptions,
 ) -> FileResult {
-    let mut col = Collectors::new(opts);
-    let filter = col.prefilter();
-    let mut meta = Meta::default();
-    let res = read_path(path, &filter, counter, &mut meta, &mut |e, at| {
-        col.push(e, at)
-    });
-    col.finish(info, meta, res.map(|s| s.events).map_err(|e| e.kind), opts)
+    let res = analysis::analyze_file(&info.path, path, counter, &opts.plan());
+    finish(info, res)
 }
 
 fn summary_from_reader<R: Read>(info: EntryInfo, src: R) -> FileResult {

@@ -1,6 +1,7 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
 use super::{note, Exit, GlobalArgs};
+use crate::analysis::{analyze_path, Plan};
 use crate::hierarchy::{self, Comparison, FunctionStats, HierarchyOptions, TraceHierarchy};
 use crate::report::{self, Cell, Format, Table};
 use anyhow::{bail, Context};
@@ -99,20 +100,20 @@ impl HierarchyOutput {
 
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let opts = args.to_options()?;
+    let plan = Plan::new(opts.selector.clone()).with(opts.clone());
     let results: Vec<anyhow::Result<TraceHierarchy>> = args
         .traces
         .par_iter()
         .map(|path| {
-            let label = path.display().to_string();
             let progress = crate::progress::FileProgress::new(path, global.quiet);
-            let collected = hierarchy::collect(path, &opts, progress.counter());
+            let res = analyze_path(path, progress.counter(), &plan);
             progress.finish();
-            if collected.events == 0 {
-                if let Some(e) = collected.error {
+            if res.unreadable() {
+                if let Some(e) = res.error {
                     return Err(e.into());
                 }
             }
-            Ok(collected.analyze(&label, &opts))
+            res.hierarchy.context("hierarchy ran")
         })
         .collect();
     let traces = results.into_iter().collect::<anyhow::Result<Vec<_>>>()?;

@@ -1,6 +1,7 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
 use super::{note, Exit, GlobalArgs};
+use crate::analysis::{analyze_path, Plan};
 use crate::pair::{self, Comparison, Selector, TracePairs};
 use crate::report::{self, Cell, Format, Table};
 use crate::summary;
@@ -148,21 +149,22 @@ pub struct PairOutput {
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let opts = args.to_options()?;
+    let plan = Plan::new(opts.selector.clone()).with(pair::PairSpec);
     let results: Vec<anyhow::Result<(TracePairs, Option<pair::PairProblem>)>> = opts
         .traces
         .par_iter()
         .zip(opts.tokens.par_iter())
         .map(|(path, tok)| {
-            let label = path.display().to_string();
             let progress = crate::progress::FileProgress::new(path, global.quiet);
-            let collected = pair::collect(path, progress.counter());
+            let res = analyze_path(path, progress.counter(), &plan);
             progress.finish();
-            if collected.events == 0 {
-                if let Some(e) = collected.error {
+            if res.unreadable() {
+                if let Some(e) = res.error {
                     return Err(e.into());
                 }
             }
-            let (mut r, problem) = collected.analyze(&label, &opts.selector);
+            let problem = res.contexts.problem;
+            let mut r = res.pairs.context("pairing ran")?;
             let (t, src) = resolve_tokens(tok, path)?;
             r.set_tokens(t, src);
             Ok((r, problem))

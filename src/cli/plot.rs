@@ -3,6 +3,7 @@
 
 use super::pair::{resolve_tokens, TokenSource};
 use super::{note, Exit, GlobalArgs};
+use crate::analysis::{analyze_path, Plan};
 use crate::hierarchy::{self, HierarchyOptions, DEFAULT_CHAIN};
 use crate::pair::{self, Selector, TracePairs};
 use crate::plot::{self, FunctionMedian, ImageFormat, PlotInput, PlotTrace};
@@ -277,34 +278,21 @@ fn measure(
     hopts: &HierarchyOptions,
     global: &GlobalArgs,
 ) -> anyhow::Result<Measured> {
-    let label = path.display().to_string();
     // One pass feeds both analyses: pairing and the hierarchy's chains.
-    let mut annotations = pair::Annotations::default();
-    let mut chains = hierarchy::Collector::without_contexts(hopts);
-    let filter = pair::prefilter().union(&chains.prefilter());
-    let mut meta = crate::trace::Meta::default();
+    let plan = Plan::new(selector.clone())
+        .with(pair::PairSpec)
+        .with(hopts.clone());
     let progress = crate::progress::FileProgress::new(path, global.quiet);
-    let read = crate::trace::read_path(
-        path,
-        &filter,
-        progress.counter(),
-        &mut meta,
-        &mut |e, at| {
-            annotations.push(e, at.index);
-            chains.push(e, at);
-        },
-    );
+    let res = analyze_path(path, progress.counter(), &plan);
     progress.finish();
-    let (events, error) = match read {
-        Ok(st) => (st.events, None),
-        Err(e) if e.kind.events_read() == 0 => return Err(e.into()),
-        Err(e) => (e.kind.events_read(), Some(e)),
-    };
-    let (mut pairs, problem) = pair::analyze(&label, &annotations, selector, meta, events);
-    if let Some(e) = error {
-        pairs.complete = false;
-        pairs.error = Some(e.kind.to_string());
+    if res.unreadable() {
+        if let Some(e) = res.error {
+            return Err(e.into());
+        }
     }
+    let problem = res.contexts.problem;
+    let mut pairs = res.pairs.context("pairing ran")?;
+    let h = res.hierarchy.context("hierarchy ran")?;
     let src = match tokens.get(i) {
         Some(&t) => TokenSource::Given(t),
         None => TokenSource::Beside,
@@ -312,8 +300,6 @@ fn measure(
     let (t, tsrc) = resolve_tokens(&src, path)?;
     pairs.set_tokens(t, tsrc);
     let run = summary::beside(path)?.map(|(_, s)| s);
-    let contexts = (pairs.contexts > 0).then(|| (pairs.context.clone(), pairs.contexts));
-    let h = chains.analyze(&label, hopts, contexts);
     Ok(Measured {
         pairs,
         problem,

@@ -30,17 +30,15 @@
 
 pub mod index;
 
+use crate::analysis::{Analysis, Finished, Spec, TraceResult};
+use crate::contexts::Selector;
 use crate::model::{Interner, LaneTable, Ns, Sym};
-use crate::pair::{self, Annotations, Selector};
 use crate::stats::{Exact, ExactSummary};
-use crate::trace::{read_path, read_stream, Event, EventPos, Meta, Prefilter, TraceError};
+use crate::trace::{Event, EventPos, Meta, Prefilter};
 use index::{Enclosed, Enclosers, Iv, Overlaps};
 use regex::Regex;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-use std::path::Path;
-use std::sync::atomic::AtomicU64;
-use std::sync::Arc;
 
 /// The chain checked when none is given.
 pub const DEFAULT_CHAIN: &str = "sample_tokens>propose_draft_token_ids>proposer.propose";
@@ -202,23 +200,49 @@ pub struct Collector {
     recs: Vec<Rec>,
     /// Per element, indices into `recs` (file order).
     by_element: Vec<Vec<u32>>,
-    /// Step annotations for calls per context; `None` when the caller
-    /// counts contexts itself ([`Collector::without_contexts`]).
-    pub annotations: Option<Annotations>,
+    /// The checks to run at the end.
+    opts: HierarchyOptions,
+}
+
+impl Spec for HierarchyOptions {
+    fn start(&self) -> Box<dyn Analysis> {
+        Box::new(Collector::new(self))
+    }
+}
+
+impl Analysis for Collector {
+    /// An event's text must contain an element (exact and function-part
+    /// matches both contain it verbatim; escaped text is admitted by
+    /// [`Prefilter`] anyway). Any `re:` element admits everything.
+    fn prefilter(&self) -> Prefilter {
+        if self.elements.iter().any(Element::is_regex) {
+            return Prefilter::all();
+        }
+        let needles: Vec<String> = self.elements.iter().map(|e| e.text.clone()).collect();
+        Prefilter::any_of(&needles)
+    }
+
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        Collector::push(self, ev, at)
+    }
+
+    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
+        let ctx = trace.contexts;
+        let contexts = (!ctx.is_empty()).then(|| (ctx.name.clone(), ctx.len() as u64));
+        let mut r = self.analyze(trace.path, &self.opts, contexts);
+        r.events = trace.events;
+        r.meta = trace.meta.clone();
+        if let Some(e) = trace.error_text() {
+            r.complete = false;
+            r.error = Some(e);
+        }
+        out.hierarchy = Some(r);
+    }
 }
 
 impl Collector {
-    /// Keeps matching events and the step annotations.
+    /// Keeps the events matching a chain element.
     pub fn new(opts: &HierarchyOptions) -> Self {
-        let mut c = Self::without_contexts(opts);
-        c.annotations = Some(Annotations::default());
-        c
-    }
-
-    /// Keeps matching events only: for callers that collect
-    /// [`pair::Annotations`] in the same pass and pass the context count
-    /// to [`Collector::analyze`].
-    pub fn without_contexts(opts: &HierarchyOptions) -> Self {
         Collector {
             elements: opts.elements.clone(),
             categories: opts.categories.clone(),
@@ -227,32 +251,13 @@ impl Collector {
             lanes: LaneTable::default(),
             recs: Vec::new(),
             by_element: vec![Vec::new(); opts.elements.len()],
-            annotations: None,
+            opts: opts.clone(),
         }
-    }
-
-    /// The raw-bytes test for the events this collector needs: an event's
-    /// text must contain an element (exact and function-part matches both
-    /// contain it verbatim; escaped text is admitted by [`Prefilter`]
-    /// anyway), or be a user annotation when step contexts are kept. Any
-    /// `re:` element admits everything.
-    pub fn prefilter(&self) -> Prefilter {
-        if self.elements.iter().any(Element::is_regex) {
-            return Prefilter::all();
-        }
-        let mut needles: Vec<String> = self.elements.iter().map(|e| e.text.clone()).collect();
-        if self.annotations.is_some() {
-            needles.push("user_annotation\"".into());
-        }
-        Prefilter::any_of(&needles)
     }
 
     /// Keeps the event if it is a complete event of a selected category
-    /// matching some chain element (and, separately, if it is a step annotation).
+    /// matching some chain element.
     pub fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        if let Some(a) = &mut self.annotations {
-            a.push(ev, at.index);
-        }
         if !ev.is_complete() || !self.categories.iter().any(|c| *c == *ev.cat) {
             return;
         }
@@ -288,16 +293,8 @@ impl Collector {
         }
     }
 
-    /// Step contexts from the kept annotations: (selected name, count);
-    /// `None` when there are none (or they were not kept).
-    pub fn contexts(&self, selector: &Selector) -> Option<(String, u64)> {
-        let ann = self.annotations.as_ref()?;
-        let (r, _) = pair::analyze("", ann, selector, Meta::default(), 0);
-        (r.contexts > 0).then_some((r.context, r.contexts))
-    }
-
     /// The figures of every chain. `contexts` = (context name, count) for
-    /// calls per context (see [`Collector::contexts`]).
+    /// calls per context.
     pub fn analyze(
         &self,
         path: &str,
@@ -594,74 +591,6 @@ impl TraceHierarchy {
     /// Every link of every chain holds.
     pub fn holds(&self) -> bool {
         self.chains.iter().all(ChainResult::holds)
-    }
-}
-
-/// What reading one file gave.
-#[derive(Debug)]
-pub struct Collected {
-    pub collector: Collector,
-    pub meta: Meta,
-    pub events: u64,
-    pub error: Option<TraceError>,
-}
-
-/// Streams one trace file (or `-`) and keeps what the chains need.
-pub fn collect(path: &Path, opts: &HierarchyOptions, progress: Arc<AtomicU64>) -> Collected {
-    let mut collector = Collector::new(opts);
-    let mut meta = Meta::default();
-    let filter = collector.prefilter();
-    let res = read_path(path, &filter, progress, &mut meta, &mut |e, at| {
-        collector.push(e, at)
-    });
-    let (events, error) = match res {
-        Ok(st) => (st.events, None),
-        Err(e) => (e.kind.events_read(), Some(e)),
-    };
-    Collected {
-        collector,
-        meta,
-        events,
-        error,
-    }
-}
-
-/// Collects from any byte source (an archive member, say).
-pub fn collect_stream<R: std::io::Read>(label: &str, src: R, opts: &HierarchyOptions) -> Collected {
-    let mut collector = Collector::new(opts);
-    let mut meta = Meta::default();
-    let filter = collector.prefilter();
-    let res = read_stream(src, &filter, &mut meta, &mut |e, at| collector.push(e, at));
-    let (events, error) = match res {
-        Ok(st) => (st.events, None),
-        Err(kind) => (
-            kind.events_read(),
-            Some(TraceError {
-                path: label.to_string(),
-                kind,
-            }),
-        ),
-    };
-    Collected {
-        collector,
-        meta,
-        events,
-        error,
-    }
-}
-
-impl Collected {
-    /// Checks every chain; a read error marks the result incomplete.
-    pub fn analyze(self, path: &str, opts: &HierarchyOptions) -> TraceHierarchy {
-        let contexts = self.collector.contexts(&opts.selector);
-        let mut r = self.collector.analyze(path, opts, contexts);
-        r.events = self.events;
-        r.meta = self.meta;
-        if let Some(e) = self.error {
-            r.complete = false;
-            r.error = Some(e.kind.to_string());
-        }
-        r
     }
 }
 

@@ -17,9 +17,10 @@ fn op(name: &str, tid: i64, ts: &str, dur: &str) -> String {
 
 fn run_opts(events: &[String], opts: &HierarchyOptions) -> TraceHierarchy {
     let doc = format!("{{\"traceEvents\": [{}]}}", events.join(","));
-    let c = collect_stream("t", doc.as_bytes(), opts);
-    assert!(c.error.is_none(), "{:?}", c.error);
-    c.analyze("t", opts)
+    let plan = crate::analysis::Plan::new(opts.selector.clone()).with(opts.clone());
+    let r = crate::analysis::analyze_reader("t", doc.as_bytes(), &plan);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    r.hierarchy.unwrap()
 }
 
 fn opts(chain: &str, any_thread: bool) -> HierarchyOptions {
@@ -335,12 +336,9 @@ fn prefilter_needles() {
     let c = Collector::new(&opts("alpha>beta", false));
     let f = c.prefilter();
     assert!(f.admits(br#"{"name":"x.py(1): alpha"}"#));
-    assert!(f.admits(br#"{"cat":"user_annotation","name":"z"}"#));
     assert!(!f.admits(br#"{"cat":"cpu_op","name":"z"}"#));
-    let c = Collector::without_contexts(&opts("alpha>beta", false));
-    assert!(!c
-        .prefilter()
-        .admits(br#"{"cat":"user_annotation","name":"z"}"#));
+    // Step annotations are the driver's: this analysis does not ask for them.
+    assert!(!f.admits(br#"{"cat":"user_annotation","name":"z"}"#));
     let c = Collector::new(&opts("alpha>re:z", false));
     assert!(c.prefilter().admits(br#"{"cat":"cpu_op","name":"q"}"#));
 }

@@ -26,11 +26,14 @@ fn trace(label: &str, mode: &str, workload: &str, n: usize, gpu_us: i64, tokens:
         }
     }
     let doc = format!("{{\"traceEvents\": [{}]}}", evs.join(","));
-    let (mut p, problem) = crate::pair::collect_stream(label, doc.as_bytes()).analyze(
+    let plan = crate::analysis::Plan::new(crate::pair::Selector::Auto).with(crate::pair::PairSpec);
+    let res = crate::analysis::analyze_reader(
         &format!("{label}.pt.trace.json.gz"),
-        &crate::pair::Selector::Auto,
+        doc.as_bytes(),
+        &plan,
     );
-    assert!(problem.is_none());
+    assert!(res.contexts.problem.is_none());
+    let mut p = res.pairs.unwrap();
     assert_eq!(p.pairs as usize, n - 1);
     p.set_tokens(Some(tokens), None);
     let functions = if mode == "mtp" {

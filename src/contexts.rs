@@ -1,0 +1,327 @@
+//! Step contexts: the CPU `user_annotation` ranges every analysis measures
+//! against, collected once per trace by the driver and selected once.
+//!
+//! Selection follows vLLM's step grammar ([`crate::steps`]): by default the
+//! most frequent pure-decode step name (`execute_context_0(0)_generation_1(1)`
+//! under AR, `…_generation_1(3)` under 2-token MTP); `--context NAME` takes an
+//! exact name and `--context-regex RE` every annotation whose name matches.
+
+use crate::model::{Interner, Ns, Sym};
+use crate::steps;
+use crate::trace::{Event, EventPos, Prefilter};
+use regex::Regex;
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+
+/// How the step contexts of a trace are chosen.
+#[derive(Debug, Clone)]
+pub enum Selector {
+    /// The most frequent pure-decode vLLM step name.
+    Auto,
+    /// Annotations with exactly this name.
+    Exact(String),
+    /// Annotations whose name the regex matches (anywhere).
+    Regex(Regex),
+}
+
+impl Selector {
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Selector::Auto => "auto",
+            Selector::Exact(_) => "exact",
+            Selector::Regex(_) => "regex",
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Selector::Auto => "auto".into(),
+            Selector::Exact(n) => n.clone(),
+            Selector::Regex(r) => format!("re:{}", r.as_str()),
+        }
+    }
+
+    /// From `--context` / `--context-regex` (the exact name wins).
+    pub fn from_flags(exact: Option<&str>, regex: Option<&str>) -> Result<Selector, regex::Error> {
+        Ok(match (exact, regex) {
+            (Some(n), _) => Selector::Exact(n.to_string()),
+            (None, Some(r)) => Selector::Regex(Regex::new(r)?),
+            (None, None) => Selector::Auto,
+        })
+    }
+}
+
+/// An annotation event as kept in memory (CPU `user_annotation` or GPU
+/// `gpu_user_annotation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotation {
+    pub name: Sym,
+    pub start: Ns,
+    pub dur: Ns,
+    pub external_id: Option<i64>,
+    pub lane: (Sym, Sym),
+    /// Index in `traceEvents`.
+    pub index: u64,
+    /// False when Kineto marked the range `"finished": false` (still open
+    /// when the profiler stopped: its `dur` is cut short).
+    pub finished: bool,
+}
+
+impl Annotation {
+    pub fn end(&self) -> Ns {
+        self.start.saturating_add(self.dur)
+    }
+
+    /// Keeps a complete event of category `cat`, interning into `names`.
+    pub fn of(ev: &Event<'_>, at: EventPos, names: &mut Interner) -> Annotation {
+        Annotation {
+            name: names.intern(&ev.name),
+            start: ev.ts.unwrap_or_default(),
+            dur: ev.dur_or_zero(),
+            external_id: ev.args.external_id,
+            lane: (
+                names.intern(&ev.pid.to_string()),
+                names.intern(&ev.tid.to_string()),
+            ),
+            index: at.index,
+            finished: ev.args.finished != Some(false),
+        }
+    }
+}
+
+/// The CPU `user_annotation` events of one trace, in file order: what the
+/// driver keeps for every plan.
+#[derive(Debug, Default)]
+pub struct Steps {
+    pub names: Interner,
+    pub cpu: Vec<Annotation>,
+}
+
+/// The raw-bytes test admitting both annotation categories (both end in
+/// `user_annotation"`).
+pub fn annotation_prefilter() -> Prefilter {
+    Prefilter::any_of(&["user_annotation\""])
+}
+
+impl Steps {
+    /// Keeps the event if it is a complete CPU user annotation.
+    pub fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if ev.is_complete() && ev.cat == "user_annotation" {
+            let a = Annotation::of(ev, at, &mut self.names);
+            self.cpu.push(a);
+        }
+    }
+}
+
+/// A step name found in the trace, with how often it occurs.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepName {
+    pub name: String,
+    pub count: u64,
+    /// decode, prefill, mixed.
+    pub kind: &'static str,
+    pub selected: bool,
+}
+
+/// A selection that found nothing to measure (exit status 1).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PairProblem {
+    #[error("{path}: no pure-decode vLLM step annotation found; step names present: {names}. Choose one with --context or --context-regex")]
+    NoDecodeSteps { path: String, names: String },
+    #[error(
+        "{path}: no user_annotation matches the context {wanted}; step names present: {names}"
+    )]
+    NoMatch {
+        path: String,
+        wanted: String,
+        names: String,
+    },
+}
+
+/// The selected step contexts of one trace.
+#[derive(Debug, Clone)]
+pub struct Contexts {
+    pub selector: Selector,
+    /// The selected step name, or the regex/exact name given.
+    pub name: String,
+    /// Selected CPU annotation names.
+    pub selected: HashSet<Sym>,
+    /// Indices into [`Steps::cpu`] of the selected contexts, sorted by
+    /// (start, event index).
+    pub rows: Vec<usize>,
+    /// Every recognised step name, most frequent first.
+    pub step_names: Vec<StepName>,
+    /// Why nothing could be selected, if so.
+    pub problem: Option<PairProblem>,
+}
+
+impl Contexts {
+    /// Applies `selector` to the collected annotations.
+    pub fn select(path: &str, steps: &Steps, selector: &Selector) -> Contexts {
+        let found = step_names(steps);
+        let (selected, name, mut problem) = choose(path, steps, selector, &found);
+        let mut rows: Vec<usize> = (0..steps.cpu.len())
+            .filter(|&i| selected.contains(&steps.cpu[i].name))
+            .collect();
+        rows.sort_by_key(|&i| (steps.cpu[i].start, steps.cpu[i].index));
+        if problem.is_none() && rows.is_empty() {
+            problem = Some(PairProblem::NoMatch {
+                path: path.into(),
+                wanted: selector.describe(),
+                names: names_list(steps, &found),
+            });
+        }
+        let mut step_names: Vec<StepName> = found
+            .iter()
+            .map(|(s, (c, st))| StepName {
+                name: steps.names.resolve(*s).to_string(),
+                count: *c,
+                kind: st.kind(),
+                selected: selected.contains(s),
+            })
+            .collect();
+        step_names.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.name.cmp(&b.name)));
+        Contexts {
+            selector: selector.clone(),
+            name,
+            selected,
+            rows,
+            step_names,
+            problem,
+        }
+    }
+
+    /// Does an annotation of this name (CPU or GPU) belong to the
+    /// selection? A regex selects every name it matches, even a GPU name
+    /// without a CPU twin.
+    pub fn selects(&self, steps: &Steps, name: &str) -> bool {
+        match &self.selector {
+            Selector::Regex(r) => r.is_match(name),
+            Selector::Exact(n) => name == n,
+            Selector::Auto => steps
+                .names
+                .get(name)
+                .is_some_and(|s| self.selected.contains(&s)),
+        }
+    }
+
+    /// The selected annotations, sorted by (start, event index).
+    pub fn iter<'a>(&'a self, steps: &'a Steps) -> impl Iterator<Item = &'a Annotation> + 'a {
+        self.rows.iter().map(move |&i| &steps.cpu[i])
+    }
+
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// Which names are selected, the context label, and a problem if none.
+fn choose(
+    path: &str,
+    steps: &Steps,
+    selector: &Selector,
+    found: &BTreeMap<Sym, (u64, steps::Step)>,
+) -> (HashSet<Sym>, String, Option<PairProblem>) {
+    match selector {
+        Selector::Auto => match auto_select(steps, found) {
+            Some(s) => (HashSet::from([s]), steps.names.resolve(s).to_string(), None),
+            None => (
+                HashSet::new(),
+                String::new(),
+                Some(PairProblem::NoDecodeSteps {
+                    path: path.into(),
+                    names: names_list(steps, found),
+                }),
+            ),
+        },
+        Selector::Exact(n) => (steps.names.get(n).into_iter().collect(), n.clone(), None),
+        Selector::Regex(r) => {
+            let set = steps
+                .cpu
+                .iter()
+                .map(|a| a.name)
+                .collect::<HashSet<_>>()
+                .into_iter()
+                .filter(|s| r.is_match(steps.names.resolve(*s)))
+                .collect();
+            (set, r.as_str().to_string(), None)
+        }
+    }
+}
+
+/// Counts every recognised step name.
+fn step_names(steps: &Steps) -> BTreeMap<Sym, (u64, steps::Step)> {
+    let mut out: BTreeMap<Sym, (u64, steps::Step)> = BTreeMap::new();
+    let mut not_step: HashSet<Sym> = HashSet::new();
+    for a in &steps.cpu {
+        if not_step.contains(&a.name) {
+            continue;
+        }
+        if let Some(e) = out.get_mut(&a.name) {
+            e.0 += 1;
+            continue;
+        }
+        match steps::parse(steps.names.resolve(a.name)) {
+            Some(s) => {
+                out.insert(a.name, (1, s));
+            }
+            None => {
+                not_step.insert(a.name);
+            }
+        }
+    }
+    out
+}
+
+/// The default context: the most frequent pure-decode step name (ties: the
+/// name that sorts first).
+fn auto_select(steps: &Steps, found: &BTreeMap<Sym, (u64, steps::Step)>) -> Option<Sym> {
+    found
+        .iter()
+        .filter(|(_, (_, s))| s.is_pure_decode())
+        .max_by(|(a, (ca, _)), (b, (cb, _))| {
+            ca.cmp(cb)
+                .then_with(|| steps.names.resolve(**b).cmp(steps.names.resolve(**a)))
+        })
+        .map(|(sym, _)| *sym)
+}
+
+/// The step names present (or, without any, the most frequent annotations),
+/// for messages.
+fn names_list(steps: &Steps, found: &BTreeMap<Sym, (u64, steps::Step)>) -> String {
+    if !found.is_empty() {
+        return found
+            .iter()
+            .map(|(s, (c, _))| format!("{} ×{c}", steps.names.resolve(*s)))
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    let mut all: BTreeMap<&str, u64> = BTreeMap::new();
+    for a in &steps.cpu {
+        *all.entry(steps.names.resolve(a.name)).or_default() += 1;
+    }
+    if all.is_empty() {
+        return "none (no user_annotation events)".into();
+    }
+    let mut v: Vec<_> = all.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = v
+        .iter()
+        .take(12)
+        .map(|(n, c)| format!("{n} ×{c}"))
+        .collect();
+    let more = v.len().saturating_sub(12);
+    let tail = if more > 0 {
+        format!(" and {more} more")
+    } else {
+        String::new()
+    };
+    format!(
+        "no vLLM step names; user_annotations: {}{tail}",
+        shown.join(", ")
+    )
+}

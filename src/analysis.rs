@@ -15,6 +15,7 @@
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
 use crate::hierarchy::TraceHierarchy;
+use crate::kernels::{ledger::Ledger, TraceKernels};
 use crate::pair::TracePairs;
 use crate::trace::{self, Event, EventPos, Meta, Prefilter, ReadError, TraceError};
 use std::io::Read;
@@ -103,6 +104,10 @@ pub struct TraceResult {
     pub contexts: Contexts,
     pub pairs: Option<TracePairs>,
     pub hierarchy: Option<TraceHierarchy>,
+    pub kernels: Option<TraceKernels>,
+    /// The indexed launch calls and GPU activities, when the plan has the
+    /// kernels analysis: later analyses query it for their own ranges.
+    pub ledger: Option<Ledger>,
 }
 
 impl TraceResult {
@@ -172,6 +177,8 @@ where
         contexts: contexts.clone(),
         pairs: None,
         hierarchy: None,
+        kernels: None,
+        ledger: None,
     };
     let finished = Finished {
         path: label,

@@ -35,6 +35,7 @@ pub mod batch;
 pub mod cli;
 pub mod contexts;
 pub mod hierarchy;
+pub mod kernels;
 pub mod model;
 pub mod pair;
 pub mod plot;

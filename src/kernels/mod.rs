@@ -1,0 +1,395 @@
+//! GPU work per step by launch→activity correlation (`torchtrace kernels`),
+//! and the whole-trace GPU timeline.
+//!
+//! The step annotation's own GPU annotation disappears under torch.compile
+//! (Kineto projects only the innermost user range, `## Call CompiledFxGraph
+//! … ##`, onto the GPU), but every launch call the step makes still carries
+//! a `correlation` that its kernels, memcpys and memsets share, CUDA-graph
+//! replays included. The [`ledger`] follows that link for any CPU range;
+//! this module summarises it over the step contexts. Definitions:
+//! docs/DEFINITIONS.md, "GPU work by launch correlation".
+
+pub mod intervals;
+pub mod ledger;
+pub mod timeline;
+
+use crate::analysis::{Analysis, Finished, Spec, TraceResult};
+use crate::model::Ns;
+use crate::stats::{median_sorted, Exact, ExactSummary, Summary};
+use crate::trace::{Event, EventPos, Prefilter};
+use ledger::{Kind, Ledger, Work};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashSet};
+pub use timeline::Timeline;
+
+/// How many kernels `top_kernels` lists by default.
+pub const DEFAULT_TOP: usize = 10;
+
+/// The kernels analysis: collects launch calls and GPU activities, and
+/// finishes into [`TraceResult::kernels`] and [`TraceResult::ledger`] (for
+/// analyses after it in the plan: `pair --gpu-span`, hierarchy's GPU work).
+#[derive(Debug, Clone, Copy)]
+pub struct KernelsSpec {
+    /// Kernels listed in `top_kernels`.
+    pub top: usize,
+}
+
+impl Default for KernelsSpec {
+    fn default() -> Self {
+        KernelsSpec { top: DEFAULT_TOP }
+    }
+}
+
+impl Spec for KernelsSpec {
+    fn start(&self) -> Box<dyn Analysis> {
+        Box::new(Kernels {
+            collector: ledger::Collector::default(),
+            top: self.top,
+        })
+    }
+}
+
+struct Kernels {
+    collector: ledger::Collector,
+    top: usize,
+}
+
+impl Analysis for Kernels {
+    fn prefilter(&self) -> Prefilter {
+        ledger::prefilter()
+    }
+
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        self.collector.push(ev, at);
+    }
+
+    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
+        let ledger = self.collector.finish();
+        let mut k = summarize(trace, &ledger, self.top);
+        if let Some(e) = trace.error_text() {
+            k.complete = false;
+            k.error = Some(e);
+        }
+        out.kernels = Some(k);
+        out.ledger = Some(ledger);
+    }
+}
+
+/// One selected context's GPU work (`--per-context`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct KernelRow {
+    pub start_ns: i64,
+    pub cpu_ns: i64,
+    pub launches: u64,
+    pub graph_launches: u64,
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    pub gpu_span_ns: Option<i64>,
+    pub gpu_busy_ns: Option<i64>,
+    /// Median launch→start latency; a half-integer for an even count.
+    pub launch_latency_ns: Option<f64>,
+}
+
+/// One kernel name among the contexts' kernels.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TopKernel {
+    pub name: String,
+    pub calls: u64,
+    pub calls_per_context: Option<f64>,
+    pub total_ms: f64,
+    pub share_pct: Option<f64>,
+    pub median_us: f64,
+}
+
+/// The kernels figures of one trace (JSON keys as documented in README).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TraceKernels {
+    pub path: String,
+    pub context: String,
+    pub contexts: u64,
+    pub contexts_with_gpu_work: u64,
+    pub completion_tokens: Option<u64>,
+    pub tokens_source: Option<String>,
+    pub launches: u64,
+    pub graph_launches: u64,
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    pub kernels_per_context: Summary,
+    pub kernels_per_token: Option<f64>,
+    pub gpu_span_ms: Summary,
+    pub gpu_busy_ms: Summary,
+    pub gpu_idle_ms: Summary,
+    pub launch_latency_ms: Summary,
+    pub gpu_span_per_token_ms: Option<f64>,
+    pub gpu_busy_per_token_ms: Option<f64>,
+    pub top_kernels: Vec<TopKernel>,
+    pub timeline: Timeline,
+    pub notes: Vec<String>,
+    pub complete: bool,
+    pub error: Option<String>,
+    #[serde(skip)]
+    pub rows: Vec<KernelRow>,
+    #[serde(skip)]
+    pub sums: Sums,
+}
+
+/// Exact sums over the contexts with GPU work, for per-token figures and
+/// comparisons.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Sums {
+    pub kernels: u64,
+    pub span_ns: i128,
+    pub busy_ns: i128,
+}
+
+/// Summarises the ledger over the trace's selected contexts.
+fn summarize(trace: &Finished<'_>, ledger: &Ledger, top: usize) -> TraceKernels {
+    let steps = trace.steps;
+    let works: Vec<Work> = trace
+        .contexts
+        .iter(steps)
+        .map(|c| {
+            let lane = ledger.lane_of(
+                steps.names.resolve(c.lane.0),
+                steps.names.resolve(c.lane.1),
+            );
+            ledger.work(lane, c.start, c.end())
+        })
+        .collect();
+    let rows: Vec<KernelRow> = trace
+        .contexts
+        .iter(steps)
+        .zip(&works)
+        .map(|(c, w)| row(c.start, c.dur, w))
+        .collect();
+    let measured: Vec<&Work> = works.iter().filter(|w| w.has_gpu_work()).collect();
+    let mut k = figures(trace, &measured, rows);
+    k.top_kernels = top_kernels(ledger, &measured, top, k.sums.busy_ns);
+    let activities = ledger.activities.len() as u64;
+    k.timeline = timeline::of(ledger)
+        .map(|t| t.to_ms(activities))
+        .unwrap_or_default();
+    k.notes = notes(trace, ledger, &works);
+    k
+}
+
+fn row(start: Ns, dur: Ns, w: &Work) -> KernelRow {
+    KernelRow {
+        start_ns: start.0,
+        cpu_ns: dur.0,
+        launches: w.launches,
+        graph_launches: w.graph_launches,
+        kernels: w.kernels,
+        memcpys: w.memcpys,
+        memsets: w.memsets,
+        gpu_span_ns: w.span().and_then(|s| i64::try_from(s).ok()),
+        gpu_busy_ns: w.has_gpu_work().then(|| i64::try_from(w.busy).ok()).flatten(),
+        launch_latency_ns: w.latency_median.map(Exact::ns),
+    }
+}
+
+/// Counts and statistics over the contexts with GPU work.
+fn figures(trace: &Finished<'_>, measured: &[&Work], rows: Vec<KernelRow>) -> TraceKernels {
+    let sum = |f: fn(&Work) -> u64| measured.iter().map(|w| f(w)).sum::<u64>();
+    let ns = |f: &dyn Fn(&Work) -> i128| -> Vec<Ns> {
+        measured
+            .iter()
+            .filter_map(|w| i64::try_from(f(w)).ok().map(Ns))
+            .collect()
+    };
+    let spans = ns(&|w| w.span().unwrap_or(0));
+    let busy = ns(&|w| w.busy);
+    let idle = ns(&|w| w.span().unwrap_or(0) - w.busy);
+    let kernel_counts = ns(&|w| i128::from(w.kernels));
+    let latencies: Vec<Exact> = measured.iter().filter_map(|w| w.latency_median).collect();
+    let sums = Sums {
+        kernels: sum(|w| w.kernels),
+        span_ns: measured.iter().map(|w| w.span().unwrap_or(0)).sum(),
+        busy_ns: measured.iter().map(|w| w.busy).sum(),
+    };
+    TraceKernels {
+        path: trace.path.to_string(),
+        context: trace.contexts.name.clone(),
+        contexts: trace.contexts.len() as u64,
+        contexts_with_gpu_work: measured.len() as u64,
+        completion_tokens: None,
+        tokens_source: None,
+        launches: sum(|w| w.launches),
+        graph_launches: sum(|w| w.graph_launches),
+        kernels: sums.kernels,
+        memcpys: sum(|w| w.memcpys),
+        memsets: sum(|w| w.memsets),
+        kernels_per_context: counts_summary(&kernel_counts),
+        kernels_per_token: None,
+        gpu_span_ms: Summary::of(&spans),
+        gpu_busy_ms: Summary::of(&busy),
+        gpu_idle_ms: Summary::of(&idle),
+        launch_latency_ms: exact_summary_ms(&latencies),
+        gpu_span_per_token_ms: None,
+        gpu_busy_per_token_ms: None,
+        top_kernels: Vec::new(),
+        timeline: Timeline::default(),
+        notes: Vec::new(),
+        complete: true,
+        error: None,
+        rows,
+        sums,
+    }
+}
+
+/// Summary statistics of counts (values as they are, not ms).
+fn counts_summary(values: &[Ns]) -> Summary {
+    let Some(s) = ExactSummary::of(values) else {
+        return Summary::default();
+    };
+    Summary {
+        count: s.count,
+        median: Some(s.median.ns()),
+        mean: Some(s.mean.ns()),
+        p10: Some(s.p10.ns()),
+        p90: Some(s.p90.ns()),
+        min: Some(s.min.0 as f64),
+        max: Some(s.max.0 as f64),
+        sum: Some(s.sum as f64),
+    }
+}
+
+/// Summary statistics (in ms) of exact rationals such as per-context
+/// medians: every value is scaled to a common denominator first.
+fn exact_summary_ms(values: &[Exact]) -> Summary {
+    // Per-context medians are integers or half-integers: work in half-ns.
+    let halves: Vec<Ns> = values
+        .iter()
+        .filter_map(|e| i64::try_from(e.num * 2 / e.den).ok().map(Ns))
+        .collect();
+    let Some(s) = ExactSummary::of(&halves) else {
+        return Summary::default();
+    };
+    let half = |e: Exact| Exact { num: e.num, den: e.den * 2 }.ms();
+    Summary {
+        count: s.count,
+        median: Some(half(s.median)),
+        mean: Some(half(s.mean)),
+        p10: Some(half(s.p10)),
+        p90: Some(half(s.p90)),
+        min: Some(half(Exact::int(s.min.0))),
+        max: Some(half(Exact::int(s.max.0))),
+        sum: Some(half(Exact { num: s.sum, den: 1 })),
+    }
+}
+
+/// The kernels of the contexts (each activity once), by name.
+fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> Vec<TopKernel> {
+    let mut seen: HashSet<u32> = HashSet::new();
+    let mut by_name: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
+    for w in measured {
+        for &id in &w.activities {
+            let a = &ledger.activities[id as usize];
+            if a.kind == Kind::Kernel && seen.insert(id) {
+                by_name
+                    .entry(ledger.names.resolve(a.name))
+                    .or_default()
+                    .push(a.end.0 - a.start.0);
+            }
+        }
+    }
+    let contexts = measured.len() as f64;
+    let mut out: Vec<(i128, TopKernel)> = by_name
+        .into_iter()
+        .map(|(name, mut durs)| {
+            durs.sort_unstable();
+            let total: i128 = durs.iter().map(|&d| i128::from(d)).sum();
+            let calls = durs.len() as u64;
+            let k = TopKernel {
+                name: name.to_string(),
+                calls,
+                calls_per_context: (contexts > 0.0).then(|| calls as f64 / contexts),
+                total_ms: Exact { num: total, den: 1 }.ms(),
+                share_pct: (busy > 0).then(|| (total * 100) as f64 / busy as f64),
+                median_us: median_sorted(&durs).ns() / 1e3,
+            };
+            (total, k)
+        })
+        .collect();
+    out.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.name.cmp(&b.1.name)));
+    out.into_iter().take(top).map(|(_, k)| k).collect()
+}
+
+/// Notes on what a user might otherwise misread.
+fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work]) -> Vec<String> {
+    let mut notes = Vec::new();
+    let without = works.iter().filter(|w| !w.has_gpu_work()).count();
+    if !works.is_empty() && without > 0 {
+        notes.push(format!(
+            "{without} of {} step contexts launched no GPU work that the trace recorded",
+            works.len()
+        ));
+    }
+    if ledger.launch_calls() == 0 && !ledger.activities.is_empty() {
+        notes.push(
+            "the trace has GPU activities but no runtime/driver launch calls with a correlation: no GPU work can be attributed to CPU ranges"
+                .into(),
+        );
+    }
+    if trace.contexts.is_empty() {
+        notes.push("no step contexts: per-context figures are empty".into());
+    }
+    notes
+}
+
+impl TraceKernels {
+    /// Adds the completion-token figures (Σ over contexts / tokens).
+    pub fn set_tokens(&mut self, tokens: Option<u64>, source: Option<String>) {
+        self.completion_tokens = tokens;
+        self.tokens_source = source;
+        let t = tokens.filter(|&t| t > 0).map(i128::from);
+        let any = self.contexts_with_gpu_work > 0;
+        let per = |num: i128| t.filter(|_| any).map(|den| Exact { num, den });
+        self.kernels_per_token = per(i128::from(self.sums.kernels)).map(Exact::ns);
+        self.gpu_span_per_token_ms = per(self.sums.span_ns).map(Exact::ms);
+        self.gpu_busy_per_token_ms = per(self.sums.busy_ns).map(Exact::ms);
+    }
+
+    fn per_token(&self, num: i128) -> Option<Exact> {
+        let t = self.completion_tokens.filter(|&t| t > 0)?;
+        (self.contexts_with_gpu_work > 0).then_some(Exact {
+            num,
+            den: i128::from(t),
+        })
+    }
+}
+
+/// AR (baseline) against MTP (candidate) by correlation.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub s_context: Option<f64>,
+    pub s_context_busy: Option<f64>,
+    pub kernels_per_token_ratio: Option<f64>,
+}
+
+/// Compares two traces' kernels figures (ratios of exact values).
+pub fn compare(base: &TraceKernels, cand: &TraceKernels) -> Comparison {
+    let ratio = |n: Option<Exact>, d: Option<Exact>| -> Option<f64> {
+        let (n, d) = (n?, d?);
+        let num = n.num.checked_mul(d.den)?;
+        let den = n.den.checked_mul(d.num)?;
+        (den != 0).then(|| num as f64 / den as f64)
+    };
+    let span = |t: &TraceKernels| t.per_token(t.sums.span_ns);
+    let busy = |t: &TraceKernels| t.per_token(t.sums.busy_ns);
+    let kernels = |t: &TraceKernels| t.per_token(i128::from(t.sums.kernels));
+    Comparison {
+        baseline: base.path.clone(),
+        candidate: cand.path.clone(),
+        s_context: ratio(span(base), span(cand)),
+        s_context_busy: ratio(busy(base), busy(cand)),
+        kernels_per_token_ratio: ratio(kernels(cand), kernels(base)),
+    }
+}
+
+#[cfg(test)]
+mod tests;

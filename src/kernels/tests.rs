@@ -1,0 +1,151 @@
+//! The timeline of `ledger`'s module doc, built in code. One column is 1 µs.
+//!
+//! ```text
+//! CPU tid 7  [== step ext=1, 0..20 =====================)   [== step ext=2, 30..40 ==)
+//!              L c=10 @1 (memcpy)  L c=11 @2 (graph)  L c=12 @20 (at the end: out)
+//!   tid 8      L c=13 @3 (other thread: out)
+//! GPU s 9        [memcpy c=10 4..6)
+//! GPU s 7                  [k c=11 8..10)[k c=11 10..12)  [k c=11 14..15)
+//! GPU s 7      [nccl k c=12 21..25)   [k c=13 26..27)   orphan [k 50..52) (no correlation)
+//! ```
+
+use super::*;
+use crate::analysis::{analyze_reader, Plan};
+use crate::contexts::Selector;
+
+const STEP: &str = "execute_context_0(0)_generation_1(1)";
+
+fn x(cat: &str, name: &str, tid: i64, ts: &str, dur: &str, args: &str) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":{tid},"ts":{ts},"dur":{dur},"args":{{{args}}}}}"#
+    )
+}
+
+fn launch(name: &str, tid: i64, ts: &str, corr: i64) -> String {
+    x("cuda_runtime", name, tid, ts, "0.5", &format!("\"correlation\":{corr}"))
+}
+
+fn act(cat: &str, name: &str, ts: &str, dur: &str, corr: Option<i64>) -> String {
+    let args = corr.map_or(String::new(), |c| format!("\"correlation\":{c}"));
+    let tid = if cat == "gpu_memcpy" { 9 } else { 7 };
+    format!(
+        r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":0,"tid":{tid},"ts":{ts},"dur":{dur},"args":{{{args}}}}}"#
+    )
+}
+
+fn drawing() -> Vec<String> {
+    vec![
+        x("user_annotation", STEP, 7, "0", "20", "\"External id\":1"),
+        x("user_annotation", STEP, 7, "30", "10", "\"External id\":2"),
+        launch("cudaMemcpyAsync", 7, "1", 10),
+        launch("cudaGraphLaunch", 7, "2", 11),
+        launch("cudaLaunchKernel", 7, "20", 12),
+        launch("cudaLaunchKernel", 8, "3", 13),
+        act("gpu_memcpy", "Memcpy HtoD", "4", "2", Some(10)),
+        act("kernel", "gemm", "8", "2", Some(11)),
+        act("kernel", "gemm", "10", "2", Some(11)),
+        act("kernel", "softmax", "14", "1", Some(11)),
+        act("kernel", "ncclKernel_AllReduce", "21", "4", Some(12)),
+        act("kernel", "other", "26", "1", Some(13)),
+        act("kernel", "orphan", "50", "2", None),
+    ]
+}
+
+fn run(events: &[String]) -> TraceResult {
+    let doc = format!("{{\"traceEvents\": [{}]}}", events.join(","));
+    let plan = Plan::new(Selector::Auto).with(KernelsSpec::default());
+    let r = analyze_reader("t", doc.as_bytes(), &plan);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    r
+}
+
+#[test]
+fn the_drawing_per_context() {
+    let r = run(&drawing());
+    let k = r.kernels.unwrap();
+    assert_eq!((k.contexts, k.contexts_with_gpu_work), (2, 1));
+    let row = &k.rows[0];
+    // c=10 and c=11 lie in the step; c=12 starts at its end, c=13 on tid 8.
+    assert_eq!((row.launches, row.graph_launches), (2, 1));
+    assert_eq!((row.kernels, row.memcpys, row.memsets), (3, 1, 0));
+    // Span 4..15 = 11 µs; busy [4,6) [8,12) [14,15) = 2 + 4 + 1 = 7 µs.
+    assert_eq!(row.gpu_span_ns, Some(11_000));
+    assert_eq!(row.gpu_busy_ns, Some(7_000));
+    // Latencies: 4−1 = 3, 8−2 = 6, 10−2 = 8, 14−2 = 12 → median (6+8)/2 = 7 µs.
+    assert_eq!(row.launch_latency_ns, Some(7_000.0));
+    assert_eq!(k.rows[1].gpu_span_ns, None);
+    assert_eq!(k.gpu_idle_ms.median, Some(0.004));
+    assert_eq!(k.kernels_per_context.median, Some(3.0));
+    assert!(k.notes[0].starts_with("1 of 2 step contexts"), "{:?}", k.notes);
+}
+
+#[test]
+fn the_drawing_top_kernels_and_tokens() {
+    let mut k = run(&drawing()).kernels.unwrap();
+    let names: Vec<(&str, u64)> = k
+        .top_kernels
+        .iter()
+        .map(|t| (t.name.as_str(), t.calls))
+        .collect();
+    assert_eq!(names, vec![("gemm", 2), ("softmax", 1)]);
+    assert_eq!(k.top_kernels[0].total_ms, 0.004);
+    assert_eq!(k.top_kernels[0].median_us, 2.0);
+    // 4 µs of 7 µs busy.
+    assert_eq!(k.top_kernels[0].share_pct, Some(400.0 / 7.0));
+    k.set_tokens(Some(2), None);
+    assert_eq!(k.kernels_per_token, Some(1.5));
+    assert_eq!(k.gpu_span_per_token_ms, Some(0.0055));
+    assert_eq!(k.gpu_busy_per_token_ms, Some(0.0035));
+}
+
+#[test]
+fn the_drawing_timeline() {
+    let t = run(&drawing()).kernels.unwrap().timeline;
+    // All activities, the orphan included: 4..52.
+    assert_eq!(t.total_ms, Some(0.048));
+    // Busy: 2 + 4 + 1 + 4 + 1 + 2 = 14 µs.
+    assert_eq!(t.busy_ms, Some(0.014));
+    assert_eq!(t.idle_ms, Some(0.034));
+    // Compute: gemm, gemm, softmax, other, orphan = 4 + 1 + 1 + 2 = 8 µs.
+    assert_eq!(t.compute_ms, Some(0.008));
+    assert_eq!(t.exposed_comm_ms, Some(0.004));
+    assert_eq!(t.exposed_memcpy_ms, Some(0.002));
+    assert_eq!(t.activities, 7);
+}
+
+#[test]
+fn duplicate_correlation_belongs_to_the_first_call() {
+    let mut evs = drawing();
+    // A second call with c=11, later in the file, inside step 2.
+    evs.push(launch("cudaLaunchKernel", 7, "31", 11));
+    let k = run(&evs).kernels.unwrap();
+    assert_eq!(k.rows[0].kernels, 3);
+    assert_eq!(k.rows[1].kernels, 0);
+}
+
+#[test]
+fn comparison_by_correlation() {
+    let mut a = run(&drawing()).kernels.unwrap();
+    let mut b = a.clone();
+    a.set_tokens(Some(1), None);
+    b.set_tokens(Some(2), None);
+    let c = compare(&a, &b);
+    assert_eq!(c.s_context, Some(2.0));
+    assert_eq!(c.s_context_busy, Some(2.0));
+    assert_eq!(c.kernels_per_token_ratio, Some(0.5));
+}
+
+#[test]
+fn memcpy_under_compute_is_not_exposed() {
+    let evs = vec![
+        act("kernel", "k", "0", "10", Some(1)),
+        act("gpu_memcpy", "m", "2", "3", Some(2)),
+        act("gpu_memset", "ncclMemset", "8", "4", Some(3)),
+    ];
+    let t = run(&evs).kernels.unwrap().timeline;
+    assert_eq!(t.total_ms, Some(0.012));
+    assert_eq!(t.compute_ms, Some(0.010));
+    // The nccl memset is communication: 10..12 is exposed.
+    assert_eq!(t.exposed_comm_ms, Some(0.002));
+    assert_eq!(t.exposed_memcpy_ms, Some(0.0));
+}

@@ -119,3 +119,62 @@ class GPUModelRunner:
         with torch.profiler.record_function("proposer.propose"):
             draft_token_ids = self.drafter.propose(target_hidden_states, next_token_ids)
         return draft_token_ids[0].tolist()
+
+
+class CompiledGPUModelRunner(GPUModelRunner):
+    """GPUModelRunner for ``gen_sample_traces.py --compile`` (--compile-cudagraph inductor).
+
+    Forward pass and logits run through torch.compile: prefill in the default
+    mode (Inductor's Triton kernels and extern cuBLAS/flash-attention calls,
+    launched one by one), decode with mode="reduce-overhead" (Inductor's CUDA
+    graph trees record the graph during warm-up and replay it). Both run inside
+    Inductor's ``## Call CompiledFxGraph <key> ##`` user range. The H2D input
+    copy runs inside ``gpu_model_runner: preprocess`` (a range name vLLM uses with
+    VLLM_CUSTOM_SCOPES_FOR_PROFILING=1). So no GPU work is launched while the step
+    annotation itself is the innermost user range, and Kineto gives the step
+    annotation no gpu_user_annotation.
+    """
+
+    def __init__(self, model, device, drafter=None, num_speculative_tokens: int = 0,
+                 max_num_tokens: int = 1024):
+        super().__init__(model, device, drafter, num_speculative_tokens, max_num_tokens)
+        self.compiled_prefill = torch.compile(self._prefill_forward, dynamic=False)
+        self.compiled_decode = torch.compile(self._decode_forward, mode="reduce-overhead", dynamic=False)
+
+    def _prefill_forward(self, input_ids: torch.Tensor):
+        hidden_states = self.model(input_ids)
+        return hidden_states, self.model.compute_logits(hidden_states[-1:])
+
+    def _decode_forward(self, input_ids: torch.Tensor):
+        hidden_states = self.model(input_ids)
+        return hidden_states, self.model.compute_logits(hidden_states)
+
+    # ---- set-up (runs before profiling) ----
+    @torch.inference_mode()
+    def capture_model(self) -> None:
+        # CUDA graph trees: the first call compiles and runs eagerly, the second
+        # records the graph, later calls replay it. Each call begins a new
+        # "step", so the previous call's outputs may be overwritten; every
+        # caller reads them before the next compiled call.
+        n = self.decode_num_tokens
+        for _ in range(3):
+            torch.compiler.cudagraph_mark_step_begin()
+            self.compiled_decode(self.input_ids_gpu[:n])
+        torch.cuda.synchronize()
+        if self.drafter is not None:
+            p = next(self.model.parameters())
+            self.drafter.capture_model(self.device, self.model.lm_head.in_features, p.dtype)
+
+    # ---- inside the step annotation ----
+    @torch.inference_mode()
+    def execute_model(self, scheduler_output) -> None:
+        with torch.profiler.record_function("gpu_model_runner: preprocess"):
+            n = self._prepare_inputs(scheduler_output)
+        if scheduler_output.is_prefill:
+            hidden_states, logits = self.compiled_prefill(self.input_ids_gpu[:n])
+        else:
+            assert n == self.decode_num_tokens
+            torch.compiler.cudagraph_mark_step_begin()
+            hidden_states, logits = self.compiled_decode(self.input_ids_gpu[:n])
+        self.execute_model_state = ExecuteModelState(scheduler_output, logits, hidden_states)
+        return None

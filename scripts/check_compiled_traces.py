@@ -5,8 +5,9 @@ For every `<dir>/*/*.pt.trace.json.gz` (with its `.summary.json` beside it) it p
 the figures tests/data/compiled/README.md quotes and checks:
 
 1. step annotations (user_annotation `execute_*`) and their gpu_user_annotations
-   (same name and `External id`): none at all for `compile_cudagraph` "inductor";
-   at least one per step for "full";
+   (same name and `External id`): none at all where the summary's `compile_scopes`
+   is "vllm"; where it is "none", at least one per step, and every GPU activity the
+   step's launches reach lies inside one of the step's own gpu_user_annotations;
 2. every kernel / gpu_memcpy / gpu_memset has a `correlation` that a cuda_runtime or
    cuda_driver event carries;
 3. the launch ledger: the cuda_runtime/cuda_driver events on the step annotation's
@@ -70,14 +71,14 @@ def check(path):
     failures = []
     summ_path = path[: -len(".pt.trace.json.gz")] + ".summary.json"
     summ = json.load(open(summ_path)) if os.path.exists(summ_path) else {}
-    style = summ.get("compile_cudagraph")
+    style = summ.get("compile_scopes")
     doc, ev = load(path)
     by_cat = collections.defaultdict(list)
     for e in ev:
         by_cat[e.get("cat")].append(e)
     print(f"== {os.path.relpath(path)}")
     print(f"   size {os.path.getsize(path)} bytes; X events {len(ev)}; summary: mode={summ.get('mode')} "
-          f"workload={summ.get('workload')} compile_cudagraph={style} completion_tokens={summ.get('completion_tokens')} "
+          f"workload={summ.get('workload')} compile_scopes={style} completion_tokens={summ.get('completion_tokens')} "
           f"prefill_steps={summ.get('prefill_steps')} decode_steps={summ.get('decode_steps')} "
           f"accepted_draft_tokens={summ.get('accepted_draft_tokens')} draft_proposals={summ.get('draft_proposals')} "
           f"torch={summ.get('torch_version')} device={summ.get('device')}")
@@ -89,12 +90,15 @@ def check(path):
     for g in gua:
         gua_by_ext[(A(g).get("External id"), g["name"])].append(g)
     steps = sorted((e for e in ua if e["name"].startswith("execute_")), key=lambda e: e["t0"])
-    cfg = [e for e in ua if e["name"].startswith(CFG)]
+    cfg = [e for e in ev if e["name"].startswith(CFG) and e.get("cat") in ("cpu_op", "user_annotation")]
     cfg_in_steps = [c for c in cfg if any(c.get("pid") == s.get("pid") and c.get("tid") == s.get("tid")
                                           and s["t0"] <= c["t0"] and c["t1"] <= s["t1"] for s in steps)]
     cfg_gua = [g for g in gua if g["name"].startswith(CFG)]
-    print(f"   CompiledFxGraph annotations: {len(cfg)} ({len({c['name'] for c in cfg})} keys), "
-          f"{len(cfg_in_steps)} inside step annotations; their gpu_user_annotations: {len(cfg_gua)}")
+    regions = [e for e in ev if e["name"].startswith("Torch-Compiled Region")]
+    print(f"   '## Call CompiledFxGraph <key> ##' ranges: {len(cfg)} (cat {dict(collections.Counter(c.get('cat') for c in cfg))}, "
+          f"{len({c['name'] for c in cfg})} keys), {len(cfg_in_steps)} inside step annotations; their "
+          f"gpu_user_annotations: {len(cfg_gua)}; 'Torch-Compiled Region' ranges: {len(regions)} "
+          f"(cat {dict(collections.Counter(c.get('cat') for c in regions))})")
 
     # ---- launches <-> GPU activities by correlation
     launches = by_cat["cuda_runtime"] + by_cat["cuda_driver"]
@@ -116,8 +120,11 @@ def check(path):
     graph_launches = [r for r in launches if "GraphLaunch" in r["name"]]
     print(f"   GPU activities {n_gpu}; without a cuda_runtime/cuda_driver event of the same correlation: "
           f"{dict(unmatched) or 0}; correlations on >1 launch event: {dup}")
+    cfg_ext = {A(c).get("External id") for c in cfg}
     print(f"   cudaGraphLaunch: {len(graph_launches)} (kernels they reach: "
-          f"{sum(1 for r in graph_launches for k in acts.get(A(r).get('correlation'), []) if k.get('cat') == 'kernel')})")
+          f"{sum(1 for r in graph_launches for k in acts.get(A(r).get('correlation'), []) if k.get('cat') == 'kernel')}); "
+          f"kernels whose External id is a CompiledFxGraph range's: "
+          f"{sum(1 for k in by_cat['kernel'] if A(k).get('External id') in cfg_ext)} of {len(by_cat['kernel'])}")
     if unmatched:
         failures.append(f"{sum(unmatched.values())} GPU activities have no launch event")
 
@@ -170,10 +177,13 @@ def check(path):
     if no_kernel_steps:
         failures.append(f"{len(no_kernel_steps)} steps reach no kernel: {no_kernel_steps[:3]}")
     with_gua = sum(1 for s in steps if gua_by_ext.get((A(s).get("External id"), s["name"])))
-    if style == "inductor" and with_gua:
+    if style == "vllm" and with_gua:
         failures.append(f"{with_gua} step annotations have a gpu_user_annotation")
-    if style == "full" and with_gua != len(steps):
-        failures.append(f"only {with_gua}/{len(steps)} step annotations have a gpu_user_annotation")
+    if style == "none" and (with_gua != len(steps) or outside_gua):
+        failures.append(f"{with_gua}/{len(steps)} step annotations have a gpu_user_annotation; "
+                        f"{outside_gua} reached activities lie outside them")
+    if style not in ("vllm", "none"):
+        failures.append(f"summary has no compile_scopes (vllm/none): {style!r}")
     if not cfg:
         failures.append("no CompiledFxGraph annotations")
     for f in failures:

@@ -193,10 +193,10 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--compile", action="store_true",
                     help="run the models through torch.compile (see main_compiled); writes only the compiled runs")
-    ap.add_argument("--compile-cudagraph", choices=("inductor", "full"), default="inductor",
-                    help="inductor: decode and drafter with mode='reduce-overhead' (CUDA graph trees, replayed inside "
-                         "'## Call CompiledFxGraph ##'); full: default mode, decode and drafter replay a "
-                         "torch.cuda.CUDAGraph captured around the compiled model, directly in the step annotation")
+    ap.add_argument("--compile-scopes", choices=("vllm", "none"), default="vllm",
+                    help="vllm: the H2D copy and the forward run inside 'gpu_model_runner: preprocess' / "
+                         "'gpu_model_runner: forward' (vLLM with VLLM_CUSTOM_SCOPES_FOR_PROFILING=1), so the step "
+                         "annotation gets no gpu_user_annotation; none: no such ranges")
     ap.add_argument("--compile-workloads", default="text", help="comma-separated workloads for --compile")
     ap.add_argument("--compile-modes", default="ar,mtp", help="comma-separated modes for --compile")
     ap.add_argument("--compile-requests", type=int, default=2,
@@ -230,29 +230,23 @@ def main():
 # A separate code path: the default run above does not use anything below.
 
 COMPILE_SUMMARY = {
-    "inductor": {
-        "target_prefill": "torch.compile(dynamic=False) of forward + logits of the last token; no CUDA graph",
-        "target_decode": "torch.compile(mode='reduce-overhead', dynamic=False) of forward + logits: "
-                         "Inductor CUDA graph trees, replayed inside '## Call CompiledFxGraph <key> ##'",
-        "drafter": "torch.compile(mode='reduce-overhead', dynamic=False) of one draft step + argmax, "
-                   "called once per draft token",
-        "h2d_input_copy": "inside user range 'gpu_model_runner: preprocess'",
-        "step_annotation_innermost_for": "no GPU work (expect no gpu_user_annotation for the step annotations)",
-    },
-    "full": {
-        "target_prefill": "torch.compile(dynamic=False) of the model forward, called directly; logits eager",
-        "target_decode": "a torch.cuda.CUDAGraph captured around the compiled forward + eager logits, "
-                         "replayed directly in the step annotation (as vLLM's FULL cudagraph mode)",
-        "drafter": "a torch.cuda.CUDAGraph captured around the compiled draft forward + logits + argmax, "
-                   "replayed once per draft token",
-        "h2d_input_copy": "directly in the step annotation",
-        "step_annotation_innermost_for": "the H2D copy, prefill logits and the decode graph replay "
-                                         "(prefill forward kernels go to '## Call CompiledFxGraph ##')",
-    },
+    "target_prefill": "torch.compile(dynamic=False) of forward + logits of the last token; no CUDA graph",
+    "target_decode": "torch.compile(mode='reduce-overhead', dynamic=False) of forward + logits: "
+                     "Inductor CUDA graph trees, replayed inside '## Call CompiledFxGraph <key> ##'",
+    "drafter": "torch.compile(mode='reduce-overhead', dynamic=False) of one draft step + argmax, "
+               "called once per draft token",
+    "compiled_fx_graph_range": "a cpu_op in torch 2.11 (Inductor opens it with _RecordFunctionFast), "
+                               "so Kineto gives it no gpu_user_annotation",
+}
+SCOPES_SUMMARY = {
+    "vllm": "H2D input copy inside user range 'gpu_model_runner: preprocess', compiled forward inside "
+            "'gpu_model_runner: forward' (as vLLM with VLLM_CUSTOM_SCOPES_FOR_PROFILING=1): the step annotation "
+            "is the innermost user range of no GPU work",
+    "none": "no user range inside the step annotation: it is the innermost user range of all the step's GPU work",
 }
 
 
-def build_compiled(device, seed, cudagraph, mode):
+def build_compiled(device, seed, mode, custom_scopes):
     from vllm.v1.spec_decode.eagle import CompiledEagleProposer
     from vllm.v1.worker.gpu_model_runner import CompiledGPUModelRunner
 
@@ -262,15 +256,10 @@ def build_compiled(device, seed, cudagraph, mode):
     target = target.to(device=device, dtype=dtype).eval()
     draft = ToyEagleDraftModel(target, MODEL_CFG["hidden"], MODEL_CFG["heads"], MODEL_CFG["draft_layers"])
     draft = draft.to(device=device, dtype=dtype).eval()
-    if cudagraph == "inductor":
-        if mode == "ar":
-            return CompiledGPUModelRunner(target, device)
-        return CompiledGPUModelRunner(target, device, CompiledEagleProposer(draft, NUM_SPEC_TOKENS), NUM_SPEC_TOKENS)
-    target = torch.compile(target, dynamic=False)
     if mode == "ar":
-        return GPUModelRunner(target, device)
-    drafter = EagleProposer(torch.compile(draft, dynamic=False), NUM_SPEC_TOKENS)
-    return GPUModelRunner(target, device, drafter, NUM_SPEC_TOKENS)
+        return CompiledGPUModelRunner(target, device, custom_scopes=custom_scopes)
+    return CompiledGPUModelRunner(target, device, CompiledEagleProposer(draft, NUM_SPEC_TOKENS), NUM_SPEC_TOKENS,
+                                  custom_scopes=custom_scopes)
 
 
 def warm_up_compiled(runner, workloads, seed, num_requests):
@@ -285,9 +274,9 @@ def warm_up_compiled(runner, workloads, seed, num_requests):
     torch.cuda.synchronize()
 
 
-def run_compiled(runner, workload, mode, out_dir, seed, cudagraph, num_requests, warmup_s):
+def run_compiled(runner, workload, mode, out_dir, seed, scopes, num_requests, warmup_s):
     cfg = WORKLOADS[workload]
-    suffix = "" if cudagraph == "inductor" else "_full_cudagraph"
+    suffix = "" if scopes == "vllm" else "_noscopes"
     run_dir = os.path.join(out_dir, f"{workload}_{mode}{suffix}")
     os.makedirs(run_dir, exist_ok=True)
     before = set(glob.glob(os.path.join(run_dir, "*.pt.trace.json.gz")))
@@ -339,14 +328,15 @@ def run_compiled(runner, workload, mode, out_dir, seed, cudagraph, num_requests,
         "triton_version": getattr(sys.modules.get("triton"), "__version__", None),
         "model": MODEL_CFG,
         "torch_compile": True,
-        "compile_cudagraph": cudagraph,
-        "compile": COMPILE_SUMMARY[cudagraph],
+        "compile": COMPILE_SUMMARY,
+        "compile_scopes": scopes,
+        "compile_scopes_meaning": SCOPES_SUMMARY[scopes],
         "cuda_graph_decode": True,
         "cuda_graph_drafter": mode == "mtp",
         "compile_and_warmup_s": round(warmup_s, 1),
         "profiled_wall_s": round(wall, 4),
         "worker_trace": os.path.basename(trace_path),
-        "generator": f"scripts/gen_sample_traces.py --compile --compile-cudagraph {cudagraph}",
+        "generator": f"scripts/gen_sample_traces.py --compile --compile-scopes {scopes}",
     }
     assert st.completion_tokens == sum(cfg["output_lens"][:num_requests])
     assert st.completion_tokens == st.prefill_steps + st.decode_steps + st.accepted_draft_tokens
@@ -365,28 +355,28 @@ def main_compiled(args):
     any profiling), then profile the first --compile-requests requests of each
     workload. No frontend trace and no profiler_out table."""
     assert torch.cuda.is_available(), "needs a CUDA GPU"
-    import torch._dynamo
+    import torch._dynamo as dynamo
 
     # Each runner compiles its own graphs (one per prompt length and decode width).
     for name in ("recompile_limit", "cache_size_limit"):
-        if hasattr(torch._dynamo.config, name):
-            setattr(torch._dynamo.config, name, 64)
+        if hasattr(dynamo.config, name):
+            setattr(dynamo.config, name, 64)
             break
     device = torch.device("cuda", 0)
     print(f"torch {torch.__version__} cuda {torch.version.cuda} on {torch.cuda.get_device_name()} "
-          f"(--compile, cudagraph {args.compile_cudagraph})", flush=True)
+          f"(--compile, scopes {args.compile_scopes})", flush=True)
     workloads = [w for w in args.compile_workloads.split(",") if w]
     modes = [m for m in args.compile_modes.split(",") if m]
     assert all(w in WORKLOADS for w in workloads) and all(m in MODES for m in modes), (workloads, modes)
     os.makedirs(args.out, exist_ok=True)
     for mode in modes:
         t0 = time.perf_counter()
-        runner = build_compiled(device, args.seed, args.compile_cudagraph, mode)
+        runner = build_compiled(device, args.seed, mode, args.compile_scopes == "vllm")
         warm_up_compiled(runner, workloads, args.seed, args.compile_requests)
         warmup_s = time.perf_counter() - t0
         print(f"{mode}: compile + warm-up {warmup_s:.1f}s", flush=True)
         for workload in workloads:
-            run_compiled(runner, workload, mode, args.out, args.seed, args.compile_cudagraph,
+            run_compiled(runner, workload, mode, args.out, args.seed, args.compile_scopes,
                          args.compile_requests, warmup_s)
 
 

@@ -122,22 +122,27 @@ class GPUModelRunner:
 
 
 class CompiledGPUModelRunner(GPUModelRunner):
-    """GPUModelRunner for ``gen_sample_traces.py --compile`` (--compile-cudagraph inductor).
+    """GPUModelRunner for ``gen_sample_traces.py --compile``.
 
     Forward pass and logits run through torch.compile: prefill in the default
-    mode (Inductor's Triton kernels and extern cuBLAS/flash-attention calls,
-    launched one by one), decode with mode="reduce-overhead" (Inductor's CUDA
-    graph trees record the graph during warm-up and replay it). Both run inside
-    Inductor's ``## Call CompiledFxGraph <key> ##`` user range. The H2D input
-    copy runs inside ``gpu_model_runner: preprocess`` (a range name vLLM uses with
-    VLLM_CUSTOM_SCOPES_FOR_PROFILING=1). So no GPU work is launched while the step
-    annotation itself is the innermost user range, and Kineto gives the step
-    annotation no gpu_user_annotation.
+    mode (Inductor's Triton kernels and extern cuBLAS/attention calls, launched
+    one by one), decode with mode="reduce-overhead" (Inductor's CUDA graph trees
+    record the graph during warm-up and replay it). Both run inside Inductor's
+    ``## Call CompiledFxGraph <key> ##`` range, which torch 2.11 records as a
+    cpu_op, not a user annotation, so it gets no gpu_user_annotation.
+
+    custom_scopes=True adds vLLM's VLLM_CUSTOM_SCOPES_FOR_PROFILING ranges
+    (``record_function_or_nullcontext``): ``gpu_model_runner: preprocess`` around
+    the H2D input copy and ``gpu_model_runner: forward`` around the forward pass.
+    Then no GPU work is launched while the step annotation itself is the
+    innermost user range, and Kineto gives the step annotation no
+    gpu_user_annotation.
     """
 
     def __init__(self, model, device, drafter=None, num_speculative_tokens: int = 0,
-                 max_num_tokens: int = 1024):
+                 max_num_tokens: int = 1024, custom_scopes: bool = True):
         super().__init__(model, device, drafter, num_speculative_tokens, max_num_tokens)
+        self.custom_scopes = custom_scopes
         self.compiled_prefill = torch.compile(self._prefill_forward, dynamic=False)
         self.compiled_decode = torch.compile(self._decode_forward, mode="reduce-overhead", dynamic=False)
 
@@ -148,6 +153,11 @@ class CompiledGPUModelRunner(GPUModelRunner):
     def _decode_forward(self, input_ids: torch.Tensor):
         hidden_states = self.model(input_ids)
         return hidden_states, self.model.compute_logits(hidden_states)
+
+    def record_function_or_nullcontext(self, name: str):
+        import contextlib  # (imported here so that the lines above keep their numbers)
+
+        return torch.profiler.record_function(name) if self.custom_scopes else contextlib.nullcontext()
 
     # ---- set-up (runs before profiling) ----
     @torch.inference_mode()
@@ -168,13 +178,14 @@ class CompiledGPUModelRunner(GPUModelRunner):
     # ---- inside the step annotation ----
     @torch.inference_mode()
     def execute_model(self, scheduler_output) -> None:
-        with torch.profiler.record_function("gpu_model_runner: preprocess"):
+        with self.record_function_or_nullcontext("gpu_model_runner: preprocess"):
             n = self._prepare_inputs(scheduler_output)
-        if scheduler_output.is_prefill:
-            hidden_states, logits = self.compiled_prefill(self.input_ids_gpu[:n])
-        else:
-            assert n == self.decode_num_tokens
-            torch.compiler.cudagraph_mark_step_begin()
-            hidden_states, logits = self.compiled_decode(self.input_ids_gpu[:n])
+        with self.record_function_or_nullcontext("gpu_model_runner: forward"):
+            if scheduler_output.is_prefill:
+                hidden_states, logits = self.compiled_prefill(self.input_ids_gpu[:n])
+            else:
+                assert n == self.decode_num_tokens
+                torch.compiler.cudagraph_mark_step_begin()
+                hidden_states, logits = self.compiled_decode(self.input_ids_gpu[:n])
         self.execute_model_state = ExecuteModelState(scheduler_output, logits, hidden_states)
         return None

@@ -191,7 +191,19 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="sample_traces")
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--compile", action="store_true",
+                    help="run the models through torch.compile (see main_compiled); writes only the compiled runs")
+    ap.add_argument("--compile-scopes", choices=("vllm", "none"), default="vllm",
+                    help="vllm: the H2D copy and the forward run inside 'gpu_model_runner: preprocess' / "
+                         "'gpu_model_runner: forward' (vLLM with VLLM_CUSTOM_SCOPES_FOR_PROFILING=1), so the step "
+                         "annotation gets no gpu_user_annotation; none: no such ranges")
+    ap.add_argument("--compile-workloads", default="text", help="comma-separated workloads for --compile")
+    ap.add_argument("--compile-modes", default="ar,mtp", help="comma-separated modes for --compile")
+    ap.add_argument("--compile-requests", type=int, default=2,
+                    help="for --compile: the first N requests of each workload")
     args = ap.parse_args()
+    if args.compile:
+        return main_compiled(args)
     assert torch.cuda.is_available(), "needs a CUDA GPU"
     device = torch.device("cuda", 0)
     print(f"torch {torch.__version__} cuda {torch.version.cuda} on {torch.cuda.get_device_name()}")
@@ -211,6 +223,161 @@ def main():
                     f.write(table)
                     f.write("\n")
     frontend_trace(os.path.join(args.out, "text_mtp"))
+
+
+# ---------------------------------------------------------------------------
+# --compile: the same toy engine with the models run through torch.compile.
+# A separate code path: the default run above does not use anything below.
+
+COMPILE_SUMMARY = {
+    "target_prefill": "torch.compile(dynamic=False) of forward + logits of the last token; no CUDA graph",
+    "target_decode": "torch.compile(mode='reduce-overhead', dynamic=False) of forward + logits: "
+                     "Inductor CUDA graph trees, replayed inside '## Call CompiledFxGraph <key> ##'",
+    "drafter": "torch.compile(mode='reduce-overhead', dynamic=False) of one draft step + argmax, "
+               "called once per draft token",
+    "compiled_fx_graph_range": "a cpu_op in torch 2.11 (Inductor opens it with _RecordFunctionFast), "
+                               "so Kineto gives it no gpu_user_annotation",
+}
+SCOPES_SUMMARY = {
+    "vllm": "H2D input copy inside user range 'gpu_model_runner: preprocess', compiled forward inside "
+            "'gpu_model_runner: forward' (as vLLM with VLLM_CUSTOM_SCOPES_FOR_PROFILING=1): the step annotation "
+            "is the innermost user range of no GPU work",
+    "none": "no user range inside the step annotation: it is the innermost user range of all the step's GPU work",
+}
+
+
+def build_compiled(device, seed, mode, custom_scopes):
+    from vllm.v1.spec_decode.eagle import CompiledEagleProposer
+    from vllm.v1.worker.gpu_model_runner import CompiledGPUModelRunner
+
+    torch.manual_seed(seed)
+    dtype = getattr(torch, MODEL_CFG["dtype"])
+    target = ToyForCausalLM(MODEL_CFG["vocab"], MODEL_CFG["hidden"], MODEL_CFG["layers"], MODEL_CFG["heads"])
+    target = target.to(device=device, dtype=dtype).eval()
+    draft = ToyEagleDraftModel(target, MODEL_CFG["hidden"], MODEL_CFG["heads"], MODEL_CFG["draft_layers"])
+    draft = draft.to(device=device, dtype=dtype).eval()
+    if mode == "ar":
+        return CompiledGPUModelRunner(target, device, custom_scopes=custom_scopes)
+    return CompiledGPUModelRunner(target, device, CompiledEagleProposer(draft, NUM_SPEC_TOKENS), NUM_SPEC_TOKENS,
+                                  custom_scopes=custom_scopes)
+
+
+def warm_up_compiled(runner, workloads, seed, num_requests):
+    """Compile, autotune and record every shape the profiled run will use: the
+    decode shape in capture_model, then each profiled request (same prompt
+    lengths) twice, so that no compilation or graph recording is profiled."""
+    runner.capture_model()
+    for _ in range(2):
+        runner.rejection_sampler.reset(0.8, seed)
+        for workload in workloads:
+            serve(runner, make_requests(workload, seed, MODEL_CFG["vocab"])[:num_requests], runner.num_spec_tokens)
+    torch.cuda.synchronize()
+
+
+def run_compiled(runner, workload, mode, out_dir, seed, scopes, num_requests, warmup_s):
+    cfg = WORKLOADS[workload]
+    suffix = "" if scopes == "vllm" else "_noscopes"
+    run_dir = os.path.join(out_dir, f"{workload}_{mode}{suffix}")
+    os.makedirs(run_dir, exist_ok=True)
+    before = set(glob.glob(os.path.join(run_dir, "*.pt.trace.json.gz")))
+    num_spec = NUM_SPEC_TOKENS if mode == "mtp" else 0
+    runner.rejection_sampler.reset(cfg["accept_prob"], f"{seed}-{workload}-acceptance")
+    if runner.drafter is not None:
+        runner.drafter.num_calls = 0
+    requests = make_requests(workload, seed, MODEL_CFG["vocab"])[:num_requests]
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    with profile(
+        activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+        with_stack=True,
+        record_shapes=False,
+        on_trace_ready=tensorboard_trace_handler(run_dir, worker_name=WORKER_NAME, use_gzip=True),
+    ):
+        scheduler = serve(runner, requests, num_spec)
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+    new = sorted(set(glob.glob(os.path.join(run_dir, "*.pt.trace.json.gz"))) - before)
+    assert len(new) == 1, new
+    trace_path = new[0]
+    st = scheduler.stats
+    steps = st.prefill_steps + st.decode_steps
+    summary = {
+        "mode": mode,
+        "workload": workload,
+        "completion_tokens": st.completion_tokens,
+        "num_requests": len(requests),
+        "num_speculative_tokens": num_spec,
+        "decode_steps": st.decode_steps,
+        "prefill_steps": st.prefill_steps,
+        "accepted_draft_tokens": st.accepted_draft_tokens,
+        "accepted_draft_tokens_before_max_tokens_cut": st.accepted_draft_tokens_raw,
+        "scheduled_draft_tokens": st.scheduled_draft_tokens,
+        "draft_proposals": runner.drafter.num_calls if runner.drafter is not None else 0,
+        "draft_tokens_proposed": (runner.drafter.num_calls * num_spec) if runner.drafter is not None else 0,
+        "acceptance_prob_per_position": cfg["accept_prob"] if mode == "mtp" else None,
+        "tokens_per_step": round(st.completion_tokens / steps, 4),
+        "tokens_per_decode_step": round((st.completion_tokens - st.prefill_steps) / st.decode_steps, 4),
+        "completion_tokens_per_decode_context": round(st.completion_tokens / st.decode_steps, 4),
+        "prompt_lens": [len(r.prompt_token_ids) for r in requests],
+        "output_lens": [len(r.output_token_ids) for r in scheduler.finished],
+        "step_annotations": dict(sorted(st.step_names.items())),
+        "seed": seed,
+        "device": torch.cuda.get_device_name(),
+        "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda,
+        "triton_version": getattr(sys.modules.get("triton"), "__version__", None),
+        "model": MODEL_CFG,
+        "torch_compile": True,
+        "compile": COMPILE_SUMMARY,
+        "compile_scopes": scopes,
+        "compile_scopes_meaning": SCOPES_SUMMARY[scopes],
+        "cuda_graph_decode": True,
+        "cuda_graph_drafter": mode == "mtp",
+        "compile_and_warmup_s": round(warmup_s, 1),
+        "profiled_wall_s": round(wall, 4),
+        "worker_trace": os.path.basename(trace_path),
+        "generator": f"scripts/gen_sample_traces.py --compile --compile-scopes {scopes}",
+    }
+    assert st.completion_tokens == sum(cfg["output_lens"][:num_requests])
+    assert st.completion_tokens == st.prefill_steps + st.decode_steps + st.accepted_draft_tokens
+    summary_path = trace_path[: -len(".pt.trace.json.gz")] + ".summary.json"
+    with open(summary_path, "w") as f:
+        json.dump(summary, f, indent=2)
+        f.write("\n")
+    print(f"{workload}_{mode}{suffix}: completion_tokens={st.completion_tokens} prefill={st.prefill_steps} "
+          f"decode={st.decode_steps} accepted_drafts={st.accepted_draft_tokens} "
+          f"proposals={summary['draft_proposals']} wall={wall:.3f}s trace={os.path.basename(trace_path)} "
+          f"size={os.path.getsize(trace_path)}", flush=True)
+
+
+def main_compiled(args):
+    """--compile: for each mode, build the models, compile and warm up (before
+    any profiling), then profile the first --compile-requests requests of each
+    workload. No frontend trace and no profiler_out table."""
+    assert torch.cuda.is_available(), "needs a CUDA GPU"
+    import torch._dynamo as dynamo
+
+    # Each runner compiles its own graphs (one per prompt length and decode width).
+    for name in ("recompile_limit", "cache_size_limit"):
+        if hasattr(dynamo.config, name):
+            setattr(dynamo.config, name, 64)
+            break
+    device = torch.device("cuda", 0)
+    print(f"torch {torch.__version__} cuda {torch.version.cuda} on {torch.cuda.get_device_name()} "
+          f"(--compile, scopes {args.compile_scopes})", flush=True)
+    workloads = [w for w in args.compile_workloads.split(",") if w]
+    modes = [m for m in args.compile_modes.split(",") if m]
+    assert all(w in WORKLOADS for w in workloads) and all(m in MODES for m in modes), (workloads, modes)
+    os.makedirs(args.out, exist_ok=True)
+    for mode in modes:
+        t0 = time.perf_counter()
+        runner = build_compiled(device, args.seed, mode, args.compile_scopes == "vllm")
+        warm_up_compiled(runner, workloads, args.seed, args.compile_requests)
+        warmup_s = time.perf_counter() - t0
+        print(f"{mode}: compile + warm-up {warmup_s:.1f}s", flush=True)
+        for workload in workloads:
+            run_compiled(runner, workload, mode, args.out, args.seed, args.compile_scopes,
+                         args.compile_requests, warmup_s)
 
 
 if __name__ == "__main__":

@@ -15,7 +15,7 @@
 //!
 //! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
 //! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
-//! let plan = Plan::new(every_annotation).with(PairSpec);
+//! let plan = Plan::new(every_annotation).with(PairSpec::default());
 //! let result = analyze_path(trace, Default::default(), &plan);
 //! assert!(result.contexts.problem.is_none());
 //! let figures = result.pairs.unwrap();

@@ -14,14 +14,18 @@
 //!                   |<-------------- GPU span = max end − min start --------->|
 //! ```
 
-use crate::analysis::{Analysis, Finished, Spec, TraceResult};
+use crate::analysis::{self, Analysis, Finished, Plan, Spec, TraceResult};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
+use crate::kernels::{ledger::Ledger, KernelsSpec};
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 /// The raw-bytes test for the events pairing needs: both annotation
 /// categories end in `user_annotation"`.
@@ -29,15 +33,45 @@ pub fn prefilter() -> Prefilter {
     annotation_prefilter()
 }
 
+/// Where a context's GPU span comes from (`--gpu-span`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuSpanSource {
+    /// Its GPU annotations when it has any, else launch correlation.
+    #[default]
+    Auto,
+    /// Its GPU annotations only.
+    Annotation,
+    /// Launch correlation only.
+    Correlation,
+}
+
+impl GpuSpanSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GpuSpanSource::Auto => "auto",
+            GpuSpanSource::Annotation => "annotation",
+            GpuSpanSource::Correlation => "correlation",
+        }
+    }
+}
+
 /// Pairing as an [`Analysis`]: keeps the `gpu_user_annotation` events (the
 /// CPU step annotations are the driver's [`Steps`]) and finishes into
-/// [`TraceResult::pairs`].
+/// [`TraceResult::pairs`]. Spans by launch correlation come from the
+/// ledger of a kernels analysis earlier in the plan
+/// ([`crate::kernels::KernelsSpec`]); without one, `auto` uses annotations only.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct PairSpec;
+pub struct PairSpec {
+    pub gpu_span: GpuSpanSource,
+}
 
 impl Spec for PairSpec {
     fn start(&self) -> Box<dyn Analysis> {
-        Box::<Pair>::default()
+        Box::new(Pair {
+            mode: self.gpu_span,
+            ..Pair::default()
+        })
     }
 }
 
@@ -46,6 +80,7 @@ impl Spec for PairSpec {
 pub struct Pair {
     names: Interner,
     gpu: Vec<Annotation>,
+    mode: GpuSpanSource,
 }
 
 impl Analysis for Pair {
@@ -61,7 +96,7 @@ impl Analysis for Pair {
     }
 
     fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
-        let mut r = self.figures(trace.path, trace.steps, trace.contexts);
+        let mut r = self.figures(trace, out.ledger.as_ref());
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(e) = trace.error_text() {
@@ -72,6 +107,50 @@ impl Analysis for Pair {
     }
 }
 
+/// Reads one trace for `pair` with the GPU-span source `mode`.
+///
+/// `auto` reads a file once with pairing alone and, only when some
+/// selected context has no GPU annotation, a second time with the
+/// correlation ledger: a fully annotated trace costs what pairing alone
+/// costs, since the ledger parses every launch call and GPU activity.
+/// Stdin cannot be read twice, so there the ledger comes in the one pass.
+pub fn analyze_path(
+    path: &Path,
+    progress: Arc<AtomicU64>,
+    selector: &Selector,
+    mode: GpuSpanSource,
+) -> TraceResult {
+    let pairing = PairSpec { gpu_span: mode };
+    let alone = || Plan::new(selector.clone()).with(pairing);
+    let with_ledger = || {
+        Plan::new(selector.clone())
+            .with(KernelsSpec::default())
+            .with(pairing)
+    };
+    let stdin = path == Path::new("-");
+    match mode {
+        GpuSpanSource::Annotation => analysis::analyze_path(path, progress, &alone()),
+        GpuSpanSource::Correlation => analysis::analyze_path(path, progress, &with_ledger()),
+        GpuSpanSource::Auto if stdin => analysis::analyze_path(path, progress, &with_ledger()),
+        GpuSpanSource::Auto => {
+            let first = analysis::analyze_path(path, progress.clone(), &alone());
+            let bare = first.pairs.as_ref().is_some_and(|p| p.pairs < p.contexts);
+            if !bare || first.unreadable() {
+                return first;
+            }
+            progress.store(0, Ordering::Relaxed);
+            analysis::analyze_path(path, progress, &with_ledger())
+        }
+    }
+}
+
+/// How many contexts got their GPU span from each source.
+#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+pub struct SpanSources {
+    pub annotation: u64,
+    pub correlation: u64,
+}
+
 /// One selected context, for timelines and plots.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct ContextRow {
@@ -79,9 +158,11 @@ pub struct ContextRow {
     pub event_index: u64,
     pub start_ns: i64,
     pub cpu_ns: i64,
-    /// GPU span, when the context has GPU annotations.
+    /// GPU span, when the context got one.
     pub gpu_ns: Option<i64>,
     pub gpu_annotations: usize,
+    /// Where the GPU span came from: `annotation` or `correlation`.
+    pub gpu_source: Option<&'static str>,
 }
 
 /// The figures of one trace (JSON keys as documented in README).
@@ -100,14 +181,20 @@ pub struct TracePairs {
     /// Contexts still open when the profiler stopped (`"finished": false`);
     /// they are counted, but their CPU span is cut short.
     pub unfinished: u64,
+    /// `--gpu-span`: auto, annotation or correlation.
+    pub gpu_span_mode: GpuSpanSource,
+    /// Contexts that got a GPU span (from either source): P, the span
+    /// statistics and the span per token are over these.
+    pub measured: u64,
+    pub gpu_span_sources: SpanSources,
     pub completion_tokens: Option<u64>,
     pub tokens_source: Option<String>,
     pub tokens_per_context: Option<f64>,
     pub cpu_span_ms: Summary,
     pub gpu_span_ms: Summary,
     pub gpu_span_per_token_ms: Option<f64>,
-    /// Σ GPU spans over the paired contexts, exact ns.
-    pub gpu_span_sum_ns: i64,
+    /// Σ GPU spans over the measured contexts, exact ns.
+    pub gpu_span_sum_ns: i128,
     pub step_names: Vec<StepName>,
     pub events: u64,
     pub meta: Meta,
@@ -125,10 +212,15 @@ pub struct TracePairs {
 }
 
 impl Pair {
-    /// Pairs the selected contexts with their GPU annotations and measures.
-    fn figures(&self, path: &str, steps: &Steps, contexts: &Contexts) -> TracePairs {
+    /// Pairs the selected contexts with their GPU annotations, takes spans
+    /// by launch correlation where the mode says, and measures.
+    fn figures(&self, trace: &Finished<'_>, ledger: Option<&Ledger>) -> TracePairs {
+        let (steps, contexts) = (trace.steps, trace.contexts);
         let gpu = self.gpu_index(steps, contexts);
-        let (rows, unfinished, cpu_keys) = context_rows(steps, contexts, &gpu.by_key);
+        let (mut rows, unfinished, cpu_keys) = context_rows(steps, contexts, &gpu.by_key);
+        if let Some(ledger) = ledger.filter(|_| self.mode != GpuSpanSource::Annotation) {
+            correlation_spans(&mut rows, steps, contexts, ledger, self.mode);
+        }
         let gpu_unpaired = gpu
             .by_key
             .iter()
@@ -136,13 +228,17 @@ impl Pair {
             .map(|(_, v)| v.len() as u64)
             .sum::<u64>()
             + gpu.without_id;
-        let mut r = measure(path, contexts, rows);
+        let mut r = measure(trace.path, contexts, rows);
+        r.gpu_span_mode = self.mode;
         r.gpu_unpaired = gpu_unpaired;
         r.unfinished = unfinished;
         if unfinished > 0 {
             r.notes.push(format!(
                 "{unfinished} context(s) were still open when the profiler stopped (\"finished\": false): counted, but their CPU span is cut short"
             ));
+        }
+        if let Some(n) = span_note(&r, steps, contexts, ledger.is_some()) {
+            r.notes.push(n);
         }
         r
     }
@@ -202,21 +298,26 @@ fn context_rows(
             cpu_ns: c.dur.0,
             gpu_ns: span_of(spans).map(|n| n.0),
             gpu_annotations: spans.len(),
+            gpu_source: (!spans.is_empty()).then_some("annotation"),
         });
     }
     (rows, unfinished, keys)
 }
 
-/// The span statistics over the paired rows.
+/// The span statistics over the measured rows.
 fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs {
-    let paired: Vec<&ContextRow> = rows.iter().filter(|r| r.gpu_ns.is_some()).collect();
-    let cpu: Vec<Ns> = paired.iter().map(|r| Ns(r.cpu_ns)).collect();
-    let gpu: Vec<Ns> = paired.iter().filter_map(|r| r.gpu_ns.map(Ns)).collect();
+    let measured: Vec<&ContextRow> = rows.iter().filter(|r| r.gpu_ns.is_some()).collect();
+    let cpu: Vec<Ns> = measured.iter().map(|r| Ns(r.cpu_ns)).collect();
+    let gpu: Vec<Ns> = measured.iter().filter_map(|r| r.gpu_ns.map(Ns)).collect();
     let cpu_exact = ExactSummary::of(&cpu);
     let gpu_exact = ExactSummary::of(&gpu);
     let contexts_n = rows.len() as u64;
-    let pairs = paired.len() as u64;
-    let gpu_sum: i128 = gpu.iter().map(|n| i128::from(n.0)).sum();
+    let pairs = rows.iter().filter(|r| r.gpu_annotations > 0).count() as u64;
+    let from = |src: &str| measured.iter().filter(|r| r.gpu_source == Some(src)).count() as u64;
+    let gpu_span_sources = SpanSources {
+        annotation: from("annotation"),
+        correlation: from("correlation"),
+    };
     TracePairs {
         path: path.into(),
         context: contexts.name.clone(),
@@ -227,13 +328,16 @@ fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs
         gpu_unpaired: 0,
         multi_stream_pairs: rows.iter().filter(|r| r.gpu_annotations > 1).count() as u64,
         unfinished: 0,
+        gpu_span_mode: GpuSpanSource::Annotation,
+        measured: measured.len() as u64,
+        gpu_span_sources,
         completion_tokens: None,
         tokens_source: None,
         tokens_per_context: None,
         cpu_span_ms: cpu_exact.as_ref().map(|s| s.to_ms()).unwrap_or_default(),
         gpu_span_ms: gpu_exact.as_ref().map(|s| s.to_ms()).unwrap_or_default(),
         gpu_span_per_token_ms: None,
-        gpu_span_sum_ns: i64::try_from(gpu_sum).unwrap_or(i64::MAX),
+        gpu_span_sum_ns: gpu.iter().map(|n| i128::from(n.0)).sum(),
         step_names: contexts.step_names.clone(),
         events: 0,
         meta: Meta::default(),
@@ -244,6 +348,91 @@ fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs
         gpu_exact,
         cpu_exact,
     }
+}
+
+/// Replaces or fills the rows' GPU spans with spans by launch correlation:
+/// every row in `correlation` mode, rows without a GPU annotation in `auto`.
+fn correlation_spans(
+    rows: &mut [ContextRow],
+    steps: &Steps,
+    contexts: &Contexts,
+    ledger: &Ledger,
+    mode: GpuSpanSource,
+) {
+    for (row, c) in rows.iter_mut().zip(contexts.iter(steps)) {
+        if mode == GpuSpanSource::Auto && row.gpu_annotations > 0 {
+            continue;
+        }
+        let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
+        let span = ledger
+            .work(lane, c.start, c.end())
+            .span()
+            .and_then(|s| i64::try_from(s).ok());
+        row.gpu_ns = span;
+        row.gpu_source = span.map(|_| "correlation");
+    }
+}
+
+/// Says why contexts lack a GPU annotation and where their spans came
+/// from, naming the inner user ranges that took the GPU projection.
+fn span_note(r: &TracePairs, steps: &Steps, contexts: &Contexts, ledger: bool) -> Option<String> {
+    let bare = r.contexts - r.pairs;
+    if bare == 0 {
+        return None;
+    }
+    let inner = inner_ranges(steps, contexts);
+    let why = if inner.is_empty() {
+        String::new()
+    } else {
+        format!(": their launches sit inside inner user ranges ({inner}), which take the GPU projection")
+    };
+    let how = match (r.gpu_span_mode, ledger) {
+        (GpuSpanSource::Annotation, _) => {
+            "; with --gpu-span annotation they are not measured (auto measures them by launch correlation)".to_string()
+        }
+        (_, true) => format!(
+            "; GPU spans come from launch correlation ({} of them measured)",
+            r.gpu_span_sources.correlation
+        ),
+        (_, false) => "; launch correlation was not read, so they are not measured".into(),
+    };
+    Some(format!(
+        "{bare} of {} step contexts have no GPU annotation{why}{how}",
+        r.contexts
+    ))
+}
+
+/// The most frequent user annotations nested inside the contexts without a
+/// GPU annotation (same lane), e.g. "`gpu_model_runner: forward` ×30".
+fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
+    let mut by_lane: HashMap<(crate::model::Sym, crate::model::Sym), Vec<&Annotation>> =
+        HashMap::new();
+    for a in &steps.cpu {
+        by_lane.entry(a.lane).or_default().push(a);
+    }
+    for v in by_lane.values_mut() {
+        v.sort_by_key(|a| (a.start, a.index));
+    }
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for c in contexts.iter(steps) {
+        let Some(lane) = by_lane.get(&c.lane) else {
+            continue;
+        };
+        let lo = lane.partition_point(|a| a.start < c.start);
+        let hi = lane.partition_point(|a| a.start < c.end());
+        for a in &lane[lo..hi] {
+            if a.index != c.index && a.end() <= c.end() && !contexts.selected.contains(&a.name) {
+                *counts.entry(steps.names.resolve(a.name)).or_default() += 1;
+            }
+        }
+    }
+    let mut v: Vec<(&str, u64)> = counts.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    v.iter()
+        .take(3)
+        .map(|(n, c)| format!("`{n}` ×{c}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// [min start, max end] over a context's GPU annotations.
@@ -260,10 +449,11 @@ impl TracePairs {
         self.tokens_source = source;
         match tokens {
             Some(t) if t > 0 => {
-                self.tokens_per_context = (self.pairs > 0).then(|| t as f64 / self.pairs as f64);
-                self.gpu_span_per_token_ms = (self.pairs > 0).then(|| {
+                let n = self.measured;
+                self.tokens_per_context = (n > 0).then(|| t as f64 / n as f64);
+                self.gpu_span_per_token_ms = (n > 0).then(|| {
                     Exact {
-                        num: i128::from(self.gpu_span_sum_ns),
+                        num: self.gpu_span_sum_ns,
                         den: i128::from(t),
                     }
                     .ms()
@@ -309,16 +499,16 @@ pub fn compare(base: &TracePairs, cand: &TracePairs) -> Comparison {
     };
     let per_token = |t: &TracePairs| -> Option<Exact> {
         let tok = t.completion_tokens.filter(|&k| k > 0)?;
-        (t.pairs > 0).then_some(Exact {
-            num: i128::from(t.gpu_span_sum_ns),
+        (t.measured > 0).then_some(Exact {
+            num: t.gpu_span_sum_ns,
             den: i128::from(tok),
         })
     };
     let p = |t: &TracePairs| -> Option<Exact> {
         let tok = t.completion_tokens.filter(|&k| k > 0)?;
-        (t.pairs > 0).then_some(Exact {
+        (t.measured > 0).then_some(Exact {
             num: i128::from(tok),
-            den: i128::from(t.pairs),
+            den: i128::from(t.measured),
         })
     };
     let median = |s: &Option<ExactSummary>| s.as_ref().map(|s| s.median);
@@ -340,7 +530,7 @@ mod tests {
     /// Pairs a trace made of JSON event lines through the driver.
     fn run(events: &str, selector: &Selector) -> (TracePairs, Option<PairProblem>) {
         let doc = format!("{{\"traceEvents\": [{events}]}}");
-        let plan = Plan::new(selector.clone()).with(PairSpec);
+        let plan = Plan::new(selector.clone()).with(PairSpec::default());
         let r = analyze_reader("t", doc.as_bytes(), &plan);
         assert!(r.error.is_none(), "{:?}", r.error);
         (r.pairs.unwrap(), r.contexts.problem)

@@ -150,7 +150,7 @@ fn every_cut_and_corruption_is_handled() {
     .read_to_end(&mut json)
     .unwrap();
     let all = Selector::Regex(regex::Regex::new(".").unwrap());
-    let plan = || Plan::new(all.clone()).with(PairSpec);
+    let plan = || Plan::new(all.clone()).with(PairSpec::default());
     let step = (json.len() / 300).max(1);
     for cut in (0..json.len()).step_by(step) {
         let c = analyze_reader("cut", &json[..cut], &plan());

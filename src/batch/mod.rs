@@ -44,7 +44,7 @@ impl BatchOptions {
     /// Table 9, from one read.
     pub fn plan(&self) -> crate::analysis::Plan {
         crate::analysis::Plan::new(self.selector.clone())
-            .with(pair::PairSpec)
+            .with(pair::PairSpec::default())
             .with(self.hierarchy.clone())
     }
 }

@@ -1,7 +1,6 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
 use super::{note, Exit, GlobalArgs};
-use crate::analysis::{analyze_path, Plan};
 use crate::pair::{self, Comparison, Selector, TracePairs};
 use crate::report::{self, Cell, Format, Table};
 use crate::summary;
@@ -55,9 +54,32 @@ pub struct PairArgs {
     /// Also list every selected context (start, CPU span, GPU span).
     #[arg(long)]
     pub per_context: bool,
+    /// Where a context's GPU span comes from: its GPU annotations when it
+    /// has any, else its launches' GPU work by correlation (auto); GPU
+    /// annotations only; or launch correlation only.
+    #[arg(long, value_enum, default_value_t = GpuSpanArg::Auto, value_name = "SOURCE")]
+    pub gpu_span: GpuSpanArg,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = Format::Table)]
     pub format: Format,
+}
+
+/// `--gpu-span` values (mapped onto [`pair::GpuSpanSource`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GpuSpanArg {
+    Auto,
+    Annotation,
+    Correlation,
+}
+
+impl From<GpuSpanArg> for pair::GpuSpanSource {
+    fn from(a: GpuSpanArg) -> Self {
+        match a {
+            GpuSpanArg::Auto => pair::GpuSpanSource::Auto,
+            GpuSpanArg::Annotation => pair::GpuSpanSource::Annotation,
+            GpuSpanArg::Correlation => pair::GpuSpanSource::Correlation,
+        }
+    }
 }
 
 /// Library options built from the arguments.
@@ -67,6 +89,7 @@ pub struct PairOptions {
     pub selector: Selector,
     pub tokens: Vec<TokenSource>,
     pub per_context: bool,
+    pub gpu_span: pair::GpuSpanSource,
     pub format: Format,
 }
 
@@ -106,6 +129,7 @@ impl PairArgs {
             selector,
             tokens,
             per_context: self.per_context,
+            gpu_span: self.gpu_span.into(),
             format: self.format,
         })
     }
@@ -149,14 +173,13 @@ pub struct PairOutput {
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let opts = args.to_options()?;
-    let plan = Plan::new(opts.selector.clone()).with(pair::PairSpec);
     let results: Vec<anyhow::Result<(TracePairs, Option<pair::PairProblem>)>> = opts
         .traces
         .par_iter()
         .zip(opts.tokens.par_iter())
         .map(|(path, tok)| {
             let progress = crate::progress::FileProgress::new(path, global.quiet);
-            let res = analyze_path(path, progress.counter(), &plan);
+            let res = pair::analyze_path(path, progress.counter(), &opts.selector, opts.gpu_span);
             progress.finish();
             if res.unreadable() {
                 if let Some(e) = res.error {
@@ -176,6 +199,14 @@ pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         let (r, problem) = res?;
         if let Some(p) = problem {
             eprintln!("torchtrace: {p}");
+            exit = Exit::Problems;
+        } else if r.measured == 0 && r.complete {
+            eprintln!(
+                "torchtrace: {}: none of the {} contexts got a GPU span (--gpu-span {})",
+                r.path,
+                r.contexts,
+                r.gpu_span_mode.as_str()
+            );
             exit = Exit::Problems;
         }
         traces.push(r);

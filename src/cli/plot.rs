@@ -280,7 +280,7 @@ fn measure(
 ) -> anyhow::Result<Measured> {
     // One pass feeds both analyses: pairing and the hierarchy's chains.
     let plan = Plan::new(selector.clone())
-        .with(pair::PairSpec)
+        .with(pair::PairSpec::default())
         .with(hopts.clone());
     let progress = crate::progress::FileProgress::new(path, global.quiet);
     let res = analyze_path(path, progress.counter(), &plan);

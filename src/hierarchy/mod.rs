@@ -32,6 +32,7 @@ pub mod index;
 
 use crate::analysis::{Analysis, Finished, Spec, TraceResult};
 use crate::contexts::Selector;
+use crate::kernels::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
@@ -230,6 +231,9 @@ impl Analysis for Collector {
         let ctx = trace.contexts;
         let contexts = (!ctx.is_empty()).then(|| (ctx.name.clone(), ctx.len() as u64));
         let mut r = self.analyze(trace.path, &self.opts, contexts);
+        if let Some(ledger) = &out.ledger {
+            self.add_gpu_work(&mut r, ledger);
+        }
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(e) = trace.error_text() {
@@ -461,34 +465,38 @@ impl Collector {
         &self.recs[k]
     }
 
-    fn function(&self, e: usize, opts: &HierarchyOptions, contexts: Option<u64>) -> FunctionStats {
-        let recs: Vec<&Rec> = self.by_element[e]
-            .iter()
-            .map(|&r| &self.recs[r as usize])
-            .collect();
-        // Outermost per lane key.
-        let mut groups: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-        for (k, r) in recs.iter().enumerate() {
-            groups
-                .entry(self.key(r, opts.any_thread))
-                .or_default()
-                .push(k);
+    /// The outermost calls of element `e` (a call nested in another call
+    /// of the same element on its lane key is not counted twice).
+    fn outermost(&self, e: usize, any_thread: bool) -> Vec<&Rec> {
+        let mut groups: BTreeMap<u32, Vec<&Rec>> = BTreeMap::new();
+        for &r in &self.by_element[e] {
+            let r = &self.recs[r as usize];
+            groups.entry(self.key(r, any_thread)).or_default().push(r);
         }
-        let mut durs: Vec<Ns> = Vec::new();
-        for ks in groups.values() {
-            let ivs: Vec<Iv> = ks.iter().map(|&k| recs[k].iv()).collect();
-            for (&k, outer) in ks.iter().zip(index::outermost(&ivs)) {
+        let mut out = Vec::new();
+        for recs in groups.values() {
+            let ivs: Vec<Iv> = recs.iter().map(|r| r.iv()).collect();
+            for (r, outer) in recs.iter().zip(index::outermost(&ivs)) {
                 if outer {
-                    durs.push(recs[k].dur);
+                    out.push(*r);
                 }
             }
         }
+        out
+    }
+
+    fn function(&self, e: usize, opts: &HierarchyOptions, contexts: Option<u64>) -> FunctionStats {
+        let durs: Vec<Ns> = self
+            .outermost(e, opts.any_thread)
+            .iter()
+            .map(|r| r.dur)
+            .collect();
         let exact = ExactSummary::of(&durs);
         let s = exact.as_ref().map(|s| s.to_ms());
         let outermost = durs.len() as u64;
         FunctionStats {
             name: opts.elements[e].text.clone(),
-            calls: recs.len() as u64,
+            calls: self.by_element[e].len() as u64,
             outermost_calls: outermost,
             median_ms: s.as_ref().and_then(|s| s.median),
             mean_ms: s.as_ref().and_then(|s| s.mean),
@@ -499,7 +507,76 @@ impl Collector {
             calls_per_context: contexts
                 .filter(|&n| n > 0)
                 .map(|n| outermost as f64 / n as f64),
+            gpu: None,
             exact,
+        }
+    }
+
+    /// The GPU work launched by element `e`'s outermost calls (each call's
+    /// launches on its own thread, by correlation).
+    fn gpu_work(&self, e: usize, any_thread: bool, ledger: &Ledger) -> FunctionGpu {
+        let mut busy: Vec<Ns> = Vec::new();
+        let (mut kernels, mut with_work, mut sum) = (0u64, 0u64, 0i128);
+        for r in self.outermost(e, any_thread) {
+            let lane = ledger.lane_id(self.lanes.resolve(r.lane));
+            let w = ledger.work(lane, r.start, r.end);
+            kernels += w.kernels;
+            with_work += u64::from(w.has_gpu_work());
+            sum += w.busy;
+            busy.push(Ns(i64::try_from(w.busy).unwrap_or(i64::MAX)));
+        }
+        let calls = busy.len() as u64;
+        FunctionGpu {
+            calls_with_gpu_work: with_work,
+            kernels,
+            kernels_per_call: (calls > 0).then(|| kernels as f64 / calls as f64),
+            gpu_busy_median_ms: ExactSummary::of(&busy).map(|s| s.median.ms()),
+            gpu_busy_sum_ns: sum,
+            gpu_busy_per_token_ms: None,
+        }
+    }
+
+    /// Adds every chain function's GPU work from the ledger.
+    fn add_gpu_work(&self, r: &mut TraceHierarchy, ledger: &Ledger) {
+        for (ch, res) in self.opts.chains.iter().zip(r.chains.iter_mut()) {
+            for (&e, f) in ch.iter().zip(res.functions.iter_mut()) {
+                f.gpu = Some(self.gpu_work(e, self.opts.any_thread, ledger));
+            }
+        }
+    }
+}
+
+/// The GPU work a function's calls launched (with a kernels analysis in
+/// the plan): for `proposer.propose`, the draft model's GPU cost.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FunctionGpu {
+    /// Outermost calls that launched GPU work.
+    pub calls_with_gpu_work: u64,
+    pub kernels: u64,
+    /// kernels / outermost calls.
+    pub kernels_per_call: Option<f64>,
+    /// Median over the outermost calls of their GPU busy time.
+    pub gpu_busy_median_ms: Option<f64>,
+    #[serde(skip)]
+    pub gpu_busy_sum_ns: i128,
+    /// Σ GPU busy of the outermost calls / completion tokens.
+    pub gpu_busy_per_token_ms: Option<f64>,
+}
+
+impl TraceHierarchy {
+    /// Adds GPU busy per token to every function with GPU work figures.
+    pub fn set_tokens(&mut self, tokens: Option<u64>) {
+        let t = tokens.filter(|&t| t > 0).map(i128::from);
+        for f in self.chains.iter_mut().flat_map(|c| c.functions.iter_mut()) {
+            if let Some(g) = &mut f.gpu {
+                g.gpu_busy_per_token_ms = t.map(|den| {
+                    Exact {
+                        num: g.gpu_busy_sum_ns,
+                        den,
+                    }
+                    .ms()
+                });
+            }
         }
     }
 }
@@ -551,6 +628,10 @@ pub struct FunctionStats {
     pub total_ms: Option<f64>,
     /// outermost_calls / step contexts; null without contexts.
     pub calls_per_context: Option<f64>,
+    /// GPU work by launch correlation (when the plan has the kernels
+    /// analysis).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<FunctionGpu>,
     #[serde(skip)]
     pub exact: Option<ExactSummary>,
 }

@@ -9,6 +9,10 @@ Fraction; floats appear only when writing the output.
 Subcommands:
   pair TRACE [TRACE2] [--context NAME | --context-regex RE] [--tokens N]... [--summary FILE]...
   hierarchy TRACE [--chain "a>b>c"]... [--any-thread] [--category CAT]...
+  pair ... [--gpu-span auto|annotation|correlation]   (default auto)
+  kernels TRACE [TRACE2] [--context NAME | --context-regex RE] [--tokens N]... [--summary FILE]... [--top N]
+  timeline TRACE...            (exact-ns GPU timeline vs TraceLens-style float µs; a cross-check)
+  spancheck TRACE... [--context NAME | --context-regex RE]   (annotation vs correlation GPU spans)
   overlaps TRACE...            (partial-overlap count, a MANIFEST cross-check)
   --self-test                  (hand-made timelines; also cross-checks sweep vs brute force)
 """
@@ -62,10 +66,11 @@ def load_trace(path):
 
 
 class Ev:
-    __slots__ = ("idx", "name", "cat", "pid", "tid", "start", "end", "dur", "ext_id", "args")
+    __slots__ = ("idx", "name", "cat", "pid", "tid", "start", "end", "dur", "ext_id", "args", "corr")
 
-    def __init__(self, idx, name, cat, pid, tid, start, dur, ext_id):
+    def __init__(self, idx, name, cat, pid, tid, start, dur, ext_id, corr=None):
         self.idx = idx          # position in traceEvents (file order)
+        self.corr = corr        # args.correlation when it is a JSON integer, else None
         self.name = name
         self.cat = cat
         self.pid = pid
@@ -112,8 +117,13 @@ def complete_events(events):
         ext = None
         if isinstance(args, dict) and "External id" in args:
             ext = args["External id"]
+        corr = None
+        if isinstance(args, dict):
+            c = args.get("correlation")
+            if isinstance(c, int) and not isinstance(c, bool):
+                corr = c  # a JSON integer literal only (5.0 parses as Decimal: not an integer)
         out.append(Ev(i, name, cat, jkey(e.get("pid")), jkey(e.get("tid")), start, dur,
-                      None if ext is None else jkey(ext)))
+                      None if ext is None else jkey(ext), corr))
     return out
 
 
@@ -238,11 +248,9 @@ def read_tokens(summary_file):
     return None
 
 
-def pair_one(path, context=None, context_regex=None, tokens=None, summary=None):
-    evs = complete_events(load_trace(path))
+def select_contexts(evs, context=None, context_regex=None):
+    """The `pair` selection. Returns (label, pred, selected CPU annotations in file order, step_names)."""
     cpu = [e for e in evs if e.cat == "user_annotation"]
-    gpu = [e for e in evs if e.cat == "gpu_user_annotation"]
-
     step_names = {}
     decode_counts = {}
     for e in cpu:
@@ -270,6 +278,30 @@ def pair_one(path, context=None, context_regex=None, tokens=None, summary=None):
             pred = lambda n: False
 
     selected = [e for e in cpu if pred(e.name)]
+    return label, pred, selected, step_names
+
+
+def resolve_tokens(path, tokens, summary):
+    if tokens is None:
+        sp = summary if summary is not None else summary_path(path)
+        if sp is not None:
+            tokens = read_tokens(sp)
+    return tokens
+
+
+GPU_SPAN_MODES = ("auto", "annotation", "correlation")
+
+
+def pair_one(path, context=None, context_regex=None, tokens=None, summary=None, gpu_span="annotation",
+             evs=None):
+    """`pair` for one trace. gpu_span: where a context's GPU span comes from (DEFINITIONS.md,
+    `pair --gpu-span`). The CLI default is auto; the function default (annotation) is the
+    behaviour the pre---gpu-span frozen files were made with."""
+    assert gpu_span in GPU_SPAN_MODES
+    if evs is None:
+        evs = complete_events(load_trace(path))
+    gpu = [e for e in evs if e.cat == "gpu_user_annotation"]
+    label, pred, selected, step_names = select_contexts(evs, context, context_regex)
 
     gpu_by_key = {}
     for g in gpu:
@@ -279,6 +311,7 @@ def pair_one(path, context=None, context_regex=None, tokens=None, summary=None):
 
     cpu_keys = set()
     paired = []  # (cpu event, [gpu events])
+    ann = {}     # cpu idx -> [gpu events] (paired contexts)
     multi = 0
     for c in selected:
         if c.ext_id is None:
@@ -287,20 +320,33 @@ def pair_one(path, context=None, context_regex=None, tokens=None, summary=None):
         gs = gpu_by_key.get((c.name, c.ext_id), [])
         if gs:
             paired.append((c, gs))
+            ann[c.idx] = gs
             if len(gs) > 1:
                 multi += 1
     gpu_unpaired = sum(1 for g in gpu if pred(g.name) and (g.ext_id is None or (g.name, g.ext_id) not in cpu_keys))
 
-    cpu_spans = [c.dur for c, _ in paired]
-    gpu_spans = [max(g.end for g in gs) - min(g.start for g in gs) for _, gs in paired]
+    # measured contexts: (cpu event, GPU span ns, source), in file order of the CPU annotations
+    ledger = gpu_ledger(evs) if gpu_span != "annotation" else None
+    measured = []
+    for c in selected:
+        if gpu_span in ("annotation", "auto") and c.idx in ann:
+            gs = ann[c.idx]
+            measured.append((c, max(g.end for g in gs) - min(g.start for g in gs), "annotation"))
+            continue
+        if gpu_span in ("correlation", "auto"):
+            w = context_work(c, ledger)
+            if w["acts"]:
+                measured.append((c, w["span"], "correlation"))
+    if gpu_span == "annotation":
+        assert [m[0] for m in measured] == [c for c, _ in paired]
+
+    cpu_spans = [c.dur for c, _, _ in measured]
+    gpu_spans = [sp for _, sp, _ in measured]
     cst, gst = stats(cpu_spans), stats(gpu_spans)
 
-    if tokens is None:
-        sp = summary if summary is not None else summary_path(path)
-        if sp is not None:
-            tokens = read_tokens(sp)
-    P = Fraction(tokens, len(paired)) if (tokens is not None and paired) else None
-    per_tok = (Fraction(sum(gpu_spans), 10**6) / tokens) if (tokens and paired) else None
+    tokens = resolve_tokens(path, tokens, summary)
+    P = Fraction(tokens, len(measured)) if (tokens is not None and measured) else None
+    per_tok = (Fraction(sum(gpu_spans), 10**6) / tokens) if (tokens and measured) else None
 
     res = {
         "path": path,
@@ -310,6 +356,11 @@ def pair_one(path, context=None, context_regex=None, tokens=None, summary=None):
         "cpu_unpaired": len(selected) - len(paired),
         "gpu_unpaired": gpu_unpaired,
         "multi_stream_pairs": multi,
+        "measured": len(measured),
+        "gpu_span_sources": {
+            "annotation": sum(1 for m in measured if m[2] == "annotation"),
+            "correlation": sum(1 for m in measured if m[2] == "correlation"),
+        },
         "completion_tokens": tokens,
         "tokens_per_context": fl(P),
         "cpu_span_ms": stats_ms(cst),
@@ -336,7 +387,7 @@ def cmd_pair(a):
     for i, p in enumerate(a.traces):
         tok = a.tokens[i] if a.tokens and i < len(a.tokens) else None
         summ = a.summary[i] if a.summary and i < len(a.summary) else None
-        r, x = pair_one(p, a.context, a.context_regex, tok, summ)
+        r, x = pair_one(p, a.context, a.context_regex, tok, summ, a.gpu_span)
         out.append(r)
         exacts.append(x)
     comp = None
@@ -355,6 +406,450 @@ def cmd_pair(a):
             "cpu_span_median_ratio": fl(ratio(c["cmed"], b["cmed"])),
         }
     return {"traces": out, "comparison": comp}
+
+
+# ---------------------------------------------------------------------------
+# GPU work by launch correlation (kernels, pair --gpu-span) and the GPU timeline
+# ---------------------------------------------------------------------------
+
+LAUNCH_CATS = ("cuda_runtime", "cuda_driver", "Runtime")
+ACT_KIND = {"kernel": "kernel", "Kernel": "kernel", "gpu_memcpy": "memcpy", "Memcpy": "memcpy",
+            "gpu_memset": "memset", "Memset": "memset"}
+GRAPH_PREFIXES = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
+
+
+def act_kind(e):
+    """'kernel' / 'memcpy' / 'memset' for a GPU activity category, else None."""
+    return ACT_KIND.get(e.cat) if isinstance(e.cat, str) else None
+
+
+def is_launch(e):
+    return isinstance(e.cat, str) and e.cat in LAUNCH_CATS and e.corr is not None
+
+
+def gpu_ledger(evs):
+    """Launch calls joined to their GPU activities by correlation.
+
+    acts: launch idx -> its activities (file order); thr: (pid, tid) -> (sorted ts, launch calls sorted
+    by (ts, file order)) for the launch calls with >= 1 activity."""
+    launch_of = {}
+    for e in evs:
+        if is_launch(e):
+            launch_of.setdefault(e.corr, e)  # shared correlation: the first launch call in file order
+    acts = {}
+    for e in evs:
+        if act_kind(e) is not None and e.corr is not None:
+            l = launch_of.get(e.corr)
+            if l is not None:
+                acts.setdefault(l.idx, []).append(e)
+    thr = {}
+    for l in launch_of.values():
+        if l.idx in acts:
+            thr.setdefault((l.pid, l.tid), []).append(l)
+    for k, ls in thr.items():
+        ls.sort(key=lambda l: (l.start, l.idx))
+        thr[k] = ([l.start for l in ls], ls)
+    return {"acts": acts, "thr": thr}
+
+
+def union(iv):
+    """Sorted disjoint union of (start, end) intervals; touching or overlapping ones merge."""
+    out = []
+    for s, e in sorted(iv):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        else:
+            out.append([s, e])
+    return [tuple(x) for x in out]
+
+
+def ulen(iv):
+    return sum(e - s for s, e in union(iv))
+
+
+def median_of(vals):
+    return stats(vals)["median"]
+
+
+def context_work(c, ledger):
+    """The GPU work of context c (a CPU range): launch calls on c's (pid, tid) with c.start <= ts < c.end."""
+    got = ledger["thr"].get((c.pid, c.tid))
+    ls = []
+    if got:
+        starts, launches = got
+        ls = launches[bisect.bisect_left(starts, c.start):bisect.bisect_left(starts, c.end)]
+    pairs = [(a, l) for l in ls for a in ledger["acts"][l.idx]]
+    acts = [a for a, _ in pairs]
+    w = {
+        "launch_calls": ls,
+        "acts": acts,
+        "launches": len(ls),
+        "graph_launches": sum(1 for l in ls if l.name.startswith(GRAPH_PREFIXES)),
+        "kernels": sum(1 for a in acts if act_kind(a) == "kernel"),
+        "memcpys": sum(1 for a in acts if act_kind(a) == "memcpy"),
+        "memsets": sum(1 for a in acts if act_kind(a) == "memset"),
+        "span": None, "busy": None, "idle": None, "latency": None,
+    }
+    if acts:
+        w["span"] = max(a.end for a in acts) - min(a.start for a in acts)
+        w["busy"] = ulen([(a.start, a.end) for a in acts])
+        w["idle"] = w["span"] - w["busy"]
+        w["latency"] = median_of([a.start - l.start for a, l in pairs])
+    return w
+
+
+def context_work_bf(c, evs):
+    """context_work's counts, span, busy and latency straight from the definitions (quadratic; self-test)."""
+    launch_calls = [e for e in evs if is_launch(e)]
+    acts = []
+    ls = []
+    for l in launch_calls:
+        if not (l.pid == c.pid and l.tid == c.tid and c.start <= l.start < c.end):
+            continue
+        first = min((x for x in launch_calls if x.corr == l.corr), key=lambda x: x.idx)
+        if first is not l:
+            continue
+        mine = [a for a in evs if act_kind(a) is not None and a.corr == l.corr]
+        if mine:
+            ls.append(l)
+            acts.extend((a, l) for a in mine)
+    res = {"launches": len(ls),
+           "graph_launches": sum(1 for l in ls if l.name.startswith(GRAPH_PREFIXES)),
+           "kernels": sum(1 for a, _ in acts if act_kind(a) == "kernel"),
+           "memcpys": sum(1 for a, _ in acts if act_kind(a) == "memcpy"),
+           "memsets": sum(1 for a, _ in acts if act_kind(a) == "memset"),
+           "span": None, "busy": None, "latency": None}
+    if acts:
+        res["span"] = max(a.end for a, _ in acts) - min(a.start for a, _ in acts)
+        # busy by elementary segments
+        pts = sorted({x for a, _ in acts for x in (a.start, a.end)})
+        res["busy"] = sum(y - x for x, y in zip(pts, pts[1:])
+                          if any(a.start <= x and y <= a.end for a, _ in acts))
+        res["latency"] = median_of([a.start - l.start for a, l in acts])
+    return res
+
+
+def timeline_sets(evs):
+    """(computation, communication, memcpy) intervals of every GPU activity of the trace."""
+    comp, comm, mcpy = [], [], []
+    for e in evs:
+        k = act_kind(e)
+        if k is None:
+            continue
+        if k == "memcpy":
+            mcpy.append((e.start, e.end))
+        elif "nccl" in e.name:
+            comm.append((e.start, e.end))
+        else:
+            comp.append((e.start, e.end))
+    return comp, comm, mcpy
+
+
+def timeline_exact(comp, comm, mcpy):
+    """Exact-ns timeline by one sweep over elementary segments (independent of TraceLens's merge/subtract)."""
+    alls = comp + comm + mcpy
+    if not alls:
+        return None
+    delta = {}
+    for cat, iv in ((0, comp), (1, comm), (2, mcpy)):
+        for s, e in iv:
+            if e > s:
+                delta.setdefault(s, [0, 0, 0])[cat] += 1
+                delta.setdefault(e, [0, 0, 0])[cat] -= 1
+    busy = compute = xcomm = xmem = 0
+    cnt = [0, 0, 0]
+    xs = sorted(delta)
+    for x, y in zip(xs, xs[1:]):
+        for i in range(3):
+            cnt[i] += delta[x][i]
+        L = y - x
+        if cnt[0] or cnt[1] or cnt[2]:
+            busy += L
+        if cnt[0]:
+            compute += L
+        elif cnt[1]:
+            xcomm += L
+        elif cnt[2]:
+            xmem += L
+    total = max(e for _, e in alls) - min(s for s, _ in alls)
+    r = {"total": total, "busy": busy, "idle": total - busy, "compute": compute,
+         "exposed_comm": xcomm, "exposed_memcpy": xmem}
+    assert r["compute"] + r["exposed_comm"] + r["exposed_memcpy"] + r["idle"] == r["total"]
+    assert busy == ulen(alls) and compute == ulen(comp)
+    return r
+
+
+TIMELINE_KEYS = ("total", "busy", "idle", "compute", "exposed_comm", "exposed_memcpy")
+
+
+def timeline_ms(tl):
+    return {k + "_ms": (None if tl is None else ms(tl[k])) for k in TIMELINE_KEYS}
+
+
+# --- TraceLens GPUEventAnalyser mirror on float µs (a cross-check, not a torchtrace figure) ---
+
+def tl_float_events(path):
+    """GPU activities as TraceLens reads them: json.load floats, t_end = ts + dur in float µs.
+    Same event set as the exact timeline (ph X; dur missing -> 0)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    doc = json.loads(raw.decode("utf-8"))
+    events = doc if isinstance(doc, list) else (doc.get("traceEvents") or [])
+    comp, comm, mcpy = [], [], []
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        cat = e.get("cat")
+        kind = ACT_KIND.get(cat) if isinstance(cat, str) else None
+        ts = e.get("ts")
+        if kind is None or isinstance(ts, bool) or not isinstance(ts, (int, float)):
+            continue
+        dur = e.get("dur")
+        if isinstance(dur, bool) or not isinstance(dur, (int, float)):
+            dur = 0
+        iv = (ts, ts + dur)
+        name = e.get("name") if isinstance(e.get("name"), str) else ""
+        if kind == "memcpy":
+            mcpy.append(iv)
+        elif "nccl" in name:
+            comm.append(iv)
+        else:
+            comp.append(iv)
+    return comp, comm, mcpy
+
+
+def _tl_merge(iv):
+    if not iv:
+        return []
+    iv = sorted(iv, key=lambda x: x[0])
+    out = [iv[0]]
+    for s, e in iv[1:]:
+        ls, le = out[-1]
+        if s <= le:
+            out[-1] = (ls, max(le, e))
+        else:
+            out.append((s, e))
+    return out
+
+
+def _tl_subtract(sub, iv):
+    """iv minus sub (both merged & sorted), TraceLens's two-pointer walk."""
+    res = []
+    j = 0
+    for bs, be in iv:
+        cur = bs
+        while j < len(sub) and sub[j][1] <= bs:
+            j += 1
+        k = j
+        while k < len(sub) and sub[k][0] < be:
+            a0, a1 = sub[k]
+            if a0 > cur:
+                res.append((cur, min(be, a0)))
+            cur = max(cur, a1)
+            if cur >= be:
+                break
+            k += 1
+        if cur < be:
+            res.append((cur, be))
+    return res
+
+
+def timeline_float_us(comp, comm, mcpy):
+    alls = _tl_merge(comp + comm + mcpy)
+    if not alls:
+        return None
+    cu, mu, pu = _tl_merge(comp), _tl_merge(comm), _tl_merge(mcpy)
+    total = alls[-1][1] - alls[0][0]
+    busy = sum(e - s for s, e in alls)
+    return {
+        "total": total,
+        "busy": busy,
+        "idle": total - busy,
+        "compute": sum(e - s for s, e in cu),
+        "exposed_comm": sum(e - s for s, e in _tl_subtract(cu, mu)),
+        "exposed_memcpy": sum(e - s for s, e in _tl_subtract(mu, _tl_subtract(cu, pu))),
+    }
+
+
+def cmd_timeline(a):
+    """Exact-ns timeline vs the TraceLens-style float-µs one, per trace."""
+    out = []
+    for p in a.traces:
+        ex = timeline_exact(*timeline_sets(complete_events(load_trace(p))))
+        fv = timeline_float_us(*tl_float_events(p))
+        row = {"path": p, "exact_ms": timeline_ms(ex),
+               "float_ms": {k + "_ms": (None if fv is None else fv[k] / 1e3) for k in TIMELINE_KEYS}}
+        if ex is not None and fv is not None:
+            diffs = {k + "_ms": abs(float(Fraction(ex[k], 10**6) - Fraction(fv[k]) / 1000)) for k in TIMELINE_KEYS}
+            row["abs_diff_ms"] = diffs
+            row["max_abs_diff_ms"] = max(diffs.values())
+        else:
+            assert ex is None and fv is None
+            row["abs_diff_ms"] = None
+            row["max_abs_diff_ms"] = None
+        out.append(row)
+    return {"traces": out}
+
+
+# --- kernels ---
+
+def stats_c(vals, conv):
+    """Stats with a count, each value through conv; None for an empty set."""
+    st = stats(vals)
+    if st is None:
+        return None
+    d = {"count": len(vals)}
+    d.update({k: conv(v) for k, v in st.items()})
+    return d
+
+
+def ns_str(q):
+    return None if q is None else frac_str(q)
+
+
+def kernels_one(path, context=None, context_regex=None, tokens=None, summary=None, top=10):
+    evs = complete_events(load_trace(path))
+    label, _, selected, _ = select_contexts(evs, context, context_regex)
+    ledger = gpu_ledger(evs)
+    works = [(c, context_work(c, ledger)) for c in selected]
+    busy_ctx = [(c, w) for c, w in works if w["acts"]]
+
+    tokens = resolve_tokens(path, tokens, summary)
+    spans = [w["span"] for _, w in busy_ctx]
+    busys = [w["busy"] for _, w in busy_ctx]
+    nkern = sum(w["kernels"] for _, w in busy_ctx)
+    if tokens:
+        kpt = Fraction(nkern, tokens)
+        span_pt = Fraction(sum(spans), 10**6) / tokens
+        busy_pt = Fraction(sum(busys), 10**6) / tokens
+    else:
+        kpt = span_pt = busy_pt = None
+
+    # top kernels: each kernel activity once
+    seen = {}
+    for _, w in busy_ctx:
+        for a in w["acts"]:
+            if act_kind(a) == "kernel":
+                seen[a.idx] = a
+    by_name = {}
+    for a in seen.values():
+        by_name.setdefault(a.name, []).append(a.dur)
+    sum_busy = sum(busys)
+    rows = []
+    for name, durs in by_name.items():
+        tot = sum(durs)
+        rows.append((-tot, name, {
+            "name": name,
+            "calls": len(durs),
+            "calls_per_context": fl(Fraction(len(durs), len(busy_ctx))),
+            "total_ms": ms(tot),
+            "share_pct": fl(Fraction(tot * 100, sum_busy)) if sum_busy else None,
+            "median_us": fl(median_of(durs) / 1000),
+        }))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    top_rows = [r[2] for r in rows[:top]]
+
+    per_ctx = []
+    for c, w in sorted(works, key=lambda cw: (cw[0].start, cw[0].idx)):
+        per_ctx.append({
+            "start_ns": c.start,
+            "cpu_ns": c.dur,
+            "launches": w["launches"],
+            "graph_launches": w["graph_launches"],
+            "kernels": w["kernels"],
+            "gpu_span_ns": w["span"],
+            "gpu_busy_ns": w["busy"],
+            "launch_latency_ns": ns_str(w["latency"]),
+        })
+
+    res = {
+        "path": path,
+        "context": label,
+        "contexts": len(selected),
+        "contexts_with_gpu_work": len(busy_ctx),
+        "completion_tokens": tokens,
+        "launches": sum(w["launches"] for _, w in works),
+        "graph_launches": sum(w["graph_launches"] for _, w in works),
+        "kernels": sum(w["kernels"] for _, w in works),
+        "memcpys": sum(w["memcpys"] for _, w in works),
+        "memsets": sum(w["memsets"] for _, w in works),
+        "kernels_per_context": stats_c([w["kernels"] for _, w in busy_ctx], fl),
+        "kernels_per_token": fl(kpt),
+        "gpu_span_ms": stats_c(spans, ms),
+        "gpu_busy_ms": stats_c(busys, ms),
+        "gpu_idle_ms": stats_c([w["idle"] for _, w in busy_ctx], ms),
+        "launch_latency_ms": stats_c([w["latency"] for _, w in busy_ctx], ms),
+        "gpu_span_per_token_ms": fl(span_pt),
+        "gpu_busy_per_token_ms": fl(busy_pt),
+        "top_kernels": top_rows,
+        "timeline": timeline_ms(timeline_exact(*timeline_sets(evs))),
+        "per_context": per_ctx,
+    }
+    return res, {"kpt": kpt, "span_pt": span_pt, "busy_pt": busy_pt}
+
+
+def cmd_kernels(a):
+    if len(a.traces) > 2:
+        sys.exit("kernels: at most two traces")
+    out, exacts = [], []
+    for i, p in enumerate(a.traces):
+        tok = a.tokens[i] if a.tokens and i < len(a.tokens) else None
+        summ = a.summary[i] if a.summary and i < len(a.summary) else None
+        r, x = kernels_one(p, a.context, a.context_regex, tok, summ, a.top)
+        out.append(r)
+        exacts.append(x)
+    comp = None
+    if len(out) == 2:
+        b, c = exacts
+        comp = {
+            "baseline": out[0]["path"],
+            "candidate": out[1]["path"],
+            "s_context": fl(ratio(b["span_pt"], c["span_pt"])),
+            "s_context_busy": fl(ratio(b["busy_pt"], c["busy_pt"])),
+            "kernels_per_token_ratio": fl(ratio(c["kpt"], b["kpt"])),
+        }
+    return {"traces": out, "comparison": comp}
+
+
+def cmd_spancheck(a):
+    """Per selected context: annotation GPU span minus correlation GPU span (a cross-check)."""
+    out = []
+    for p in a.traces:
+        evs = complete_events(load_trace(p))
+        _, _, selected, _ = select_contexts(evs, a.context, a.context_regex)
+        gpu = {}
+        for g in evs:
+            if g.cat == "gpu_user_annotation" and g.ext_id is not None:
+                gpu.setdefault((g.name, g.ext_id), []).append(g)
+        ledger = gpu_ledger(evs)
+        diffs = {}
+        only_ann = only_corr = neither = 0
+        start_diffs, end_diffs = {}, {}
+        for c in selected:
+            gs = gpu.get((c.name, c.ext_id), []) if c.ext_id is not None else []
+            w = context_work(c, ledger)
+            if gs and w["acts"]:
+                d = (max(g.end for g in gs) - min(g.start for g in gs)) - w["span"]
+                diffs[d] = diffs.get(d, 0) + 1
+                ds = min(a.start for a in w["acts"]) - min(g.start for g in gs)
+                de = max(g.end for g in gs) - max(a.end for a in w["acts"])
+                start_diffs[ds] = start_diffs.get(ds, 0) + 1
+                end_diffs[de] = end_diffs.get(de, 0) + 1
+            elif gs:
+                only_ann += 1
+            elif w["acts"]:
+                only_corr += 1
+            else:
+                neither += 1
+        out.append({"path": p, "contexts": len(selected),
+                    "annotation_minus_correlation_ns": {str(k): v for k, v in sorted(diffs.items())},
+                    "corr_start_minus_ann_start_ns": {str(k): v for k, v in sorted(start_diffs.items())},
+                    "ann_end_minus_corr_end_ns": {str(k): v for k, v in sorted(end_diffs.items())},
+                    "annotation_only": only_ann, "correlation_only": only_corr, "neither": neither})
+    return {"traces": out}
 
 
 # ---------------------------------------------------------------------------
@@ -773,6 +1268,138 @@ def self_test():
                 assert sw_has_child(x, y, at) == bf_has_child(x, y, at)
             for x in (A, B, evs):
                 assert sw_outermost(x, at) == bf_outermost(x, at)
+    # --- GPU work by launch correlation (kernels, pair --gpu-span) ---
+    def R(name, ts, corr, tid=1, pid=1, cat="cuda_runtime", dur=1.0):
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": pid, "tid": tid,
+                "args": {"correlation": corr}}
+
+    def A(name, ts, dur, corr=None, cat="kernel", stream=7):
+        args = {"stream": stream} if corr is None else {"stream": stream, "correlation": corr}
+        return {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 0, "tid": stream, "args": args}
+
+    STEP = lambda ts, dur, ext: U("step", ts, dur, ext)
+    ledger_doc = [
+        STEP(100.0, 50.0, 1),                                   # S1 [100, 150)
+        STEP(150.0, 20.0, 2),                                   # S2 [150, 170): starts where S1 ends
+        STEP(300.0, 10.0, 3),                                   # S3: no launch -> no GPU work
+        R("cudaLaunchKernel", 100.0, 1),                        # at S1's start: in S1
+        R("cudaGraphLaunch", 120.0, 2),                         # graph replay: 3 kernels, 2 streams
+        R("cudaStreamSynchronize", 125.0, 6),                   # no activity: not a launch
+        R("cudaMemcpyAsync", 149.999, 3),                       # 1 ns before S1's end: in S1
+        R("cudaLaunchKernel", 150.0, 4),                        # at S1's end: out of S1, in S2 (half-open)
+        R("cudaLaunchKernel", 105.0, 5, tid=2),                 # other thread: in no context
+        R("cudaLaunchKernel", 106.0, 10, tid="1"),              # tid "1" != 1: in no context
+        R("cuLaunchKernel", 101.0, 1, cat="cuda_driver"),       # shares correlation 1: the first call owns it
+        R("ncclKernelLaunch", 204.0, 7, tid=3),
+        R("cudaMemcpyAsync", 111.0, 8, tid=3),
+        R("cudaMemcpyAsync", 217.0, 9, tid=3),
+        A("gemm", 110.0, 10.0, 1),                              # S1 kernel [110, 120]
+        A("gemm", 130.0, 10.0, 2, stream=7),                    # graph kernels [130,140] s7,
+        A("gemm", 135.0, 10.0, 2, stream=8),                    #   [135,145] s8,
+        A("norm", 145.0, 5.0, 2, stream=7),                     #   [145,150] s7 touches s8's end: busy 20
+        A("Memcpy HtoD", 151.0, 1.0, 3, cat="gpu_memcpy"),      # S1 memcpy [151, 152]
+        A("act", 155.0, 5.0, 4),                                # S2 kernel, latency 5000 ns
+        A("Memset", 150.001, 0.001, 4, cat="gpu_memset"),       # S2 memset, latency 1 ns -> median 2500.5
+        A("gemm", 106.0, 1.0, 5),                               # other-thread launch
+        A("gemm", 107.0, 0.5, 10),                              # tid "1" launch
+        A("orphan", 200.0, 10.0, 99),                           # correlation without launch: timeline only
+        A("nocorr", 300.5, 0.5),                                # no correlation, inside S3's time: timeline only
+        A("ncclDevKernel_AllReduce", 205.0, 15.0, 7),           # comm [205,220] over compute [200,210]
+        A("Memcpy DtoD", 112.0, 3.0, 8, cat="gpu_memcpy"),      # under compute: not exposed
+        A("Memcpy DtoH", 218.0, 7.0, 9, cat="gpu_memcpy"),      # [218,220] under comm, [220,225] exposed
+        U("step", 109.999, 42.002, 1, "gpu_user_annotation", 0, 7),   # S1's GPU annotation (widened 1 ns)
+    ]
+    evs = _mk(ledger_doc)
+    led = gpu_ledger(evs)
+    ctxs = [e for e in evs if e.cat == "user_annotation"]
+    w1, w2, w3 = (context_work(c, led) for c in ctxs)
+    assert (w1["launches"], w1["graph_launches"], w1["kernels"], w1["memcpys"], w1["memsets"]) == (3, 1, 4, 1, 0), w1
+    assert (w1["span"], w1["busy"], w1["idle"], w1["latency"]) == (42000, 31000, 11000, 10000), w1
+    assert (w2["launches"], w2["kernels"], w2["memsets"], w2["span"], w2["busy"]) == (1, 1, 1, 9999, 5001), w2
+    assert w2["latency"] == Fraction(5001, 2) and frac_str(w2["latency"]) == "2500.5"
+    assert w3["acts"] == [] and w3["span"] is None and w3["launches"] == 0
+    for c in ctxs:
+        w, b = context_work(c, led), context_work_bf(c, evs)
+        assert all(w[k] == b[k] for k in b), (w, b)
+    tl = timeline_exact(*timeline_sets(evs))
+    assert tl == {"total": 195000, "busy": 63001, "idle": 131999, "compute": 47001,
+                  "exposed_comm": 10000, "exposed_memcpy": 6000}, tl
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        p = os.path.join(d, "k.json")
+        with open(p, "w") as f:
+            json.dump({"traceEvents": ledger_doc}, f)
+        r, x = kernels_one(p, context="step", tokens=5)
+        assert (r["contexts"], r["contexts_with_gpu_work"], r["launches"], r["graph_launches"]) == (3, 2, 4, 1), r
+        assert (r["kernels"], r["memcpys"], r["memsets"]) == (5, 1, 1), r
+        assert r["kernels_per_context"] == {"count": 2, "median": 2.5, "mean": 2.5, "p10": 1.3, "p90": 3.7,
+                                            "min": 1.0, "max": 4.0, "sum": 5.0}, r
+        assert r["kernels_per_token"] == 1.0 and x["span_pt"] == Fraction(42000 + 9999, 5 * 10**6)
+        assert r["gpu_busy_ms"]["sum"] == 0.036001 and r["gpu_idle_ms"]["max"] == 0.011
+        assert r["launch_latency_ms"]["median"] == float(Fraction(10000 + Fraction(5001, 2), 2 * 10**6))
+        assert [(k["name"], k["calls"]) for k in r["top_kernels"]] == [("gemm", 3), ("act", 1), ("norm", 1)], r
+        assert r["top_kernels"][0]["share_pct"] == float(Fraction(30000 * 100, 36001))
+        assert r["top_kernels"][0]["calls_per_context"] == 1.5 and r["top_kernels"][0]["median_us"] == 10.0
+        assert r["timeline"]["busy_ms"] == 0.063001 and r["timeline"]["exposed_memcpy_ms"] == 0.006
+        pc = r["per_context"]
+        assert [c["start_ns"] for c in pc] == [100000, 150000, 300000]
+        assert pc[1]["launch_latency_ns"] == "2500.5" and pc[0]["launch_latency_ns"] == "10000"
+        assert pc[2] == {"start_ns": 300000, "cpu_ns": 10000, "launches": 0, "graph_launches": 0, "kernels": 0,
+                         "gpu_span_ns": None, "gpu_busy_ns": None, "launch_latency_ns": None}, pc
+        # nested selected contexts: top kernels count each activity once
+        doc2 = ledger_doc + [U("outer", 100.0, 70.0, 50)]
+        with open(p, "w") as f:
+            json.dump({"traceEvents": doc2}, f)
+        r, _ = kernels_one(p, context_regex="^(step|outer)$", top=1)
+        assert r["kernels"] == 10 and r["contexts_with_gpu_work"] == 3, r
+        assert r["top_kernels"] == [{"name": "gemm", "calls": 3, "calls_per_context": 1.0, "total_ms": 0.03,
+                                     "share_pct": float(Fraction(30000 * 100, 36001 + 36001)),
+                                     "median_us": 10.0}], r["top_kernels"]
+        # zero GPU work: null stats, timeline nulls when the trace has no activity
+        with open(p, "w") as f:
+            json.dump({"traceEvents": [STEP(1.0, 1.0, 1)]}, f)
+        r, _ = kernels_one(p, context="step", tokens=4)
+        assert r["contexts"] == 1 and r["contexts_with_gpu_work"] == 0 and r["gpu_span_ms"] is None
+        assert r["kernels_per_token"] == 0.0 and r["timeline"]["total_ms"] is None and r["top_kernels"] == []
+        # pair --gpu-span
+        with open(p, "w") as f:
+            json.dump({"traceEvents": ledger_doc}, f)
+        ra, _ = pair_one(p, context="step", tokens=6, gpu_span="annotation")
+        assert ra["pairs"] == 1 and ra["measured"] == 1 and ra["gpu_span_sources"] == {"annotation": 1, "correlation": 0}
+        assert ra["gpu_span_ns"]["sum"] == "42002" and ra["tokens_per_context"] == 6.0
+        ru, _ = pair_one(p, context="step", tokens=6, gpu_span="auto")
+        assert ru["measured"] == 2 and ru["gpu_span_sources"] == {"annotation": 1, "correlation": 1}, ru
+        assert ru["gpu_span_ns"]["sum"] == str(42002 + 9999) and ru["tokens_per_context"] == 3.0
+        assert ru["cpu_span_ns"]["sum"] == "70000" and ru["pairs"] == 1 and ru["cpu_unpaired"] == 2
+        rc, _ = pair_one(p, context="step", tokens=6, gpu_span="correlation")
+        assert rc["measured"] == 2 and rc["gpu_span_sources"] == {"annotation": 0, "correlation": 2}, rc
+        assert rc["gpu_span_ns"]["sum"] == str(42000 + 9999)
+        assert rc["gpu_span_per_token_ms"] == float(Fraction(42000 + 9999, 6 * 10**6))
+
+    # random: ledger vs the definitions literally; timeline sweep vs TraceLens-style merge/subtract
+    for _ in range(300):
+        raw = []
+        for i in range(rnd.randint(0, 4)):
+            s = rnd.randint(0, 40)
+            raw.append(U("c", s, rnd.choice([0, 1, 5, 10, 30]), i))
+        for _ in range(rnd.randint(0, 12)):
+            raw.append(R(rnd.choice(["cudaLaunchKernel", "cudaGraphLaunch", "hipGraphLaunch", "cudaMemcpyAsync"]),
+                         rnd.randint(0, 45), rnd.randint(0, 8), tid=rnd.choice([1, 1, 2]),
+                         cat=rnd.choice(["cuda_runtime", "cuda_driver", "Runtime"])))
+        for _ in range(rnd.randint(0, 20)):
+            raw.append(A(rnd.choice(["k", "nccl_x", "m"]), rnd.randint(0, 60), rnd.choice([0, 1, 2, 5, 9]),
+                         rnd.choice([None, 0, 1, 2, 3, 4, 5, 6, 7, 8, 9]),
+                         cat=rnd.choice(["kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"]),
+                         stream=rnd.choice([7, 8])))
+        evs = _mk(raw)
+        led = gpu_ledger(evs)
+        for c in (e for e in evs if e.cat == "user_annotation"):
+            w, b = context_work(c, led), context_work_bf(c, evs)
+            assert all(w[k] == b[k] for k in b), (raw, w, b)
+        sets = timeline_sets(evs)
+        ex = timeline_exact(*sets)
+        # the float mirror on integer ns is exact: same figures
+        assert ex == timeline_float_us(*sets), (raw, ex, timeline_float_us(*sets))
     print("self-test OK")
 
 
@@ -789,6 +1416,7 @@ def main(argv=None):
     g.add_argument("--context-regex")
     pp.add_argument("--tokens", type=int, action="append", help="completion tokens, one per trace in order")
     pp.add_argument("--summary", action="append", help="run summary file, one per trace in order")
+    pp.add_argument("--gpu-span", choices=GPU_SPAN_MODES, default="auto")
     hp = sub.add_parser("hierarchy")
     hp.add_argument("traces", nargs="+")
     hp.add_argument("--chain", action="append")
@@ -797,6 +1425,21 @@ def main(argv=None):
     hp.add_argument("--no-check", action="store_true", help="skip the brute-force cross-check")
     op = sub.add_parser("overlaps")
     op.add_argument("traces", nargs="+")
+    kp = sub.add_parser("kernels")
+    kp.add_argument("traces", nargs="+")
+    g = kp.add_mutually_exclusive_group()
+    g.add_argument("--context")
+    g.add_argument("--context-regex")
+    kp.add_argument("--tokens", type=int, action="append", help="completion tokens, one per trace in order")
+    kp.add_argument("--summary", action="append", help="run summary file, one per trace in order")
+    kp.add_argument("--top", type=int, default=10)
+    tp = sub.add_parser("timeline")
+    tp.add_argument("traces", nargs="+")
+    sp = sub.add_parser("spancheck")
+    sp.add_argument("traces", nargs="+")
+    g = sp.add_mutually_exclusive_group()
+    g.add_argument("--context")
+    g.add_argument("--context-regex")
     a = ap.parse_args(argv)
     if a.self_test:
         self_test()
@@ -807,6 +1450,12 @@ def main(argv=None):
         res = cmd_hierarchy(a)
     elif a.cmd == "overlaps":
         res = cmd_overlaps(a)
+    elif a.cmd == "kernels":
+        res = cmd_kernels(a)
+    elif a.cmd == "timeline":
+        res = cmd_timeline(a)
+    elif a.cmd == "spancheck":
+        res = cmd_spancheck(a)
     else:
         ap.error("a subcommand or --self-test is required")
     json.dump(res, sys.stdout, indent=2, ensure_ascii=False)

@@ -313,7 +313,12 @@ fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs
     let gpu_exact = ExactSummary::of(&gpu);
     let contexts_n = rows.len() as u64;
     let pairs = rows.iter().filter(|r| r.gpu_annotations > 0).count() as u64;
-    let from = |src: &str| measured.iter().filter(|r| r.gpu_source == Some(src)).count() as u64;
+    let from = |src: &str| {
+        measured
+            .iter()
+            .filter(|r| r.gpu_source == Some(src))
+            .count() as u64
+    };
     let gpu_span_sources = SpanSources {
         annotation: from("annotation"),
         correlation: from("correlation"),

@@ -138,7 +138,11 @@ fn prefilters_change_nothing() {
     let opts = HierarchyOptions::new(&[], &[], false, 5, Selector::Auto).unwrap();
     for path in traces() {
         let label = path.display().to_string();
-        let plan = || Plan::new(Selector::Auto).with(PairSpec::default()).with(opts.clone());
+        let plan = || {
+            Plan::new(Selector::Auto)
+                .with(PairSpec::default())
+                .with(opts.clone())
+        };
         let fast = analyze_path(&path, Arc::default(), &plan());
         let plain = analyze_path(&path, Arc::default(), &plan().with(AdmitAll));
         assert_eq!(figures(&fast), figures(&plain), "{label}");

@@ -7,6 +7,7 @@
 
 pub mod batch;
 pub mod hierarchy;
+pub mod kernels;
 pub mod pair;
 pub mod plot;
 
@@ -47,6 +48,7 @@ pub struct GlobalArgs {
 pub enum Command {
     Pair(pair::PairArgs),
     Hierarchy(hierarchy::HierarchyArgs),
+    Kernels(kernels::KernelsArgs),
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
 }
@@ -109,6 +111,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Plot(a) => plot::run(a, &cli.global),
         Command::Batch(a) => batch::run(a, &cli.global),
         Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
+        Command::Kernels(a) => kernels::run(a, &cli.global),
     }
 }
 

@@ -104,7 +104,9 @@ mod tests {
         // Pseudo-random lists, checked point by point.
         let mut x: u64 = 7;
         let mut next = |m: i64| {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((x >> 33) as i64) % m
         };
         for _ in 0..200 {
@@ -123,7 +125,11 @@ mod tests {
             let d = subtract(&a, &b);
             let inside = |l: &[Iv], p: i64| l.iter().any(|(s, e)| s.0 <= p && p < e.0);
             for p in -1..60 {
-                assert_eq!(inside(&d, p), inside(&b, p) && !inside(&a, p), "{a:?} {b:?}");
+                assert_eq!(
+                    inside(&d, p),
+                    inside(&b, p) && !inside(&a, p),
+                    "{a:?} {b:?}"
+                );
             }
         }
     }

@@ -167,8 +167,7 @@ impl Work {
 
     /// Last end − first start, exact.
     pub fn span(&self) -> Option<i128> {
-        self.extent
-            .map(|(s, e)| i128::from(e.0) - i128::from(s.0))
+        self.extent.map(|(s, e)| i128::from(e.0) - i128::from(s.0))
     }
 }
 
@@ -219,7 +218,9 @@ impl Ledger {
     /// The lane id of (pid, tid) written as [`crate::model::ThreadPart`]'s
     /// `Display` does, if any launch call ran there.
     pub fn lane_of(&self, pid: &str, tid: &str) -> Option<u32> {
-        self.lane_ids.get(&(pid.to_string(), tid.to_string())).copied()
+        self.lane_ids
+            .get(&(pid.to_string(), tid.to_string()))
+            .copied()
     }
 
     /// The lane id of a [`Lane`].
@@ -251,11 +252,12 @@ impl Ledger {
         let hi = calls.partition_point(|l| l.ts < end);
         let mut ivs: Vec<Iv> = Vec::new();
         let mut latencies: Vec<i64> = Vec::new();
-        for k in lo..hi.max(lo) {
-            if !self.owner[range.start + k] {
-                continue;
-            }
-            let l = &calls[k];
+        let owners = &self.owner[range.clone()];
+        for (l, _) in calls[lo..hi.max(lo)]
+            .iter()
+            .zip(&owners[lo..hi.max(lo)])
+            .filter(|(_, &own)| own)
+        {
             let acts = self.activities_of(l.corr);
             if acts.is_empty() {
                 continue;

@@ -12,6 +12,7 @@
 pub mod intervals;
 pub mod ledger;
 pub mod timeline;
+pub mod view;
 
 use crate::analysis::{Analysis, Finished, Spec, TraceResult};
 use crate::model::Ns;
@@ -151,10 +152,7 @@ fn summarize(trace: &Finished<'_>, ledger: &Ledger, top: usize) -> TraceKernels 
         .contexts
         .iter(steps)
         .map(|c| {
-            let lane = ledger.lane_of(
-                steps.names.resolve(c.lane.0),
-                steps.names.resolve(c.lane.1),
-            );
+            let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
             ledger.work(lane, c.start, c.end())
         })
         .collect();
@@ -185,7 +183,10 @@ fn row(start: Ns, dur: Ns, w: &Work) -> KernelRow {
         memcpys: w.memcpys,
         memsets: w.memsets,
         gpu_span_ns: w.span().and_then(|s| i64::try_from(s).ok()),
-        gpu_busy_ns: w.has_gpu_work().then(|| i64::try_from(w.busy).ok()).flatten(),
+        gpu_busy_ns: w
+            .has_gpu_work()
+            .then(|| i64::try_from(w.busy).ok())
+            .flatten(),
         launch_latency_ns: w.latency_median.map(Exact::ns),
     }
 }
@@ -267,7 +268,13 @@ fn exact_summary_ms(values: &[Exact]) -> Summary {
     let Some(s) = ExactSummary::of(&halves) else {
         return Summary::default();
     };
-    let half = |e: Exact| Exact { num: e.num, den: e.den * 2 }.ms();
+    let half = |e: Exact| {
+        Exact {
+            num: e.num,
+            den: e.den * 2,
+        }
+        .ms()
+    };
     Summary {
         count: s.count,
         median: Some(half(s.median)),
@@ -345,8 +352,7 @@ impl TraceKernels {
         self.completion_tokens = tokens;
         self.tokens_source = source;
         let t = tokens.filter(|&t| t > 0).map(i128::from);
-        let any = self.contexts_with_gpu_work > 0;
-        let per = |num: i128| t.filter(|_| any).map(|den| Exact { num, den });
+        let per = |num: i128| t.map(|den| Exact { num, den });
         self.kernels_per_token = per(i128::from(self.sums.kernels)).map(Exact::ns);
         self.gpu_span_per_token_ms = per(self.sums.span_ns).map(Exact::ms);
         self.gpu_busy_per_token_ms = per(self.sums.busy_ns).map(Exact::ms);
@@ -354,7 +360,7 @@ impl TraceKernels {
 
     fn per_token(&self, num: i128) -> Option<Exact> {
         let t = self.completion_tokens.filter(|&t| t > 0)?;
-        (self.contexts_with_gpu_work > 0).then_some(Exact {
+        Some(Exact {
             num,
             den: i128::from(t),
         })

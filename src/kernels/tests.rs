@@ -22,7 +22,14 @@ fn x(cat: &str, name: &str, tid: i64, ts: &str, dur: &str, args: &str) -> String
 }
 
 fn launch(name: &str, tid: i64, ts: &str, corr: i64) -> String {
-    x("cuda_runtime", name, tid, ts, "0.5", &format!("\"correlation\":{corr}"))
+    x(
+        "cuda_runtime",
+        name,
+        tid,
+        ts,
+        "0.5",
+        &format!("\"correlation\":{corr}"),
+    )
 }
 
 fn act(cat: &str, name: &str, ts: &str, dur: &str, corr: Option<i64>) -> String {
@@ -76,7 +83,11 @@ fn the_drawing_per_context() {
     assert_eq!(k.rows[1].gpu_span_ns, None);
     assert_eq!(k.gpu_idle_ms.median, Some(0.004));
     assert_eq!(k.kernels_per_context.median, Some(3.0));
-    assert!(k.notes[0].starts_with("1 of 2 step contexts"), "{:?}", k.notes);
+    assert!(
+        k.notes[0].starts_with("1 of 2 step contexts"),
+        "{:?}",
+        k.notes
+    );
 }
 
 #[test]

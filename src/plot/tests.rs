@@ -26,7 +26,8 @@ fn trace(label: &str, mode: &str, workload: &str, n: usize, gpu_us: i64, tokens:
         }
     }
     let doc = format!("{{\"traceEvents\": [{}]}}", evs.join(","));
-    let plan = crate::analysis::Plan::new(crate::pair::Selector::Auto).with(crate::pair::PairSpec::default());
+    let plan = crate::analysis::Plan::new(crate::pair::Selector::Auto)
+        .with(crate::pair::PairSpec::default());
     let res = crate::analysis::analyze_reader(
         &format!("{label}.pt.trace.json.gz"),
         doc.as_bytes(),

@@ -1,0 +1,353 @@
+//! The tables of `torchtrace kernels`: one column list of per-trace
+//! figures (for the side-by-side table and the one-row-per-trace CSV), the
+//! timeline, the top kernels, the comparison and the per-context rows.
+
+use super::{Comparison, TraceKernels};
+use crate::model::Ns;
+use crate::report::{Cell, Table};
+use crate::stats::Summary;
+use serde::Serialize;
+
+/// The document `kernels` prints (`-f json`).
+#[derive(Debug, Serialize)]
+pub struct KernelsReport {
+    pub traces: Vec<TraceKernels>,
+    pub comparison: Option<Comparison>,
+}
+
+/// A figure of a trace: machine key, human label, cell.
+pub struct Figure {
+    pub key: String,
+    pub label: String,
+    pub cell: Box<dyn Fn(&TraceKernels) -> Cell>,
+}
+
+fn fig(key: &str, label: &str, cell: impl Fn(&TraceKernels) -> Cell + 'static) -> Figure {
+    Figure {
+        key: key.into(),
+        label: label.into(),
+        cell: Box::new(cell),
+    }
+}
+
+/// The statistics of one per-context figure, as columns `<key>_<stat>`.
+fn stats(key: &str, label: &str, unit: &str, get: fn(&TraceKernels) -> &Summary) -> Vec<Figure> {
+    Summary::FIELDS
+        .iter()
+        .map(|&(stat, g)| {
+            fig(
+                &format!("{key}_{stat}{unit}"),
+                &format!("{label} {stat}"),
+                move |t| Cell::opt_f(g(get(t)), 3),
+            )
+        })
+        .collect()
+}
+
+/// Every per-trace figure, in table order.
+pub fn figures() -> Vec<Figure> {
+    let mut v = vec![
+        fig("context", "context", |t| Cell::text(t.context.clone())),
+        fig("contexts", "contexts", |t| t.contexts.into()),
+        fig("contexts_with_gpu_work", "contexts with GPU work", |t| {
+            t.contexts_with_gpu_work.into()
+        }),
+        fig("completion_tokens", "completion tokens", |t| {
+            Cell::opt_i(t.completion_tokens)
+        }),
+        fig("launches", "launches", |t| t.launches.into()),
+        fig("graph_launches", "graph launches", |t| {
+            t.graph_launches.into()
+        }),
+        fig("kernels", "kernels", |t| t.kernels.into()),
+        fig("memcpys", "memcpys", |t| t.memcpys.into()),
+        fig("memsets", "memsets", |t| t.memsets.into()),
+    ];
+    v.extend(stats(
+        "kernels_per_context",
+        "kernels per context",
+        "",
+        |t| &t.kernels_per_context,
+    ));
+    v.push(fig("kernels_per_token", "kernels per token", |t| {
+        Cell::opt_f(t.kernels_per_token, 2)
+    }));
+    v.extend(stats("gpu_span", "GPU span (ms)", "_ms", |t| {
+        &t.gpu_span_ms
+    }));
+    v.extend(stats("gpu_busy", "GPU busy (ms)", "_ms", |t| {
+        &t.gpu_busy_ms
+    }));
+    v.extend(stats("gpu_idle", "GPU idle (ms)", "_ms", |t| {
+        &t.gpu_idle_ms
+    }));
+    v.extend(stats("launch_latency", "launch latency (ms)", "_ms", |t| {
+        &t.launch_latency_ms
+    }));
+    v.push(fig(
+        "gpu_span_per_token_ms",
+        "GPU span per token (ms)",
+        |t| Cell::opt_f(t.gpu_span_per_token_ms, 4),
+    ));
+    v.push(fig(
+        "gpu_busy_per_token_ms",
+        "GPU busy per token (ms)",
+        |t| Cell::opt_f(t.gpu_busy_per_token_ms, 4),
+    ));
+    v
+}
+
+/// The figures shown in the terminal table (the CSV has every one).
+fn shown(key: &str) -> bool {
+    let stat = ["_mean", "_p10", "_min", "_max", "_sum"];
+    !(stat.iter().any(|s| key.contains(s)) || key.ends_with("_p90") && key.starts_with("kernels"))
+}
+
+/// Side-by-side tables for people: figures, timeline, top kernels,
+/// comparison and (optionally) per-context rows.
+pub fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> Vec<Table> {
+    let mut heads = vec!["figure".to_string()];
+    heads.extend(labels.iter().cloned());
+    let mut t = Table {
+        title: "GPU work of the step contexts (launch → activity correlation)".into(),
+        headers: heads.clone(),
+        ..Default::default()
+    };
+    for f in figures().into_iter().filter(|f| shown(&f.key)) {
+        let mut row = vec![Cell::text(f.label.clone())];
+        row.extend(r.traces.iter().map(|x| (f.cell)(x)));
+        t.row(row);
+    }
+    for (x, label) in r.traces.iter().zip(labels) {
+        if !x.complete {
+            t.notes.push(format!(
+                "{label}: INCOMPLETE — {}",
+                x.error.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    let mut tables = vec![t, timeline_table(r, &heads)];
+    tables.push(top_table(r, labels));
+    if let Some(c) = &r.comparison {
+        tables.push(comparison_table(c, labels));
+    }
+    if per_context {
+        tables.push(per_context_table(r, labels));
+    }
+    tables
+}
+
+fn timeline_table(r: &KernelsReport, heads: &[String]) -> Table {
+    let mut t = Table {
+        title: "Whole-trace GPU timeline (TraceLens definitions)".into(),
+        headers: heads.to_vec(),
+        ..Default::default()
+    };
+    type Get = fn(&super::Timeline) -> Option<f64>;
+    let rows: [(&str, Get); 6] = [
+        ("total (ms)", |t| t.total_ms),
+        ("busy (ms)", |t| t.busy_ms),
+        ("idle (ms)", |t| t.idle_ms),
+        ("compute (ms)", |t| t.compute_ms),
+        ("exposed communication (ms)", |t| t.exposed_comm_ms),
+        ("exposed memcpy (ms)", |t| t.exposed_memcpy_ms),
+    ];
+    for (label, get) in rows {
+        let mut row = vec![Cell::text(label)];
+        row.extend(r.traces.iter().map(|x| Cell::opt_f(get(&x.timeline), 3)));
+        t.row(row);
+    }
+    t
+}
+
+fn top_table(r: &KernelsReport, labels: &[String]) -> Table {
+    let mut t = Table::new(
+        "Top kernels in the step contexts (by total time)",
+        &[
+            "trace",
+            "kernel",
+            "calls",
+            "calls/context",
+            "total (ms)",
+            "share of busy (%)",
+            "median (µs)",
+        ],
+    );
+    for (x, label) in r.traces.iter().zip(labels) {
+        for k in &x.top_kernels {
+            t.row(vec![
+                label.clone().into(),
+                ellipsize(&k.name, 60).into(),
+                k.calls.into(),
+                Cell::opt_f(k.calls_per_context, 2),
+                Cell::Float(k.total_ms, 3),
+                Cell::opt_f(k.share_pct, 1),
+                Cell::Float(k.median_us, 3),
+            ]);
+        }
+    }
+    t
+}
+
+fn comparison_table(c: &Comparison, labels: &[String]) -> Table {
+    let mut t = Table::new(
+        format!(
+            "Comparison: {} (baseline) vs {} (candidate)",
+            labels[0], labels[1]
+        ),
+        &["figure", "value"],
+    );
+    t.row(vec![
+        "S_context (GPU span per token)".into(),
+        Cell::opt_f(c.s_context, 3),
+    ]);
+    t.row(vec![
+        "S_context (GPU busy per token)".into(),
+        Cell::opt_f(c.s_context_busy, 3),
+    ]);
+    t.row(vec![
+        "kernels per token ratio".into(),
+        Cell::opt_f(c.kernels_per_token_ratio, 3),
+    ]);
+    t
+}
+
+fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
+    let mut t = Table::new(
+        "Per context",
+        &[
+            "trace",
+            "start_us",
+            "cpu_ms",
+            "launches",
+            "graph_launches",
+            "kernels",
+            "gpu_span_ms",
+            "gpu_busy_ms",
+            "launch_latency_us",
+        ],
+    );
+    let ms = |v: Option<i64>| Cell::opt_f(v.map(|n| n as f64 / 1e6), 3);
+    for (x, label) in r.traces.iter().zip(labels) {
+        for row in &x.rows {
+            t.row(vec![
+                label.clone().into(),
+                Ns(row.start_ns).to_string().into(),
+                Cell::Float(row.cpu_ns as f64 / 1e6, 3),
+                row.launches.into(),
+                row.graph_launches.into(),
+                row.kernels.into(),
+                ms(row.gpu_span_ns),
+                ms(row.gpu_busy_ns),
+                Cell::opt_f(row.launch_latency_ns.map(|n| n / 1e3), 3),
+            ]);
+        }
+    }
+    t
+}
+
+/// Machine tables: one row per trace with every figure and the timeline;
+/// the top kernels (names whole); the comparison.
+pub fn csv_tables(r: &KernelsReport) -> Vec<Table> {
+    let figs = figures();
+    let tl = [
+        "timeline_total_ms",
+        "timeline_busy_ms",
+        "timeline_idle_ms",
+        "timeline_compute_ms",
+        "timeline_exposed_comm_ms",
+        "timeline_exposed_memcpy_ms",
+    ];
+    let mut heads: Vec<&str> = vec!["path"];
+    heads.extend(figs.iter().map(|f| f.key.as_str()));
+    heads.extend(tl);
+    heads.push("complete");
+    let mut t = Table::new("kernels", &heads);
+    for x in &r.traces {
+        let mut row: Vec<Cell> = vec![x.path.clone().into()];
+        row.extend(figs.iter().map(|f| (f.cell)(x)));
+        let l = &x.timeline;
+        for v in [
+            l.total_ms,
+            l.busy_ms,
+            l.idle_ms,
+            l.compute_ms,
+            l.exposed_comm_ms,
+            l.exposed_memcpy_ms,
+        ] {
+            row.push(Cell::opt_f(v, 6));
+        }
+        row.push(x.complete.to_string().into());
+        t.row(row);
+    }
+    let mut top = Table::new(
+        "top_kernels",
+        &[
+            "path",
+            "name",
+            "calls",
+            "calls_per_context",
+            "total_ms",
+            "share_pct",
+            "median_us",
+        ],
+    );
+    for x in &r.traces {
+        for k in &x.top_kernels {
+            top.row(vec![
+                x.path.clone().into(),
+                k.name.clone().into(),
+                k.calls.into(),
+                Cell::opt_f(k.calls_per_context, 4),
+                Cell::Float(k.total_ms, 6),
+                Cell::opt_f(k.share_pct, 3),
+                Cell::Float(k.median_us, 3),
+            ]);
+        }
+    }
+    let mut tables = vec![t, top];
+    if let Some(c) = &r.comparison {
+        let mut ct = Table::new(
+            "comparison",
+            &[
+                "baseline",
+                "candidate",
+                "s_context",
+                "s_context_busy",
+                "kernels_per_token_ratio",
+            ],
+        );
+        ct.row(vec![
+            c.baseline.clone().into(),
+            c.candidate.clone().into(),
+            Cell::opt_f(c.s_context, 6),
+            Cell::opt_f(c.s_context_busy, 6),
+            Cell::opt_f(c.kernels_per_token_ratio, 6),
+        ]);
+        tables.push(ct);
+    }
+    tables
+}
+
+/// The JSON document with `per_context` rows in each trace.
+pub fn json_with_rows(r: &KernelsReport) -> serde_json::Value {
+    let mut v = serde_json::to_value(r).unwrap_or_default();
+    if let Some(arr) = v.get_mut("traces").and_then(|t| t.as_array_mut()) {
+        for (j, t) in arr.iter_mut().zip(&r.traces) {
+            j["per_context"] = serde_json::to_value(&t.rows).unwrap_or_default();
+        }
+    }
+    v
+}
+
+/// Shortens in the middle: `head…tail`, `max` characters at most.
+fn ellipsize(s: &str, max: usize) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    if chars.len() <= max {
+        return s.to_string();
+    }
+    let keep = (max - 1) / 2;
+    let head: String = chars[..keep].iter().collect();
+    let tail: String = chars[chars.len() - keep..].iter().collect();
+    format!("{head}…{tail}")
+}

@@ -6,6 +6,11 @@ use super::theme::{class_color, Theme};
 use super::{PlotInput, PlotTrace};
 use crate::pair::Comparison;
 use crate::runinfo::Mode;
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::{Cartesian2d, ChartContext};
+
+/// A chart with two float axes, as most panels are.
+pub type Chart2d<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
 
 /// Traces of one workload (or one pair), drawn side by side.
 #[derive(Debug, Clone)]

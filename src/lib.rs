@@ -2,9 +2,11 @@
 //! Chrome-trace JSON, starting with the worker traces vLLM writes.
 //!
 //! Data flows `trace` (open, inflate, stream events) → `model` (exact
-//! integer times, interned names) → analyses (`pair`, `hierarchy`) →
-//! `stats` → `report` (table, JSON, CSV, Markdown) and `plot`; `batch`
-//! runs it all over directories and archives.
+//! integer times, interned names) → the analyses of a [`Plan`] (`pair`,
+//! `hierarchy`, fed by one read in [`analysis`]) → `stats` → `views` (each
+//! analysis's columns and tables) → `report` (table, JSON, CSV, Markdown)
+//! and `plot`; `runinfo` says which run a trace belongs to; `batch` runs it
+//! all over directories and archives. The command line is the binary's.
 //!
 //! Library users start at the crate root: build a [`Plan`] of analyses,
 //! run it over a trace with [`analyze_path`] (or [`analyze_reader`]), and

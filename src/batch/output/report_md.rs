@@ -98,8 +98,9 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
          max(end) − min(start) over the `gpu_user_annotation`s with the same name and External id.\n\
          - P (tokens per context) = completion tokens / paired contexts; GPU span per token = Σ GPU spans / completion tokens.\n\
          - S_context = GPU span per token (AR) / GPU span per token (MTP); context reduction = (1 − P_AR / P_MTP) × 100 %.\n\
-         - Completion tokens, mode and workload come from each trace's run summary (`X.summary.json`), else the step \
-         name (`generation_1(1)` → AR, `generation_1(k+1)` → MTP), else `--manifest`; see docs/DEFINITIONS.md.\n\n",
+         - Completion tokens, mode and workload come from each trace's run summary (`X.summary.json`), else \
+         `--manifest`, else the step name (`generation_1(1)` → AR, `generation_1(k+1)` → MTP) for the mode and the \
+         directory name for the workload; see docs/DEFINITIONS.md.\n\n",
     );
     s.push_str("## ");
     s.push_str(

@@ -14,6 +14,9 @@
 #        inflate       target/release/examples/inflate FILE       (flate2/zlib-rs, one thread, to a sink)
 #        pair          torchtrace pair -q FILE
 #        hierarchy     torchtrace hierarchy -q FILE               (when the subcommand exists)
+#        kernels       torchtrace kernels -q FILE                 (launch correlation: parses every
+#                      launch call and GPU activity)
+#        pair_annot    torchtrace pair --gpu-span annotation FILE (auto mode must cost the same)
 #        python        python3 bench/py_pair.py FILE              (json.load + pairing loop; PY_RUNS runs)
 #      with peak RSS from /usr/bin/time -v;
 #   4. prints a table: median wall s (min–max), MB/s of uncompressed bytes,
@@ -91,6 +94,14 @@ CMDS=("zcat '$FILE' > /dev/null" "target/release/examples/inflate '$FILE' > /dev
 if "$TT" hierarchy --help > /dev/null 2>&1; then
     NAMES+=(hierarchy)
     CMDS+=("$TT -q hierarchy '$FILE' > /dev/null")
+fi
+if "$TT" kernels --help > /dev/null 2>&1; then
+    NAMES+=(kernels)
+    CMDS+=("$TT -q kernels '$FILE' > /dev/null")
+    # pair on a trace whose contexts all have GPU annotations: auto mode
+    # reads once, without the ledger (must match plain pair).
+    NAMES+=(pair_annot)
+    CMDS+=("$TT -q pair --gpu-span annotation '$FILE' > /dev/null")
 fi
 if ((PY_RUNS > 0)); then
     NAMES+=(python)

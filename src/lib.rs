@@ -2,25 +2,38 @@
 //! Chrome-trace JSON, starting with the worker traces vLLM writes.
 //!
 //! Data flows `trace` (open, inflate, stream events) → `model` (exact
-//! integer times, interned names) → analyses (`pair`, `hierarchy`) →
-//! `stats` → `report` (table, JSON, CSV, Markdown) and `plot`; `batch`
-//! runs it all over directories and archives.
+//! integer times, interned names) → the analyses of a [`Plan`] (`pair`,
+//! `hierarchy`, fed by one read in [`analysis`]) → `stats` → `views` (each
+//! analysis's columns and tables) → `report` (table, JSON, CSV, Markdown)
+//! and `plot`; `runinfo` says which run a trace belongs to; `batch` runs it
+//! all over directories and archives. The command line is the binary's.
 //!
-//! Pairing the step annotations of a trace, as `torchtrace pair` does:
+//! Library users start at the crate root: build a [`Plan`] of analyses,
+//! run it over a trace with [`analyze_path`] (or [`analyze_reader`]), and
+//! read the figures off the [`TraceResult`]; the views turn them into
+//! tables ([`PairReport`], [`HierarchyReport`]) in any [`Format`].
+//! `docs/ARCHITECTURE.md` shows the data flow.
 //!
 //! ```
 //! use std::path::Path;
-//! use torchtrace::analysis::{analyze_path, Plan};
-//! use torchtrace::pair::{PairSpec, Selector};
+//! use torchtrace::{analyze_path, Format, HierarchyOptions, PairReport, PairSpec, Plan, Selector};
 //!
 //! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
 //! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
-//! let plan = Plan::new(every_annotation).with(PairSpec::default());
+//! let chains = HierarchyOptions::new(&[], &[], false, 5, every_annotation.clone()).unwrap();
+//! // One read of the trace feeds both analyses.
+//! let plan = Plan::new(every_annotation).with(PairSpec::default()).with(chains);
 //! let result = analyze_path(trace, Default::default(), &plan);
 //! assert!(result.contexts.problem.is_none());
 //! let figures = result.pairs.unwrap();
 //! assert_eq!((figures.contexts, figures.pairs), (10, 10));
 //! assert_eq!(figures.gpu_span_ms.median, Some(0.0635));
+//! assert!(result.hierarchy.is_some());
+//!
+//! // The same tables `torchtrace pair -f csv` prints.
+//! let mut csv = Vec::new();
+//! PairReport::new(vec![figures]).write(&mut csv, Format::Csv, false).unwrap();
+//! assert!(String::from_utf8(csv).unwrap().starts_with("path,context,contexts,pairs"));
 //! ```
 //!
 //! Times are exact integer nanoseconds read from the JSON text:
@@ -32,7 +45,6 @@
 
 pub mod analysis;
 pub mod batch;
-pub mod cli;
 pub mod contexts;
 pub mod hierarchy;
 pub mod kernels;
@@ -41,7 +53,20 @@ pub mod pair;
 pub mod plot;
 pub mod progress;
 pub mod report;
+pub mod runinfo;
 pub mod stats;
 pub mod steps;
 pub mod summary;
 pub mod trace;
+pub mod views;
+
+pub use analysis::{analyze_file, analyze_path, analyze_reader, Analysis, Plan, Spec, TraceResult};
+pub use batch::{run_batch, BatchOptions, BatchResult, Manifest};
+pub use contexts::Selector;
+pub use hierarchy::{HierarchyOptions, TraceHierarchy};
+pub use pair::{PairSpec, TracePairs};
+pub use plot::{ImageFormat, PlotInput};
+pub use report::{Format, Table};
+pub use runinfo::{Mode, RunInfo};
+pub use views::hierarchy::HierarchyReport;
+pub use views::pair::PairReport;

@@ -1,9 +1,12 @@
 //! The `torchtrace` binary: parse arguments, run, map the outcome to an
-//! exit status. This is the only place that prints fatal errors.
+//! exit status. This is the only place that prints fatal errors. The
+//! command line (`cli/`) is private to the binary: the library has no clap.
+
+mod cli;
 
 use clap::Parser;
+use cli::{run, Cli};
 use std::process::ExitCode;
-use torchtrace::cli::{run, Cli};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();

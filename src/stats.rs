@@ -164,6 +164,48 @@ pub fn percentile_sorted(v: &[i64], pct: u32) -> Exact {
     }
 }
 
+// Box plots of the figures: quantiles of float values (ms).
+/// Linear-interpolation quantile of sorted values (numpy's default, as
+/// [`percentile_sorted`] on integers); the 0.5 quantile is the median `pair` reports.
+pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = q * (sorted.len() - 1) as f64;
+    let lo = rank.floor() as usize;
+    let hi = rank.ceil() as usize;
+    let frac = rank - lo as f64;
+    Some(sorted[lo] + (sorted[hi] - sorted[lo]) * frac)
+}
+
+/// Box-plot figures: (q1, median, q3, lower whisker, upper whisker), whiskers
+/// at the most extreme values within 1.5 IQR of the box.
+pub fn box_stats(sorted: &[f64]) -> Option<(f64, f64, f64, f64, f64)> {
+    let q1 = quantile(sorted, 0.25)?;
+    let med = quantile(sorted, 0.5)?;
+    let q3 = quantile(sorted, 0.75)?;
+    let iqr = q3 - q1;
+    let lo = sorted
+        .iter()
+        .copied()
+        .find(|&v| v >= q1 - 1.5 * iqr)
+        .unwrap_or(q1);
+    let hi = sorted
+        .iter()
+        .rev()
+        .copied()
+        .find(|&v| v <= q3 + 1.5 * iqr)
+        .unwrap_or(q3);
+    Some((q1, med, q3, lo, hi))
+}
+
+/// Upper Tukey fence: values above it are outliers.
+pub fn upper_fence(sorted: &[f64]) -> Option<f64> {
+    let q1 = quantile(sorted, 0.25)?;
+    let q3 = quantile(sorted, 0.75)?;
+    Some(q3 + 1.5 * (q3 - q1))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

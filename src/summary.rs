@@ -28,17 +28,11 @@ pub enum SummaryError {
     },
 }
 
-/// The trace-name suffixes that a summary's name replaces.
-const TRACE_SUFFIXES: [&str; 4] = [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"];
-
 /// The summary file name that belongs to a trace file name, if the name
-/// has a trace suffix.
+/// has a trace suffix ([`crate::runinfo::TRACE_SUFFIXES`]).
 pub fn summary_name_for(trace_name: &str) -> Option<String> {
-    TRACE_SUFFIXES
-        .iter()
-        .find_map(|suf| trace_name.strip_suffix(suf))
-        .filter(|stem| !stem.is_empty())
-        .map(|stem| format!("{stem}.summary.json"))
+    let stem = crate::runinfo::trace_stem(trace_name);
+    (stem.len() < trace_name.len()).then(|| format!("{stem}.summary.json"))
 }
 
 /// The path of the summary beside a trace.

@@ -2,6 +2,8 @@
 //! tar.gz and zip inputs, broken and unsafe members, thread counts, and
 //! agreement with `torchtrace pair`.
 
+mod common;
+
 use assert_cmd::Command;
 use flate2::write::GzEncoder;
 use flate2::Compression;
@@ -412,4 +414,35 @@ fn annotation_and_manifest_fill_in_without_summaries() {
         (&"text".into(), &"directory".into())
     );
     assert_eq!(v["comparisons"][0]["s_context"], Value::Null);
+}
+
+/// `batch` over the sample traces: its stdout and report.md as golden
+/// files. Both are deterministic (paths relative to the PATH given, no
+/// time stamps); the output directory's path appears in neither.
+#[test]
+fn golden_stdout_and_report() {
+    if !common::exists("sample_traces") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let o = common::bin()
+        .args([
+            "batch",
+            "-q",
+            "sample_traces",
+            "--image-format",
+            "svg",
+            "-o",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let stdout = String::from_utf8(o.stdout).unwrap();
+    let report = fs::read_to_string(out.join("report.md")).unwrap();
+    let outdir = out.display().to_string();
+    assert!(!stdout.contains(&outdir) && !report.contains(&outdir));
+    common::golden("batch_sample.stdout.md", &stdout);
+    common::golden("batch_sample.report.md", &report);
 }

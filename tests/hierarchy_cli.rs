@@ -4,6 +4,8 @@
 //! tests/data/expected/COMMANDS.md. The commands are read from that file, so
 //! a newly frozen expectation is checked without editing this test.
 
+mod common;
+
 use assert_cmd::Command;
 use serde_json::Value;
 use std::path::Path;
@@ -331,4 +333,23 @@ fn sample_traces_ar_vs_mtp() {
     assert!((r - want).abs() < 1e-9, "{r} vs {want}");
     // The AR trace has no drafting: null statistics, null ratio.
     assert!(cmp["functions"][1]["median_ratio"].is_null());
+}
+
+/// The hierarchy tables of the sample text pair, in every human format and
+/// CSV, as golden files (`TORCHTRACE_BLESS=1` rewrites them).
+#[test]
+fn golden_tables() {
+    let (ar, mtp) = (common::sample("text_ar"), common::sample("text_mtp"));
+    for (fmt, name) in [
+        ("table", "hierarchy_text.table.txt"),
+        ("markdown", "hierarchy_text.md"),
+        ("csv", "hierarchy_text.csv"),
+    ] {
+        let out = common::bin()
+            .args(["hierarchy", "-q", "-f", fmt, &ar, &mtp])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        common::golden(name, &String::from_utf8(out.stdout).unwrap());
+    }
 }

@@ -113,7 +113,11 @@ pub fn classify(rel: &str, explicit: bool) -> Kind {
     if file.starts_with("profiler_out") && file.ends_with(".txt") {
         return Kind::ProfilerOut;
     }
-    if file.ends_with(".pt.trace.json") || file.ends_with(".pt.trace.json.gz") || explicit {
+    // The vLLM worker-trace suffixes: `.pt.trace.json[.gz]`.
+    let worker = crate::runinfo::TRACE_SUFFIXES[..2]
+        .iter()
+        .any(|s| file.ends_with(s));
+    if worker || explicit {
         return Kind::Worker;
     }
     Kind::Other

@@ -15,12 +15,13 @@ pub mod run;
 
 use crate::hierarchy::{HierarchyOptions, TraceHierarchy};
 use crate::pair::{self, Comparison, Selector, TracePairs};
-use crate::steps;
+use crate::runinfo::{Evidence, Mode, RunInfo};
+pub use crate::runinfo::{Manifest, ManifestRow};
 use crate::summary::{self, RunSummary};
 use inputs::{Input, InputKind, Kind};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Options of a batch run.
 #[derive(Debug)]
@@ -94,12 +95,8 @@ pub struct FileResult {
 #[derive(Debug, Clone)]
 pub struct Record {
     pub file: FileResult,
-    pub mode: Option<String>,
-    pub mode_source: Option<&'static str>,
-    pub workload: Option<String>,
-    pub workload_source: Option<&'static str>,
-    /// Draft tokens per step, from the selected step name.
-    pub speculative_depth: Option<u64>,
+    /// Tokens, mode and workload, and where each came from.
+    pub run: RunInfo,
 }
 
 /// AR against one MTP trace of a workload.
@@ -144,90 +141,6 @@ impl BatchResult {
     }
 }
 
-/// `--manifest CSV`: path,mode,workload,completion_tokens.
-#[derive(Debug, Clone, Default)]
-pub struct Manifest {
-    pub rows: Vec<ManifestRow>,
-}
-
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct ManifestRow {
-    pub path: String,
-    #[serde(default, deserialize_with = "empty_none")]
-    pub mode: Option<String>,
-    #[serde(default, deserialize_with = "empty_none")]
-    pub workload: Option<String>,
-    #[serde(default, deserialize_with = "empty_none_u64")]
-    pub completion_tokens: Option<u64>,
-}
-
-fn empty_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    let s: Option<String> = serde::Deserialize::deserialize(d)?;
-    Ok(s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
-}
-
-fn empty_none_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let s = empty_none(d)?;
-    s.map(|s| s.parse::<u64>().map_err(serde::de::Error::custom))
-        .transpose()
-}
-
-impl Manifest {
-    pub fn read(path: &Path) -> anyhow::Result<Manifest> {
-        let mut rd = csv::ReaderBuilder::new()
-            .trim(csv::Trim::All)
-            .from_path(path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let mut rows = Vec::new();
-        for (i, row) in rd.deserialize::<ManifestRow>().enumerate() {
-            rows.push(row.map_err(|e| anyhow::anyhow!("{}: row {}: {e}", path.display(), i + 2))?);
-        }
-        Ok(Manifest { rows })
-    }
-
-    /// The row for a file: its label equals the manifest path, or its
-    /// label or location on disk ends with the manifest path (whole path
-    /// components). The longest match wins.
-    pub fn lookup(&self, label: &str, fs_path: Option<&Path>) -> Option<&ManifestRow> {
-        let fs = fs_path.map(|p| p.to_string_lossy().replace('\\', "/"));
-        let ends_with = |hay: &str, needle: &str| {
-            hay == needle
-                || (hay.ends_with(needle) && hay[..hay.len() - needle.len()].ends_with('/'))
-        };
-        self.rows
-            .iter()
-            .filter(|r| {
-                let want = r.path.trim_start_matches("./").replace('\\', "/");
-                !want.is_empty()
-                    && (ends_with(label, &want)
-                        || fs.as_deref().is_some_and(|f| ends_with(f, &want)))
-            })
-            .max_by_key(|r| r.path.len())
-    }
-}
-
-/// Normalises a mode name: `AR`, `autoregressive` → `ar`; `MTP`, `eagle`,
-/// `spec`… stay as written, lower-cased.
-fn norm_mode(m: &str) -> String {
-    let m = m.trim().to_ascii_lowercase();
-    match m.as_str() {
-        "autoregressive" | "baseline" | "none" => "ar".into(),
-        _ => m,
-    }
-}
-
-/// Draft tokens per request of the selected (most frequent) pure-decode
-/// step name.
-fn depth_of(tp: &TracePairs) -> Option<u64> {
-    tp.step_names
-        .iter()
-        .filter(|s| s.selected)
-        .filter_map(|s| steps::parse(&s.name).map(|p| (s, p)))
-        .filter(|(_, p)| p.is_pure_decode())
-        .max_by(|(a, _), (b, _)| a.count.cmp(&b.count).then(b.name.cmp(&a.name)))
-        .and_then(|(_, p)| p.speculative_depth())
-}
-
 /// The summary label that belongs to a trace label.
 fn summary_label_for(label: &str) -> Option<String> {
     let (dir, file) = match label.rsplit_once('/') {
@@ -262,11 +175,7 @@ pub fn finalize(
     for f in &files {
         let mut rec = Record {
             file: f.clone(),
-            mode: None,
-            mode_source: None,
-            workload: None,
-            workload_source: None,
-            speculative_depth: None,
+            run: RunInfo::default(),
         };
         if f.kind != Kind::Worker {
             records.push(rec);
@@ -290,54 +199,20 @@ pub fn finalize(
                 }
             }
         }
-        let row = opts
-            .manifest
-            .as_ref()
-            .and_then(|m| m.lookup(&f.path, f.fs_path.as_deref()));
-        let summ = found.as_ref().map(|(_, s)| s);
-
+        let evidence = Evidence {
+            summary_beside: found,
+            manifest: opts
+                .manifest
+                .as_ref()
+                .and_then(|m| m.lookup(&f.path, f.fs_path.as_deref())),
+            step_names: f.pairs.as_ref().map_or(&[], |p| &p.step_names),
+            dir_name: f.dir_name.as_deref(),
+            ..Default::default()
+        };
+        rec.run = evidence.resolve();
         if let Some(tp) = rec.file.pairs.as_mut() {
-            rec.speculative_depth = depth_of(tp);
-            let (tokens, src) = match (summ.and_then(|s| s.completion_tokens), row) {
-                (Some(t), _) => (Some(t), found.as_ref().map(|(l, _)| l.clone())),
-                (None, Some(r)) if r.completion_tokens.is_some() => {
-                    (r.completion_tokens, Some("manifest".to_string()))
-                }
-                _ => (None, None),
-            };
-            tp.set_tokens(tokens, src);
-        }
-        // Mode: summary, else step annotation, else manifest.
-        if let Some(m) = summ.and_then(|s| s.mode.as_deref()) {
-            rec.mode = Some(norm_mode(m));
-            rec.mode_source = Some("summary");
-        } else if let Some(d) = rec.speculative_depth {
-            rec.mode = Some(if d == 0 { "ar".into() } else { "mtp".into() });
-            rec.mode_source = Some("annotation");
-        } else if let Some(m) = row.and_then(|r| r.mode.as_deref()) {
-            rec.mode = Some(norm_mode(m));
-            rec.mode_source = Some("manifest");
-        }
-        // Workload: summary, else manifest, else the directory's name
-        // (less a trailing `_<mode>`).
-        if let Some(w) = summ.and_then(|s| s.workload.clone()) {
-            rec.workload = Some(w);
-            rec.workload_source = Some("summary");
-        } else if let Some(w) = row.and_then(|r| r.workload.clone()) {
-            rec.workload = Some(w);
-            rec.workload_source = Some("manifest");
-        } else if let Some(d) = &f.dir_name {
-            let w = rec
-                .mode
-                .as_deref()
-                .and_then(|m| {
-                    d.strip_suffix(&format!("_{m}"))
-                        .or_else(|| d.strip_suffix(&format!("-{m}")))
-                })
-                .filter(|w| !w.is_empty())
-                .unwrap_or(d);
-            rec.workload = Some(w.to_string());
-            rec.workload_source = Some("directory");
+            let t = rec.run.tokens.as_ref();
+            tp.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
         }
         records.push(rec);
     }
@@ -380,15 +255,15 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
             continue;
         }
         if r.file.status != Status::Ok || r.file.pairs.is_none() {
-            if let Some(w) = r.workload.as_deref() {
+            if let Some(w) = r.run.workload() {
                 by_wl.entry(w).or_default();
                 *failed
-                    .entry((w, r.mode.as_deref() == Some("ar")))
+                    .entry((w, r.run.mode_class() == Mode::Ar))
                     .or_default() += 1;
             }
             continue;
         }
-        let (Some(w), Some(m)) = (r.workload.as_deref(), r.mode.as_deref()) else {
+        let (Some(w), Some(m)) = (r.run.workload(), r.run.mode()) else {
             notes.push(format!(
                 "{}: mode or workload unknown; not compared (add a run summary or --manifest)",
                 r.file.path
@@ -396,7 +271,7 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
             continue;
         };
         let e = by_wl.entry(w).or_default();
-        if m == "ar" {
+        if Mode::of(m) == Mode::Ar {
             e.0.push(i);
         } else {
             e.1.push(i);
@@ -436,7 +311,7 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
                 out.push(WorkloadComparison {
                     workload: w.to_string(),
                     baseline_mode: "ar".into(),
-                    candidate_mode: records[c].mode.clone().unwrap_or_default(),
+                    candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
                     comparison: pair::compare(bp, cp),
                     baseline_index: b,
                     candidate_index: c,
@@ -491,6 +366,7 @@ pub fn run_batch(paths: &[PathBuf], opts: &BatchOptions) -> anyhow::Result<Batch
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn opts(buffer_limit: u64) -> BatchOptions {
         BatchOptions {
@@ -529,7 +405,7 @@ mod tests {
                     (
                         r.file.path.clone(),
                         r.file.status,
-                        r.mode.clone(),
+                        r.run.mode.clone(),
                         r.file.pairs.clone(),
                         r.file.hierarchy.clone(),
                     )

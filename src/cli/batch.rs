@@ -1,15 +1,13 @@
 //! `torchtrace batch`: a whole campaign (directories, archives) in one go.
 
-use super::plot::DEFAULT_PLOT_CHAINS;
-use super::{note, Exit, GlobalArgs};
-use crate::batch::{self, output, BatchOptions, Manifest};
-use crate::hierarchy::HierarchyOptions;
-use crate::plot::ImageFormat;
-use crate::report::{self, Format};
+use super::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg};
 use anyhow::Context;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+use torchtrace::batch::{self, output, BatchOptions, Manifest};
+use torchtrace::plot::DEFAULT_PLOT_CHAINS;
+use torchtrace::HierarchyOptions;
 
 /// Analyse every trace of a benchmark campaign — directories (recursive),
 /// .tar, .tar.gz/.tgz and .zip archives (read as streams, never
@@ -22,9 +20,10 @@ use std::path::PathBuf;
 /// summaries give completion tokens, mode and workload. Anything else is
 /// listed as skipped: every input file appears in traces.csv.
 ///
-/// Mode and workload of a trace: its run summary ("mode", "workload"),
-/// else the step name (generation_1(1) → ar, generation_1(k+1) → mtp),
-/// else --manifest; workload falls back to the directory's name.
+/// Tokens, mode and workload of a trace: its run summary
+/// ("completion_tokens", "mode", "workload"), else --manifest, else (mode)
+/// the step name (generation_1(1) → ar, generation_1(k+1) → mtp) and
+/// (workload) the directory's name.
 ///
 /// OUTDIR gets results.json, traces.csv, workloads.csv/.md (Table 8),
 /// hierarchy.csv/.md (Table 9), figures/ and report.md. Stdout gets a
@@ -55,11 +54,11 @@ pub struct BatchArgs {
     #[arg(long, value_name = "A>B>…")]
     pub chain: Vec<String>,
     /// What to print on stdout.
-    #[arg(long, short = 'f', value_enum, default_value_t = Format::Markdown)]
-    pub format: Format,
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Markdown)]
+    pub format: FormatArg,
     /// Image format of the figures.
-    #[arg(long, value_enum, default_value_t = ImageFormat::Png)]
-    pub image_format: ImageFormat,
+    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png)]
+    pub image_format: ImageFormatArg,
     /// Do not draw figures.
     #[arg(long)]
     pub no_figures: bool,
@@ -86,7 +85,7 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     };
     let context = opts.selector.describe();
     let res = batch::run_batch(&args.paths, &opts)?;
-    let figures = (!args.no_figures).then_some(args.image_format);
+    let figures = (!args.no_figures).then_some(args.image_format.into());
     let written = output::write_all(&res, &args.out, &context, figures)?;
     for w in &written.warnings {
         eprintln!("torchtrace: warning: {w}");
@@ -96,19 +95,7 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     }
 
     let mut stdout = std::io::stdout().lock();
-    match args.format {
-        Format::Markdown => stdout.write_all(output::stdout_markdown(&res).as_bytes())?,
-        Format::Json => report::json::write(&mut stdout, &output::results_json(&res, &context))?,
-        Format::Csv => report::csv::write(&mut stdout, &[output::workloads_table(&res, true)])?,
-        Format::Table => {
-            let mut tables = vec![output::workloads_table(&res, false)];
-            let failed = output::problems_table(&res, false);
-            if !failed.rows.is_empty() {
-                tables.push(failed);
-            }
-            report::table::write(&mut stdout, &tables)?;
-        }
-    }
+    output::write_stdout(&mut stdout, &res, &context, args.format.into())?;
     stdout.flush()?;
 
     let failed: Vec<_> = res.failed().collect();

@@ -1,17 +1,15 @@
 //! `torchtrace kernels`: the GPU work of each step context by launch →
 //! activity correlation, the top kernels and the whole-trace GPU timeline.
 
-use super::pair::{resolve_tokens, short, TokenSource};
-use super::{note, Exit, GlobalArgs};
-use crate::analysis::{analyze_path, Plan};
-use crate::kernels::view::{self, KernelsReport};
-use crate::kernels::{self, KernelsSpec, TraceKernels};
-use crate::report::{self, Format};
+use super::{analyze_all, note, Exit, FormatArg, GlobalArgs};
 use anyhow::{bail, Context};
 use clap::Args;
-use rayon::prelude::*;
 use std::io::Write;
 use std::path::PathBuf;
+use torchtrace::kernels::{self, KernelsSpec};
+use torchtrace::runinfo::{Given, RunInfo};
+use torchtrace::views::kernels::KernelsReport;
+use torchtrace::Plan;
 
 /// Follow each step context's launch calls (cudaLaunchKernel, cuLaunchKernel,
 /// cudaGraphLaunch, cudaMemcpyAsync, … and their hip counterparts) to the
@@ -61,59 +59,43 @@ pub struct KernelsArgs {
     #[arg(long)]
     pub per_context: bool,
     /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = Format::Table)]
-    pub format: Format,
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
 }
 
-/// Where each trace's completion tokens come from.
-fn token_sources(args: &KernelsArgs) -> anyhow::Result<Vec<TokenSource>> {
+/// What the command line says about each trace's run.
+fn given(args: &KernelsArgs) -> anyhow::Result<Vec<Given>> {
     let n = args.traces.len();
-    for (flag, given) in [
+    for (flag, count) in [
         ("--tokens", args.tokens.len()),
         ("--summary", args.summary.len()),
     ] {
-        if given > n {
-            bail!("{flag} given {given} times for {n} trace(s)");
+        if count > n {
+            bail!("{flag} given {count} times for {n} trace(s)");
         }
     }
     Ok((0..n)
-        .map(|i| match (args.tokens.get(i), args.summary.get(i)) {
-            (Some(&t), _) => TokenSource::Given(t),
-            (None, Some(p)) => TokenSource::SummaryFile(p.clone()),
-            (None, None) => TokenSource::Beside,
+        .map(|i| Given {
+            tokens: args.tokens.get(i).copied(),
+            mode: None,
+            summary: args.summary.get(i).cloned(),
         })
         .collect())
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let selector = args.contexts.selector()?;
-    let tokens = token_sources(&args)?;
+    let given = given(&args)?;
     let plan = Plan::new(selector).with(KernelsSpec { top: args.top });
-    let results: Vec<anyhow::Result<(TraceKernels, Option<String>)>> = args
-        .traces
-        .par_iter()
-        .zip(tokens.par_iter())
-        .map(|(path, tok)| {
-            let progress = crate::progress::FileProgress::new(path, global.quiet);
-            let res = analyze_path(path, progress.counter(), &plan);
-            progress.finish();
-            if res.unreadable() {
-                if let Some(e) = res.error {
-                    return Err(e.into());
-                }
-            }
-            let problem = res.contexts.problem.map(|p| p.to_string());
-            let mut k = res.kernels.context("the kernels analysis ran")?;
-            let (t, src) = resolve_tokens(tok, path)?;
-            k.set_tokens(t, src);
-            Ok((k, problem))
-        })
-        .collect();
+    let results = analyze_all(&args.traces, &plan, global)?;
     let mut traces = Vec::new();
     let mut exit = Exit::Ok;
-    for res in results {
-        let (k, problem) = res?;
-        if let Some(p) = problem {
+    for ((res, path), given) in results.into_iter().zip(&args.traces).zip(&given) {
+        let mut k = res.kernels.context("the kernels analysis ran")?;
+        let run = RunInfo::for_trace(path, given, &res.contexts.step_names)?;
+        let t = run.tokens.as_ref();
+        k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
+        if let Some(p) = &res.contexts.problem {
             eprintln!("torchtrace: {p}");
             exit = Exit::Problems;
         } else if k.contexts_with_gpu_work == 0 && k.complete {
@@ -128,25 +110,11 @@ pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         }
         traces.push(k);
     }
-    let comparison = (traces.len() == 2).then(|| kernels::compare(&traces[0], &traces[1]));
-    let out = KernelsReport { traces, comparison };
-    let labels: Vec<String> = out.traces.iter().map(|t| short(&t.path)).collect();
-    let tables = view::human_tables(&out, &labels, args.per_context);
-    let csv = view::csv_tables(&out);
+    let report = KernelsReport::new(traces);
     let mut stdout = std::io::stdout().lock();
-    if args.format == Format::Json && args.per_context {
-        report::render(
-            &mut stdout,
-            args.format,
-            &view::json_with_rows(&out),
-            &tables,
-            &csv,
-        )?;
-    } else {
-        report::render(&mut stdout, args.format, &out, &tables, &csv)?;
-    }
+    report.write(&mut stdout, args.format.into(), args.per_context)?;
     stdout.flush()?;
-    if let Some(t) = out.traces.iter().find(|t| !t.complete) {
+    if let Some(t) = report.traces.iter().find(|t| !t.complete) {
         bail!(
             "{}: {} (figures above cover the events before it)",
             t.path,

@@ -1,5 +1,7 @@
-//! Command-line interface: clap definitions, converted once into library
-//! options, and the `run` entry point that `main.rs` calls.
+//! Command-line interface, private to the binary: clap definitions,
+//! converted once into library options, and the `run` entry point that
+//! `main.rs` calls. Each subcommand parses its flags, calls the library
+//! and prints; tables, run information and figures are the library's.
 //!
 //! Results go to stdout; diagnostics and progress bars to stderr. Exit
 //! status: 0 ok, 1 problems found (a verification failed, a context is
@@ -11,7 +13,9 @@ pub mod kernels;
 pub mod pair;
 pub mod plot;
 
-use clap::{Args, Parser, Subcommand};
+use anyhow::Context;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use torchtrace::{Format, ImageFormat, Selector};
 
 /// Analyze PyTorch Profiler (Kineto) traces from vLLM: pair CPU step
 /// annotations with their GPU spans, verify call hierarchies, plot AR vs MTP.
@@ -67,9 +71,102 @@ pub struct ContextArgs {
 }
 
 impl ContextArgs {
-    pub fn selector(&self) -> anyhow::Result<crate::pair::Selector> {
-        pair::selector_from(self.context.as_deref(), self.context_regex.as_deref())
+    /// The selector `--context` / `--context-regex` ask for.
+    pub fn selector(&self) -> anyhow::Result<Selector> {
+        let re = self.context_regex.as_deref();
+        Selector::from_flags(self.context.as_deref(), re)
+            .with_context(|| format!("invalid --context-regex {:?}", re.unwrap_or_default()))
     }
+}
+
+/// `--format` values (the library's [`Format`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Aligned text for the terminal.
+    Table,
+    /// Everything, full precision.
+    Json,
+    /// Comma-separated values (tables separated by a blank line).
+    Csv,
+    /// GitHub-flavoured Markdown tables.
+    Markdown,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Markdown => Format::Markdown,
+        }
+    }
+}
+
+/// Image formats of the figures (the library's [`ImageFormat`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ImageFormatArg {
+    Png,
+    Svg,
+    Both,
+}
+
+impl From<ImageFormatArg> for ImageFormat {
+    fn from(f: ImageFormatArg) -> ImageFormat {
+        match f {
+            ImageFormatArg::Png => ImageFormat::Png,
+            ImageFormatArg::Svg => ImageFormat::Svg,
+            ImageFormatArg::Both => ImageFormat::Both,
+        }
+    }
+}
+
+/// Reads each trace once through the plan, in parallel, with a progress
+/// bar per file; an unreadable trace is an error.
+pub fn analyze_all(
+    traces: &[std::path::PathBuf],
+    plan: &torchtrace::Plan,
+    global: &GlobalArgs,
+) -> anyhow::Result<Vec<torchtrace::TraceResult>> {
+    analyze_all_with(traces, global, |path, counter| {
+        torchtrace::analyze_path(path, counter, plan)
+    })
+}
+
+/// [`analyze_all`] with a reader of one's own (e.g. `pair`'s, which reads a
+/// second time with the correlation ledger only when it must).
+pub fn analyze_all_with<F>(
+    traces: &[std::path::PathBuf],
+    global: &GlobalArgs,
+    read: F,
+) -> anyhow::Result<Vec<torchtrace::TraceResult>>
+where
+    F: Fn(
+            &std::path::Path,
+            std::sync::Arc<std::sync::atomic::AtomicU64>,
+        ) -> torchtrace::TraceResult
+        + Sync,
+{
+    use rayon::prelude::*;
+    let results: Vec<torchtrace::TraceResult> = traces
+        .par_iter()
+        .map(|path| {
+            let progress = torchtrace::progress::FileProgress::new(path, global.quiet);
+            let res = read(path, progress.counter());
+            progress.finish();
+            res
+        })
+        .collect();
+    results
+        .into_iter()
+        .map(|mut r| match r.error.take() {
+            Some(e) if r.events == 0 => Err(e.into()),
+            e => {
+                r.error = e;
+                Ok(r)
+            }
+        })
+        .collect()
 }
 
 /// How a successful run ended.
@@ -86,14 +183,6 @@ impl Exit {
         match self {
             Exit::Ok => 0,
             Exit::Problems => 1,
-        }
-    }
-
-    pub fn worst(self, other: Exit) -> Exit {
-        if self == Exit::Problems || other == Exit::Problems {
-            Exit::Problems
-        } else {
-            Exit::Ok
         }
     }
 }

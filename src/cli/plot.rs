@@ -1,21 +1,13 @@
 //! `torchtrace plot`: the RQ4 figures (PNG and/or SVG) for one trace, an
 //! AR/MTP pair, or several pairs.
 
-use super::pair::{resolve_tokens, TokenSource};
-use super::{note, Exit, GlobalArgs};
-use crate::analysis::{analyze_path, Plan};
-use crate::hierarchy::{self, HierarchyOptions, DEFAULT_CHAIN};
-use crate::pair::{self, Selector, TracePairs};
-use crate::plot::{self, FunctionMedian, ImageFormat, PlotInput, PlotTrace};
-use crate::summary;
+use super::{analyze_all, note, Exit, GlobalArgs, ImageFormatArg};
 use anyhow::{bail, Context};
 use clap::Args;
-use rayon::prelude::*;
-use std::path::{Path, PathBuf};
-
-/// The chain functions whose medians figure 4 shows by default: the
-/// hierarchy default chain plus the model step.
-pub const DEFAULT_PLOT_CHAINS: [&str; 2] = [DEFAULT_CHAIN, "execute_model"];
+use std::path::PathBuf;
+use torchtrace::plot::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
+use torchtrace::runinfo::{Given, RunInfo};
+use torchtrace::{HierarchyOptions, PairSpec, Plan};
 
 /// Draw the RQ4 figures for the traces given and write them to DIR.
 ///
@@ -26,10 +18,11 @@ pub const DEFAULT_PLOT_CHAINS: [&str; 2] = [DEFAULT_CHAIN, "execute_model"];
 ///   fig4_hierarchy_medians          median inclusive duration of the chain functions (Table 9)
 ///   fig5_cpu_vs_gpu_span            CPU span against GPU span per context (GPU- vs launch-bound)
 ///
-/// Pairing: when every trace has a run summary beside it (X.summary.json
-/// with "mode" and "workload"), traces are grouped by workload and the
-/// "ar" trace of each is the baseline; otherwise consecutive traces pair
-/// up as baseline, candidate (first = AR, second = MTP, as in `pair`).
+/// Pairing: when every trace has a mode and a workload (--mode, the run
+/// summary beside it: X.summary.json with "mode" and "workload", the step
+/// name), traces are grouped by workload and the "ar" trace of each is the
+/// baseline; otherwise consecutive traces pair up as baseline, candidate
+/// (first = AR, second = MTP, as in `pair`).
 /// The figures use the same numbers as `pair` and `hierarchy`.
 ///
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (figures
@@ -44,8 +37,8 @@ pub struct PlotArgs {
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: PathBuf,
     /// Image format.
-    #[arg(long, short = 'f', value_enum, default_value_t = ImageFormat::Png)]
-    pub format: ImageFormat,
+    #[arg(long, short = 'f', value_enum, default_value_t = ImageFormatArg::Png)]
+    pub format: ImageFormatArg,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
     /// Completion tokens, once per trace in order (else the run summary
@@ -53,7 +46,8 @@ pub struct PlotArgs {
     #[arg(long, value_name = "N")]
     pub tokens: Vec<u64>,
     /// Mode of each trace, once per trace in order (ar, mtp, ...; else the
-    /// run summary's "mode", else baseline/candidate by position).
+    /// run summary's "mode", else the step name, else baseline/candidate by
+    /// position).
     #[arg(long, value_name = "MODE")]
     pub mode: Vec<String>,
     /// Call chain for figure 4, "a>b>c"; repeat for several
@@ -66,131 +60,6 @@ pub struct PlotArgs {
     /// Image height in pixels.
     #[arg(long, value_name = "H", default_value_t = 800)]
     pub height: u32,
-}
-
-/// One trace, measured.
-struct Measured {
-    pairs: TracePairs,
-    problem: Option<pair::PairProblem>,
-    run: Option<summary::RunSummary>,
-    functions: Vec<FunctionMedian>,
-}
-
-/// The figures' medians from a hierarchy result (each function once, in
-/// chain order).
-pub fn function_medians(h: &hierarchy::TraceHierarchy) -> Vec<FunctionMedian> {
-    let mut out: Vec<FunctionMedian> = Vec::new();
-    for f in h.chains.iter().flat_map(|c| &c.functions) {
-        if out.iter().any(|o| o.name == f.name) {
-            continue;
-        }
-        out.push(FunctionMedian {
-            name: f.name.clone(),
-            median_ms: f.median_ms,
-            calls: f.outermost_calls,
-        });
-    }
-    out
-}
-
-/// The label of a trace: "workload MODE" from its summary, else its file
-/// name without the trace suffix.
-fn label_for(path: &Path, mode: Option<&str>, workload: Option<&str>) -> String {
-    match (workload, mode) {
-        (Some(w), Some(m)) => format!("{w} {}", display_mode(m)),
-        _ => {
-            let name = path
-                .file_name()
-                .map(|f| f.to_string_lossy().into_owned())
-                .unwrap_or_else(|| path.display().to_string());
-            [".pt.trace.json.gz", ".pt.trace.json", ".json.gz", ".json"]
-                .iter()
-                .find_map(|s| name.strip_suffix(s))
-                .unwrap_or(&name)
-                .to_string()
-        }
-    }
-}
-
-fn display_mode(m: &str) -> String {
-    if m.eq_ignore_ascii_case("ar") || m.eq_ignore_ascii_case("mtp") {
-        m.to_ascii_uppercase()
-    } else {
-        m.to_string()
-    }
-}
-
-/// Builds the figures' input: labels, modes, groups and comparisons.
-fn build_input(paths: &[PathBuf], measured: Vec<Measured>, modes: &[String]) -> PlotInput {
-    let n = measured.len();
-    let summarized = measured.iter().all(|m| {
-        m.run
-            .as_ref()
-            .is_some_and(|r| r.mode.is_some() && r.workload.is_some())
-    });
-    let mut traces: Vec<PlotTrace> = measured
-        .into_iter()
-        .enumerate()
-        .map(|(i, m)| {
-            let run = m.run.unwrap_or_default();
-            let mode = modes.get(i).cloned().or(run.mode).or_else(|| {
-                // Consecutive pairs: baseline, candidate (an odd last trace has no role).
-                (!summarized && (i % 2 == 1 || i + 1 < n))
-                    .then(|| if i % 2 == 0 { "baseline" } else { "candidate" }.to_string())
-            });
-            let workload = if summarized { run.workload } else { None };
-            PlotTrace {
-                label: label_for(&paths[i], mode.as_deref(), workload.as_deref()),
-                mode,
-                workload,
-                pairs: m.pairs,
-                functions: m.functions,
-            }
-        })
-        .collect();
-    // Distinct labels (two traces of one name).
-    for i in 1..traces.len() {
-        if traces[..i].iter().any(|t| t.label == traces[i].label) {
-            traces[i].label = format!("{} #{}", traces[i].label, i + 1);
-        }
-    }
-    let mut comparisons = Vec::new();
-    if summarized {
-        let mut workloads: Vec<String> = Vec::new();
-        for t in &traces {
-            let w = t.workload.clone().unwrap_or_default();
-            if !workloads.contains(&w) {
-                workloads.push(w);
-            }
-        }
-        for w in workloads {
-            let of = |ar: bool| {
-                traces.iter().find(|t| {
-                    t.workload.as_deref() == Some(w.as_str())
-                        && (plot::mode_class(t.mode.as_deref()) == plot::ModeClass::Ar) == ar
-                })
-            };
-            if let (Some(b), Some(c)) = (of(true), of(false)) {
-                comparisons.push((w.clone(), pair::compare(&b.pairs, &c.pairs)));
-            }
-        }
-    } else {
-        for (k, ch) in traces.chunks(2).enumerate() {
-            if let [b, c] = ch {
-                let name = if traces.len() > 2 {
-                    format!("pair {}", k + 1)
-                } else {
-                    format!("{} vs {}", b.label, c.label)
-                };
-                comparisons.push((name, pair::compare(&b.pairs, &c.pairs)));
-            }
-        }
-        // Pairs without summaries: group each pair under its comparison name.
-    }
-    PlotInput {
-        traces,
-        comparisons,
-    }
 }
 
 pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -212,51 +81,58 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     };
     let hopts =
         HierarchyOptions::new(&chains, &[], false, 0, selector.clone()).context("bad --chain")?;
-    let results: Vec<anyhow::Result<Measured>> = args
-        .traces
-        .par_iter()
-        .enumerate()
-        .map(|(i, path)| measure(path, i, &args.tokens, &selector, &hopts, global))
-        .collect();
+    // One pass feeds both analyses: pairing and the hierarchy's chains.
+    let plan = Plan::new(selector).with(PairSpec::default()).with(hopts);
+    let results = analyze_all(&args.traces, &plan, global)?;
     let mut measured = Vec::new();
+    let mut problems = Vec::new();
     let mut exit = Exit::Ok;
-    for r in results {
-        let m = r?;
-        if let Some(p) = &m.problem {
+    for (i, (res, path)) in results.iter().zip(&args.traces).enumerate() {
+        let mut pairs = res.pairs.clone().context("pairing ran")?;
+        let given = Given {
+            tokens: args.tokens.get(i).copied(),
+            mode: args.mode.get(i).cloned(),
+            summary: None,
+        };
+        let run = RunInfo::for_trace(path, &given, &pairs.step_names)?;
+        let t = run.tokens.as_ref();
+        pairs.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
+        if let Some(p) = &res.contexts.problem {
             eprintln!("torchtrace: {p}");
             exit = Exit::Problems;
         }
-        for t in &m.pairs.notes {
-            note(global, &format!("{}: {t}", m.pairs.path));
+        for t in &pairs.notes {
+            note(global, &format!("{}: {t}", pairs.path));
         }
-        measured.push(m);
+        problems.push(res.contexts.problem.is_some());
+        let hierarchy = Some(res.hierarchy.as_ref().context("hierarchy ran")?);
+        measured.push(Measured {
+            pairs,
+            hierarchy,
+            run,
+        });
     }
     // A trace without the selected contexts (a CPU-only frontend trace, say)
     // is left out, unless no trace has any.
-    let mut paths = args.traces.clone();
-    let mut modes = args.mode.clone();
-    if measured.iter().any(|m| m.problem.is_none()) {
-        let keep: Vec<bool> = measured.iter().map(|m| m.problem.is_none()).collect();
-        for (m, _) in measured.iter().zip(&keep).filter(|(_, k)| !**k) {
-            note(
-                global,
-                &format!("{}: left out of the figures", m.pairs.path),
-            );
-        }
-        let mut k = keep.iter();
-        measured.retain(|_| *k.next().unwrap());
-        let mut k = keep.iter();
-        paths.retain(|_| *k.next().unwrap());
-        if !modes.is_empty() {
-            let mut k = keep.iter();
-            modes.retain(|_| *k.next().unwrap_or(&true));
-        }
+    if problems.contains(&false) {
+        let mut left_out = problems.iter();
+        measured.retain(|m| {
+            let out = *left_out.next().unwrap_or(&false);
+            if out {
+                note(
+                    global,
+                    &format!("{}: left out of the figures", m.pairs.path),
+                );
+            }
+            !out
+        });
     }
-    let input = build_input(&paths, measured, &modes);
+    let input = PlotInput::build(measured, Pairing::Infer);
     if input.traces.iter().all(|t| t.functions.is_empty()) {
         note(global, "no hierarchy data: figure 4 shows an empty state");
     }
-    let files = plot::render_all(&input, &args.out, args.format, (args.width, args.height))?;
+    let size = (args.width, args.height);
+    let files = plot::render_all(&input, &args.out, args.format.into(), size)?;
     for f in &files {
         println!("{}", f.display());
     }
@@ -268,42 +144,4 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         );
     }
     Ok(exit)
-}
-
-fn measure(
-    path: &Path,
-    i: usize,
-    tokens: &[u64],
-    selector: &Selector,
-    hopts: &HierarchyOptions,
-    global: &GlobalArgs,
-) -> anyhow::Result<Measured> {
-    // One pass feeds both analyses: pairing and the hierarchy's chains.
-    let plan = Plan::new(selector.clone())
-        .with(pair::PairSpec::default())
-        .with(hopts.clone());
-    let progress = crate::progress::FileProgress::new(path, global.quiet);
-    let res = analyze_path(path, progress.counter(), &plan);
-    progress.finish();
-    if res.unreadable() {
-        if let Some(e) = res.error {
-            return Err(e.into());
-        }
-    }
-    let problem = res.contexts.problem;
-    let mut pairs = res.pairs.context("pairing ran")?;
-    let h = res.hierarchy.context("hierarchy ran")?;
-    let src = match tokens.get(i) {
-        Some(&t) => TokenSource::Given(t),
-        None => TokenSource::Beside,
-    };
-    let (t, tsrc) = resolve_tokens(&src, path)?;
-    pairs.set_tokens(t, tsrc);
-    let run = summary::beside(path)?.map(|(_, s)| s);
-    Ok(Measured {
-        pairs,
-        problem,
-        run,
-        functions: function_medians(&h),
-    })
 }

@@ -12,7 +12,6 @@
 pub mod intervals;
 pub mod ledger;
 pub mod timeline;
-pub mod view;
 
 use crate::analysis::{Analysis, Finished, Spec, TraceResult};
 use crate::model::Ns;

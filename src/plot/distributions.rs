@@ -88,7 +88,6 @@ where
         .house(&th)
         .light_line_style(RGBColor(240, 240, 240))
         .draw()?;
-    let half = 0.24;
     for (i, t) in data.input.traces.iter().enumerate() {
         let x = xs[i];
         let col = mode_color(t.mode.as_deref());
@@ -111,55 +110,78 @@ where
             let off = ((k as f64 * 0.618_034).fract() - 0.5) * 0.44;
             Circle::new((x + off, axis.f(v)), r, col.mix(0.45).filled())
         }))?;
-        let Some((q1r, med, q3r, wlor, whir)) = box_stats(sorted) else {
-            continue;
-        };
-        let (q1, q3, wlo, whi, medf) = (
-            axis.f(q1r),
-            axis.f(q3r),
-            axis.f(wlor),
-            axis.f(whir),
-            axis.f(med),
-        );
-        let edge = darker(col);
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [(x - half, q1), (x + half, q3)],
-            col.mix(0.22).filled(),
-        )))?;
-        chart.draw_series(std::iter::once(Rectangle::new(
-            [(x - half, q1), (x + half, q3)],
-            edge.stroke_width(th.upx(2.0)),
-        )))?;
-        let ws = edge.stroke_width(th.upx(1.6));
-        for (a, b) in [(q3, whi), (q1, wlo)] {
-            chart.draw_series(std::iter::once(PathElement::new(vec![(x, a), (x, b)], ws)))?;
-            chart.draw_series(std::iter::once(PathElement::new(
-                vec![(x - half / 2.0, b), (x + half / 2.0, b)],
-                ws,
-            )))?;
-        }
-        chart.draw_series(std::iter::once(PathElement::new(
-            vec![(x - half, medf), (x + half, medf)],
-            INK.stroke_width(th.upx(3.0)),
-        )))?;
-        let top = axis.f(sorted.last().copied().unwrap_or(whir)).max(whi);
-        let (px, py) = chart.backend_coord(&(x, top));
-        let label = fmt_ms(med);
-        let style = th.bold(12.5);
-        let (tw, tht) = root.estimate_text_size(&label, &style)?;
-        let (tw, tht) = (tw as i32, tht as i32);
-        let y = py - th.px(8.0) - tht;
-        root.draw(&Rectangle::new(
-            [(px - tw / 2 - 3, y - 2), (px + tw / 2 + 3, y + tht + 2)],
-            WHITE.mix(0.85).filled(),
-        ))?;
-        root.draw_text(
-            &label,
-            &style.pos(Pos::new(HPos::Center, VPos::Top)),
-            (px, y),
-        )?;
+        draw_box(root, &mut chart, data, &axis, x, i, sorted)?;
     }
     let to_px = |x: f64| chart.backend_coord(&(x, y0));
     trace_axis_labels(root, data, &xs, &to_px, &th.tick(), &th.bold(12.5))?;
+    Ok(())
+}
+
+/// Half the width of a box, in units of the x axis.
+const HALF: f64 = 0.24;
+
+/// One trace's box, whiskers, median bar and median label at `x`.
+fn draw_box<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &mut Chart2d<'_, DB>,
+    data: &Prepared,
+    axis: &Axis,
+    x: f64,
+    i: usize,
+    sorted: &[f64],
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let half = HALF;
+    let col = mode_color(data.trace(i).mode.as_deref());
+    let Some((q1r, med, q3r, wlor, whir)) = box_stats(sorted) else {
+        return Ok(());
+    };
+    let (q1, q3, wlo, whi, medf) = (
+        axis.f(q1r),
+        axis.f(q3r),
+        axis.f(wlor),
+        axis.f(whir),
+        axis.f(med),
+    );
+    let edge = darker(col);
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(x - half, q1), (x + half, q3)],
+        col.mix(0.22).filled(),
+    )))?;
+    chart.draw_series(std::iter::once(Rectangle::new(
+        [(x - half, q1), (x + half, q3)],
+        edge.stroke_width(th.upx(2.0)),
+    )))?;
+    let ws = edge.stroke_width(th.upx(1.6));
+    for (a, b) in [(q3, whi), (q1, wlo)] {
+        chart.draw_series(std::iter::once(PathElement::new(vec![(x, a), (x, b)], ws)))?;
+        chart.draw_series(std::iter::once(PathElement::new(
+            vec![(x - half / 2.0, b), (x + half / 2.0, b)],
+            ws,
+        )))?;
+    }
+    chart.draw_series(std::iter::once(PathElement::new(
+        vec![(x - half, medf), (x + half, medf)],
+        INK.stroke_width(th.upx(3.0)),
+    )))?;
+    let top = axis.f(sorted.last().copied().unwrap_or(whir)).max(whi);
+    let (px, py) = chart.backend_coord(&(x, top));
+    let label = fmt_ms(med);
+    let style = th.bold(12.5);
+    let (tw, tht) = root.estimate_text_size(&label, &style)?;
+    let (tw, tht) = (tw as i32, tht as i32);
+    let y = py - th.px(8.0) - tht;
+    root.draw(&Rectangle::new(
+        [(px - tw / 2 - 3, y - 2), (px + tw / 2 + 3, y + tht + 2)],
+        WHITE.mix(0.85).filled(),
+    ))?;
+    root.draw_text(
+        &label,
+        &style.pos(Pos::new(HPos::Center, VPos::Top)),
+        (px, y),
+    )?;
     Ok(())
 }

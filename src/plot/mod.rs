@@ -21,8 +21,12 @@
 mod common;
 mod distributions;
 mod hierarchy;
+mod input;
+mod layout;
+mod marks;
 mod scatter;
 mod summary;
+mod theme;
 mod timeline;
 
 use crate::pair::{Comparison, TracePairs};
@@ -30,7 +34,12 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-pub use common::{mode_class, mode_color, ModeClass};
+pub use input::{function_medians, Measured, Pairing};
+
+/// The chains whose functions figure 4 (and batch's Table 9) show by
+/// default: the hierarchy default chain plus the model step.
+pub const DEFAULT_PLOT_CHAINS: [&str; 2] = [crate::hierarchy::DEFAULT_CHAIN, "execute_model"];
+pub use theme::mode_color;
 
 /// One trace as the figures see it.
 #[derive(Debug, Clone)]
@@ -63,7 +72,7 @@ pub struct PlotInput {
 }
 
 /// Which files to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {
     Png,
     Svg,

@@ -24,16 +24,7 @@ where
     DB::ErrorType: 'static,
 {
     let th = data.theme;
-    let mut legend = data.mode_legend();
-    if data.groups.len() > 1 {
-        for (gi, g) in data.groups.iter().enumerate() {
-            legend.push(LegendItem::new(
-                shape_mark(gi, MUTED),
-                ellipsize(&g.name, 24),
-            ));
-        }
-    }
-    legend.push(LegendItem::new(Mark::Dashed(MUTED), "GPU span = CPU span"));
+    let legend = legend(data);
     let body = frame(
         root,
         &th,
@@ -77,66 +68,13 @@ where
         th.px(6.0).max(2) as u32,
         MUTED.stroke_width(th.upx(1.5)),
     ))?;
-    let r = th.upx(4.0);
-    for (gi, g) in data.groups.iter().enumerate() {
-        for &i in &g.members {
-            let t = data.trace(i);
-            let col = mode_color(t.mode.as_deref());
-            let sp = &data.spans[i];
-            let style = col.mix(0.65).filled();
-            let pts = sp.rows.iter().map(|r| (axis.f(r.1), axis.f(r.2)));
-            match gi % 3 {
-                0 => {
-                    chart.draw_series(pts.map(|p| Circle::new(p, r, style)))?;
-                }
-                1 => {
-                    chart.draw_series(pts.map(|p| TriangleMarker::new(p, r + 1, style)))?;
-                }
-                _ => {
-                    let s = r as i32;
-                    chart.draw_series(pts.map(|p| {
-                        EmptyElement::at(p)
-                            + Rectangle::new([(-s + 1, -s + 1), (s - 1, s - 1)], style)
-                    }))?;
-                }
-            }
-        }
-    }
+    draw_points(&mut chart, data, &axis)?;
     // Per-trace median gap, in the upper-left box.
     for (gi, g) in data.groups.iter().enumerate() {
         for &i in &g.members {
             let t = data.trace(i);
-            let sp = &data.spans[i];
-            let mut gaps: Vec<f64> = sp.rows.iter().map(|r| r.1 - r.2).collect();
-            gaps.sort_by(f64::total_cmp);
-            let Some(gap) = quantile(&gaps, 0.5) else {
+            let Some(label) = gap_label(data, &g.name, i) else {
                 continue;
-            };
-            let share = quantile(
-                &{
-                    let mut v: Vec<f64> = sp
-                        .rows
-                        .iter()
-                        .filter(|r| r.1 > 0.0)
-                        .map(|r| (r.1 - r.2) / r.1)
-                        .collect();
-                    v.sort_by(f64::total_cmp);
-                    v
-                },
-                0.5,
-            );
-            let who = if data.groups.len() > 1 && t.workload.is_none() {
-                format!("{} {}", ellipsize(&g.name, 20), short_label(t))
-            } else {
-                ellipsize(&t.label, 30)
-            };
-            let label = match share {
-                Some(s) => format!(
-                    "{who}: gap {} ms ({:.0} % of CPU span)",
-                    fmt_ms(gap),
-                    s * 100.0
-                ),
-                None => format!("{who}: gap {} ms", fmt_ms(gap)),
             };
             let col = mode_color(t.mode.as_deref());
             let shape = gi % 3;
@@ -168,6 +106,107 @@ where
         .border_style(RGBColor(200, 200, 200))
         .margin(th.px(8.0))
         .draw()?;
+    annotate(root, &chart, &th, (a0, a1))
+}
+
+/// The modes, the workload groups' marker shapes and the diagonal.
+fn legend(data: &Prepared) -> Vec<LegendItem> {
+    let mut legend = data.mode_legend();
+    if data.groups.len() > 1 {
+        for (gi, g) in data.groups.iter().enumerate() {
+            legend.push(LegendItem::new(
+                shape_mark(gi, MUTED),
+                ellipsize(&g.name, 24),
+            ));
+        }
+    }
+    legend.push(LegendItem::new(Mark::Dashed(MUTED), "GPU span = CPU span"));
+    legend
+}
+
+/// One marker per paired context, shaped by workload group.
+fn draw_points<DB: DrawingBackend>(
+    chart: &mut Chart2d<'_, DB>,
+    data: &Prepared,
+    axis: &Axis,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let r = th.upx(4.0);
+    for (gi, g) in data.groups.iter().enumerate() {
+        for &i in &g.members {
+            let t = data.trace(i);
+            let col = mode_color(t.mode.as_deref());
+            let sp = &data.spans[i];
+            let style = col.mix(0.65).filled();
+            let pts = sp.rows.iter().map(|r| (axis.f(r.1), axis.f(r.2)));
+            match gi % 3 {
+                0 => {
+                    chart.draw_series(pts.map(|p| Circle::new(p, r, style)))?;
+                }
+                1 => {
+                    chart.draw_series(pts.map(|p| TriangleMarker::new(p, r + 1, style)))?;
+                }
+                _ => {
+                    let s = r as i32;
+                    chart.draw_series(pts.map(|p| {
+                        EmptyElement::at(p)
+                            + Rectangle::new([(-s + 1, -s + 1), (s - 1, s - 1)], style)
+                    }))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A trace's median GPU-idle gap, for the box in the upper left.
+fn gap_label(data: &Prepared, group: &str, i: usize) -> Option<String> {
+    let t = data.trace(i);
+    let sp = &data.spans[i];
+    let mut gaps: Vec<f64> = sp.rows.iter().map(|r| r.1 - r.2).collect();
+    gaps.sort_by(f64::total_cmp);
+    let gap = quantile(&gaps, 0.5)?;
+    let share = quantile(
+        &{
+            let mut v: Vec<f64> = sp
+                .rows
+                .iter()
+                .filter(|r| r.1 > 0.0)
+                .map(|r| (r.1 - r.2) / r.1)
+                .collect();
+            v.sort_by(f64::total_cmp);
+            v
+        },
+        0.5,
+    );
+    let who = if data.groups.len() > 1 && t.workload.is_none() {
+        format!("{} {}", ellipsize(group, 20), short_label(t))
+    } else {
+        ellipsize(&t.label, 30)
+    };
+    Some(match share {
+        Some(s) => format!(
+            "{who}: gap {} ms ({:.0} % of CPU span)",
+            fmt_ms(gap),
+            s * 100.0
+        ),
+        None => format!("{who}: gap {} ms", fmt_ms(gap)),
+    })
+}
+
+/// The words on either side of the diagonal.
+fn annotate<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &Chart2d<'_, DB>,
+    th: &Theme,
+    (a0, a1): (f64, f64),
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
     let span = a1 - a0;
     let (px, py) = chart.backend_coord(&(a0 + 0.03 * span, a0 + 0.6 * span));
     let muted = th

@@ -1,6 +1,7 @@
-use super::common::{box_stats, mode_class, quantile, ModeClass, Theme};
+use super::common::{box_stats, quantile, Theme};
 use super::*;
 use crate::pair::compare;
+use crate::runinfo::Mode;
 
 /// A synthetic trace: `n` step contexts with a GPU span around `gpu_us`,
 /// a spike at context 1 and no GPU twin for the last context; paired by
@@ -114,14 +115,14 @@ fn png_dims_and_variance(path: &Path) -> ((u32, u32), f64) {
 
 #[test]
 fn modes_are_classified_and_coloured_consistently() {
-    assert_eq!(mode_class(Some("ar")), ModeClass::Ar);
-    assert_eq!(mode_class(Some("AR")), ModeClass::Ar);
-    assert_eq!(mode_class(Some("baseline")), ModeClass::Ar);
-    assert_eq!(mode_class(Some("mtp")), ModeClass::Mtp);
-    assert_eq!(mode_class(Some("eagle3")), ModeClass::Mtp);
-    assert_eq!(mode_class(Some("candidate")), ModeClass::Mtp);
-    assert_eq!(mode_class(Some("ngram-x")), ModeClass::Other);
-    assert_eq!(mode_class(None), ModeClass::Other);
+    assert_eq!(Mode::of_opt(Some("ar")), Mode::Ar);
+    assert_eq!(Mode::of_opt(Some("AR")), Mode::Ar);
+    assert_eq!(Mode::of_opt(Some("baseline")), Mode::Ar);
+    assert_eq!(Mode::of_opt(Some("mtp")), Mode::Mtp);
+    assert_eq!(Mode::of_opt(Some("eagle3")), Mode::Mtp);
+    assert_eq!(Mode::of_opt(Some("candidate")), Mode::Mtp);
+    assert_eq!(Mode::of_opt(Some("ngram-x")), Mode::Other);
+    assert_eq!(Mode::of_opt(None), Mode::Other);
     assert_eq!(mode_color(Some("ar")), common::AR_BLUE);
     assert_eq!(mode_color(Some("mtp")), common::MTP_ORANGE);
     assert_eq!(mode_color(None), common::OTHER_GREY);

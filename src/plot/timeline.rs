@@ -62,51 +62,10 @@ where
             .house(&th)
             .draw()?;
         for &i in &g.members {
-            let t = data.trace(i);
-            let col = mode_color(t.mode.as_deref());
-            let sp = &data.spans[i];
-            if sp.rows.is_empty() {
-                continue;
-            }
-            let pts: Vec<(f64, f64)> = sp.rows.iter().map(|r| (r.0 as f64, axis.f(r.2))).collect();
-            chart.draw_series(LineSeries::new(
-                pts.iter().copied(),
-                col.mix(0.8).stroke_width(th.upx(1.6)),
-            ))?;
-            chart.draw_series(
-                pts.iter()
-                    .map(|&p| Circle::new(p, th.upx(2.8), col.filled())),
-            )?;
-            if let Some(med) = quantile(&sp.gpu_sorted, 0.5) {
-                chart.draw_series(DashedLineSeries::new(
-                    vec![(-0.5, axis.f(med)), (n as f64 - 0.5, axis.f(med))],
-                    th.px(8.0).max(2) as u32,
-                    th.px(5.0).max(2) as u32,
-                    darker(col).stroke_width(th.upx(1.6)),
-                ))?;
-            }
-            if let Some(fence) = upper_fence(&sp.gpu_sorted) {
-                chart.draw_series(pts.iter().filter(|p| p.1 > axis.f(fence)).map(|&p| {
-                    Circle::new(p, th.upx(7.0), OUTLIER_RED.stroke_width(th.upx(2.0)))
-                }))?;
-            }
+            draw_trace(&mut chart, data, &axis, i, n)?;
         }
         // Per-panel key: which line is which, with n and the median.
-        let key: Vec<(RGBColor, String)> = g
-            .members
-            .iter()
-            .map(|&i| {
-                let t = data.trace(i);
-                let sp = &data.spans[i];
-                let med = quantile(&sp.gpu_sorted, 0.5)
-                    .map(|m| format!("median {} ms", fmt_ms(m)))
-                    .unwrap_or_else(|| "no paired contexts".into());
-                (
-                    mode_color(t.mode.as_deref()),
-                    format!("{} · n = {} · {med}", short_label(t), sp.rows.len()),
-                )
-            })
-            .collect();
+        let key = panel_key(data, g);
         for (col, label) in key {
             chart
                 .draw_series(std::iter::empty::<Circle<(f64, f64), u32>>())?
@@ -123,4 +82,67 @@ where
             .draw()?;
     }
     Ok(())
+}
+
+/// One trace's line, dots, median and outliers in its panel.
+fn draw_trace<DB: DrawingBackend>(
+    chart: &mut Chart2d<'_, DB>,
+    data: &Prepared,
+    axis: &Axis,
+    i: usize,
+    n: usize,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let t = data.trace(i);
+    let col = mode_color(t.mode.as_deref());
+    let sp = &data.spans[i];
+    if sp.rows.is_empty() {
+        return Ok(());
+    }
+    let pts: Vec<(f64, f64)> = sp.rows.iter().map(|r| (r.0 as f64, axis.f(r.2))).collect();
+    chart.draw_series(LineSeries::new(
+        pts.iter().copied(),
+        col.mix(0.8).stroke_width(th.upx(1.6)),
+    ))?;
+    chart.draw_series(
+        pts.iter()
+            .map(|&p| Circle::new(p, th.upx(2.8), col.filled())),
+    )?;
+    if let Some(med) = quantile(&sp.gpu_sorted, 0.5) {
+        chart.draw_series(DashedLineSeries::new(
+            vec![(-0.5, axis.f(med)), (n as f64 - 0.5, axis.f(med))],
+            th.px(8.0).max(2) as u32,
+            th.px(5.0).max(2) as u32,
+            darker(col).stroke_width(th.upx(1.6)),
+        ))?;
+    }
+    if let Some(fence) = upper_fence(&sp.gpu_sorted) {
+        chart.draw_series(
+            pts.iter()
+                .filter(|p| p.1 > axis.f(fence))
+                .map(|&p| Circle::new(p, th.upx(7.0), OUTLIER_RED.stroke_width(th.upx(2.0)))),
+        )?;
+    }
+    Ok(())
+}
+
+/// Per-panel key: which line is which, with n and the median.
+fn panel_key(data: &Prepared, g: &Group) -> Vec<(RGBColor, String)> {
+    g.members
+        .iter()
+        .map(|&i| {
+            let t = data.trace(i);
+            let sp = &data.spans[i];
+            let med = quantile(&sp.gpu_sorted, 0.5)
+                .map(|m| format!("median {} ms", fmt_ms(m)))
+                .unwrap_or_else(|| "no paired contexts".into());
+            (
+                mode_color(t.mode.as_deref()),
+                format!("{} · n = {} · {med}", short_label(t), sp.rows.len()),
+            )
+        })
+        .collect()
 }

@@ -10,8 +10,8 @@ pub mod table;
 use serde::Serialize;
 use std::io::{self, Write};
 
-/// `--format` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+/// Output formats of the reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
     /// Aligned text for the terminal.
     #[default]

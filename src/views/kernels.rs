@@ -1,33 +1,60 @@
-//! The tables of `torchtrace kernels`: one column list of per-trace
-//! figures (for the side-by-side table and the one-row-per-trace CSV), the
-//! timeline, the top kernels, the comparison and the per-context rows.
+//! The view of `kernels`' results: [`columns`] (one per figure of a
+//! trace, shared by the side-by-side table, the CSV and `batch`'s
+//! traces.csv), the timeline, the top kernels, the comparison and the
+//! per-context rows; [`KernelsReport`] is the document `kernels` prints.
 
-use super::{Comparison, TraceKernels};
+use super::{ellipsize, Column};
+use crate::kernels::{self, Comparison, TraceKernels};
 use crate::model::Ns;
-use crate::report::{Cell, Table};
+use crate::report::{self, Cell, Format, Table};
 use crate::stats::Summary;
 use serde::Serialize;
+use std::io::{self, Write};
 
-/// The document `kernels` prints (`-f json`).
+/// The document `kernels` prints (`-f json`): every trace's figures and,
+/// with two traces, their comparison (first = baseline).
 #[derive(Debug, Serialize)]
 pub struct KernelsReport {
     pub traces: Vec<TraceKernels>,
     pub comparison: Option<Comparison>,
 }
 
-/// A figure of a trace: machine key, human label, cell.
-pub struct Figure {
-    pub key: String,
-    pub label: String,
-    pub cell: Box<dyn Fn(&TraceKernels) -> Cell>,
+impl KernelsReport {
+    pub fn new(traces: Vec<TraceKernels>) -> Self {
+        let comparison = (traces.len() == 2).then(|| kernels::compare(&traces[0], &traces[1]));
+        KernelsReport { traces, comparison }
+    }
+
+    /// Writes the report in `format`; `per_context` adds every context.
+    pub fn write<W: Write>(
+        &self,
+        out: &mut W,
+        format: Format,
+        per_context: bool,
+    ) -> io::Result<()> {
+        let labels: Vec<String> = self
+            .traces
+            .iter()
+            .map(|t| super::pair::short(&t.path))
+            .collect();
+        let tables = human_tables(self, &labels, per_context);
+        let csv = csv_tables(self);
+        if format == Format::Json && per_context {
+            report::render(out, format, &json_with_rows(self), &tables, &csv)
+        } else {
+            report::render(out, format, self, &tables, &csv)
+        }
+    }
 }
 
-fn fig(key: &str, label: &str, cell: impl Fn(&TraceKernels) -> Cell + 'static) -> Figure {
-    Figure {
-        key: key.into(),
-        label: label.into(),
-        cell: Box::new(cell),
-    }
+type Figure = Column<TraceKernels>;
+
+fn fig(
+    key: &str,
+    label: &str,
+    cell: impl Fn(&TraceKernels) -> Cell + Send + Sync + 'static,
+) -> Figure {
+    Column::new(key, label, cell)
 }
 
 /// The statistics of one per-context figure, as columns `<key>_<stat>`.
@@ -45,7 +72,7 @@ fn stats(key: &str, label: &str, unit: &str, get: fn(&TraceKernels) -> &Summary)
 }
 
 /// Every per-trace figure, in table order.
-pub fn figures() -> Vec<Figure> {
+pub fn columns() -> Vec<Figure> {
     let mut v = vec![
         fig("context", "context", |t| Cell::text(t.context.clone())),
         fig("contexts", "contexts", |t| t.contexts.into()),
@@ -105,7 +132,7 @@ fn shown(key: &str) -> bool {
 
 /// Side-by-side tables for people: figures, timeline, top kernels,
 /// comparison and (optionally) per-context rows.
-pub fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> Vec<Table> {
+fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> Vec<Table> {
     let mut heads = vec!["figure".to_string()];
     heads.extend(labels.iter().cloned());
     let mut t = Table {
@@ -113,9 +140,9 @@ pub fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> 
         headers: heads.clone(),
         ..Default::default()
     };
-    for f in figures().into_iter().filter(|f| shown(&f.key)) {
-        let mut row = vec![Cell::text(f.label.clone())];
-        row.extend(r.traces.iter().map(|x| (f.cell)(x)));
+    for f in columns().into_iter().filter(|f| shown(&f.key)) {
+        let mut row = vec![Cell::text(f.label.clone().unwrap_or_default())];
+        row.extend(r.traces.iter().map(|x| f.cell(x)));
         t.row(row);
     }
     for (x, label) in r.traces.iter().zip(labels) {
@@ -143,7 +170,7 @@ fn timeline_table(r: &KernelsReport, heads: &[String]) -> Table {
         headers: heads.to_vec(),
         ..Default::default()
     };
-    type Get = fn(&super::Timeline) -> Option<f64>;
+    type Get = fn(&kernels::Timeline) -> Option<f64>;
     let rows: [(&str, Get); 6] = [
         ("total (ms)", |t| t.total_ms),
         ("busy (ms)", |t| t.busy_ms),
@@ -248,8 +275,8 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
 
 /// Machine tables: one row per trace with every figure and the timeline;
 /// the top kernels (names whole); the comparison.
-pub fn csv_tables(r: &KernelsReport) -> Vec<Table> {
-    let figs = figures();
+fn csv_tables(r: &KernelsReport) -> Vec<Table> {
+    let figs = columns();
     let tl = [
         "timeline_total_ms",
         "timeline_busy_ms",
@@ -265,7 +292,7 @@ pub fn csv_tables(r: &KernelsReport) -> Vec<Table> {
     let mut t = Table::new("kernels", &heads);
     for x in &r.traces {
         let mut row: Vec<Cell> = vec![x.path.clone().into()];
-        row.extend(figs.iter().map(|f| (f.cell)(x)));
+        row.extend(figs.iter().map(|f| f.cell(x)));
         let l = &x.timeline;
         for v in [
             l.total_ms,
@@ -330,7 +357,7 @@ pub fn csv_tables(r: &KernelsReport) -> Vec<Table> {
 }
 
 /// The JSON document with `per_context` rows in each trace.
-pub fn json_with_rows(r: &KernelsReport) -> serde_json::Value {
+fn json_with_rows(r: &KernelsReport) -> serde_json::Value {
     let mut v = serde_json::to_value(r).unwrap_or_default();
     if let Some(arr) = v.get_mut("traces").and_then(|t| t.as_array_mut()) {
         for (j, t) in arr.iter_mut().zip(&r.traces) {
@@ -338,16 +365,4 @@ pub fn json_with_rows(r: &KernelsReport) -> serde_json::Value {
         }
     }
     v
-}
-
-/// Shortens in the middle: `head…tail`, `max` characters at most.
-fn ellipsize(s: &str, max: usize) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    if chars.len() <= max {
-        return s.to_string();
-    }
-    let keep = (max - 1) / 2;
-    let head: String = chars[..keep].iter().collect();
-    let tail: String = chars[chars.len() - keep..].iter().collect();
-    format!("{head}…{tail}")
 }

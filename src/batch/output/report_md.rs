@@ -1,0 +1,156 @@
+//! `report.md`: the run in one page (inputs, definitions, Tables 8 and 9,
+//! containment, figures, the worker traces, failures), and the table of
+//! failed and skipped inputs it shares with stdout.
+
+use super::hierarchy::{containment_table, hierarchy_table};
+use super::workloads::workloads_table;
+use super::Written;
+use crate::batch::inputs::Kind;
+use crate::batch::{BatchResult, Status};
+use crate::report::{self, Cell, Table};
+use std::path::Path;
+
+/// Failed inputs, and (with `skipped`) skipped ones too.
+pub fn problems_table(res: &BatchResult, skipped: bool) -> Table {
+    let mut t = Table::new(
+        if skipped {
+            "Failed and skipped inputs"
+        } else {
+            "Failed inputs"
+        },
+        &["path", "kind", "status", "reason"],
+    );
+    for r in &res.records {
+        let f = &r.file;
+        if f.status == Status::Error || (skipped && f.status == Status::Skipped) {
+            t.row(vec![
+                Cell::text(f.path.clone()),
+                f.kind.as_str().into(),
+                f.status.as_str().into(),
+                Cell::text(f.error.clone().unwrap_or_default()),
+            ]);
+        }
+    }
+    t
+}
+
+/// A short per-trace table for report.md.
+fn traces_overview(res: &BatchResult) -> Table {
+    let mut t = Table::new(
+        "Worker traces",
+        &[
+            "trace",
+            "status",
+            "mode",
+            "workload",
+            "contexts",
+            "pairs",
+            "tokens",
+            "tokens/ctx",
+            "CPU span med. (ms)",
+            "GPU span med. (ms)",
+            "GPU span/token (ms)",
+        ],
+    );
+    for r in res.records.iter().filter(|r| r.file.kind == Kind::Worker) {
+        let p = r.file.pairs.as_ref();
+        t.row(vec![
+            Cell::text(r.file.path.clone()),
+            r.file.status.as_str().into(),
+            r.run.mode().map_or(Cell::Null, Cell::text),
+            r.run.workload().map_or(Cell::Null, Cell::text),
+            p.map_or(Cell::Null, |p| p.contexts.into()),
+            p.map_or(Cell::Null, |p| p.pairs.into()),
+            Cell::opt_i(p.and_then(|p| p.completion_tokens)),
+            Cell::opt_f(p.and_then(|p| p.tokens_per_context), 3),
+            Cell::opt_f(p.and_then(|p| p.cpu_span_ms.median), 3),
+            Cell::opt_f(p.and_then(|p| p.gpu_span_ms.median), 3),
+            Cell::opt_f(p.and_then(|p| p.gpu_span_per_token_ms), 4),
+        ]);
+    }
+    t
+}
+
+pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> String {
+    let mut s = String::from("# torchtrace batch report\n\n");
+    let count = |st: Status| res.records.iter().filter(|r| r.file.status == st).count();
+    s.push_str("Inputs:\n\n");
+    for i in &res.inputs {
+        s.push_str(&format!("- `{}` ({})\n", i.path, kind_name(i.kind)));
+    }
+    s.push_str(&format!(
+        "\n{} files: {} ok, {} failed, {} skipped. Step contexts: {}. {} AR/MTP comparisons.\n\n",
+        res.records.len(),
+        count(Status::Ok),
+        count(Status::Error),
+        count(Status::Skipped),
+        context,
+        res.comparisons.len()
+    ));
+    s.push_str(
+        "Files: [results.json](results.json) (everything), [traces.csv](traces.csv) (one row per input file), \
+         [workloads.csv](workloads.csv) / [workloads.md](workloads.md) (Table 8)",
+    );
+    s.push_str(", [hierarchy.csv](hierarchy.csv) / [hierarchy.md](hierarchy.md) (Table 9)");
+    s.push_str(".\n\n## Definitions\n\n");
+    s.push_str(
+        "- A step context is one CPU `user_annotation` of the selected vLLM decode step name; its GPU span is \
+         max(end) − min(start) over the `gpu_user_annotation`s with the same name and External id.\n\
+         - P (tokens per context) = completion tokens / paired contexts; GPU span per token = Σ GPU spans / completion tokens.\n\
+         - S_context = GPU span per token (AR) / GPU span per token (MTP); context reduction = (1 − P_AR / P_MTP) × 100 %.\n\
+         - Completion tokens, mode and workload come from each trace's run summary (`X.summary.json`), else \
+         `--manifest`, else the step name (`generation_1(1)` → AR, `generation_1(k+1)` → MTP) for the mode and the \
+         directory name for the workload; see docs/DEFINITIONS.md.\n\n",
+    );
+    s.push_str("## ");
+    s.push_str(
+        report::markdown::to_string(&workloads_table(res, false)).trim_start_matches("### "),
+    );
+    s.push_str("\n## ");
+    s.push_str(
+        report::markdown::to_string(&hierarchy_table(res, false)).trim_start_matches("### "),
+    );
+    s.push_str("\n### ");
+    s.push_str(report::markdown::to_string(&containment_table(res)).trim_start_matches("### "));
+    if !w.figures.is_empty() {
+        s.push_str("\n## Figures\n\n");
+        for f in &w.figures {
+            if let Ok(rel) = f.strip_prefix(dir) {
+                let rel = rel.to_string_lossy().replace('\\', "/");
+                let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+                if rel.ends_with(".png") || rel.ends_with(".svg") {
+                    s.push_str(&format!("![{name}]({rel})\n\n"));
+                } else {
+                    s.push_str(&format!("- [{name}]({rel})\n"));
+                }
+            }
+        }
+    }
+    s.push_str("\n## ");
+    s.push_str(report::markdown::to_string(&traces_overview(res)).trim_start_matches("### "));
+    let probs = problems_table(res, true);
+    s.push_str("\n## ");
+    if probs.rows.is_empty() {
+        s.push_str("Failed and skipped inputs\n\nNone.\n");
+    } else {
+        s.push_str(report::markdown::to_string(&probs).trim_start_matches("### "));
+    }
+    if !w.warnings.is_empty() {
+        s.push_str("\n## Notes\n\n");
+        for n in &w.warnings {
+            s.push_str(&format!("- {n}\n"));
+        }
+    }
+    s
+}
+
+fn kind_name(k: crate::batch::inputs::InputKind) -> &'static str {
+    use crate::batch::inputs::InputKind::*;
+    match k {
+        Directory => "directory",
+        File => "file",
+        Tar => "tar archive",
+        TarGz => "gzip-compressed tar archive",
+        Zip => "zip archive",
+    }
+}

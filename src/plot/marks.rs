@@ -1,0 +1,323 @@
+//! What is drawn: legend marks, the frame (title, subtitle, legend), the
+//! labels of the trace axis, the house grid, bars and empty states.
+
+use super::layout::{ellipsize, short_label, Prepared};
+use super::theme::*;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// What a legend entry shows.
+#[derive(Debug, Clone)]
+pub enum Mark {
+    Box(RGBColor),
+    Dot(RGBColor),
+    Ring(RGBColor),
+    Dashed(RGBColor),
+    /// A black median bar.
+    Median,
+    Triangle(RGBColor),
+    Square(RGBColor),
+}
+
+#[derive(Debug, Clone)]
+pub struct LegendItem {
+    pub mark: Mark,
+    pub label: String,
+}
+
+impl LegendItem {
+    pub fn new(mark: Mark, label: impl Into<String>) -> Self {
+        LegendItem {
+            mark,
+            label: label.into(),
+        }
+    }
+}
+
+/// Draws a legend mark centred at `c`.
+pub fn draw_mark<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    mark: &Mark,
+    c: (i32, i32),
+    th: &Theme,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let r = th.px(6.0).max(3);
+    let (x, y) = c;
+    match mark {
+        Mark::Box(col) => {
+            area.draw(&Rectangle::new(
+                [(x - r - 3, y - r), (x + r + 3, y + r)],
+                col.mix(0.55).filled(),
+            ))?;
+            area.draw(&Rectangle::new(
+                [(x - r - 3, y - r), (x + r + 3, y + r)],
+                darker(*col).stroke_width(1),
+            ))?;
+        }
+        Mark::Dot(col) => area.draw(&Circle::new((x, y), r.max(3) as u32 - 1, col.filled()))?,
+        Mark::Ring(col) => area.draw(&Circle::new(
+            (x, y),
+            r as u32 + 1,
+            col.stroke_width(th.upx(2.0)),
+        ))?,
+        Mark::Dashed(col) => {
+            for k in 0..3 {
+                let x0 = x - 2 * r + k * (4 * r / 3);
+                area.draw(&PathElement::new(
+                    vec![(x0, y), (x0 + r / 2 + 1, y)],
+                    col.stroke_width(th.upx(2.0)),
+                ))?;
+            }
+        }
+        Mark::Median => area.draw(&PathElement::new(
+            vec![(x - 2 * r, y), (x + 2 * r, y)],
+            INK.stroke_width(th.upx(3.0)),
+        ))?,
+        Mark::Triangle(col) => {
+            area.draw(&TriangleMarker::new((x, y), r as u32 + 1, col.filled()))?
+        }
+        Mark::Square(col) => area.draw(&Rectangle::new(
+            [(x - r + 1, y - r + 1), (x + r - 1, y + r - 1)],
+            col.filled(),
+        ))?,
+    }
+    Ok(())
+}
+
+/// Title, subtitle and a legend strip; returns the area left for panels.
+pub fn frame<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    th: &Theme,
+    title: &str,
+    subtitle: &str,
+    legend: &[LegendItem],
+) -> Result<DrawingArea<DB, Shift>, Box<dyn std::error::Error + Send + Sync>>
+where
+    DB::ErrorType: 'static,
+{
+    root.fill(&WHITE)?;
+    let (w, _) = root.dim_in_pixel();
+    let w = w as i32;
+    let mut y = th.px(12.0);
+    root.draw_text(
+        title,
+        &th.title().pos(Pos::new(HPos::Center, VPos::Top)),
+        (w / 2, y),
+    )?;
+    y += th.px(32.0);
+    if !subtitle.is_empty() {
+        root.draw_text(
+            subtitle,
+            &th.text(13.5)
+                .color(&MUTED)
+                .pos(Pos::new(HPos::Center, VPos::Top)),
+            (w / 2, y),
+        )?;
+        y += th.px(22.0);
+    }
+    if !legend.is_empty() {
+        y += th.px(4.0);
+        let style = th.text(13.5);
+        let mark_w = th.px(26.0);
+        let gap = th.px(22.0);
+        let widths: Vec<i32> = legend
+            .iter()
+            .map(|it| {
+                let (tw, _) = root.estimate_text_size(&it.label, &style).unwrap_or((0, 0));
+                mark_w + th.px(6.0) + tw as i32
+            })
+            .collect();
+        // Greedy rows that fit the width.
+        let max_row = w - th.px(40.0);
+        let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+        let mut used = 0;
+        for (i, &iw) in widths.iter().enumerate() {
+            let add = if used == 0 { iw } else { used + gap + iw };
+            if add > max_row && used > 0 {
+                rows.push(vec![i]);
+                used = iw;
+            } else {
+                rows.last_mut().unwrap().push(i);
+                used = add;
+            }
+        }
+        let row_h = th.px(22.0);
+        for row in &rows {
+            let total: i32 =
+                row.iter().map(|&i| widths[i]).sum::<i32>() + gap * (row.len() as i32 - 1);
+            let mut x = (w - total) / 2;
+            for &i in row {
+                let cy = y + row_h / 2;
+                draw_mark(root, &legend[i].mark, (x + mark_w / 2, cy), th)?;
+                root.draw_text(
+                    &legend[i].label,
+                    &style.pos(Pos::new(HPos::Left, VPos::Center)),
+                    (x + mark_w + th.px(6.0), cy),
+                )?;
+                x += widths[i] + gap;
+            }
+            y += row_h;
+        }
+        y += th.px(4.0);
+    }
+    Ok(root.split_vertically(y).1)
+}
+
+/// Writes labels under a categorical trace axis: the trace's mode (or
+/// label) under each position, and the group name under each group.
+/// `y_base` is the axis' lower value; positions come from the chart.
+#[allow(clippy::too_many_arguments)]
+pub fn trace_axis_labels<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    data: &Prepared,
+    xs: &[f64],
+    to_px: &dyn Fn(f64) -> (i32, i32),
+    style: &TextStyle,
+    group_style: &TextStyle,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = &data.theme;
+    let top = Pos::new(HPos::Center, VPos::Top);
+    let line_h = th.px(17.0);
+    for (i, t) in data.input.traces.iter().enumerate() {
+        let (px, py) = to_px(xs[i]);
+        root.draw_text(&short_label(t), &style.pos(top), (px, py + th.px(6.0)))?;
+    }
+    for g in &data.groups {
+        let show = g.members.len() > 1
+            || g.members
+                .iter()
+                .any(|&i| short_label(data.trace(i)) != g.name);
+        if !show {
+            continue;
+        }
+        let (a, _) = to_px(xs[*g.members.first().unwrap()]);
+        let (b, py) = to_px(xs[*g.members.last().unwrap()]);
+        let cx = (a + b) / 2;
+        let y = py + th.px(6.0) + line_h + th.px(2.0);
+        if g.members.len() > 1 {
+            let half = th.px(10.0);
+            root.draw(&PathElement::new(
+                vec![(a - half, y), (b + half, y)],
+                MUTED.stroke_width(1),
+            ))?;
+        }
+        root.draw_text(
+            &ellipsize(&g.name, 28),
+            &group_style.pos(top),
+            (cx, y + th.px(3.0)),
+        )?;
+    }
+    Ok(())
+}
+
+/// The grid and text styling every figure's axes share.
+pub trait HouseGrid {
+    fn house(&mut self, th: &Theme) -> &mut Self;
+}
+
+impl<'a, 'b, X, Y, DB> HouseGrid for plotters::chart::MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: plotters::coord::ranged1d::Ranged<ValueType: std::fmt::Debug>,
+    Y: plotters::coord::ranged1d::Ranged<ValueType: std::fmt::Debug>,
+    DB: DrawingBackend,
+{
+    fn house(&mut self, th: &Theme) -> &mut Self {
+        self.label_style(th.tick())
+            .axis_desc_style(th.axis())
+            .light_line_style(RGBColor(242, 242, 242))
+            .bold_line_style(RGBColor(222, 222, 222))
+            .max_light_lines(1)
+    }
+}
+
+/// Half the width of a bar, in units of the x axis (one unit per trace).
+pub const BAR_HALF: f64 = 0.32;
+
+/// One filled, outlined bar from 0 to `v`, centred on `x`.
+pub fn bar<DB: DrawingBackend>(
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    x: f64,
+    v: f64,
+    col: RGBColor,
+    th: &Theme,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let corners = [(x - BAR_HALF, 0.0), (x + BAR_HALF, v)];
+    chart.draw_series(std::iter::once(Rectangle::new(
+        corners,
+        col.mix(0.85).filled(),
+    )))?;
+    chart.draw_series(std::iter::once(Rectangle::new(
+        corners,
+        darker(col).stroke_width(th.upx(1.2)),
+    )))?;
+    Ok(())
+}
+/// The empty state of the span figures: no trace has a paired context.
+pub fn no_paired_contexts<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    th: &Theme,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    empty_state(
+        area,
+        th,
+        "no paired step contexts",
+        "none of the traces has a CPU step annotation with a GPU twin (see `torchtrace pair`)",
+    )
+}
+
+/// A centred message for a figure (or panel) with nothing to draw.
+pub fn empty_state<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    th: &Theme,
+    headline: &str,
+    detail: &str,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let (w, h) = area.dim_in_pixel();
+    let (w, h) = (w as i32, h as i32);
+    area.draw(&Rectangle::new(
+        [
+            (th.px(40.0), th.px(20.0)),
+            (w - th.px(40.0), h - th.px(30.0)),
+        ],
+        RGBColor(245, 245, 245).filled(),
+    ))?;
+    area.draw(&Rectangle::new(
+        [
+            (th.px(40.0), th.px(20.0)),
+            (w - th.px(40.0), h - th.px(30.0)),
+        ],
+        RGBColor(200, 200, 200).stroke_width(1),
+    ))?;
+    let c = Pos::new(HPos::Center, VPos::Center);
+    area.draw_text(
+        headline,
+        &th.bold(20.0).pos(c),
+        (w / 2, h / 2 - th.px(14.0)),
+    )?;
+    area.draw_text(
+        detail,
+        &th.text(14.0).color(&MUTED).pos(c),
+        (w / 2, h / 2 + th.px(16.0)),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,463 @@
+//! Run information: completion tokens, decoding mode and workload of a
+//! trace, each with where it came from, resolved the same way for every
+//! subcommand and `batch`; the trace-name suffixes and the trace labels.
+//!
+//! Precedence (the first source that has the value wins, per value):
+//!
+//! | # | source                                   | tokens | mode | workload |
+//! |---|------------------------------------------|--------|------|----------|
+//! | 1 | a flag (`--tokens`, `--mode`)            | ✓      | ✓    |          |
+//! | 2 | `--summary FILE`                         | ✓      | ✓    | ✓        |
+//! | 3 | the run summary beside the trace         | ✓      | ✓    | ✓        |
+//! | 4 | `--manifest CSV` (batch)                 | ✓      | ✓    | ✓        |
+//! | 5 | the step grammar of the selected context |        | ✓    |          |
+//! | 6 | the trace's directory name (batch)       |        |      | ✓        |
+//!
+//! A summary is `X.summary.json` beside `X.pt.trace.json[.gz]`
+//! ([`crate::summary`]). The step grammar gives `ar` for
+//! `generation_1(1)` and `mtp` for `generation_1(k+1)`. The directory name
+//! loses a trailing `_<mode>` (`text_ar` → `text`).
+
+use crate::contexts::StepName;
+use crate::steps;
+use crate::summary::{self, RunSummary, SummaryError};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// The trace-file suffixes, longest first: a trace's stem is its name
+/// without the first one that leaves something, and its run summary is
+/// `<stem>.summary.json`.
+pub const TRACE_SUFFIXES: [&str; 5] = [
+    ".pt.trace.json.gz",
+    ".pt.trace.json",
+    ".json.gz",
+    ".json",
+    ".gz",
+];
+
+/// A trace file name without its trace suffix (the name itself when it
+/// has none).
+pub fn trace_stem(name: &str) -> &str {
+    TRACE_SUFFIXES
+        .iter()
+        .find_map(|s| name.strip_suffix(s).filter(|stem| !stem.is_empty()))
+        .unwrap_or(name)
+}
+
+/// The stem of the last component of a path or label.
+pub fn file_stem(path: &str) -> String {
+    let name = Path::new(path)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.to_string());
+    trace_stem(&name).to_string()
+}
+
+/// A decoding mode's class: what colours a trace and makes it a baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Autoregressive decoding (the baseline).
+    Ar,
+    /// Speculative decoding (MTP, EAGLE, …; the candidate).
+    Mtp,
+    /// Anything else.
+    Other,
+}
+
+impl Mode {
+    /// Normalises a mode name: trimmed, lower-cased; `autoregressive`,
+    /// `baseline` and `none` become `ar`; others stay as written.
+    pub fn normalize(name: &str) -> String {
+        let m = name.trim().to_ascii_lowercase();
+        match m.as_str() {
+            "autoregressive" | "baseline" | "none" => "ar".into(),
+            _ => m,
+        }
+    }
+
+    /// Classifies a mode name: `ar` (and what [`Mode::normalize`] makes
+    /// `ar`) → AR; `mtp`, `eagle`, `spec…`, `draft…`, `candidate` → MTP.
+    pub fn of(name: &str) -> Mode {
+        let m = Mode::normalize(name);
+        if m == "ar" {
+            Mode::Ar
+        } else if m.contains("mtp")
+            || m.contains("eagle")
+            || m.starts_with("spec")
+            || m.contains("draft")
+            || m == "candidate"
+        {
+            Mode::Mtp
+        } else {
+            Mode::Other
+        }
+    }
+
+    /// [`Mode::of`] for an optional name (none → other).
+    pub fn of_opt(name: Option<&str>) -> Mode {
+        name.map_or(Mode::Other, Mode::of)
+    }
+
+    /// A mode name as shown: `AR`, `MTP` (any case), else as written.
+    pub fn display(name: &str) -> String {
+        if name.eq_ignore_ascii_case("ar") || name.eq_ignore_ascii_case("mtp") {
+            name.to_ascii_uppercase()
+        } else {
+            name.to_string()
+        }
+    }
+}
+
+/// Where a value of [`RunInfo`] came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// A command-line flag (its spelling, e.g. `--tokens`).
+    Flag(&'static str),
+    /// `--summary FILE` (its path).
+    SummaryFile(String),
+    /// The run summary beside the trace (its path or label).
+    Summary(String),
+    /// `--manifest`.
+    Manifest,
+    /// The step grammar of the selected step name.
+    StepName,
+    /// The directory holding the trace.
+    Directory,
+}
+
+impl Source {
+    /// The kind of source, as `results.json`'s `*_source` keys say it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Source::Flag(_) => "flag",
+            Source::SummaryFile(_) | Source::Summary(_) => "summary",
+            Source::Manifest => "manifest",
+            Source::StepName => "annotation",
+            Source::Directory => "directory",
+        }
+    }
+
+    /// The source in full: the flag, the summary's path, or the kind.
+    pub fn describe(&self) -> String {
+        match self {
+            Source::Flag(f) => f.to_string(),
+            Source::SummaryFile(p) | Source::Summary(p) => p.clone(),
+            other => other.kind().to_string(),
+        }
+    }
+}
+
+/// A value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Source,
+}
+
+/// What is known about the run a trace belongs to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunInfo {
+    pub tokens: Option<Sourced<u64>>,
+    /// Normalised ([`Mode::normalize`]).
+    pub mode: Option<Sourced<String>>,
+    pub workload: Option<Sourced<String>>,
+    /// Draft tokens per step of the selected step name (0 under AR).
+    pub speculative_depth: Option<u64>,
+}
+
+impl RunInfo {
+    pub fn mode(&self) -> Option<&str> {
+        self.mode.as_ref().map(|m| m.value.as_str())
+    }
+
+    pub fn workload(&self) -> Option<&str> {
+        self.workload.as_ref().map(|w| w.value.as_str())
+    }
+
+    pub fn tokens(&self) -> Option<u64> {
+        self.tokens.as_ref().map(|t| t.value)
+    }
+
+    /// The mode's class (none → other).
+    pub fn mode_class(&self) -> Mode {
+        Mode::of_opt(self.mode())
+    }
+}
+
+/// `--manifest CSV`: path,mode,workload,completion_tokens.
+#[derive(Debug, Clone, Default)]
+pub struct Manifest {
+    pub rows: Vec<ManifestRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct ManifestRow {
+    pub path: String,
+    #[serde(default, deserialize_with = "empty_none")]
+    pub mode: Option<String>,
+    #[serde(default, deserialize_with = "empty_none")]
+    pub workload: Option<String>,
+    #[serde(default, deserialize_with = "empty_none_u64")]
+    pub completion_tokens: Option<u64>,
+}
+
+fn empty_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let s: Option<String> = serde::Deserialize::deserialize(d)?;
+    Ok(s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
+}
+
+fn empty_none_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let s = empty_none(d)?;
+    s.map(|s| s.parse::<u64>().map_err(serde::de::Error::custom))
+        .transpose()
+}
+
+impl Manifest {
+    pub fn read(path: &Path) -> anyhow::Result<Manifest> {
+        let mut rd = csv::ReaderBuilder::new()
+            .trim(csv::Trim::All)
+            .from_path(path)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let mut rows = Vec::new();
+        for (i, row) in rd.deserialize::<ManifestRow>().enumerate() {
+            rows.push(row.map_err(|e| anyhow::anyhow!("{}: row {}: {e}", path.display(), i + 2))?);
+        }
+        Ok(Manifest { rows })
+    }
+
+    /// The row for a file: its label equals the manifest path, or its
+    /// label or location on disk ends with the manifest path (whole path
+    /// components). The longest match wins.
+    pub fn lookup(&self, label: &str, fs_path: Option<&Path>) -> Option<&ManifestRow> {
+        let fs = fs_path.map(|p| p.to_string_lossy().replace('\\', "/"));
+        let ends_with = |hay: &str, needle: &str| {
+            hay == needle
+                || (hay.ends_with(needle) && hay[..hay.len() - needle.len()].ends_with('/'))
+        };
+        self.rows
+            .iter()
+            .filter(|r| {
+                let want = r.path.trim_start_matches("./").replace('\\', "/");
+                !want.is_empty()
+                    && (ends_with(label, &want)
+                        || fs.as_deref().is_some_and(|f| ends_with(f, &want)))
+            })
+            .max_by_key(|r| r.path.len())
+    }
+}
+
+/// Everything that may say something about a trace's run, strongest
+/// first; [`Evidence::resolve`] applies the precedence.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence<'a> {
+    pub tokens_flag: Option<u64>,
+    pub mode_flag: Option<&'a str>,
+    /// `--summary FILE`: (path as shown, contents).
+    pub summary_file: Option<(String, RunSummary)>,
+    /// The summary beside the trace: (path or label, contents).
+    pub summary_beside: Option<(String, RunSummary)>,
+    pub manifest: Option<&'a ManifestRow>,
+    /// The step names of the trace (the selected one gives the mode).
+    pub step_names: &'a [StepName],
+    /// The name of the directory holding the trace.
+    pub dir_name: Option<&'a str>,
+}
+
+impl Evidence<'_> {
+    /// Applies the documented precedence to every value.
+    pub fn resolve(&self) -> RunInfo {
+        let summaries: Vec<(Source, &RunSummary)> = [
+            self.summary_file
+                .as_ref()
+                .map(|(p, s)| (Source::SummaryFile(p.clone()), s)),
+            self.summary_beside
+                .as_ref()
+                .map(|(p, s)| (Source::Summary(p.clone()), s)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let manifest = self.manifest;
+        let speculative_depth = speculative_depth(self.step_names);
+        let tokens = sourced(self.tokens_flag, Source::Flag("--tokens"))
+            .or_else(|| pick(&summaries, |s| s.completion_tokens))
+            .or_else(|| sourced(manifest?.completion_tokens, Source::Manifest));
+        let mode = sourced(self.mode_flag.map(str::to_string), Source::Flag("--mode"))
+            .or_else(|| pick(&summaries, |s| s.mode.clone()))
+            .or_else(|| sourced(manifest?.mode.clone(), Source::Manifest))
+            .map(|m| Sourced {
+                value: Mode::normalize(&m.value),
+                source: m.source,
+            })
+            .or_else(|| {
+                let d = speculative_depth?;
+                sourced(
+                    Some(if d == 0 { "ar" } else { "mtp" }.into()),
+                    Source::StepName,
+                )
+            });
+        let workload = pick(&summaries, |s| s.workload.clone())
+            .or_else(|| sourced(manifest?.workload.clone(), Source::Manifest))
+            .or_else(|| {
+                let d = self.dir_name?;
+                sourced(Some(workload_of_dir(d, mode.as_ref())), Source::Directory)
+            });
+        RunInfo {
+            tokens,
+            mode,
+            workload,
+            speculative_depth,
+        }
+    }
+}
+
+fn sourced<T>(value: Option<T>, source: Source) -> Option<Sourced<T>> {
+    value.map(|value| Sourced { value, source })
+}
+
+/// The first summary that has the value.
+fn pick<T>(
+    summaries: &[(Source, &RunSummary)],
+    get: impl Fn(&RunSummary) -> Option<T>,
+) -> Option<Sourced<T>> {
+    summaries
+        .iter()
+        .find_map(|(src, s)| sourced(get(s), src.clone()))
+}
+
+/// A directory's name less a trailing `_<mode>` or `-<mode>`.
+fn workload_of_dir(dir: &str, mode: Option<&Sourced<String>>) -> String {
+    mode.and_then(|m| {
+        dir.strip_suffix(&format!("_{}", m.value))
+            .or_else(|| dir.strip_suffix(&format!("-{}", m.value)))
+    })
+    .filter(|w| !w.is_empty())
+    .unwrap_or(dir)
+    .to_string()
+}
+
+/// What the command line says about one trace's run.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// `--tokens N`.
+    pub tokens: Option<u64>,
+    /// `--mode MODE`.
+    pub mode: Option<String>,
+    /// `--summary FILE`: read instead of the summary beside the trace.
+    pub summary: Option<PathBuf>,
+}
+
+impl RunInfo {
+    /// Resolves a trace file's run information from the command line, its
+    /// summary (`--summary`, else the one beside it) and its step names.
+    /// An unreadable summary is an error.
+    pub fn for_trace(
+        trace: &Path,
+        given: &Given,
+        step_names: &[StepName],
+    ) -> Result<RunInfo, SummaryError> {
+        let (summary_file, summary_beside) = match &given.summary {
+            Some(p) => (Some((p.display().to_string(), summary::read(p)?)), None),
+            None => (
+                None,
+                summary::beside(trace)?.map(|(p, s)| (p.display().to_string(), s)),
+            ),
+        };
+        Ok(Evidence {
+            tokens_flag: given.tokens,
+            mode_flag: given.mode.as_deref(),
+            summary_file,
+            summary_beside,
+            step_names,
+            ..Default::default()
+        }
+        .resolve())
+    }
+}
+
+/// Draft tokens per request of the selected (most frequent) pure-decode
+/// step name.
+pub fn speculative_depth(step_names: &[StepName]) -> Option<u64> {
+    step_names
+        .iter()
+        .filter(|s| s.selected)
+        .filter_map(|s| steps::parse(&s.name).map(|p| (s, p)))
+        .filter(|(_, p)| p.is_pure_decode())
+        .max_by(|(a, _), (b, _)| a.count.cmp(&b.count).then(b.name.cmp(&a.name)))
+        .and_then(|(_, p)| p.speculative_depth())
+}
+
+/// The one label of a trace in figures and their legends: `workload MODE`
+/// (`text MTP`), else the workload, else the file's stem.
+pub fn label(path: &str, mode: Option<&str>, workload: Option<&str>) -> String {
+    match (workload, mode) {
+        (Some(w), Some(m)) => format!("{w} {}", Mode::display(m)),
+        (Some(w), None) => w.to_string(),
+        _ => file_stem(path),
+    }
+}
+
+/// Makes labels distinct: a repeated label gets ` #<position>`.
+pub fn distinct(labels: &mut [String]) {
+    for i in 1..labels.len() {
+        if labels[..i].contains(&labels[i]) {
+            labels[i] = format!("{} #{}", labels[i], i + 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stems_and_modes() {
+        assert_eq!(trace_stem("a.1.pt.trace.json.gz"), "a.1");
+        assert_eq!(trace_stem("t.json"), "t");
+        assert_eq!(trace_stem(".json"), ".json");
+        assert_eq!(file_stem("d/x.json.gz"), "x");
+        assert_eq!(Mode::normalize(" Autoregressive "), "ar");
+        assert_eq!(Mode::of("EAGLE"), Mode::Mtp);
+        assert_eq!(Mode::of("baseline"), Mode::Ar);
+        assert_eq!(Mode::of("other"), Mode::Other);
+        assert_eq!(Mode::display("mtp"), "MTP");
+        assert_eq!(label("d/x.json", Some("ar"), Some("text")), "text AR");
+        assert_eq!(label("d/x.json", None, None), "x");
+    }
+
+    #[test]
+    fn precedence() {
+        let s = |m: &str, w: &str, t| RunSummary {
+            completion_tokens: t,
+            mode: Some(m.into()),
+            workload: Some(w.into()),
+        };
+        let e = Evidence {
+            tokens_flag: None,
+            summary_file: Some(("f.json".into(), s("MTP", "a", None))),
+            summary_beside: Some(("b.json".into(), s("ar", "b", Some(7)))),
+            manifest: Some(&ManifestRow {
+                path: "x".into(),
+                mode: None,
+                workload: None,
+                completion_tokens: Some(1),
+            }),
+            dir_name: Some("text_mtp"),
+            ..Default::default()
+        };
+        let r = e.resolve();
+        assert_eq!(r.tokens().unwrap(), 7);
+        assert_eq!(r.tokens.unwrap().source.describe(), "b.json");
+        assert_eq!(r.mode.unwrap().value, "mtp");
+        assert_eq!(r.workload.unwrap().value, "a");
+        let r = Evidence {
+            dir_name: Some("text_mtp"),
+            mode_flag: Some("mtp"),
+            ..Default::default()
+        }
+        .resolve();
+        assert_eq!(r.workload.unwrap().value, "text");
+        assert_eq!(r.mode.unwrap().source.kind(), "flag");
+    }
+}

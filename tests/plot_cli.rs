@@ -7,12 +7,13 @@ use std::path::{Path, PathBuf};
 const STEP: &str = "tests/data/hta_step_based_trace.json.gz";
 const NCCL: &str = "tests/data/hta_nccl_data.json.gz";
 
-const STEMS: [&str; 5] = [
+const STEMS: [&str; 6] = [
     "fig1_span_distributions",
     "fig2_gpu_span_timeline",
     "fig3_tokens_and_span_per_token",
     "fig4_hierarchy_medians",
     "fig5_cpu_vs_gpu_span",
+    "fig6_gpu_busy_per_token",
 ];
 
 fn torchtrace() -> Command {
@@ -130,7 +131,7 @@ fn plot_twice_gives_identical_bytes() {
         .map(|e| e.unwrap().path())
         .collect();
     files.sort();
-    assert_eq!(files.len(), 10);
+    assert_eq!(files.len(), 2 * STEMS.len());
     for f in files {
         let other = b.path().join(f.file_name().unwrap());
         assert_eq!(

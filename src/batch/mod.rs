@@ -14,6 +14,7 @@ pub mod output;
 pub mod run;
 
 use crate::hierarchy::{HierarchyOptions, TraceHierarchy};
+use crate::kernels::{KernelsSpec, TraceKernels};
 use crate::pair::{self, Comparison, Selector, TracePairs};
 use crate::runinfo::{Evidence, Mode, RunInfo};
 pub use crate::runinfo::{Manifest, ManifestRow};
@@ -44,7 +45,10 @@ impl BatchOptions {
     /// The analyses run on every worker trace: pairing and the chains of
     /// Table 9, from one read.
     pub fn plan(&self) -> crate::analysis::Plan {
+        // The ledger comes first: pairing takes spans by launch correlation
+        // for contexts without a GPU annotation, and the chains their GPU work.
         crate::analysis::Plan::new(self.selector.clone())
+            .with(KernelsSpec::default())
             .with(pair::PairSpec::default())
             .with(self.hierarchy.clone())
     }
@@ -84,6 +88,8 @@ pub struct FileResult {
     /// Pair figures (worker traces that could be read at least in part).
     pub pairs: Option<TracePairs>,
     pub hierarchy: Option<TraceHierarchy>,
+    /// GPU work by launch correlation (worker traces read at least in part).
+    pub kernels: Option<TraceKernels>,
     /// The parsed run summary (summary files).
     pub summary: Option<RunSummary>,
     pub dir_name: Option<String>,
@@ -107,6 +113,9 @@ pub struct WorkloadComparison {
     pub candidate_mode: String,
     #[serde(flatten)]
     pub comparison: Comparison,
+    /// The same runs by launch correlation (S_context by span and by GPU
+    /// busy time, kernels per token ratio).
+    pub kernels: Option<crate::kernels::Comparison>,
     /// Indices into `BatchResult::records`.
     #[serde(skip)]
     pub baseline_index: usize,
@@ -210,9 +219,16 @@ pub fn finalize(
             ..Default::default()
         };
         rec.run = evidence.resolve();
+        let t = rec.run.tokens.as_ref();
+        let (tokens, source) = (t.map(|t| t.value), t.map(|t| t.source.describe()));
         if let Some(tp) = rec.file.pairs.as_mut() {
-            let t = rec.run.tokens.as_ref();
-            tp.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
+            tp.set_tokens(tokens, source.clone());
+        }
+        if let Some(k) = rec.file.kernels.as_mut() {
+            k.set_tokens(tokens, source);
+        }
+        if let Some(h) = rec.file.hierarchy.as_mut() {
+            h.set_tokens(tokens);
         }
         records.push(rec);
     }
@@ -313,6 +329,10 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
                     baseline_mode: "ar".into(),
                     candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
                     comparison: pair::compare(bp, cp),
+                    kernels: match (&records[b].file.kernels, &records[c].file.kernels) {
+                        (Some(bk), Some(ck)) => Some(crate::kernels::compare(bk, ck)),
+                        _ => None,
+                    },
                     baseline_index: b,
                     candidate_index: c,
                 });

@@ -65,6 +65,7 @@ impl EntryInfo {
             error,
             pairs: None,
             hierarchy: None,
+            kernels: None,
             summary: None,
             dir_name: self.dir_name,
             fs_path: self.fs_path,
@@ -100,6 +101,7 @@ fn finish(info: EntryInfo, res: TraceResult) -> FileResult {
     if !unreadable {
         r.pairs = res.pairs;
         r.hierarchy = res.hierarchy;
+        r.kernels = res.kernels;
     }
     r
 }

@@ -5,6 +5,7 @@ use super::{analyze_all, note, Exit, GlobalArgs, ImageFormatArg};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::path::PathBuf;
+use torchtrace::kernels::KernelsSpec;
 use torchtrace::plot::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
 use torchtrace::runinfo::{Given, RunInfo};
 use torchtrace::{HierarchyOptions, PairSpec, Plan};
@@ -81,8 +82,12 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     };
     let hopts =
         HierarchyOptions::new(&chains, &[], false, 0, selector.clone()).context("bad --chain")?;
-    // One pass feeds both analyses: pairing and the hierarchy's chains.
-    let plan = Plan::new(selector).with(PairSpec::default()).with(hopts);
+    // One pass feeds every analysis: the correlation ledger, pairing (spans
+    // by correlation where a step has no GPU annotation) and the chains.
+    let plan = Plan::new(selector)
+        .with(KernelsSpec::default())
+        .with(PairSpec::default())
+        .with(hopts);
     let results = analyze_all(&args.traces, &plan, global)?;
     let mut measured = Vec::new();
     let mut problems = Vec::new();
@@ -97,6 +102,10 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         let run = RunInfo::for_trace(path, &given, &pairs.step_names)?;
         let t = run.tokens.as_ref();
         pairs.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
+        let mut kernels = res.kernels.clone();
+        if let Some(k) = kernels.as_mut() {
+            k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
+        }
         if let Some(p) = &res.contexts.problem {
             eprintln!("torchtrace: {p}");
             exit = Exit::Problems;
@@ -109,6 +118,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         measured.push(Measured {
             pairs,
             hierarchy,
+            kernels,
             run,
         });
     }

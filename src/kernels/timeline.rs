@@ -11,7 +11,7 @@
 //! compute + exposed comm + exposed memcpy + idle = total.
 //! ```
 
-use super::intervals::{length, subtract, union, Iv};
+use super::intervals::Iv;
 use super::ledger::{Kind, Ledger};
 use serde::Serialize;
 
@@ -45,30 +45,69 @@ pub fn is_communication(name: &str) -> bool {
 
 /// Computes the timeline over every activity of the ledger; `None` when
 /// the trace has no GPU activity.
+///
+/// Every figure is the length of a union, so one sweep over the activities
+/// in start order computes them all without building interval lists:
+/// |A − B| = |A ∪ B| − |B|, hence exposed comm = |comp ∪ comm| − |comp| and
+/// exposed memcpy = |all| − |comp ∪ comm|. Memory: one `u32` per activity.
 pub fn of(ledger: &Ledger) -> Option<TimelineNs> {
-    let (mut all, mut comp, mut comm, mut mem): (Vec<Iv>, Vec<Iv>, Vec<Iv>, Vec<Iv>) =
-        Default::default();
-    for a in &ledger.activities {
+    let acts = &ledger.activities;
+    let mut order: Vec<u32> = (0..acts.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| acts[i as usize].start);
+    let first = acts.get(*order.first()? as usize)?.start;
+    // Union lengths of: all, computation, computation ∪ communication.
+    let mut all = Sweep::default();
+    let mut comp = Sweep::default();
+    let mut kernels = Sweep::default();
+    for &i in &order {
+        let a = &acts[i as usize];
         let iv = (a.start, a.end);
-        all.push(iv);
-        match a.kind {
-            Kind::Memcpy => mem.push(iv),
-            _ if is_communication(ledger.names.resolve(a.name)) => comm.push(iv),
-            _ => comp.push(iv),
+        all.add(iv);
+        if a.kind == Kind::Memcpy {
+            continue;
+        }
+        kernels.add(iv);
+        if !is_communication(ledger.names.resolve(a.name)) {
+            comp.add(iv);
         }
     }
-    let all = union(all);
-    let first = all.first()?.0;
-    let last = all.last()?.1;
-    let (comp, comm, mem) = (union(comp), union(comm), union(mem));
-    let mem_minus_comp = subtract(&comp, &mem);
+    let (all_len, comp_len, kernels_len) = (all.length(), comp.length(), kernels.length());
     Some(TimelineNs {
-        total: i128::from(last.0) - i128::from(first.0),
-        busy: length(&all),
-        compute: length(&comp),
-        exposed_comm: length(&subtract(&comp, &comm)),
-        exposed_memcpy: length(&subtract(&comm, &mem_minus_comp)),
+        total: i128::from(all.max_end?.0) - i128::from(first.0),
+        busy: all_len,
+        compute: comp_len,
+        exposed_comm: kernels_len - comp_len,
+        exposed_memcpy: all_len - kernels_len,
     })
+}
+
+/// The running union of intervals fed in start order.
+#[derive(Debug, Default)]
+struct Sweep {
+    open: Option<Iv>,
+    done: i128,
+    max_end: Option<crate::model::Ns>,
+}
+
+impl Sweep {
+    fn add(&mut self, (s, e): Iv) {
+        self.max_end = Some(self.max_end.map_or(e, |m| m.max(e)));
+        match &mut self.open {
+            Some(cur) if s <= cur.1 => cur.1 = cur.1.max(e),
+            Some(cur) => {
+                self.done += i128::from(cur.1 .0) - i128::from(cur.0 .0);
+                *cur = (s, e);
+            }
+            None => self.open = Some((s, e)),
+        }
+    }
+
+    fn length(&self) -> i128 {
+        self.done
+            + self
+                .open
+                .map_or(0, |(s, e)| i128::from(e.0) - i128::from(s.0))
+    }
 }
 
 impl TimelineNs {

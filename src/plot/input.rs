@@ -12,6 +12,8 @@ use crate::runinfo::{self, Mode, RunInfo, Source};
 pub struct Measured<'a> {
     pub pairs: TracePairs,
     pub hierarchy: Option<&'a TraceHierarchy>,
+    /// GPU work by launch correlation (tokens already set).
+    pub kernels: Option<crate::kernels::TraceKernels>,
     pub run: RunInfo,
 }
 
@@ -77,6 +79,7 @@ impl PlotInput {
                     workload,
                     functions: m.hierarchy.map(function_medians).unwrap_or_default(),
                     pairs: m.pairs,
+                    kernels: m.kernels,
                 }
             })
             .collect();

@@ -12,6 +12,7 @@
 //! | `fig3_tokens_and_span_per_token` | P (tokens/context) and GPU span per token; S_context        |
 //! | `fig4_hierarchy_medians`     | median inclusive duration of each chain function (Table 9)      |
 //! | `fig5_cpu_vs_gpu_span`       | per-context CPU span against GPU span: GPU-bound vs launch-bound |
+//! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
@@ -20,6 +21,7 @@
 
 mod common;
 mod distributions;
+mod gpu_work;
 mod hierarchy;
 mod input;
 mod layout;
@@ -51,6 +53,8 @@ pub struct PlotTrace {
     /// Traces of one workload are drawn as one group.
     pub workload: Option<String>,
     pub pairs: TracePairs,
+    /// GPU work by launch correlation, when it was measured.
+    pub kernels: Option<crate::kernels::TraceKernels>,
     /// Hierarchy results: median inclusive duration per chain function.
     pub functions: Vec<FunctionMedian>,
 }
@@ -114,15 +118,17 @@ pub enum Figure {
     TokensAndSpanPerToken,
     HierarchyMedians,
     CpuVsGpuSpan,
+    GpuBusyPerToken,
 }
 
 impl Figure {
-    pub const ALL: [Figure; 5] = [
+    pub const ALL: [Figure; 6] = [
         Figure::SpanDistributions,
         Figure::GpuSpanTimeline,
         Figure::TokensAndSpanPerToken,
         Figure::HierarchyMedians,
         Figure::CpuVsGpuSpan,
+        Figure::GpuBusyPerToken,
     ];
 
     /// The file name without extension.
@@ -133,6 +139,7 @@ impl Figure {
             Figure::TokensAndSpanPerToken => "fig3_tokens_and_span_per_token",
             Figure::HierarchyMedians => "fig4_hierarchy_medians",
             Figure::CpuVsGpuSpan => "fig5_cpu_vs_gpu_span",
+            Figure::GpuBusyPerToken => "fig6_gpu_busy_per_token",
         }
     }
 
@@ -144,6 +151,7 @@ impl Figure {
             Figure::TokensAndSpanPerToken => "Tokens per context and GPU span per token",
             Figure::HierarchyMedians => "Median inclusive duration of the call-chain functions",
             Figure::CpuVsGpuSpan => "CPU span against GPU span, per step context",
+            Figure::GpuBusyPerToken => "GPU busy and idle time per generated token",
         }
     }
 
@@ -161,6 +169,7 @@ impl Figure {
             Figure::TokensAndSpanPerToken => summary::draw(root, data),
             Figure::HierarchyMedians => hierarchy::draw(root, data),
             Figure::CpuVsGpuSpan => scatter::draw(root, data),
+            Figure::GpuBusyPerToken => gpu_work::draw(root, data),
         }
     }
 }

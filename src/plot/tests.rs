@@ -70,6 +70,7 @@ fn trace(label: &str, mode: &str, workload: &str, n: usize, gpu_us: i64, tokens:
         mode: Some(mode.into()),
         workload: Some(workload.into()),
         pairs: p,
+        kernels: None,
         functions,
     }
 }
@@ -186,6 +187,9 @@ fn svg_has_titles_and_axis_labels() {
     assert!(s.contains("not called"));
     let s = read(Figure::CpuVsGpuSpan);
     assert!(s.contains("CPU span: user_annotation duration (ms)") && s.contains("GPU span (ms)"));
+    // No kernels figures in this input: figure 6 says why instead.
+    let s = read(Figure::GpuBusyPerToken);
+    assert!(s.contains("no GPU work per token"), "{s}");
 }
 
 #[test]
@@ -195,7 +199,7 @@ fn drawing_twice_gives_identical_bytes() {
     let b = tempfile::tempdir().unwrap();
     let fa = render_all(&input, a.path(), ImageFormat::Both, (800, 500)).unwrap();
     let fb = render_all(&input, b.path(), ImageFormat::Both, (800, 500)).unwrap();
-    assert_eq!(fa.len(), 10);
+    assert_eq!(fa.len(), 2 * Figure::ALL.len());
     for (x, y) in fa.iter().zip(&fb) {
         assert_eq!(x.file_name(), y.file_name());
         assert_eq!(

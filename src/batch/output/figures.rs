@@ -18,6 +18,7 @@ pub fn plot_input(res: &BatchResult) -> PlotInput {
             Some(Measured {
                 pairs: r.file.pairs.clone()?,
                 hierarchy: r.file.hierarchy.as_ref(),
+                kernels: r.file.kernels.clone(),
                 run: r.run.clone(),
             })
         })

@@ -1,6 +1,7 @@
 //! What a batch writes, one file per output: `results.json`
 //! ([`results_json`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
-//! (Table 8, [`workloads`]), `hierarchy.csv`/`.md` (Table 9,
+//! (Table 8, [`workloads`]), `gpu_work.csv`/`.md` ([`gpu_work`]),
+//! `hierarchy.csv`/`.md` (Table 9,
 //! [`hierarchy`]), `figures/` ([`figures`]) and `report.md`
 //! ([`report_md`]) tying them together; plus stdout ([`stdout`]).
 //!
@@ -9,6 +10,7 @@
 //! used as a path.
 
 pub mod figures;
+pub mod gpu_work;
 pub mod hierarchy;
 pub mod report_md;
 pub mod results_json;
@@ -71,6 +73,18 @@ pub fn write_all(
     )?;
     let wl_md = report::markdown::to_string(&workloads_table(res, false));
     write(dir, "workloads.md", &wl_md, &mut w)?;
+    write(
+        dir,
+        "gpu_work.csv",
+        &report::csv::to_string(&gpu_work::gpu_work_table(res, true)),
+        &mut w,
+    )?;
+    let gw_md = format!(
+        "{}\n{}",
+        report::markdown::to_string(&gpu_work::gpu_work_table(res, false)),
+        report::markdown::to_string(&gpu_work::timeline_table(res, false))
+    );
+    write(dir, "gpu_work.md", &gw_md, &mut w)?;
     write(
         dir,
         "hierarchy.csv",

@@ -23,6 +23,9 @@ struct TraceJson<'a> {
     /// The trace's hierarchy figures (chains: links, functions), when read.
     #[serde(skip_serializing_if = "Option::is_none")]
     hierarchy: Option<Value>,
+    /// The trace's GPU work by launch correlation (`kernels`' figures).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kernels: Option<Value>,
     /// The keys of the trace in `pair`'s JSON (less `path` and `error`,
     /// given above).
     #[serde(flatten)]
@@ -48,6 +51,7 @@ fn trace_json(r: &Record) -> TraceJson<'_> {
         speculative_depth: r.run.speculative_depth,
         size_bytes: r.file.size,
         hierarchy: r.file.hierarchy.as_ref().map(hierarchy_json),
+        kernels: r.file.kernels.as_ref().map(kernels_json),
         pair,
     }
 }
@@ -60,6 +64,25 @@ fn hierarchy_json(h: &TraceHierarchy) -> Value {
             m.remove(k);
         }
         m.insert("holds".into(), Value::Bool(h.holds()));
+    }
+    v
+}
+
+/// A trace's kernels figures, less what the trace entry already says.
+fn kernels_json(k: &crate::kernels::TraceKernels) -> Value {
+    let mut v = serde_json::to_value(k).unwrap_or(Value::Null);
+    if let Value::Object(m) = &mut v {
+        for key in [
+            "path",
+            "context",
+            "contexts",
+            "completion_tokens",
+            "tokens_source",
+            "complete",
+            "error",
+        ] {
+            m.remove(key);
+        }
     }
     v
 }

@@ -1,0 +1,182 @@
+//! Figure 6: GPU busy and idle time per generated token, stacked, per
+//! trace and grouped by workload (AR vs MTP), from the step contexts' GPU
+//! work by launch correlation; kernels per token is written on each bar and
+//! S_context by busy time over each workload.
+//!
+//! ```text
+//!   ┌──┐ 44.2 k/tok        busy/token = Σ GPU busy / completion tokens
+//!   │░░│ idle              idle/token = Σ (GPU span − busy) / tokens
+//!   │██│ busy   ┌──┐ 20.7  (stack height = GPU span per token)
+//!   │██│        │██│
+//!    AR          MTP
+//! ```
+
+use super::common::*;
+use super::Figure;
+use crate::kernels::{self, TraceKernels};
+use crate::runinfo::Mode;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// (busy, idle) per token in ms, when the trace has both.
+fn stack(k: Option<&TraceKernels>) -> Option<(f64, f64)> {
+    let k = k?;
+    let busy = k.gpu_busy_per_token_ms?;
+    let span = k.gpu_span_per_token_ms?;
+    Some((busy, (span - busy).max(0.0)))
+}
+
+pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let legend = data.mode_legend();
+    let body = frame(
+        root,
+        &th,
+        Figure::GpuBusyPerToken.title(),
+        "by launch correlation · solid: GPU busy per token (union of the step's kernels, memcpys, memsets) · pale: GPU idle inside the step's GPU span · text: kernels per token",
+        &legend,
+    )?;
+    let stacks: Vec<Option<(f64, f64)>> = data
+        .input
+        .traces
+        .iter()
+        .map(|t| stack(t.kernels.as_ref()))
+        .collect();
+    if stacks.iter().all(Option::is_none) {
+        return empty_state(
+            &body,
+            &th,
+            "no GPU work per token",
+            "needs completion-token counts and launch calls with correlation ids in the traces",
+        );
+    }
+    bars(root, &body, data, &stacks)
+}
+
+fn bars<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    area: &DrawingArea<DB, Shift>,
+    data: &Prepared,
+    stacks: &[Option<(f64, f64)>],
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let (xs, (x0, x1)) = data.positions();
+    let top = stacks
+        .iter()
+        .flatten()
+        .map(|(b, i)| b + i)
+        .fold(0.0, f64::max);
+    let y1 = if top > 0.0 { top * 1.32 } else { 1.0 };
+    let mut chart = ChartBuilder::on(area)
+        .margin(th.px(12.0))
+        .x_label_area_size(th.px(70.0))
+        .y_label_area_size(th.px(72.0))
+        .build_cartesian_2d(x0..x1, 0.0..y1)?;
+    let prec = decimals(y1);
+    let yfmt = |v: &f64| format!("{v:.prec$}");
+    chart
+        .configure_mesh()
+        .x_labels(0)
+        .disable_x_mesh()
+        .y_labels(10)
+        .y_label_formatter(&yfmt)
+        .y_desc("GPU time per generated token (ms)")
+        .x_desc("trace")
+        .house(&th)
+        .draw()?;
+    let above = Pos::new(HPos::Center, VPos::Bottom);
+    for (i, t) in data.input.traces.iter().enumerate() {
+        let x = xs[i];
+        let col = mode_color(t.mode.as_deref());
+        let Some((busy, idle)) = stacks[i] else {
+            let (px, py) = chart.backend_coord(&(x, 0.0));
+            root.draw_text(
+                "n/a",
+                &th.small().color(&MUTED).pos(above),
+                (px, py - th.px(4.0)),
+            )?;
+            continue;
+        };
+        let corners = [(x - BAR_HALF, busy), (x + BAR_HALF, busy + idle)];
+        chart.draw_series(std::iter::once(Rectangle::new(
+            corners,
+            col.mix(0.25).filled(),
+        )))?;
+        chart.draw_series(std::iter::once(Rectangle::new(
+            corners,
+            col.mix(0.9).stroke_width(th.upx(1.0)),
+        )))?;
+        bar(&mut chart, x, busy, col, &th)?;
+        let kpt = t.kernels.as_ref().and_then(|k| k.kernels_per_token);
+        let text = kpt.map_or_else(|| fmt_ms(busy + idle), |k| format!("{k:.1} kernels/token"));
+        let (px, py) = chart.backend_coord(&(x, busy + idle));
+        root.draw_text(&text, &th.text(12.0).pos(above), (px, py - th.px(4.0)))?;
+    }
+    group_notes(root, &mut chart, data, &xs, stacks)?;
+    let to_px = |x: f64| chart.backend_coord(&(x, 0.0));
+    trace_axis_labels(root, data, &xs, &to_px, &th.tick(), &th.bold(12.5))?;
+    Ok(())
+}
+
+/// S_context by GPU busy time over each workload's bars (its first AR trace
+/// against its first other trace).
+fn group_notes<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: &mut ChartContext<
+        '_,
+        DB,
+        Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+    >,
+    data: &Prepared,
+    xs: &[f64],
+    stacks: &[Option<(f64, f64)>],
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
+    let above = Pos::new(HPos::Center, VPos::Bottom);
+    let traces = &data.input.traces;
+    for g in &data.groups {
+        let is_ar = |i: &&usize| Mode::of_opt(traces[**i].mode.as_deref()) == Mode::Ar;
+        let base = g.members.iter().find(is_ar);
+        let cand = g.members.iter().find(|i| !is_ar(i));
+        let (Some(&b), Some(&c)) = (base, cand) else {
+            continue;
+        };
+        let (Some(bk), Some(ck)) = (&traces[b].kernels, &traces[c].kernels) else {
+            continue;
+        };
+        let Some(s) = kernels::compare(bk, ck).s_context_busy else {
+            continue;
+        };
+        let (Some(first), Some(last)) = (g.members.first(), g.members.last()) else {
+            continue;
+        };
+        let gtop = g
+            .members
+            .iter()
+            .filter_map(|&i| stacks[i].map(|(b, i)| b + i))
+            .fold(0.0, f64::max);
+        let (a, py) = chart.backend_coord(&(xs[*first], gtop));
+        let (z, _) = chart.backend_coord(&(xs[*last], gtop));
+        let y = py - th.px(26.0);
+        root.draw(&PathElement::new(
+            vec![(a, y + th.px(6.0)), (a, y), (z, y), (z, y + th.px(6.0))],
+            INK.stroke_width(1),
+        ))?;
+        root.draw_text(
+            &format!("S_context (busy) = {s:.2}×"),
+            &th.bold(13.0).pos(above),
+            ((a + z) / 2, y - th.px(4.0)),
+        )?;
+    }
+    Ok(())
+}

@@ -5,6 +5,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+use torchtrace::kernels::KernelsSpec;
+use torchtrace::runinfo::{Given, RunInfo};
 use torchtrace::{HierarchyOptions, HierarchyReport, Plan};
 
 /// Verify that events nest along chains `a>b>c` (every b inside some a,
@@ -30,6 +32,13 @@ use torchtrace::{HierarchyOptions, HierarchyReport, Plan};
 ///   median/mean/p90/min/max/total
 ///                          inclusive durations (dur) of the outermost calls
 ///   calls/context          outermost_calls / step contexts (as `pair` selects them)
+///   kernels/call           GPU kernels launched by the outermost calls (launch
+///                          calls starting inside a call on its thread, joined to
+///                          GPU activities by correlation) / outermost calls
+///   GPU busy median        median over outermost calls of the union of the GPU
+///                          activities each launched
+///   GPU busy/token         Σ GPU busy of the outermost calls / completion tokens
+///                          (--tokens, else the run summary beside the trace)
 ///
 /// Exit status: 0 every link holds; 1 some link has uncontained children;
 /// 2 on unreadable input or bad arguments.
@@ -55,6 +64,13 @@ pub struct HierarchyArgs {
     pub examples: usize,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
+    /// Completion tokens, once per trace in order (for GPU busy per token).
+    #[arg(long, value_name = "N")]
+    pub tokens: Vec<u64>,
+    /// Skip the GPU work per function (containment and durations only:
+    /// reads only the chain's events, several times faster).
+    #[arg(long)]
+    pub no_gpu_work: bool,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -76,11 +92,31 @@ impl HierarchyArgs {
 
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let opts = args.to_options()?;
-    let plan = Plan::new(opts.selector.clone()).with(opts.clone());
-    let traces = analyze_all(&args.traces, &plan, global)?
-        .into_iter()
-        .map(|r| r.hierarchy.context("hierarchy ran"))
-        .collect::<anyhow::Result<Vec<_>>>()?;
+    if args.tokens.len() > args.traces.len() {
+        bail!(
+            "--tokens given {} times for {} trace(s)",
+            args.tokens.len(),
+            args.traces.len()
+        );
+    }
+    let mut plan = Plan::new(opts.selector.clone());
+    if !args.no_gpu_work {
+        plan = plan.with(KernelsSpec::default());
+    }
+    let plan = plan.with(opts.clone());
+    let mut traces = Vec::new();
+    let results = analyze_all(&args.traces, &plan, global)?;
+    for (i, (r, path)) in results.into_iter().zip(&args.traces).enumerate() {
+        let mut h = r.hierarchy.context("hierarchy ran")?;
+        let given = Given {
+            tokens: args.tokens.get(i).copied(),
+            mode: None,
+            summary: None,
+        };
+        let run = RunInfo::for_trace(path, &given, &r.contexts.step_names)?;
+        h.set_tokens(run.tokens.map(|t| t.value));
+        traces.push(h);
+    }
     for t in traces.iter().filter(|t| t.contexts.is_none()) {
         note(
             global,

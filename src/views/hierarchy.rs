@@ -35,6 +35,15 @@ pub fn function_columns() -> Vec<Column<FunctionStats>> {
         Column::new("min_ms", "min", |f: &F| ms(f.min_ms)).not_batch(),
         Column::new("max_ms", "max", |f: &F| ms(f.max_ms)).not_batch(),
         Column::new("total_ms", "total", |f: &F| ms(f.total_ms)).not_batch(),
+        Column::new("kernels_per_call", "kernels/call", |f: &F| {
+            Cell::opt_f(f.gpu.as_ref().and_then(|g| g.kernels_per_call), 2)
+        }),
+        Column::new("gpu_busy_median_ms", "GPU busy median", |f: &F| {
+            ms(f.gpu.as_ref().and_then(|g| g.gpu_busy_median_ms))
+        }),
+        Column::new("gpu_busy_per_token_ms", "GPU busy/token", |f: &F| {
+            Cell::opt_f(f.gpu.as_ref().and_then(|g| g.gpu_busy_per_token_ms), 4)
+        }),
     ]
 }
 

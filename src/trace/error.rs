@@ -37,7 +37,7 @@ pub enum ReadError {
     /// The gzip trailer (CRC-32 and length) of a member does not match what
     /// was inflated: some of the text, anywhere before `offset`, is wrong,
     /// so the events read from it cannot be trusted.
-    #[error("gzip checksum mismatch (CRC-32 or length) at byte {offset} of the JSON text: the data is corrupt ({events} events were read from it, some may be wrong)")]
+    #[error("gzip checksum mismatch (CRC-32 or length) after byte {offset} of the JSON text: the data is corrupt somewhere before it ({events} events were read from it, some may be wrong)")]
     Checksum { offset: u64, events: u64 },
     #[error("JSON ends early at byte {offset}, inside the trace ({events} events read intact)")]
     Truncated { offset: u64, events: u64 },

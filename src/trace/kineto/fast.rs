@@ -83,15 +83,15 @@ impl<R: Read> Scanner<'_, R> {
                 if depth > 0 && p - ev_start > self.limit {
                     return Err(self.too_large(ev_start));
                 }
-                match self.refill_holding(self.pos, p)? {
-                    Some(shift) => {
-                        p -= shift;
-                        ev_start = ev_start.wrapping_sub(shift);
-                        last_bs = last_bs.and_then(|b| b.checked_sub(shift));
-                        continue;
-                    }
-                    None => return Ok(()),
+                let r = self.refill_holding(self.pos, p)?;
+                if !r.more {
+                    // The byte-wise scanner finishes from `self.pos`.
+                    return Ok(());
                 }
+                p -= r.shift;
+                ev_start = ev_start.wrapping_sub(r.shift);
+                last_bs = last_bs.and_then(|b| b.checked_sub(r.shift));
+                continue;
             }
             let chunk: &[u8; BLOCK] = self.buf[p..p + BLOCK].try_into().expect("64 bytes");
             let m = classify(chunk);

@@ -88,6 +88,14 @@ pub fn scan_with<R: Read>(
     Scanner::new(src, filter, opts).run(meta, on_event)
 }
 
+/// What a refill did: how far indices into the buffer moved left, and
+/// whether new bytes came (false: the input has ended).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Refill {
+    pub shift: usize,
+    pub more: bool,
+}
+
 /// What the scanner is holding in its buffer, for the message when it is
 /// too large.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +120,10 @@ pub(super) struct Scanner<'f, R> {
     /// Offset of `buf[0]` in the decoded stream.
     base: u64,
     eof: bool,
+    /// The source's read error, and the offset it came at. Held back until
+    /// the buffered text is scanned, so that the events before the damage
+    /// are all delivered; it then decides the outcome.
+    failed: Option<(io::Error, u64)>,
     /// Events seen so far (the index of the next one).
     pub(super) events: u64,
     /// The most bytes one held value may have.
@@ -134,6 +146,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             end: 0,
             base: 0,
             eof: false,
+            failed: None,
             events: 0,
             limit,
             max_buf: BUF.max(limit.saturating_add(HEADROOM)),
@@ -144,19 +157,23 @@ impl<'f, R: Read> Scanner<'f, R> {
     /// The whole input: the document, then nothing but whitespace up to
     /// the end. Returns the number of events.
     fn run(mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<u64, ReadError> {
-        self.document(meta, on_event)?;
-        self.finish()?;
-        Ok(self.events)
+        let res = self.document(meta, on_event).and_then(|()| self.finish());
+        // Whatever the scan concluded after a read error (most often "JSON
+        // ends early") is a consequence of it: report the cause.
+        match self.failed.take() {
+            Some((e, offset)) => Err(ReadError::decode(e, offset, self.events)),
+            None => res.map(|()| self.events),
+        }
     }
 
     pub(super) fn offset(&self, i: usize) -> u64 {
         self.base + i as u64
     }
 
-    /// Reads more input, keeping `buf[keep..end]`; returns how far existing
-    /// indices moved left (subtract it from any index ≥ `keep`). `Ok(None)`
-    /// at end of input.
-    pub(super) fn refill(&mut self, keep: usize) -> Result<Option<usize>, ReadError> {
+    /// Reads more input, keeping `buf[keep..end]`. Existing indices move
+    /// left by the returned [`Refill::shift`] (subtract it from any index
+    /// ≥ `keep`), also when [`Refill::more`] is false (end of input).
+    pub(super) fn refill(&mut self, keep: usize) -> Result<Refill, ReadError> {
         self.refill_holding(keep, keep)
     }
 
@@ -167,14 +184,17 @@ impl<'f, R: Read> Scanner<'f, R> {
         &mut self,
         keep: usize,
         value_start: usize,
-    ) -> Result<Option<usize>, ReadError> {
+    ) -> Result<Refill, ReadError> {
         // Checked before the end of input too, so that a value cut by the
         // end is reported the same way however the input was chunked.
         if self.end - value_start > self.limit {
             return Err(self.too_large(value_start));
         }
         if self.eof {
-            return Ok(None);
+            return Ok(Refill {
+                shift: 0,
+                more: false,
+            });
         }
         let shift = keep;
         if shift > 0 {
@@ -192,7 +212,8 @@ impl<'f, R: Read> Scanner<'f, R> {
             let n = (self.buf.len() * 2).min(self.max_buf);
             self.buf.resize(n, 0);
         }
-        self.read_more().map(|got| got.then_some(shift))
+        let more = self.read_more()?;
+        Ok(Refill { shift, more })
     }
 
     /// One read into the free end of the buffer; false at end of input.
@@ -208,7 +229,11 @@ impl<'f, R: Read> Scanner<'f, R> {
                     return Ok(true);
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(ReadError::decode(e, self.offset(self.end), self.events)),
+                Err(e) => {
+                    self.eof = true;
+                    self.failed = Some((e, self.offset(self.end)));
+                    return Ok(false);
+                }
             }
         }
     }
@@ -251,7 +276,7 @@ impl<'f, R: Read> Scanner<'f, R> {
                 }
                 None => self.pos = self.end,
             }
-            if self.refill(self.pos)?.is_none() {
+            if !self.refill(self.pos)?.more {
                 return Ok(None);
             }
         }
@@ -292,7 +317,7 @@ impl<'f, R: Read> Scanner<'f, R> {
     /// (so what is shown of them does not depend on read sizes).
     fn fill_to(&mut self, n: usize) -> Result<(), ReadError> {
         while self.end - self.pos < n {
-            if self.refill(self.pos)?.is_none() {
+            if !self.refill(self.pos)?.more {
                 break;
             }
         }
@@ -508,9 +533,10 @@ impl<'f, R: Read> Scanner<'f, R> {
             if *i < self.end {
                 return Ok(());
             }
-            match self.refill(self.keep_from(*i, hold))? {
-                Some(shift) => *i -= shift,
-                None => return Ok(()),
+            let r = self.refill(self.keep_from(*i, hold))?;
+            *i -= r.shift;
+            if !r.more {
+                return Ok(());
             }
         }
     }
@@ -535,9 +561,10 @@ impl<'f, R: Read> Scanner<'f, R> {
                 }
                 None => *i = self.end,
             }
-            match self.refill(self.keep_from(*i, hold))? {
-                Some(shift) => *i -= shift,
-                None => return Err(self.truncated()),
+            let r = self.refill(self.keep_from(*i, hold))?;
+            *i -= r.shift;
+            if !r.more {
+                return Err(self.truncated());
             }
         }
     }
@@ -581,9 +608,10 @@ impl<'f, R: Read> Scanner<'f, R> {
                     *i = self.end;
                 }
             }
-            match self.refill(self.keep_from(*i, hold))? {
-                Some(shift) => *i -= shift,
-                None => return Err(self.truncated()),
+            let r = self.refill(self.keep_from(*i, hold))?;
+            *i -= r.shift;
+            if !r.more {
+                return Err(self.truncated());
             }
         }
     }
@@ -928,6 +956,7 @@ mod tests {
             })
             .and_then(|_| s.finish())
             .map(|_| s.events);
+        assert!(s.failed.is_none());
         (seen, res, s.buf.len())
     }
 
@@ -1114,5 +1143,20 @@ mod tests {
         let (_, res, _) = scan_limited(b"\xff", 100, true, 64);
         let msg = res.unwrap_err().to_string();
         assert!(msg.contains("found `\\xff`"), "{msg}");
+    }
+
+    #[test]
+    fn every_cut_with_every_chunking_is_an_error_without_panic() {
+        // Regression: a refill that shifted the buffer and then met the end
+        // of input left the scan position stale (found by the seeded
+        // mutation test).
+        let doc = format!("{DOC} ");
+        for cut in 0..doc.len() {
+            for chunk in [1, 2, 3, 5, 64] {
+                let res = events_of(&doc[..cut], chunk);
+                let full = doc[..cut].trim_end().len() == DOC.len();
+                assert_eq!(res.is_ok(), full, "cut {cut} chunk {chunk}: {res:?}");
+            }
+        }
     }
 }

@@ -242,7 +242,12 @@ fn seeded_mutations_never_panic_and_keep_their_counts() {
         for _ in 0..1 + r.below(4) {
             mutate(&mut r, &mut data, other);
         }
-        let opts = ReadOptions::with_max_event_bytes(1 + r.below(4096) as u64 * 64);
+        // Limits below, around and well above a 64-byte block.
+        let limit = match r.below(3) {
+            0 => 1 + r.below(160),
+            _ => 1 + r.below(4096) * 64,
+        };
+        let opts = ReadOptions::with_max_event_bytes(limit as u64);
         let (seen, res) = read_limited(&data, &opts);
         let delivered = seen.len() as u64;
         match res {

@@ -104,7 +104,7 @@ pub fn size(n: u64) -> String {
     const UNITS: [(&str, u64); 3] = [("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
     for (name, unit) in UNITS {
         if n >= unit {
-            return if n % unit == 0 {
+            return if n.is_multiple_of(unit) {
                 format!("{} {name}", n / unit)
             } else {
                 format!("{:.1} {name}", n as f64 / unit as f64)

@@ -83,7 +83,7 @@ impl<R: Read> Scanner<'_, R> {
                 if depth > 0 && p - ev_start > self.limit {
                     return Err(self.too_large(ev_start));
                 }
-                let r = self.refill_holding(self.pos, p)?;
+                let r = self.refill_holding(self.pos, None)?;
                 if !r.more {
                     // The byte-wise scanner finishes from `self.pos`.
                     return Ok(());

@@ -23,7 +23,9 @@ impl Meta {
         )
     }
 
-    /// Takes note of one top-level key and its value's raw JSON.
+    /// Takes note of one top-level key and its value's raw JSON. (A key
+    /// handled here must be listed in [`Meta::reads`] too, or the scanner
+    /// passes over its value.)
     pub(crate) fn absorb(&mut self, key: &str, raw: &[u8]) {
         // Real metadata is a few KB; a parsed `Value` takes several times
         // its text, so a huge one is ignored rather than parsed.

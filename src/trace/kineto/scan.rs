@@ -33,6 +33,10 @@ const BUF: usize = 1 << 20;
 /// little more, so a value of exactly `limit` bytes always fits.
 const HEADROOM: usize = 64 << 10;
 
+/// What a top-level key may always be long (see [`Scanner::cap`]); the
+/// buffer's first size is well above it, so the memory bound holds.
+const KEY_CAP: usize = 4096;
+
 /// A UTF-8 byte-order mark, accepted at the very start of the text.
 const BOM: &[u8] = b"\xef\xbb\xbf";
 
@@ -174,21 +178,24 @@ impl<'f, R: Read> Scanner<'f, R> {
     /// left by the returned [`Refill::shift`] (subtract it from any index
     /// ≥ `keep`), also when [`Refill::more`] is false (end of input).
     pub(super) fn refill(&mut self, keep: usize) -> Result<Refill, ReadError> {
-        self.refill_holding(keep, keep)
+        self.refill_holding(keep, Some(keep))
     }
 
     /// [`Scanner::refill`] while a value that started at `value_start`
-    /// (≥ `keep`) is being held: fails once that value is over the limit,
-    /// so the buffer never grows past `limit` + [`HEADROOM`].
+    /// (≥ `keep`) is being held, all of it up to the end of the buffer:
+    /// fails once that value is over the limit, so the buffer never grows
+    /// past `limit` + [`HEADROOM`]. `None`: the caller checked itself.
     pub(super) fn refill_holding(
         &mut self,
         keep: usize,
-        value_start: usize,
+        value_start: Option<usize>,
     ) -> Result<Refill, ReadError> {
         // Checked before the end of input too, so that a value cut by the
         // end is reported the same way however the input was chunked.
-        if self.end - value_start > self.limit {
-            return Err(self.too_large(value_start));
+        if let Some(start) = value_start {
+            if self.end - start > self.cap() {
+                return Err(self.too_large(start));
+            }
         }
         if self.eof {
             return Ok(Refill {
@@ -207,7 +214,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             if self.buf.len() >= self.max_buf {
                 // Unreachable while callers hold at most one value and a
                 // separator; kept as an error rather than unbounded growth.
-                return Err(self.too_large(value_start - shift));
+                return Err(self.too_large(value_start.unwrap_or(keep) - shift));
             }
             let n = (self.buf.len() * 2).min(self.max_buf);
             self.buf.resize(n, 0);
@@ -238,9 +245,19 @@ impl<'f, R: Read> Scanner<'f, R> {
         }
     }
 
+    /// The most bytes the value being held may have: the limit, except
+    /// that a top-level key may always have [`KEY_CAP`] (a limit set below
+    /// the length of `"traceEvents"` must still let the events be read).
+    fn cap(&self) -> usize {
+        match self.holding {
+            Holding::Key => self.limit.max(KEY_CAP),
+            _ => self.limit,
+        }
+    }
+
     /// The error for a held value starting at `start` that is over the limit.
     pub(super) fn too_large(&self, start: usize) -> ReadError {
-        let (offset, events, limit) = (self.offset(start), self.events, self.limit as u64);
+        let (offset, events, limit) = (self.offset(start), self.events, self.cap() as u64);
         match &self.holding {
             Holding::Event => ReadError::EventTooLarge {
                 offset,
@@ -503,7 +520,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             b'"' => self.scan_string(&mut i, hold)?,
             _ => self.scan_scalar(&mut i, hold)?,
         }
-        if hold && i - self.pos > self.limit {
+        if hold && i - self.pos > self.cap() {
             return Err(self.too_large(self.pos));
         }
         Ok((self.pos, i))
@@ -925,15 +942,13 @@ mod tests {
         assert_eq!(offs, vec![(0, 18), (1, 27)]);
     }
 
+    /// Events as (index, offset, length), the outcome, the buffer's size.
+    type Limited = (Vec<(u64, u64, usize)>, Result<u64, ReadError>, usize);
+
     /// Scans with a limit, byte-wise or with the block scanner, through
     /// reads of `chunk` bytes; returns the events' (index, offset, len),
     /// the outcome, and the largest the buffer got.
-    fn scan_limited(
-        doc: &[u8],
-        limit: u64,
-        fast: bool,
-        chunk: usize,
-    ) -> (Vec<(u64, u64, usize)>, Result<u64, ReadError>, usize) {
+    fn scan_limited(doc: &[u8], limit: u64, fast: bool, chunk: usize) -> Limited {
         struct Tiny<'a>(&'a [u8], usize);
         impl Read for Tiny<'_> {
             fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
@@ -991,6 +1006,32 @@ mod tests {
                     }
                     other => panic!("{other:?}"),
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn limits_smaller_than_a_block_work() {
+        // Events of 2 to 9 bytes, far more than a block of them in a row.
+        let evs: Vec<String> = (0..200)
+            .map(|i| match i % 3 {
+                0 => "{}".to_string(),
+                1 => format!("{{\"a\":{}}}", i % 10),
+                _ => "{\"b\":[1]}".to_string(),
+            })
+            .collect();
+        let doc = format!("{{\"traceEvents\": [{}]}}  ", evs.join(",\n "));
+        for fast in [false, true] {
+            for chunk in [1 << 20, 5] {
+                let (seen, res, _) = scan_limited(doc.as_bytes(), 9, fast, chunk);
+                assert_eq!(res.unwrap(), 200, "fast {fast} chunk {chunk}");
+                assert_eq!(seen.len(), 200);
+                let (seen, res, _) = scan_limited(doc.as_bytes(), 8, fast, chunk);
+                assert!(
+                    matches!(res, Err(ReadError::EventTooLarge { events: 2, .. })),
+                    "{res:?}"
+                );
+                assert_eq!(seen.len(), 2);
             }
         }
     }

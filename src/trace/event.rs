@@ -1,43 +1,27 @@
-//! One trace event, deserialized straight from its byte slice with borrowed
-//! strings; times stay as their JSON text until [`RawEvent::resolve`] turns
-//! them into exact [`Ns`].
+//! The event model every input format produces: one trace event with its
+//! times resolved to exact nanoseconds, and where it sat in the input.
+//!
+//! Nothing here knows JSON: the Kineto reader ([`super::kineto`]) fills
+//! these from its text, and a second format would fill the same types.
 
-use super::time::{parse_us, TimeError};
 use crate::model::{Lane, Ns, ThreadPart};
-use serde::de::{self, Deserializer, Visitor};
-use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::borrow::Cow;
-use std::fmt;
 
-/// The event as it appears in the JSON (unknown keys are skipped).
-#[derive(Debug, Deserialize, Default)]
-#[serde(default)]
-pub struct RawEvent<'a> {
-    #[serde(borrow)]
-    pub ph: Option<Text<'a>>,
-    #[serde(borrow)]
-    pub cat: Option<Text<'a>>,
-    #[serde(borrow)]
-    pub name: Option<Text<'a>>,
-    pub pid: Option<ThreadPart>,
-    pub tid: Option<ThreadPart>,
-    #[serde(borrow)]
-    pub ts: Option<&'a RawValue>,
-    #[serde(borrow)]
-    pub dur: Option<&'a RawValue>,
-    pub args: Option<Args>,
+/// Where an event sits in the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventPos {
+    /// 0-based index in `traceEvents`.
+    pub index: u64,
+    /// Byte offset of its `{` in the decompressed JSON text.
+    pub offset: u64,
 }
 
-/// The `args` keys torchtrace reads; `null` values and other keys are fine.
-#[derive(Debug, Deserialize, Default, Clone, PartialEq, Eq)]
-#[serde(default)]
+/// The `args` torchtrace reads; other keys are not kept. (Kineto's names:
+/// `External id`, `correlation`, `finished`.)
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Args {
-    #[serde(rename = "External id", deserialize_with = "lenient_i64")]
     pub external_id: Option<i64>,
-    #[serde(deserialize_with = "lenient_i64")]
     pub correlation: Option<i64>,
-    #[serde(deserialize_with = "lenient_bool")]
     pub finished: Option<bool>,
 }
 
@@ -53,24 +37,6 @@ pub struct Event<'a> {
     /// `dur` as written; `None` when absent (instant, flow, metadata events).
     pub dur: Option<Ns>,
     pub args: Args,
-}
-
-impl<'a> RawEvent<'a> {
-    /// Resolves the times exactly; fails only on malformed numbers.
-    pub fn resolve(self) -> Result<Event<'a>, TimeError> {
-        let ts = self.ts.map(|v| parse_us(v.get())).transpose()?;
-        let dur = self.dur.map(|v| parse_us(v.get())).transpose()?;
-        Ok(Event {
-            ph: self.ph.map_or(Cow::Borrowed(""), |t| t.0),
-            cat: self.cat.map_or(Cow::Borrowed(""), |t| t.0),
-            name: self.name.map_or(Cow::Borrowed(""), |t| t.0),
-            pid: self.pid.unwrap_or(ThreadPart::Num(0)),
-            tid: self.tid.unwrap_or(ThreadPart::Num(0)),
-            ts,
-            dur,
-            args: self.args.unwrap_or_default(),
-        })
-    }
 }
 
 impl Event<'_> {
@@ -90,178 +56,5 @@ impl Event<'_> {
     /// one from another writer is clamped the same way.
     pub fn dur_or_zero(&self) -> Ns {
         Ns(self.dur.map_or(0, |d| d.0.max(0)))
-    }
-}
-
-/// A string borrowed from the input when it has no escapes. (serde's own
-/// `Cow<str>` never borrows inside an `Option`.)
-#[derive(Debug)]
-pub struct Text<'a>(pub Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Owned(v.to_string())))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<Text<'de>, E> {
-                Ok(Text(Cow::Borrowed("")))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl<'de> Deserialize<'de> for ThreadPart {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl Visitor<'_> for V {
-            type Value = ThreadPart;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an integer or a string")
-            }
-            fn visit_i64<E: de::Error>(self, v: i64) -> Result<ThreadPart, E> {
-                Ok(ThreadPart::Num(v))
-            }
-            fn visit_u64<E: de::Error>(self, v: u64) -> Result<ThreadPart, E> {
-                i64::try_from(v)
-                    .map(ThreadPart::Num)
-                    .or_else(|_| Ok(ThreadPart::Str(v.to_string())))
-            }
-            fn visit_f64<E: de::Error>(self, v: f64) -> Result<ThreadPart, E> {
-                Ok(ThreadPart::Str(v.to_string()))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<ThreadPart, E> {
-                Ok(ThreadPart::Str(v.to_string()))
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<ThreadPart, E> {
-                Ok(ThreadPart::Str(String::new()))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-/// Integer ids: numbers, numeric strings or null (→ `None`).
-fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-    struct V;
-    impl Visitor<'_> for V {
-        type Value = Option<i64>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("an integer id")
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(i64::try_from(v).ok())
-        }
-        fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
-            Ok((v.fract() == 0.0 && v.abs() < 9.0e15).then_some(v as i64))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(v.trim().parse().ok())
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_bool<E: de::Error>(self, _: bool) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-    }
-    d.deserialize_any(V)
-}
-
-fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {
-    struct V;
-    impl Visitor<'_> for V {
-        type Value = Option<bool>;
-        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-            f.write_str("a boolean")
-        }
-        fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
-            Ok(Some(v))
-        }
-        fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
-            Ok(Some(v != 0))
-        }
-        fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
-            Ok(Some(v != 0))
-        }
-        fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-            Ok(match v {
-                "true" | "True" | "1" => Some(true),
-                "false" | "False" | "0" => Some(false),
-                _ => None,
-            })
-        }
-        fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-    }
-    d.deserialize_any(V)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(s: &str) -> Event<'_> {
-        serde_json::from_str::<RawEvent>(s)
-            .unwrap()
-            .resolve()
-            .unwrap()
-    }
-
-    #[test]
-    fn kineto_event() {
-        let e = parse(
-            r#"{"ph": "X", "cat": "user_annotation", "name": "execute_context_0(0)_generation_1(1)",
-                "pid": 1234, "tid": 1234, "ts": 5106297913320.790, "dur": 10450.001,
-                "args": {"External id": 77, "Record function id": 0, "Ev Idx": 3}}"#,
-        );
-        assert!(e.is_complete());
-        assert_eq!(e.ts, Some(Ns(5_106_297_913_320_790)));
-        assert_eq!(e.dur, Some(Ns(10_450_001)));
-        assert_eq!(e.args.external_id, Some(77));
-        assert!(matches!(e.name, Cow::Borrowed(_)));
-    }
-
-    #[test]
-    fn odd_shapes() {
-        let e = parse(r#"{"ph": "X", "pid": "Spans", "tid": -1, "ts": 0, "args": null}"#);
-        assert_eq!(e.pid, ThreadPart::Str("Spans".into()));
-        assert_eq!(e.tid, ThreadPart::Num(-1));
-        assert_eq!(e.dur, None);
-        assert_eq!(e.args, Args::default());
-        let e = parse(
-            r#"{"ph": "i", "name": "a\"b", "args": {"External id": null, "finished": false}}"#,
-        );
-        assert_eq!(e.name, "a\"b");
-        assert_eq!(e.args.finished, Some(false));
-        assert!(!e.is_complete());
-        let e = parse(r#"{"ph": "X", "ts": 1, "args": {"External id": "42", "correlation": 7}}"#);
-        assert_eq!(e.args.external_id, Some(42));
-        assert_eq!(e.args.correlation, Some(7));
-    }
-
-    #[test]
-    fn bad_time_is_reported() {
-        let raw = serde_json::from_str::<RawEvent>(r#"{"ph": "X", "ts": "soon"}"#).unwrap();
-        assert!(raw.resolve().is_err());
     }
 }

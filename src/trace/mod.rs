@@ -1,86 +1,130 @@
-//! Reading traces: open (plain or gzip, by magic bytes), stream the events of
-//! `traceEvents` one at a time, and keep the top-level metadata.
+//! Reading traces: open (plain or gzip, by magic bytes), stream the events
+//! one at a time, and keep the top-level metadata.
 //!
-//! Memory stays bounded by one read buffer and one event: the decompressed
-//! text is never held whole and no tree of all events is built. A
-//! [`Prefilter`] lets an analysis reject events from their raw bytes before
-//! any JSON parsing, which is what makes GB-size traces fast: the events
-//! `pair` needs are well under 1% of a vLLM trace.
+//! ```text
+//!  open.rs        bytes → encoding (gzip / JSON), inflate on its own thread (pipe.rs)
+//!  kineto/        Kineto's Chrome-trace JSON: top-level object, traceEvents scanning
+//!                 (scan.rs, with the block scanner fast.rs over classify.rs), event parsing
+//!  event.rs       the event model every format produces (Event, Args, EventPos)
+//!  prefilter.rs   the raw-bytes test that spares most events a parse
+//!  error.rs       ReadError: one variant per cause, offsets in the decompressed text
+//! ```
+//!
+//! Guarantees on any input (see docs/ROBUSTNESS.md): memory stays bounded
+//! by one read buffer and one event, and one event may be at most
+//! [`ReadOptions::max_event_bytes`] long; the input is always read to its
+//! end, so every gzip member's CRC-32 and length are checked and anything
+//! after the JSON document other than whitespace is an error; errors never
+//! panic and say where (a byte offset) and how many events were read.
+//!
+//! A [`Prefilter`] lets an analysis reject events from their raw bytes
+//! before any JSON parsing, which is what makes GB-size traces fast: the
+//! events `pair` needs are well under 1% of a vLLM trace.
 
+pub(crate) mod classify;
+mod error;
 pub mod event;
+pub mod kineto;
+pub(crate) mod message;
 pub mod open;
 pub mod pipe;
+mod prefilter;
 pub mod stream;
 pub mod time;
 
-pub use event::{Args, Event, RawEvent};
-pub use stream::EventPos;
+pub use error::{ReadError, TraceError, MAX_EVENT_SIZE_ENV};
+pub use event::{Args, Event, EventPos};
+pub use kineto::event::RawEvent;
+pub use prefilter::Prefilter;
 
 use flate2::bufread::MultiGzDecoder;
-use memchr::memmem;
 use serde::Serialize;
-use std::io::{self, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::Path;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-/// What went wrong while reading one trace. Offsets are byte offsets in the
-/// decompressed JSON text; `events` is how many events were read intact
-/// before the problem (the analysis of those is still available).
-#[derive(Debug, thiserror::Error)]
-pub enum ReadError {
-    #[error("cannot open: {0}")]
-    Open(io::Error),
-    #[error("read failed: {0}")]
-    Io(io::Error),
-    #[error("the file is empty")]
-    Empty,
-    #[error("not a trace: neither gzip nor JSON ({found})")]
-    NotTrace { found: String },
-    #[error("data ends early or is corrupt after byte {offset} of the JSON text ({events} events read intact): {source}")]
-    Decode {
-        offset: u64,
-        events: u64,
-        source: io::Error,
-    },
-    #[error("JSON ends early at byte {offset}, inside the trace ({events} events read intact)")]
-    Truncated { offset: u64, events: u64 },
-    #[error("invalid JSON at byte {offset} ({events} events read intact): {msg}")]
-    Syntax {
-        offset: u64,
-        events: u64,
-        msg: String,
-    },
-    #[error("event {index} at byte {offset}: {msg}")]
-    BadEvent {
-        index: u64,
-        offset: u64,
-        msg: String,
-    },
-    #[error("no \"traceEvents\" array in the top-level object")]
-    NoTraceEvents,
+/// The default limit on one event (or one top-level value that is read).
+/// Real events are under a few KB; 64 MiB leaves room for anything sane
+/// while keeping a damaged or hostile file from taking the machine's memory.
+pub const DEFAULT_MAX_EVENT_BYTES: u64 = 64 << 20;
+
+/// How to read a trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The most bytes one event (from its `{` to its `}`) may have; past
+    /// it, reading stops with [`ReadError::EventTooLarge`]. Whitespace
+    /// between events does not count. Peak memory is about this plus a
+    /// few MiB.
+    pub max_event_bytes: u64,
 }
 
-impl ReadError {
-    /// How many events were read intact before the error.
-    pub fn events_read(&self) -> u64 {
-        match self {
-            ReadError::Decode { events, .. }
-            | ReadError::Truncated { events, .. }
-            | ReadError::Syntax { events, .. } => *events,
-            ReadError::BadEvent { index, .. } => *index,
-            _ => 0,
+impl Default for ReadOptions {
+    /// [`default_max_event_bytes`].
+    fn default() -> Self {
+        ReadOptions {
+            max_event_bytes: default_max_event_bytes(),
         }
     }
 }
 
-/// A [`ReadError`] with the file it happened in. (The kind is part of the
-/// message, not a `source`, so `{:#}` prints it once.)
-#[derive(Debug, thiserror::Error)]
-#[error("{path}: {kind}")]
-pub struct TraceError {
-    pub path: String,
-    pub kind: ReadError,
+impl ReadOptions {
+    /// Options with the given limit on one event (at least 1 byte).
+    pub fn with_max_event_bytes(max_event_bytes: u64) -> Self {
+        ReadOptions {
+            max_event_bytes: max_event_bytes.max(1),
+        }
+    }
+}
+
+/// The process-wide default limit; 0 until first asked for.
+static DEFAULT_LIMIT: AtomicU64 = AtomicU64::new(0);
+
+/// The limit that [`ReadOptions::default`] (and so every `read_*` function
+/// without options) uses: what [`set_default_max_event_bytes`] set, else
+/// the environment variable [`MAX_EVENT_SIZE_ENV`] (`TORCHTRACE_MAX_EVENT_SIZE`,
+/// read by [`parse_size`]; ignored when it does not parse), else
+/// [`DEFAULT_MAX_EVENT_BYTES`].
+pub fn default_max_event_bytes() -> u64 {
+    let set = DEFAULT_LIMIT.load(Ordering::Relaxed);
+    if set != 0 {
+        return set;
+    }
+    let from_env = std::env::var(MAX_EVENT_SIZE_ENV)
+        .ok()
+        .and_then(|v| parse_size(&v))
+        .unwrap_or(DEFAULT_MAX_EVENT_BYTES);
+    // A concurrent setter wins over the environment.
+    match DEFAULT_LIMIT.compare_exchange(0, from_env, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => from_env,
+        Err(set) => set,
+    }
+}
+
+/// Sets the process-wide default limit on one event (e.g. from a
+/// `--max-event-size` option); at least 1 byte.
+pub fn set_default_max_event_bytes(bytes: u64) {
+    DEFAULT_LIMIT.store(bytes.max(1), Ordering::Relaxed);
+}
+
+/// Parses a size: a whole number of bytes with an optional unit, `K`, `M`,
+/// `G` or `T` (powers of 1024; `KB`, `KiB`, `k` are the same). `None` for
+/// anything else, zero, or more than `u64::MAX`.
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (digits, unit) = t.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        _ => return None,
+    };
+    let bytes = n.checked_mul(1u64 << shift)?;
+    (bytes > 0).then_some(bytes)
 }
 
 /// Top-level metadata worth showing. Unknown keys are listed by name only.
@@ -98,94 +142,6 @@ pub struct Meta {
     pub has_events: bool,
 }
 
-impl Meta {
-    /// Takes note of one top-level key and its value's raw JSON.
-    pub(crate) fn absorb(&mut self, key: &str, raw: &[u8]) {
-        use serde_json::Value;
-        let val = || serde_json::from_slice::<Value>(raw).ok();
-        match key {
-            "schemaVersion" => self.schema_version = val().and_then(|v| v.as_i64()),
-            "baseTimeNanoseconds" => self.base_time_ns = val().and_then(|v| v.as_i64()),
-            "deviceProperties" => {
-                if let Some(Value::Array(devs)) = val() {
-                    self.devices = devs
-                        .iter()
-                        .filter_map(|d| d.get("name").and_then(Value::as_str))
-                        .map(str::to_string)
-                        .collect();
-                }
-            }
-            "distributedInfo" => {
-                if let Some(v) = val() {
-                    self.rank = v.get("rank").and_then(Value::as_i64);
-                    self.world_size = v.get("world_size").and_then(Value::as_i64);
-                }
-            }
-            "vllm_version" => {
-                self.vllm_version = val().map(|v| match v {
-                    Value::String(s) => s,
-                    other => other.to_string(),
-                })
-            }
-            "with_stack" => {
-                self.with_stack =
-                    val().and_then(|v| v.as_bool().or_else(|| v.as_i64().map(|i| i != 0)))
-            }
-            "displayTimeUnit" => {
-                self.display_time_unit = val().and_then(|v| v.as_str().map(str::to_string))
-            }
-            _ => {}
-        }
-    }
-}
-
-/// A cheap test on an event's raw bytes: could it be one the analysis needs?
-///
-/// It must never reject a needed event. An event passes when it contains
-/// one of the needles, or a backslash (an escape could spell a needle
-/// differently), or when there are no needles at all.
-#[derive(Debug, Clone, Default)]
-pub struct Prefilter {
-    finders: Vec<memmem::Finder<'static>>,
-}
-
-impl Prefilter {
-    /// Admits every event.
-    pub fn all() -> Self {
-        Prefilter::default()
-    }
-
-    /// Admits events whose raw text contains any of `needles`.
-    pub fn any_of<S: AsRef<str>>(needles: &[S]) -> Self {
-        Prefilter {
-            finders: needles
-                .iter()
-                .map(|n| memmem::Finder::new(n.as_ref().as_bytes()).into_owned())
-                .collect(),
-        }
-    }
-
-    /// Admits what either filter admits (all, when either admits all).
-    pub fn union(&self, other: &Prefilter) -> Prefilter {
-        if self.finders.is_empty() || other.finders.is_empty() {
-            return Prefilter::all();
-        }
-        let mut finders = self.finders.clone();
-        for f in &other.finders {
-            if !finders.iter().any(|g| g.needle() == f.needle()) {
-                finders.push(f.clone());
-            }
-        }
-        Prefilter { finders }
-    }
-
-    pub fn admits(&self, raw: &[u8]) -> bool {
-        self.finders.is_empty()
-            || self.finders.iter().any(|f| f.find(raw).is_some())
-            || memchr::memchr(b'\\', raw).is_some()
-    }
-}
-
 /// The outcome of a read that got to the end.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReadStats {
@@ -195,7 +151,8 @@ pub struct ReadStats {
     pub parsed: u64,
 }
 
-/// Streams the events of a trace file (or `-` for stdin).
+/// Streams the events of a trace file (or `-` for stdin), with the default
+/// [`ReadOptions`].
 ///
 /// `on_event` sees every parsed event that the prefilter admitted. On error
 /// the events seen so far have been delivered, so the caller can still
@@ -207,13 +164,32 @@ pub fn read_path(
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Result<ReadStats, TraceError> {
+    read_path_with(
+        path,
+        &ReadOptions::default(),
+        filter,
+        progress,
+        meta,
+        on_event,
+    )
+}
+
+/// [`read_path`] with explicit options.
+pub fn read_path_with(
+    path: &Path,
+    opts: &ReadOptions,
+    filter: &Prefilter,
+    progress: Arc<AtomicU64>,
+    meta: &mut Meta,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+) -> Result<ReadStats, TraceError> {
     let label = path.display().to_string();
     let wrap = |kind| TraceError {
         path: label.clone(),
         kind,
     };
     let src = open::open_decoded(path, progress).map_err(wrap)?;
-    read_decoded(src, filter, meta, on_event).map_err(wrap)
+    read_decoded_with(src, opts, filter, meta, on_event).map_err(wrap)
 }
 
 /// Streams the events of a trace from any byte source (e.g. an archive
@@ -224,57 +200,59 @@ pub fn read_stream<R: Read>(
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Result<ReadStats, ReadError> {
+    read_stream_with(raw, &ReadOptions::default(), filter, meta, on_event)
+}
+
+/// [`read_stream`] with explicit options.
+pub fn read_stream_with<R: Read>(
+    raw: R,
+    opts: &ReadOptions,
+    filter: &Prefilter,
+    meta: &mut Meta,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+) -> Result<ReadStats, ReadError> {
     let mut buffered = BufReader::with_capacity(256 * 1024, raw);
     match open::sniff(&mut buffered)? {
-        open::Encoding::Gzip => read_decoded(MultiGzDecoder::new(buffered), filter, meta, on_event),
-        open::Encoding::Json => read_decoded(buffered, filter, meta, on_event),
+        open::Encoding::Gzip => {
+            read_decoded_with(MultiGzDecoder::new(buffered), opts, filter, meta, on_event)
+        }
+        open::Encoding::Json => read_decoded_with(buffered, opts, filter, meta, on_event),
     }
 }
 
-/// Scans decompressed JSON text.
+/// Reads decompressed text, with the default [`ReadOptions`].
 pub fn read_decoded<R: Read>(
     src: R,
     filter: &Prefilter,
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Result<ReadStats, ReadError> {
-    let mut parsed = 0u64;
-    let events = stream::scan_filtered(src, meta, filter, &mut |raw, at| {
-        let ev = parse_event(raw, at)?;
-        parsed += 1;
-        on_event(&ev, at);
-        Ok(())
-    })?;
-    if !meta.has_events {
-        return Err(ReadError::NoTraceEvents);
-    }
-    Ok(ReadStats { events, parsed })
+    read_decoded_with(src, &ReadOptions::default(), filter, meta, on_event)
 }
 
-/// Parses one event's bytes, with its position in any error.
+/// Reads decompressed text to its end. The text is Kineto's JSON, the one
+/// format there is ([`open::Format`]); a second format would be recognised
+/// there and read by its own module beside [`kineto`], into the same
+/// [`Event`]s.
+pub fn read_decoded_with<R: Read>(
+    src: R,
+    opts: &ReadOptions,
+    filter: &Prefilter,
+    meta: &mut Meta,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+) -> Result<ReadStats, ReadError> {
+    kineto::read(src, opts, filter, meta, on_event)
+}
+
+/// Parses one event's bytes, with its position in any error (offsets in
+/// the file, not in the event).
 pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
-    let bad = |msg: String| ReadError::BadEvent {
-        index: at.index,
-        offset: at.offset,
-        msg,
-    };
-    let rawev: RawEvent = serde_json::from_slice(raw).map_err(|e| bad(e.to_string()))?;
-    rawev.resolve().map_err(|e| bad(e.to_string()))
+    kineto::event::parse_event(raw, at)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn prefilter_never_rejects_escaped_text() {
-        let f = Prefilter::any_of(&["user_annotation\""]);
-        assert!(f.admits(br#"{"cat": "gpu_user_annotation", "name": "x"}"#));
-        assert!(f.admits(br#"{"cat": "user_annotation"}"#));
-        assert!(!f.admits(br#"{"cat": "python_function", "name": "x"}"#));
-        assert!(f.admits(br#"{"cat": "user\u005fannotation"}"#));
-        assert!(Prefilter::all().admits(b"{}"));
-    }
 
     #[test]
     fn reads_events_and_reports_bad_ones() {
@@ -307,5 +285,75 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, ReadError::NoTraceEvents));
         assert_eq!(meta.schema_version, Some(1));
+    }
+
+    fn first_error(doc: &[u8]) -> String {
+        let mut meta = Meta::default();
+        read_stream(doc, &Prefilter::all(), &mut meta, &mut |_, _| {})
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn event_errors_name_offsets_in_the_file() {
+        // serde's own position is line 2 column 12 of the event.
+        let doc = b"{\"traceEvents\": [{},\n  {\"ph\": \"X\",\n   \"pid\": tru, \"ts\": 1}]}";
+        let msg = first_error(doc);
+        let at = doc.iter().position(|&b| b == b'u').unwrap() + 1;
+        assert!(msg.starts_with("event 1 at byte 23: "), "{msg}");
+        assert!(msg.ends_with(&format!("at byte {at}")), "{msg}");
+        assert!(!msg.contains("line"), "{msg}");
+        let doc = b"{\"traceEvents\": [{\"ph\": \"X\", \"dur\": 1, \"ts\": \"soon\"}]}";
+        let msg = first_error(doc);
+        assert!(
+            msg.ends_with("`ts` at byte 45: `\"soon\"` is not a number"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn long_values_in_messages_are_cut() {
+        let long = "z".repeat(100_000);
+        let doc = format!("{{\"traceEvents\": [{{\"args\": \"{long}\"}}]}}");
+        let msg = first_error(doc.as_bytes());
+        assert!(msg.len() < 300, "{msg}");
+        assert!(msg.contains("… (100000 bytes)"), "{msg}");
+        let doc = format!("{{\"traceEvents\": [{{\"ts\": \"{long}\\u0000\"}}]}}");
+        let msg = first_error(doc.as_bytes());
+        assert!(msg.len() < 300, "{msg}");
+        let doc = "{\"traceEvents\": [{\"name\": \"a\u{1b}[31m\u{0}\"}]}";
+        let msg = first_error(doc.as_bytes());
+        assert!(!msg.contains('\u{1b}') && !msg.contains('\0'), "{msg}");
+    }
+
+    #[test]
+    fn begin_and_end_events_pass_through() {
+        let doc =
+            br#"{"traceEvents": [{"ph": "B", "name": "a", "ts": 1}, {"ph": "E", "ts": 2.5}]}"#;
+        let mut meta = Meta::default();
+        let mut seen = Vec::new();
+        read_stream(&doc[..], &Prefilter::all(), &mut meta, &mut |e, _| {
+            seen.push((e.ph.to_string(), e.ts, e.dur))
+        })
+        .unwrap();
+        use crate::model::Ns;
+        assert_eq!(
+            seen,
+            [
+                ("B".to_string(), Some(Ns(1000)), None),
+                ("E".to_string(), Some(Ns(2500)), None)
+            ]
+        );
+    }
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("64M"), Some(64 << 20));
+        assert_eq!(parse_size(" 1 GiB "), Some(1 << 30));
+        assert_eq!(parse_size("1000"), Some(1000));
+        assert_eq!(parse_size("2kb"), Some(2048));
+        for bad in ["", "0", "-1", "1.5G", "12X", "99999999999T"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
     }
 }

@@ -44,20 +44,43 @@ impl<R: Read> Read for CountingReader<R> {
     }
 }
 
+/// The trace formats torchtrace reads. One today: Kineto's JSON. A second
+/// one (say Perfetto's protobuf) would be a variant here, recognised by
+/// [`Format::of`], and a module beside [`super::kineto`] that produces the
+/// same [`super::Event`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    KinetoJson,
+}
+
+/// A UTF-8 byte-order mark; accepted before JSON.
+const BOM: &[u8] = b"\xef\xbb\xbf";
+
+impl Format {
+    /// The format of a text that starts with `head` (uncompressed), or
+    /// `None` when it is none torchtrace reads. Text that is only
+    /// whitespace so far counts as JSON: the reader says what it holds.
+    pub fn of(head: &[u8]) -> Option<Format> {
+        let text = head.strip_prefix(BOM).unwrap_or(head);
+        match text.iter().copied().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'{') | Some(b'[') | None => Some(Format::KinetoJson),
+            Some(_) => None,
+        }
+    }
+}
+
 /// Sniffs the encoding from the first bytes of a buffered source.
 pub fn sniff<R: BufRead>(r: &mut R) -> Result<Encoding, ReadError> {
     let head = r.fill_buf().map_err(ReadError::Io)?;
     if head.len() >= 2 && head[0] == 0x1f && head[1] == 0x8b {
         return Ok(Encoding::Gzip);
     }
-    let first = head.iter().copied().find(|b| !b.is_ascii_whitespace());
-    match first {
-        Some(b'{') | Some(b'[') => Ok(Encoding::Json),
-        // A BOM or leading whitespace longer than the buffer is exotic; let
-        // the JSON scanner report it precisely.
-        None if !head.is_empty() => Ok(Encoding::Json),
-        None => Err(ReadError::Empty),
-        Some(_) => Err(ReadError::NotTrace {
+    if head.is_empty() {
+        return Err(ReadError::Empty);
+    }
+    match Format::of(head) {
+        Some(Format::KinetoJson) => Ok(Encoding::Json),
+        None => Err(ReadError::NotTrace {
             found: describe_head(head),
         }),
     }
@@ -66,7 +89,13 @@ pub fn sniff<R: BufRead>(r: &mut R) -> Result<Encoding, ReadError> {
 fn describe_head(head: &[u8]) -> String {
     let n = head.len().min(8);
     let hex: Vec<String> = head[..n].iter().map(|b| format!("{b:02x}")).collect();
-    format!("first bytes {}", hex.join(" "))
+    let utf16 = head.starts_with(&[0xff, 0xfe]) || head.starts_with(&[0xfe, 0xff]);
+    let what = if utf16 {
+        ": UTF-16 text, save it as UTF-8"
+    } else {
+        ""
+    };
+    format!("first bytes {}{what}", hex.join(" "))
 }
 
 /// Opens a path (or `-`) and returns a reader of the decompressed JSON text.
@@ -136,6 +165,16 @@ mod tests {
             read_all(Vec::new()).unwrap_err(),
             ReadError::Empty
         ));
+    }
+
+    #[test]
+    fn byte_order_marks() {
+        assert_eq!(
+            read_all(b"\xef\xbb\xbf{}".to_vec()).unwrap(),
+            b"\xef\xbb\xbf{}"
+        );
+        let err = read_all(b"\xff\xfe{\0}\0".to_vec()).unwrap_err();
+        assert!(err.to_string().contains("UTF-16"), "{err}");
     }
 
     #[test]

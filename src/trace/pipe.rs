@@ -5,6 +5,12 @@
 //! fills fixed-size buffers and sends them through a bounded channel; empty
 //! buffers come back through a second channel, so steady state allocates
 //! nothing and memory stays at `DEPTH × CHUNK`.
+//!
+//! The end of the stream is an explicit message, sent only after the source
+//! returned end-of-file, which for a gzip decoder means every member's
+//! CRC-32 and length were checked. A producer that stops any other way (a
+//! panic in the decoder, a thread that never started) is an error for the
+//! reader, never a silent, early end of the data.
 
 use std::io::{self, Read};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -13,7 +19,13 @@ use std::thread::JoinHandle;
 const CHUNK: usize = 1 << 20;
 const DEPTH: usize = 4;
 
-type Msg = io::Result<Vec<u8>>;
+/// What the producer sends.
+enum Msg {
+    Data(Vec<u8>),
+    /// The source said end-of-file; nothing follows.
+    End,
+    Failed(io::Error),
+}
 
 /// The consuming end: implements [`Read`] over the producer's chunks.
 pub struct PipeReader {
@@ -35,7 +47,7 @@ impl PipeReader {
             .spawn(move || produce(src, full_tx, empty_rx))
             .ok();
         // If the thread could not start, `full` has no sender and the first
-        // read reports a broken pipe.
+        // read reports it.
         PipeReader {
             full: full_rx,
             empty: empty_tx,
@@ -71,14 +83,15 @@ fn produce<R: Read>(mut src: R, full: SyncSender<Msg>, empty: Receiver<Vec<u8>>)
         };
         buf.truncate(filled);
         let eof = filled < CHUNK;
-        if filled > 0 && full.send(Ok(buf)).is_err() {
+        if filled > 0 && full.send(Msg::Data(buf)).is_err() {
             return; // consumer gone
         }
         if let Err(e) = res {
-            let _ = full.send(Err(e));
+            let _ = full.send(Msg::Failed(e));
             return;
         }
         if eof {
+            let _ = full.send(Msg::End);
             return;
         }
     }
@@ -96,15 +109,21 @@ impl Read for PipeReader {
             }
             self.pos = 0;
             match self.full.recv() {
-                Ok(Ok(buf)) => self.current = buf,
-                Ok(Err(e)) => {
+                Ok(Msg::Data(buf)) => self.current = buf,
+                Ok(Msg::End) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+                Ok(Msg::Failed(e)) => {
                     self.done = true;
                     return Err(e);
                 }
                 Err(_) => {
-                    // Sender dropped: clean end of stream.
+                    // The producer went away without saying the data ended.
                     self.done = true;
-                    return Ok(0);
+                    return Err(io::Error::other(
+                        "the decompressing thread stopped before the end of the data",
+                    ));
                 }
             }
         }
@@ -138,6 +157,44 @@ mod tests {
         let mut out = Vec::new();
         r.read_to_end(&mut out).unwrap();
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn a_producer_that_dies_is_an_error_not_an_end() {
+        struct Panics(usize);
+        impl Read for Panics {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    panic!("decoder bug (expected in this test)");
+                }
+                self.0 -= 1;
+                out[0] = b'x';
+                Ok(1)
+            }
+        }
+        let mut r = PipeReader::spawn(Panics(3));
+        let mut out = Vec::new();
+        let err = r.read_to_end(&mut out).unwrap_err();
+        assert!(err.to_string().contains("stopped before the end"), "{err}");
+    }
+
+    #[test]
+    fn errors_come_after_the_data_before_them() {
+        struct Fails(bool);
+        impl Read for Fails {
+            fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Err(io::Error::other("bad crc"));
+                }
+                out[..3].copy_from_slice(b"abc");
+                Ok(3)
+            }
+        }
+        let mut r = PipeReader::spawn(Fails(false));
+        let mut out = [0u8; 8];
+        assert_eq!(r.read(&mut out).unwrap(), 3);
+        assert!(r.read(&mut out).is_err());
+        assert_eq!(r.read(&mut out).unwrap(), 0);
     }
 
     #[test]

@@ -8,13 +8,15 @@
 //! digits are read into an integer, shifted by the exponent, and rounded to the
 //! nearest nanosecond (ties to even) only when the text carries sub-ns digits.
 
+use super::message::clip_str;
 use crate::model::Ns;
 use std::fmt;
 
 /// Why a number's text could not be read as a time.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TimeError {
-    /// Not a JSON number (or a string holding one).
+    /// Not a JSON number (or a string holding one); the text as a message
+    /// shows it (cut and escaped).
     NotANumber(String),
     /// A valid number, but its value in ns does not fit an `i64` (±292 years).
     OutOfRange(String),
@@ -44,8 +46,10 @@ pub fn parse_us(text: &str) -> Result<Ns, TimeError> {
         .and_then(|s| s.strip_suffix('"'))
         .unwrap_or(t);
     parse_decimal(t.as_bytes(), 3).map(Ns).map_err(|e| match e {
-        DecErr::Syntax => TimeError::NotANumber(text.to_string()),
-        DecErr::Range => TimeError::OutOfRange(text.to_string()),
+        // The text can be any JSON value, of any size: keep what a
+        // message shows of it.
+        DecErr::Syntax => TimeError::NotANumber(clip_str(text)),
+        DecErr::Range => TimeError::OutOfRange(clip_str(text)),
     })
 }
 

@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Fuzzes the trace reader with cargo-fuzz (libFuzzer) for a fixed budget.
+#
+#   scripts/fuzz.sh [SECONDS [JOBS]]     # defaults: 240 s, 1 job
+#   MAX_LEN=4096 scripts/fuzz.sh 180     # short inputs: many more runs per second
+#
+# Installs cargo-fuzz if missing (cargo install cargo-fuzz --locked), seeds
+# the corpus (fuzz/corpus/reader, git-ignored) from tests/data: every
+# fixture and damaged case up to 256 KB, gzip ones also decompressed, then
+# runs the `reader` target (fuzz/fuzz_targets/reader.rs) with
+# RUSTC_BOOTSTRAP=1 so a stable toolchain can build it (cargo-fuzz needs
+# nightly flags: -Zsanitizer=address and coverage instrumentation).
+#
+# A crash leaves its input in fuzz/artifacts/reader/; reproduce it with
+#   RUSTC_BOOTSTRAP=1 cargo fuzz run reader fuzz/artifacts/reader/<file>
+# and add it to tests/data/damaged/ (scripts/make_damaged.py) once fixed.
+set -euo pipefail
+
+SECS=${1:-240}
+JOBS=${2:-1}
+MAX_LEN=${MAX_LEN:-262144}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+
+if ! cargo fuzz --version > /dev/null 2>&1; then
+    echo "fuzz: installing cargo-fuzz" >&2
+    cargo install cargo-fuzz --locked
+fi
+
+CORPUS=fuzz/corpus/reader
+mkdir -p "$CORPUS"
+for f in tests/data/*.gz tests/data/damaged/*; do
+    [[ -f $f && $f != *.tsv ]] || continue
+    if (($(stat -c %s "$f") <= 262144)); then
+        cp "$f" "$CORPUS/$(basename "$f")"
+    fi
+    # Decompressed (plain JSON reaches the scanner without the CRC in the
+    # way); the first byte of a fuzz input is the knob, so prefix one.
+    if gzip -t "$f" 2> /dev/null; then
+        # (head closing early makes gzip die of SIGPIPE: not an error.)
+        { printf '\0'; gzip -dc "$f"; } | head -c 262144 > "$CORPUS/$(basename "$f").json" || true
+    fi
+done
+
+PAR=()
+if ((JOBS > 1)); then
+    # Parallel runs write fuzz-N.log files in the current directory.
+    PAR=(-jobs="$JOBS" -workers="$JOBS")
+fi
+export RUSTC_BOOTSTRAP=1
+exec cargo fuzz run reader "$CORPUS" -- \
+    -max_total_time="$SECS" -max_len="$MAX_LEN" -print_final_stats=1 \
+    -timeout=20 -rss_limit_mb=2048 "${PAR[@]}"

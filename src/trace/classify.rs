@@ -1,0 +1,149 @@
+//! The 64-byte block classifier behind the fast event scanner: which bytes
+//! of a block are quotes, backslashes, openers (`{` `[`) and closers
+//! (`}` `]`), as bit masks, plus the two bit tricks that turn those into
+//! "inside a string" masks (simdjson's first stage).
+//!
+//! It knows nothing about traces; the JSON scanner
+//! ([`super::kineto::scan`]) drives it. Kept apart so that the unsafe SIMD
+//! code is small, separately tested against a portable version, and
+//! reusable by another text format.
+
+/// Bit masks of one 64-byte block: bit `k` is byte `k`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Block {
+    pub quote: u64,
+    pub backslash: u64,
+    /// `{` or `[`.
+    pub open: u64,
+    /// `}` or `]`.
+    pub close: u64,
+}
+
+pub(crate) const BLOCK: usize = 64;
+
+/// Classifies 64 bytes, portably.
+#[allow(dead_code)]
+#[inline(always)]
+pub(crate) fn classify_scalar(b: &[u8; BLOCK]) -> Block {
+    let mut m = Block {
+        quote: 0,
+        backslash: 0,
+        open: 0,
+        close: 0,
+    };
+    for (k, &c) in b.iter().enumerate() {
+        let bit = 1u64 << k;
+        match c {
+            b'"' => m.quote |= bit,
+            b'\\' => m.backslash |= bit,
+            b'{' | b'[' => m.open |= bit,
+            b'}' | b']' => m.close |= bit,
+            _ => {}
+        }
+    }
+    m
+}
+
+/// Classifies 64 bytes with SSE2 (part of every x86_64 CPU).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn classify(b: &[u8; BLOCK]) -> Block {
+    use std::arch::x86_64::*;
+    // SAFETY: SSE2 is in the x86_64 baseline; the loads are unaligned
+    // reads of 16 bytes each within the 64-byte array.
+    unsafe {
+        let quote = _mm_set1_epi8(b'"' as i8);
+        let bs = _mm_set1_epi8(b'\\' as i8);
+        // `{` 0x7b and `[` 0x5b differ only in bit 0x20, as do `}` and `]`.
+        let case = _mm_set1_epi8(0x20);
+        let open = _mm_set1_epi8(b'{' as i8);
+        let close = _mm_set1_epi8(b'}' as i8);
+        let mut m = Block {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for lane in 0..4 {
+            let v = _mm_loadu_si128(b.as_ptr().add(lane * 16) as *const __m128i);
+            let folded = _mm_or_si128(v, case);
+            let sh = lane * 16;
+            m.quote |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) as u16 as u64) << sh;
+            m.backslash |= (_mm_movemask_epi8(_mm_cmpeq_epi8(v, bs)) as u16 as u64) << sh;
+            m.open |= (_mm_movemask_epi8(_mm_cmpeq_epi8(folded, open)) as u16 as u64) << sh;
+            m.close |= (_mm_movemask_epi8(_mm_cmpeq_epi8(folded, close)) as u16 as u64) << sh;
+        }
+        m
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn classify(b: &[u8; BLOCK]) -> Block {
+    classify_scalar(b)
+}
+
+/// Which bytes of a block are escaped by a backslash (simdjson's
+/// branchless odd-run detection). `carry` is 1 when the block's first byte
+/// is escaped by a backslash that ended the previous block.
+#[inline(always)]
+pub(crate) fn escaped(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*carry;
+    let follows = (backslash << 1) | *carry;
+    let odd_starts = backslash & !EVEN & !follows;
+    let (seq_even, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = overflow as u64;
+    let invert = seq_even << 1;
+    (EVEN ^ invert) & follows
+}
+
+/// Bit `k` set when an odd number of bits at or below `k` are set.
+#[inline(always)]
+pub(crate) fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classify_matches_scalar() {
+        // xorshift: deterministic, no dependency.
+        let mut s = 42u64;
+        let mut next = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        for _ in 0..2000 {
+            let mut b = [0u8; BLOCK];
+            for x in b.iter_mut() {
+                *x = match next() % 4 {
+                    0 => b"\"\\{}[]"[(next() % 6) as usize],
+                    _ => next() as u8,
+                };
+            }
+            assert_eq!(classify(&b), classify_scalar(&b));
+        }
+    }
+
+    #[test]
+    fn escapes_and_strings() {
+        // `a\"b"` : the first quote is escaped, the second is not.
+        let mut carry = 0;
+        let bs = 0b10;
+        let esc = escaped(bs, &mut carry);
+        assert_eq!(esc & 0b100, 0b100);
+        assert_eq!(carry, 0);
+        assert_eq!(prefix_xor(0b1001), 0b0111);
+    }
+}

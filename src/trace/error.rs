@@ -1,0 +1,127 @@
+//! What can go wrong reading a trace, as one typed error per cause.
+//!
+//! Every message is one line that says what is wrong and where (a byte
+//! offset in the decompressed JSON text) and how many events were read
+//! before it, because the analyses still report on those. Whatever a message
+//! quotes from the input is cut and escaped ([`super::message`]).
+
+use super::message::size;
+use std::io;
+
+/// The environment variable that raises (or lowers) the limit on one event;
+/// named in the message of [`ReadError::EventTooLarge`].
+pub const MAX_EVENT_SIZE_ENV: &str = "TORCHTRACE_MAX_EVENT_SIZE";
+
+/// What went wrong while reading one trace. Offsets are byte offsets in the
+/// decompressed JSON text; `events` is how many events were read intact
+/// before the problem (the analysis of those is still available).
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("cannot open: {0}")]
+    Open(io::Error),
+    #[error("read failed: {0}")]
+    Io(io::Error),
+    #[error("the file is empty")]
+    Empty,
+    /// Only whitespace (and perhaps a byte-order mark): nothing to read.
+    #[error("no events: only whitespace ({bytes} bytes)")]
+    OnlyWhitespace { bytes: u64 },
+    #[error("not a trace: neither gzip nor JSON ({found})")]
+    NotTrace { found: String },
+    #[error("data ends early or is corrupt after byte {offset} of the JSON text ({events} events read intact): {source}")]
+    Decode {
+        offset: u64,
+        events: u64,
+        source: io::Error,
+    },
+    /// The gzip trailer (CRC-32 and length) of a member does not match what
+    /// was inflated: some of the text, anywhere before `offset`, is wrong,
+    /// so the events read from it cannot be trusted.
+    #[error("gzip checksum mismatch (CRC-32 or length) after byte {offset} of the JSON text: the data is corrupt somewhere before it ({events} events were read from it, some may be wrong)")]
+    Checksum { offset: u64, events: u64 },
+    #[error("JSON ends early at byte {offset}, inside the trace ({events} events read intact)")]
+    Truncated { offset: u64, events: u64 },
+    #[error("invalid JSON at byte {offset} ({events} events read intact): {msg}")]
+    Syntax {
+        offset: u64,
+        events: u64,
+        msg: String,
+    },
+    #[error("event {index} at byte {offset}: {msg}")]
+    BadEvent {
+        index: u64,
+        offset: u64,
+        msg: String,
+    },
+    #[error("no \"traceEvents\" array in the top-level object")]
+    NoTraceEvents,
+    /// One event is longer than the limit ([`super::ReadOptions`]); it is
+    /// never held whole, so memory stays bounded on any input.
+    #[error("event {events} at byte {offset} is larger than the {} limit on one event (set {MAX_EVENT_SIZE_ENV}, e.g. to 1G, to raise it) ({events} events read intact)", size(*limit))]
+    EventTooLarge {
+        offset: u64,
+        events: u64,
+        limit: u64,
+    },
+    /// A top-level value (metadata beside `traceEvents`) that torchtrace
+    /// reads is longer than the limit. (Values it does not read are skipped
+    /// without being held, whatever their size.)
+    #[error("the value of top-level key \"{key}\" at byte {offset} is larger than the {} limit (set {MAX_EVENT_SIZE_ENV}, e.g. to 1G, to raise it) ({events} events read intact)", size(*limit))]
+    ValueTooLarge {
+        key: String,
+        offset: u64,
+        events: u64,
+        limit: u64,
+    },
+    /// Something other than whitespace after the end of the JSON document
+    /// (garbage, NULs, a second document).
+    #[error("unexpected data after the end of the JSON document, at byte {offset}: {found} ({events} events read intact)")]
+    TrailingData {
+        offset: u64,
+        events: u64,
+        found: String,
+    },
+}
+
+impl ReadError {
+    /// How many events were read before the error.
+    pub fn events_read(&self) -> u64 {
+        match self {
+            ReadError::Decode { events, .. }
+            | ReadError::Checksum { events, .. }
+            | ReadError::Truncated { events, .. }
+            | ReadError::Syntax { events, .. }
+            | ReadError::EventTooLarge { events, .. }
+            | ReadError::ValueTooLarge { events, .. }
+            | ReadError::TrailingData { events, .. } => *events,
+            ReadError::BadEvent { index, .. } => *index,
+            _ => 0,
+        }
+    }
+
+    /// An error of the decompressing reader at `offset`: a checksum mismatch
+    /// gets its own variant, the rest (a cut or corrupt deflate stream) stay
+    /// [`ReadError::Decode`].
+    pub(crate) fn decode(source: io::Error, offset: u64, events: u64) -> ReadError {
+        // flate2 reports a trailer mismatch only through its message.
+        let text = source.to_string();
+        if text.contains("checksum") {
+            ReadError::Checksum { offset, events }
+        } else {
+            ReadError::Decode {
+                offset,
+                events,
+                source,
+            }
+        }
+    }
+}
+
+/// A [`ReadError`] with the file it happened in. (The kind is part of the
+/// message, not a `source`, so `{:#}` prints it once.)
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: {kind}")]
+pub struct TraceError {
+    pub path: String,
+    pub kind: ReadError,
+}

@@ -1,0 +1,35 @@
+//! Kineto's Chrome-trace JSON (what `torch.profiler` writes): the top-level
+//! object with its metadata keys and the `traceEvents` array, read as a
+//! stream ([`scan`], with the block scanner in `fast`), and each event's
+//! JSON turned into the format-neutral [`Event`] ([`event`]).
+
+pub mod event;
+mod fast;
+mod meta;
+pub mod scan;
+
+use super::{Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, ReadStats};
+use std::io::Read;
+
+/// Reads a whole Kineto JSON text: every event the prefilter admits is
+/// parsed and given to `on_event`; metadata goes into `meta`. The text is
+/// read to its end (see [`scan`]).
+pub fn read<R: Read>(
+    src: R,
+    opts: &ReadOptions,
+    filter: &Prefilter,
+    meta: &mut Meta,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+) -> Result<ReadStats, ReadError> {
+    let mut parsed = 0u64;
+    let events = scan::scan_with(src, opts, meta, filter, &mut |raw, at| {
+        let ev = event::parse_event(raw, at)?;
+        parsed += 1;
+        on_event(&ev, at);
+        Ok(())
+    })?;
+    if !meta.has_events {
+        return Err(ReadError::NoTraceEvents);
+    }
+    Ok(ReadStats { events, parsed })
+}

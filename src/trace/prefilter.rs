@@ -1,0 +1,66 @@
+//! The prefilter: a cheap test on an event's raw bytes, before any parsing.
+//! Format-neutral: it sees bytes, whatever format they come from.
+
+use memchr::memmem;
+
+/// A cheap test on an event's raw bytes: could it be one the analysis needs?
+///
+/// It must never reject a needed event. An event passes when it contains
+/// one of the needles, or a backslash (an escape could spell a needle
+/// differently), or when there are no needles at all.
+#[derive(Debug, Clone, Default)]
+pub struct Prefilter {
+    pub(crate) finders: Vec<memmem::Finder<'static>>,
+}
+
+impl Prefilter {
+    /// Admits every event.
+    pub fn all() -> Self {
+        Prefilter::default()
+    }
+
+    /// Admits events whose raw text contains any of `needles`.
+    pub fn any_of<S: AsRef<str>>(needles: &[S]) -> Self {
+        Prefilter {
+            finders: needles
+                .iter()
+                .map(|n| memmem::Finder::new(n.as_ref().as_bytes()).into_owned())
+                .collect(),
+        }
+    }
+
+    /// Admits what either filter admits (all, when either admits all).
+    pub fn union(&self, other: &Prefilter) -> Prefilter {
+        if self.finders.is_empty() || other.finders.is_empty() {
+            return Prefilter::all();
+        }
+        let mut finders = self.finders.clone();
+        for f in &other.finders {
+            if !finders.iter().any(|g| g.needle() == f.needle()) {
+                finders.push(f.clone());
+            }
+        }
+        Prefilter { finders }
+    }
+
+    pub fn admits(&self, raw: &[u8]) -> bool {
+        self.finders.is_empty()
+            || self.finders.iter().any(|f| f.find(raw).is_some())
+            || memchr::memchr(b'\\', raw).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefilter_never_rejects_escaped_text() {
+        let f = Prefilter::any_of(&["user_annotation\""]);
+        assert!(f.admits(br#"{"cat": "gpu_user_annotation", "name": "x"}"#));
+        assert!(f.admits(br#"{"cat": "user_annotation"}"#));
+        assert!(!f.admits(br#"{"cat": "python_function", "name": "x"}"#));
+        assert!(f.admits(br#"{"cat": "user\u005fannotation"}"#));
+        assert!(Prefilter::all().admits(b"{}"));
+    }
+}

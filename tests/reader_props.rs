@@ -231,6 +231,29 @@ fn seeds() -> Vec<Vec<u8>> {
     out
 }
 
+/// The block scanner slices exactly what the byte-wise scanner slices, and
+/// ends the same way, at any limit.
+fn same_slices(data: &[u8], opts: &ReadOptions, case: usize) {
+    let run = |fast: bool| {
+        let mut out = Vec::new();
+        let mut meta = Meta::default();
+        let mut cb = |raw: &[u8], at: trace::EventPos| {
+            out.push((at, raw.to_vec()));
+            Ok(())
+        };
+        let res = if fast {
+            stream::scan_with(data, opts, &mut meta, &Prefilter::all(), &mut cb)
+        } else {
+            stream::scan_bytewise_with(data, opts, &mut meta, &mut cb)
+        };
+        (out, format!("{res:?} {meta:?}"))
+    };
+    assert!(
+        run(true) == run(false),
+        "case {case}: fast and byte-wise differ"
+    );
+}
+
 #[test]
 fn seeded_mutations_never_panic_and_keep_their_counts() {
     let seeds = seeds();
@@ -249,6 +272,7 @@ fn seeded_mutations_never_panic_and_keep_their_counts() {
         };
         let opts = ReadOptions::with_max_event_bytes(limit as u64);
         let (seen, res) = read_limited(&data, &opts);
+        same_slices(&data, &opts, case);
         let delivered = seen.len() as u64;
         match res {
             Ok(st) => assert_eq!(st.parsed, delivered, "case {case}"),

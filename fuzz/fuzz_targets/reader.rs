@@ -13,13 +13,6 @@ fuzz_target!(|data: &[u8]| {
     let Some((&knob, input)) = data.split_first() else {
         return;
     };
-    read_all(knob, input);
-    if !input.starts_with(&[0x1f, 0x8b]) {
-        same_slices(input);
-    }
-});
-
-fn read_all(knob: u8, input: &[u8]) {
     // Odd knobs: limits of 1 to 128 bytes, below and around a 64-byte block.
     let limit = if knob & 1 == 0 {
         64 << 20
@@ -27,6 +20,13 @@ fn read_all(knob: u8, input: &[u8]) {
         1 + u64::from(knob >> 1)
     };
     let opts = ReadOptions::with_max_event_bytes(limit);
+    read_all(knob, &opts, input);
+    if !input.starts_with(&[0x1f, 0x8b]) {
+        same_slices(&opts, input);
+    }
+});
+
+fn read_all(knob: u8, opts: &ReadOptions, input: &[u8]) {
     let filter = if knob & 2 == 0 {
         Prefilter::all()
     } else {
@@ -35,7 +35,7 @@ fn read_all(knob: u8, input: &[u8]) {
     let mut meta = Meta::default();
     let mut delivered = 0u64;
     let mut last = None;
-    let res = read_stream_with(input, &opts, &filter, &mut meta, &mut |_, at| {
+    let res = read_stream_with(input, opts, &filter, &mut meta, &mut |_, at| {
         assert!(last.is_none_or(|l| at.index > l), "indices increase");
         last = Some(at.index);
         delivered += 1;
@@ -54,7 +54,7 @@ fn read_all(knob: u8, input: &[u8]) {
     }
 }
 
-fn same_slices(input: &[u8]) {
+fn same_slices(opts: &ReadOptions, input: &[u8]) {
     let run = |fast: bool| {
         let mut out = Vec::new();
         let mut meta = Meta::default();
@@ -63,9 +63,9 @@ fn same_slices(input: &[u8]) {
             Ok(())
         };
         let res = if fast {
-            stream::scan(input, &mut meta, &mut cb)
+            stream::scan_with(input, opts, &mut meta, &Prefilter::all(), &mut cb)
         } else {
-            stream::scan_bytewise(input, &mut meta, &mut cb)
+            stream::scan_bytewise_with(input, opts, &mut meta, &mut cb)
         };
         (out, format!("{res:?} {meta:?}"))
     };

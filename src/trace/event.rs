@@ -58,3 +58,6 @@ impl Event<'_> {
         Ns(self.dur.map_or(0, |d| d.0.max(0)))
     }
 }
+
+/// Kineto's JSON form of an event, under its original path.
+pub use super::kineto::event::{RawEvent, Text};

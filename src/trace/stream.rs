@@ -2,4 +2,6 @@
 //! scanner itself is Kineto-specific and lives in [`super::kineto::scan`].
 
 pub use super::event::EventPos;
-pub use super::kineto::scan::{scan, scan_bytewise, scan_filtered, scan_with, OnEvent};
+pub use super::kineto::scan::{
+    scan, scan_bytewise, scan_bytewise_with, scan_filtered, scan_with, OnEvent,
+};

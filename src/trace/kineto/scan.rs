@@ -61,8 +61,19 @@ pub fn scan_bytewise<R: Read>(
     meta: &mut Meta,
     on_event: &mut OnEvent<'_>,
 ) -> Result<u64, ReadError> {
+    scan_bytewise_with(src, &ReadOptions::default(), meta, on_event)
+}
+
+/// [`scan_bytewise`] with explicit options, to compare with [`scan_with`].
+#[doc(hidden)]
+pub fn scan_bytewise_with<R: Read>(
+    src: R,
+    opts: &ReadOptions,
+    meta: &mut Meta,
+    on_event: &mut OnEvent<'_>,
+) -> Result<u64, ReadError> {
     let all = Prefilter::all();
-    let mut s = Scanner::new(src, &all, &ReadOptions::default());
+    let mut s = Scanner::new(src, &all, opts);
     s.fast = false;
     s.run(meta, on_event)
 }

@@ -13,7 +13,8 @@
 #        zcat          zcat FILE > /dev/null                      (the yardstick)
 #        inflate       target/release/examples/inflate FILE       (flate2/zlib-rs, one thread, to a sink)
 #        pair          torchtrace pair -q FILE
-#        hierarchy     torchtrace hierarchy -q FILE               (when the subcommand exists)
+#        hierarchy     torchtrace hierarchy -q --no-gpu-work FILE (chains only; the default also
+#                      reads launch calls and GPU activities, as kernels does)
 #        kernels       torchtrace kernels -q FILE                 (launch correlation: parses every
 #                      launch call and GPU activity)
 #        pair_annot    torchtrace pair --gpu-span annotation FILE (auto mode must cost the same)
@@ -92,8 +93,10 @@ TT=target/release/torchtrace
 NAMES=(zcat inflate pair)
 CMDS=("zcat '$FILE' > /dev/null" "target/release/examples/inflate '$FILE' > /dev/null" "$TT -q pair '$FILE' > /dev/null")
 if "$TT" hierarchy --help > /dev/null 2>&1; then
+    # Containment and durations only (what it measured before GPU work per
+    # function existed); the default adds the correlation ledger, as kernels.
     NAMES+=(hierarchy)
-    CMDS+=("$TT -q hierarchy '$FILE' > /dev/null")
+    CMDS+=("$TT -q hierarchy --no-gpu-work '$FILE' > /dev/null")
 fi
 if "$TT" kernels --help > /dev/null 2>&1; then
     NAMES+=(kernels)

@@ -46,6 +46,18 @@ pub struct GlobalArgs {
     /// No progress bars or notes on stderr (errors are still printed).
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
+    /// The largest single event (or top-level value) read, e.g. 64M, 1G;
+    /// past it a trace is an error naming the byte offset, so memory stays
+    /// bounded on any input [default: 64M, or $TORCHTRACE_MAX_EVENT_SIZE]
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    pub max_event_size: Option<u64>,
+}
+
+/// A byte size such as `64M`, `1G` or `1048576`.
+fn parse_size(text: &str) -> Result<u64, String> {
+    torchtrace::trace::parse_size(text)
+        .filter(|&n| n > 0)
+        .ok_or_else(|| format!("{text:?} is not a size (e.g. 64M, 1G, 1048576)"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -194,6 +206,9 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         let _ = rayon::ThreadPoolBuilder::new()
             .num_threads(n.max(1))
             .build_global();
+    }
+    if let Some(bytes) = cli.global.max_event_size {
+        torchtrace::trace::set_default_max_event_bytes(bytes);
     }
     match cli.command {
         Command::Pair(a) => pair::run(a, &cli.global),

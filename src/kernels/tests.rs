@@ -6,7 +6,7 @@
 //!   tid 8      L c=13 @3 (other thread: out)
 //! GPU s 9        [memcpy c=10 4..6)
 //! GPU s 7                  [k c=11 8..10)[k c=11 10..12)  [k c=11 14..15)
-//! GPU s 7      [nccl k c=12 21..25)   [k c=13 26..27)   orphan [k 50..52) (no correlation)
+//! GPU s 7      [nccl k c=12 21..25)   [k c=13 26..27)   orphan [k c=99 50..52) (no launch call)
 //! ```
 
 use super::*;
@@ -54,7 +54,7 @@ fn drawing() -> Vec<String> {
         act("kernel", "softmax", "14", "1", Some(11)),
         act("kernel", "ncclKernel_AllReduce", "21", "4", Some(12)),
         act("kernel", "other", "26", "1", Some(13)),
-        act("kernel", "orphan", "50", "2", None),
+        act("kernel", "orphan", "50", "2", Some(99)),
     ]
 }
 

@@ -32,6 +32,18 @@ pub fn columns() -> Vec<Column<TracePairs>> {
             "multi_stream_pairs",
             |x: &TracePairs| x.multi_stream_pairs.into(),
         ),
+        Column::new("measured", "measured (got a GPU span)", |x: &TracePairs| {
+            x.measured.into()
+        }),
+        Column::new("gpu_span_source", "GPU span source", |x: &TracePairs| {
+            let s = &x.gpu_span_sources;
+            Cell::text(format!(
+                "{}: {} annotation, {} correlation",
+                x.gpu_span_mode.as_str(),
+                s.annotation,
+                s.correlation
+            ))
+        }),
         Column::new(
             "completion_tokens",
             "completion tokens",

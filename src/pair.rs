@@ -482,6 +482,32 @@ impl TracePairs {
     }
 }
 
+/// Several traces of one mode as one (`batch`'s pooled comparison): Σ
+/// tokens (known only when every trace's is), Σ measured contexts, Σ GPU
+/// spans, and the span statistics over every measured context. `None`
+/// for no trace.
+pub fn pool(label: &str, traces: &[&TracePairs]) -> Option<TracePairs> {
+    let mut p = (*traces.first()?).clone();
+    p.path = label.to_string();
+    let rows: Vec<&ContextRow> = traces
+        .iter()
+        .flat_map(|t| t.rows.iter())
+        .filter(|r| r.gpu_ns.is_some())
+        .collect();
+    let cpu: Vec<Ns> = rows.iter().map(|r| Ns(r.cpu_ns)).collect();
+    let gpu: Vec<Ns> = rows.iter().filter_map(|r| r.gpu_ns.map(Ns)).collect();
+    p.cpu_exact = ExactSummary::of(&cpu);
+    p.gpu_exact = ExactSummary::of(&gpu);
+    p.measured = traces.iter().map(|t| t.measured).sum();
+    p.gpu_span_sum_ns = traces.iter().map(|t| t.gpu_span_sum_ns).sum();
+    p.completion_tokens = traces
+        .iter()
+        .map(|t| t.completion_tokens)
+        .try_fold(0u64, |acc, t| acc.checked_add(t?));
+    p.rows = Vec::new();
+    Some(p)
+}
+
 /// AR (baseline) against MTP (candidate), Eq. 17 and the span ratios.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Comparison {

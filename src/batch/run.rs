@@ -860,3 +860,33 @@ pub fn summary_beside(trace: &Path) -> Option<(String, Result<RunSummary, String
         summary::read(&p).map_err(|e| e.to_string()),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_files_error_row() {
+        let info = EntryInfo {
+            path: "x.pt.trace.json.gz".into(),
+            input: 0,
+            kind: Kind::Worker,
+            size: 1,
+            dir_name: None,
+            fs_path: None,
+            ordinal: 0,
+        };
+        let r = guarded(&info, || panic!("boom {}", 7));
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(r.error.as_deref(), Some("internal error: boom 7"));
+        assert_eq!(r.path, "x.pt.trace.json.gz");
+    }
+
+    #[test]
+    fn link_targets() {
+        assert_eq!(link_target("a/b/x", "../c/y", false).unwrap(), "a/c/y");
+        assert_eq!(link_target("a/b/x", "a/c/y", true).unwrap(), "a/c/y");
+        assert!(link_target("a/x", "/etc/passwd", false).is_err());
+        assert!(link_target("a/x", "../../y", false).is_err());
+    }
+}

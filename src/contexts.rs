@@ -65,11 +65,20 @@ pub struct Annotation {
     /// False when Kineto marked the range `"finished": false` (still open
     /// when the profiler stopped: its `dur` is cut short).
     pub finished: bool,
+    /// `dur` was missing or negative: taken as 0 (noted by `pair`).
+    pub bad_dur: bool,
 }
 
 impl Annotation {
+    /// The end, saturating at `i64::MAX` (for range queries; figures use
+    /// [`Annotation::end_exact`]).
     pub fn end(&self) -> Ns {
         self.start.saturating_add(self.dur)
+    }
+
+    /// `start + dur`, exact.
+    pub fn end_exact(&self) -> i128 {
+        i128::from(self.start.0) + i128::from(self.dur.0)
     }
 
     /// Keeps a complete event of category `cat`, interning into `names`.
@@ -85,6 +94,7 @@ impl Annotation {
             ),
             index: at.index,
             finished: ev.args.finished != Some(false),
+            bad_dur: ev.dur.is_none_or(|d| d.0 < 0),
         }
     }
 }
@@ -95,6 +105,9 @@ impl Annotation {
 pub struct Steps {
     pub names: Interner,
     pub cpu: Vec<Annotation>,
+    /// Begin (`ph` "B") CPU user annotations: B/E ranges are not
+    /// supported; they are counted for a note.
+    pub begin_events: u64,
 }
 
 /// The raw-bytes test admitting both annotation categories (both end in
@@ -109,6 +122,8 @@ impl Steps {
         if ev.is_complete() && ev.cat == "user_annotation" {
             let a = Annotation::of(ev, at, &mut self.names);
             self.cpu.push(a);
+        } else if ev.ph == "B" && ev.cat == "user_annotation" {
+            self.begin_events += 1;
         }
     }
 }
@@ -305,6 +320,12 @@ fn names_list(steps: &Steps, found: &BTreeMap<Sym, (u64, steps::Step)>) -> Strin
         *all.entry(steps.names.resolve(a.name)).or_default() += 1;
     }
     if all.is_empty() {
+        if steps.begin_events > 0 {
+            return format!(
+                "none (no complete user_annotation events; {} B/E ranges (ph \"B\"/\"E\"), which are not supported)",
+                steps.begin_events
+            );
+        }
         return "none (no user_annotation events)".into();
     }
     let mut v: Vec<_> = all.into_iter().collect();

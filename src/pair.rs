@@ -217,7 +217,7 @@ impl Pair {
     fn figures(&self, trace: &Finished<'_>, ledger: Option<&Ledger>) -> TracePairs {
         let (steps, contexts) = (trace.steps, trace.contexts);
         let gpu = self.gpu_index(steps, contexts);
-        let (mut rows, unfinished, cpu_keys) = context_rows(steps, contexts, &gpu.by_key);
+        let (mut rows, unfinished, cpu_keys, silent) = context_rows(steps, contexts, &gpu.by_key);
         if let Some(ledger) = ledger.filter(|_| self.mode != GpuSpanSource::Annotation) {
             correlation_spans(&mut rows, steps, contexts, ledger, self.mode);
         }
@@ -240,6 +240,8 @@ impl Pair {
         if let Some(n) = span_note(&r, steps, contexts, ledger.is_some()) {
             r.notes.push(n);
         }
+        r.notes
+            .extend(silent.notes(gpu.bad_dur, steps.begin_events));
         r
     }
 
@@ -247,17 +249,23 @@ impl Pair {
     fn gpu_index(&self, steps: &Steps, contexts: &Contexts) -> GpuIndex<'_> {
         let mut by_key: GpuByKey<'_> = HashMap::new();
         let mut without_id = 0u64;
+        let mut bad_dur = 0u64;
         for g in &self.gpu {
             let name = self.names.resolve(g.name);
             if !contexts.selects(steps, name) {
                 continue;
             }
+            bad_dur += u64::from(g.bad_dur);
             match g.external_id {
                 Some(id) => by_key.entry((name.to_string(), id)).or_default().push(g),
                 None => without_id += 1,
             }
         }
-        GpuIndex { by_key, without_id }
+        GpuIndex {
+            by_key,
+            without_id,
+            bad_dur,
+        }
     }
 }
 
@@ -268,40 +276,125 @@ type GpuByKey<'a> = HashMap<(String, i64), Vec<&'a Annotation>>;
 struct GpuIndex<'a> {
     by_key: GpuByKey<'a>,
     without_id: u64,
+    /// Selected GPU annotations whose `dur` was missing or negative.
+    bad_dur: u64,
+}
+
+/// What pairing decided without a word in the figures, for notes.
+#[derive(Debug, Default)]
+struct Silent {
+    /// External ids held by several selected contexts, those contexts,
+    /// and the GPU annotations shared out among them.
+    shared_ids: u64,
+    sharing_contexts: u64,
+    shared_annotations: u64,
+    /// Selected contexts whose `dur` was missing or negative.
+    bad_dur: u64,
+    /// Contexts whose GPU span does not fit in i64 ns: not measured.
+    too_long: u64,
+}
+
+impl Silent {
+    fn notes(&self, gpu_bad_dur: u64, begin_events: u64) -> Vec<String> {
+        let mut n = Vec::new();
+        if self.shared_ids > 0 {
+            n.push(format!(
+                "{} External id(s) are held by {} selected contexts: each of their {} GPU annotations was given to one context, the latest to start at or before it (else the first)",
+                self.shared_ids, self.sharing_contexts, self.shared_annotations
+            ));
+        }
+        if self.bad_dur > 0 || gpu_bad_dur > 0 {
+            n.push(format!(
+                "missing or negative \"dur\" taken as 0: {} selected context(s), {} GPU annotation(s)",
+                self.bad_dur, gpu_bad_dur
+            ));
+        }
+        if self.too_long > 0 {
+            n.push(format!(
+                "{} context(s) have a GPU span beyond i64 nanoseconds: not measured",
+                self.too_long
+            ));
+        }
+        if begin_events > 0 {
+            n.push(format!(
+                "{begin_events} B/E user annotation range(s) (ph \"B\"/\"E\") are not supported: ignored"
+            ));
+        }
+        n
+    }
 }
 
 /// One row per selected context (sorted by start), the unfinished count,
-/// and the (name, External id) keys the contexts hold.
+/// the (name, External id) keys the contexts hold, and what was decided
+/// silently.
+///
+/// An External id held by several selected contexts (ids reused, or two
+/// profiler sessions in one file): each GPU annotation of that key goes to
+/// one context only, the latest of them to start at or before the
+/// annotation (GPU work starts after its launch), else the first.
 fn context_rows(
     steps: &Steps,
     contexts: &Contexts,
     gpu: &GpuByKey<'_>,
-) -> (Vec<ContextRow>, u64, HashSet<(String, i64)>) {
+) -> (Vec<ContextRow>, u64, HashSet<(String, i64)>, Silent) {
     let mut rows = Vec::with_capacity(contexts.len());
     let mut unfinished = 0u64;
-    let mut keys = HashSet::new();
-    for c in contexts.iter(steps) {
+    let mut silent = Silent::default();
+    // Contexts (positions, by start) holding each key.
+    let mut holders: HashMap<(String, i64), Vec<usize>> = HashMap::new();
+    for (k, c) in contexts.iter(steps).enumerate() {
+        if let Some(id) = c.external_id {
+            let key = (steps.names.resolve(c.name).to_string(), id);
+            holders.entry(key).or_default().push(k);
+        }
+    }
+    // The shares of keys held more than once: context position → annotations.
+    let mut shares: HashMap<usize, Vec<&Annotation>> = HashMap::new();
+    let starts: Vec<Ns> = contexts.iter(steps).map(|c| c.start).collect();
+    for (key, ks) in holders.iter().filter(|(_, ks)| ks.len() > 1) {
+        silent.shared_ids += 1;
+        silent.sharing_contexts += ks.len() as u64;
+        for &g in gpu.get(key).map(Vec::as_slice).unwrap_or(&[]) {
+            silent.shared_annotations += 1;
+            let owner = ks
+                .iter()
+                .rev()
+                .find(|&&k| starts[k] <= g.start)
+                .unwrap_or(&ks[0]);
+            shares.entry(*owner).or_default().push(g);
+        }
+    }
+    for (k, c) in contexts.iter(steps).enumerate() {
         unfinished += u64::from(!c.finished);
-        let spans = c
+        silent.bad_dur += u64::from(c.bad_dur);
+        let key = c
             .external_id
-            .and_then(|id| {
-                let key = (steps.names.resolve(c.name).to_string(), id);
-                let found = gpu.get(&key);
-                keys.insert(key);
-                found
-            })
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+            .map(|id| (steps.names.resolve(c.name).to_string(), id));
+        let shared = key
+            .as_ref()
+            .and_then(|key| holders.get(key))
+            .is_some_and(|ks| ks.len() > 1);
+        let spans: &[&Annotation] = if shared {
+            shares.get(&k).map(Vec::as_slice).unwrap_or(&[])
+        } else {
+            key.as_ref()
+                .and_then(|key| gpu.get(key))
+                .map(Vec::as_slice)
+                .unwrap_or(&[])
+        };
+        let span = span_of(spans);
+        let gpu_ns = span.and_then(|n| i64::try_from(n).ok());
+        silent.too_long += u64::from(span.is_some() && gpu_ns.is_none());
         rows.push(ContextRow {
             event_index: c.index,
             start_ns: c.start.0,
             cpu_ns: c.dur.0,
-            gpu_ns: span_of(spans).map(|n| n.0),
+            gpu_ns,
             gpu_annotations: spans.len(),
             gpu_source: (!spans.is_empty()).then_some("annotation"),
         });
     }
-    (rows, unfinished, keys)
+    (rows, unfinished, holders.into_keys().collect(), silent)
 }
 
 /// The span statistics over the measured rows.
@@ -426,7 +519,10 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
         let lo = lane.partition_point(|a| a.start < c.start);
         let hi = lane.partition_point(|a| a.start < c.end());
         for a in &lane[lo..hi] {
-            if a.index != c.index && a.end() <= c.end() && !contexts.selected.contains(&a.name) {
+            if a.index != c.index
+                && a.end_exact() <= c.end_exact()
+                && !contexts.selected.contains(&a.name)
+            {
                 *counts.entry(steps.names.resolve(a.name)).or_default() += 1;
             }
         }
@@ -440,11 +536,12 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
         .join(", ")
 }
 
-/// [min start, max end] over a context's GPU annotations.
-fn span_of(spans: &[&Annotation]) -> Option<Ns> {
+/// max end − min start over a context's GPU annotations, exact (ends may
+/// lie past `i64::MAX`).
+fn span_of(spans: &[&Annotation]) -> Option<i128> {
     let start = spans.iter().map(|a| a.start).min()?;
-    let end = spans.iter().map(|a| a.end()).max()?;
-    Some(Ns(end.0 - start.0))
+    let end = spans.iter().map(|a| a.end_exact()).max()?;
+    Some(end - i128::from(start.0))
 }
 
 impl TracePairs {
@@ -480,6 +577,32 @@ impl TracePairs {
             }
         }
     }
+}
+
+/// Several traces of one mode as one (`batch`'s pooled comparison): Σ
+/// tokens (known only when every trace's is), Σ measured contexts, Σ GPU
+/// spans, and the span statistics over every measured context. `None`
+/// for no trace.
+pub fn pool(label: &str, traces: &[&TracePairs]) -> Option<TracePairs> {
+    let mut p = (*traces.first()?).clone();
+    p.path = label.to_string();
+    let rows: Vec<&ContextRow> = traces
+        .iter()
+        .flat_map(|t| t.rows.iter())
+        .filter(|r| r.gpu_ns.is_some())
+        .collect();
+    let cpu: Vec<Ns> = rows.iter().map(|r| Ns(r.cpu_ns)).collect();
+    let gpu: Vec<Ns> = rows.iter().filter_map(|r| r.gpu_ns.map(Ns)).collect();
+    p.cpu_exact = ExactSummary::of(&cpu);
+    p.gpu_exact = ExactSummary::of(&gpu);
+    p.measured = traces.iter().map(|t| t.measured).sum();
+    p.gpu_span_sum_ns = traces.iter().map(|t| t.gpu_span_sum_ns).sum();
+    p.completion_tokens = traces
+        .iter()
+        .map(|t| t.completion_tokens)
+        .try_fold(0u64, |acc, t| acc.checked_add(t?));
+    p.rows = Vec::new();
+    Some(p)
 }
 
 /// AR (baseline) against MTP (candidate), Eq. 17 and the span ratios.
@@ -647,5 +770,80 @@ mod tests {
         assert_eq!(r.contexts, 0);
         let msg = problem.unwrap().to_string();
         assert!(msg.contains("ProfilerStep#1 ×1"), "{msg}");
+    }
+
+    #[test]
+    fn shared_external_id_gives_each_annotation_to_one_context() {
+        //  CPU  [ctx id=1 0..10]            [ctx id=1 20..30]
+        //  GPU     [1..5]  (→ first)            [21..24] [25..29] (→ second)
+        let evs = [
+            ua(AR, "0", "10", 1),
+            ua(AR, "20", "10", 1),
+            gua(AR, "1", "4", 1, 7),
+            gua(AR, "21", "3", 1, 7),
+            gua(AR, "25", "4", 1, 7),
+        ]
+        .join(",");
+        let (r, _) = run(&evs, &Selector::Auto);
+        assert_eq!((r.contexts, r.pairs, r.multi_stream_pairs), (2, 2, 1));
+        // Spans 4 µs and 8 µs, not 28 µs twice.
+        assert_eq!(r.gpu_span_ms.sum, Some(0.012));
+        let n = r.notes.join("\n");
+        assert!(
+            n.contains("1 External id(s) are held by 2 selected contexts")
+                && n.contains("3 GPU annotations"),
+            "{n}"
+        );
+    }
+
+    #[test]
+    fn missing_or_negative_dur_is_noted() {
+        let no_dur = r#"{"ph":"X","cat":"gpu_user_annotation","name":"execute_context_0(0)_generation_1(1)","pid":0,"tid":7,"ts":2,"args":{"External id":1}}"#;
+        let evs = [
+            ua(AR, "0", "10", 1),
+            ua(AR, "20", "-3", 2),
+            no_dur.to_string(),
+        ]
+        .join(",");
+        let (r, _) = run(&evs, &Selector::Auto);
+        let n = r.notes.join("\n");
+        assert!(
+            n.contains("taken as 0: 1 selected context(s), 1 GPU annotation(s)"),
+            "{n}"
+        );
+    }
+
+    #[test]
+    fn begin_end_ranges_are_counted_as_unsupported() {
+        let b = r#"{"ph":"B","cat":"user_annotation","name":"execute_context_0(0)_generation_1(1)","pid":1,"tid":1,"ts":30}"#;
+        let e = r#"{"ph":"E","pid":1,"tid":1,"ts":31}"#;
+        let evs = [ua(AR, "0", "10", 1), b.to_string(), e.to_string()].join(",");
+        let (r, _) = run(&evs, &Selector::Auto);
+        assert!(
+            r.notes
+                .iter()
+                .any(|n| n.starts_with("1 B/E user annotation")),
+            "{:?}",
+            r.notes
+        );
+        // Only B/E ranges: the problem says so.
+        let doc = format!("{{\"traceEvents\": [{b},{e}]}}");
+        let plan = Plan::new(Selector::Auto).with(PairSpec::default());
+        let res = analyze_reader("t", doc.as_bytes(), &plan);
+        let msg = res.contexts.problem.unwrap().to_string();
+        assert!(msg.contains("1 B/E ranges"), "{msg}");
+    }
+
+    #[test]
+    fn spans_past_i64_max_are_exact() {
+        // ts + dur beyond i64::MAX ns: the span is still dur (100 µs).
+        let evs = [
+            ua(AR, "9223372036854700.000", "200.000", 1),
+            gua(AR, "9223372036854700.000", "100.000", 1, 7),
+        ]
+        .join(",");
+        let (r, _) = run(&evs, &Selector::Auto);
+        assert_eq!(r.gpu_span_sum_ns, 100_000);
+        assert_eq!(r.gpu_span_ms.max, Some(0.1));
     }
 }

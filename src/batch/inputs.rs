@@ -43,6 +43,10 @@ pub struct Input {
     pub prefix: String,
     #[serde(skip)]
     pub fs_path: PathBuf,
+    /// Why the PATH could not be used (missing, unreadable, a FIFO…; its
+    /// kind is then `File`): it becomes one failed row with this reason.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl Input {
@@ -149,6 +153,13 @@ pub fn detect(path: &Path) -> io::Result<InputKind> {
     if md.is_dir() {
         return Ok(InputKind::Directory);
     }
+    if !md.is_file() {
+        // Opening a FIFO would block; a device could be endless.
+        return Err(io::Error::other(format!(
+            "{}, not a regular file: not read",
+            special_kind(&md)
+        )));
+    }
     let mut head = Vec::with_capacity(512);
     File::open(path)?.take(512).read_to_end(&mut head)?;
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
@@ -182,30 +193,97 @@ pub struct DirFile {
     pub rel: String,
     pub path: PathBuf,
     pub size: u64,
+    /// Set before reading when the file is a duplicate of an earlier input
+    /// (same file, hard link or same content): the earlier one's label.
+    pub dup_of: Option<String>,
 }
 
-/// A directory that could not be listed: (relative name, reason).
-pub type WalkError = (String, String);
+/// An entry of a directory that is listed without being read: a
+/// directory that could not be listed, a link loop, a FIFO named like a
+/// trace.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WalkIssue {
+    pub rel: String,
+    pub reason: String,
+    /// An error (counted as failed), else an intentional skip.
+    pub error: bool,
+}
+
+/// What a file-system object is, in words, when it is not a regular file
+/// or a directory.
+pub fn special_kind(md: &std::fs::Metadata) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let ft = md.file_type();
+        if ft.is_fifo() {
+            return "a FIFO";
+        }
+        if ft.is_socket() {
+            return "a socket";
+        }
+        if ft.is_block_device() {
+            return "a block device";
+        }
+        if ft.is_char_device() {
+            return "a character device";
+        }
+    }
+    let _ = md;
+    "not a regular file"
+}
 
 /// Walks a directory recursively; files sorted by relative name.
-/// Symbolic links to files are followed; links to directories are not
-/// (no cycles). Unreadable subdirectories are returned as errors with
-/// their relative name, so that they are listed rather than lost.
-/// `skip` is a directory (canonical path) left out, e.g. the output
-/// directory when it lies inside an input.
-pub fn walk(root: &Path, skip: Option<&Path>) -> io::Result<(Vec<DirFile>, Vec<WalkError>)> {
+///
+/// Symbolic links are followed, to files and to directories. Each
+/// directory is walked once, by its canonical path: a link back to a
+/// directory being walked (a loop) or to one walked already is listed as
+/// a skipped entry and not entered, so the walk is linear in the number
+/// of directories whatever the links. Unreadable subdirectories, broken
+/// links and special files (FIFOs, sockets, devices) are listed with their
+/// reason (errors when named like a trace or a run summary) rather than
+/// lost. `skip` is a directory (canonical path) left out, e.g. the output
+/// directory when it lies inside an input; the root itself is never
+/// skipped.
+pub fn walk(root: &Path, skip: Option<&Path>) -> io::Result<(Vec<DirFile>, Vec<WalkIssue>)> {
     let mut files = Vec::new();
-    let mut errors = Vec::new();
-    let mut stack = vec![(root.to_path_buf(), String::new())];
-    while let Some((dir, rel)) = stack.pop() {
-        if skip.is_some() && dir.canonicalize().ok().as_deref() == skip {
+    let mut issues = Vec::new();
+    // Canonical directories walked (or queued), with their relative name.
+    let mut seen: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
+    let root_canon = root.canonicalize()?;
+    if let Some(out) = skip.filter(|&s| s != root_canon) {
+        seen.insert(out.to_path_buf(), OUTDIR_MARK.into());
+    }
+    seen.insert(root_canon.clone(), String::new());
+    let mut stack = vec![(root.to_path_buf(), root_canon, String::new())];
+    let mut deferred: Vec<(PathBuf, PathBuf, String)> = Vec::new();
+    loop {
+        let Some((dir, canon, rel)) = stack.pop() else {
+            if deferred.is_empty() {
+                break;
+            }
+            deferred.sort_by(|a, b| a.2.cmp(&b.2));
+            for (path, parent, child) in std::mem::take(&mut deferred) {
+                match path.canonicalize() {
+                    Ok(c) => enter(&mut seen, &mut stack, &mut issues, path, c, &parent, child),
+                    Err(e) => issues.push(WalkIssue {
+                        rel: child,
+                        reason: format!("cannot resolve directory: {e}"),
+                        error: true,
+                    }),
+                }
+            }
             continue;
-        }
+        };
         let rd = match std::fs::read_dir(&dir) {
             Ok(rd) => rd,
             Err(e) if rel.is_empty() => return Err(e),
             Err(e) => {
-                errors.push((rel, format!("cannot read directory: {e}")));
+                issues.push(WalkIssue {
+                    rel,
+                    reason: format!("cannot read directory: {e}"),
+                    error: true,
+                });
                 continue;
             }
         };
@@ -213,7 +291,11 @@ pub fn walk(root: &Path, skip: Option<&Path>) -> io::Result<(Vec<DirFile>, Vec<W
             let ent = match ent {
                 Ok(e) => e,
                 Err(e) => {
-                    errors.push((rel.clone(), format!("cannot list directory: {e}")));
+                    issues.push(WalkIssue {
+                        rel: rel.clone(),
+                        reason: format!("cannot list directory: {e}"),
+                        error: true,
+                    });
                     continue;
                 }
             };
@@ -223,31 +305,100 @@ pub fn walk(root: &Path, skip: Option<&Path>) -> io::Result<(Vec<DirFile>, Vec<W
             } else {
                 format!("{rel}/{name}")
             };
-            let ft = match ent.file_type() {
-                Ok(t) => t,
+            let traceish = || !matches!(classify(&child, false), Kind::Other);
+            // Follows symbolic links.
+            let md = match std::fs::metadata(ent.path()) {
+                Ok(md) => md,
                 Err(e) => {
-                    errors.push((child, format!("cannot stat: {e}")));
+                    let link = ent.file_type().is_ok_and(|t| t.is_symlink());
+                    issues.push(WalkIssue {
+                        reason: if link {
+                            format!("broken symbolic link: {e}")
+                        } else {
+                            format!("cannot stat: {e}")
+                        },
+                        error: traceish() || !link,
+                        rel: child,
+                    });
                     continue;
                 }
             };
-            if ft.is_dir() {
-                stack.push((ent.path(), child));
-            } else if ft.is_file() || ft.is_symlink() {
-                match std::fs::metadata(ent.path()) {
-                    Ok(md) if md.is_file() => files.push(DirFile {
-                        rel: child,
-                        path: ent.path(),
-                        size: md.len(),
-                    }),
-                    Ok(_) => {} // a link to a directory: not followed
-                    Err(e) => errors.push((child, format!("cannot stat: {e}"))),
+            if md.is_dir() {
+                if ent.file_type().is_ok_and(|t| t.is_symlink()) {
+                    // Links are entered after every real directory, in
+                    // sorted order: which alias is walked does not depend
+                    // on the order directories are listed in.
+                    deferred.push((ent.path(), canon.clone(), child));
+                } else {
+                    let c = canon.join(ent.file_name());
+                    enter(
+                        &mut seen,
+                        &mut stack,
+                        &mut issues,
+                        ent.path(),
+                        c,
+                        &canon,
+                        child,
+                    );
                 }
+            } else if md.is_file() {
+                files.push(DirFile {
+                    rel: child,
+                    path: ent.path(),
+                    size: md.len(),
+                    dup_of: None,
+                });
+            } else {
+                let what = special_kind(&md);
+                issues.push(WalkIssue {
+                    reason: format!("{what}, not a regular file: not read"),
+                    error: traceish(),
+                    rel: child,
+                });
             }
         }
     }
     files.sort_by(|a, b| a.rel.cmp(&b.rel));
-    errors.sort();
-    Ok((files, errors))
+    issues.sort();
+    Ok((files, issues))
+}
+
+/// Marks the output directory among the walked ones (no name has a NUL).
+const OUTDIR_MARK: &str = "\0outdir";
+
+type Pending = Vec<(PathBuf, PathBuf, String)>;
+
+/// Queues the directory `path` (canonical `canon`, found in `parent`)
+/// unless it was walked already or is the skipped one; a directory met
+/// again is listed (a loop when it holds `parent`).
+fn enter(
+    seen: &mut std::collections::HashMap<PathBuf, String>,
+    stack: &mut Pending,
+    issues: &mut Vec<WalkIssue>,
+    path: PathBuf,
+    canon: PathBuf,
+    parent: &Path,
+    rel: String,
+) {
+    if let Some(first) = seen.get(&canon) {
+        if first == OUTDIR_MARK {
+            return;
+        }
+        let first = if first.is_empty() { "." } else { first };
+        let reason = if parent.starts_with(&canon) {
+            format!("symbolic link loop (back to {first}): not followed")
+        } else {
+            format!("directory already walked as {first}: not walked again")
+        };
+        issues.push(WalkIssue {
+            rel,
+            reason,
+            error: false,
+        });
+        return;
+    }
+    seen.insert(canon.clone(), rel.clone());
+    stack.push((path, canon, rel));
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@
 //!       ─ compare (per workload, AR vs MTP) ─ output (files, report.md)
 //! ```
 
+pub mod dedup;
 pub mod inputs;
 pub mod output;
 pub mod run;
@@ -129,7 +130,10 @@ pub struct BatchResult {
     pub inputs: Vec<Input>,
     /// Sorted by path (then input, then position in it).
     pub records: Vec<Record>,
+    /// AR matched with MTP runs, one comparison per match.
     pub comparisons: Vec<WorkloadComparison>,
+    /// One comparison per workload over all its runs of each mode.
+    pub pooled: Vec<PooledComparison>,
     /// Workloads lacking an AR or an MTP trace, and other remarks.
     pub notes: Vec<String>,
 }
@@ -236,38 +240,125 @@ pub fn finalize(
         notes.push("no worker traces (*.pt.trace.json[.gz]) found in the inputs".into());
     }
     let comparisons = compare_workloads(&records, &mut notes);
+    let pooled = pool_workloads(&records, &mut notes);
     BatchResult {
         inputs,
         records,
         comparisons,
+        pooled,
         notes,
     }
 }
 
-/// A rank key for pairing traces of multi-rank runs: the metadata's rank,
-/// else `rank<N>` in the file name.
+/// The rank of a trace: `rank<N>` in the vLLM file name
+/// (`dp0_pp0_tp0_dcp0_ep0_rank<N>.<id>.pt.trace.json.gz`), else the
+/// metadata's rank.
 fn rank_key(r: &Record) -> Option<i64> {
-    if let Some(rank) = r.file.pairs.as_ref().and_then(|p| p.meta.rank) {
-        return Some(rank);
-    }
     let file = r.file.path.rsplit('/').next()?;
-    let at = file.find("rank")? + 4;
-    let digits: String = file[at..]
-        .chars()
-        .take_while(char::is_ascii_digit)
-        .collect();
-    digits.parse().ok()
+    let from_name = file.find("rank").and_then(|at| {
+        let digits: String = file[at + 4..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok()
+    });
+    from_name.or_else(|| r.file.pairs.as_ref().and_then(|p| p.meta.rank))
 }
 
-/// Within each workload, every AR trace (baseline) against every trace of
-/// another mode (candidate). When a workload holds several traces of a
-/// mode (multi-rank runs), only traces of the same rank are compared.
+/// AR against MTP over all the runs of a workload: Σ GPU spans / Σ tokens
+/// of each mode, the pooled context counts and the medians over every
+/// measured context.
+#[derive(Debug, Clone, Serialize)]
+pub struct PooledComparison {
+    pub workload: String,
+    pub baseline_mode: String,
+    pub candidate_mode: String,
+    /// Traces pooled on each side.
+    pub baseline_traces: usize,
+    pub candidate_traces: usize,
+    #[serde(flatten)]
+    pub comparison: Comparison,
+}
+
+/// The runs of one workload, by side.
+#[derive(Default)]
+struct Sides {
+    ar: Vec<usize>,
+    cand: Vec<usize>,
+}
+
+/// Within each workload, AR runs (baseline) are matched with the runs of
+/// the other mode (candidate) and each match is compared once:
+///
+/// - one run on each side: they are compared;
+/// - else runs are matched by (rank, occurrence): the k-th AR trace of a
+///   rank (in sorted path order) with the k-th candidate trace of that
+///   rank; traces without a rank form one group matched in order.
+///
+/// Unmatched runs are noted. The number of comparisons is at most the
+/// number of runs of the smaller side: never the cross product. The pooled
+/// comparisons ([`pool_workloads`]) add one per workload.
 fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<WorkloadComparison> {
-    let mut by_wl: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
-    // Failed worker traces per (workload, is AR), for the notes.
+    let (by_wl, failed) = workload_sides(records, notes);
+    let mut out = Vec::new();
+    for (w, sides) in &by_wl {
+        let (ar, cand) = (&sides.ar, &sides.cand);
+        if ar.is_empty() || cand.is_empty() {
+            let side = |is_ar: bool, empty: bool| -> Option<String> {
+                let what = if is_ar { "AR" } else { "MTP" };
+                let n = failed.get(&(*w, is_ar)).copied().unwrap_or(0);
+                match (empty, n) {
+                    (false, _) => None,
+                    (true, 0) => Some(format!("no {what} trace")),
+                    (true, n) => Some(format!("no {what} trace read without error ({n} failed)")),
+                }
+            };
+            let missing: Vec<String> = [side(true, ar.is_empty()), side(false, cand.is_empty())]
+                .into_iter()
+                .flatten()
+                .collect();
+            notes.push(format!(
+                "workload {w}: {} — nothing to compare",
+                missing.join(", ")
+            ));
+            continue;
+        }
+        let (matches, unmatched) = match_runs(records, ar, cand);
+        if unmatched > 0 {
+            notes.push(format!(
+                "workload {w}: {unmatched} trace(s) without a counterpart of the same rank in the other mode: not compared one to one (they are in the pooled comparison)"
+            ));
+        }
+        for (b, c) in matches {
+            let (Some(bp), Some(cp)) = (&records[b].file.pairs, &records[c].file.pairs) else {
+                continue;
+            };
+            out.push(WorkloadComparison {
+                workload: w.to_string(),
+                baseline_mode: "ar".into(),
+                candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
+                comparison: pair::compare(bp, cp),
+                kernels: match (&records[b].file.kernels, &records[c].file.kernels) {
+                    (Some(bk), Some(ck)) => Some(crate::kernels::compare(bk, ck)),
+                    _ => None,
+                },
+                baseline_index: b,
+                candidate_index: c,
+            });
+        }
+    }
+    out
+}
+
+/// Worker traces read without error by workload and side; failed ones
+/// counted by (workload, is AR).
+type WorkloadSides<'a> = (BTreeMap<&'a str, Sides>, BTreeMap<(&'a str, bool), usize>);
+
+fn workload_sides<'a>(records: &'a [Record], notes: &mut Vec<String>) -> WorkloadSides<'a> {
+    let mut by_wl: BTreeMap<&str, Sides> = BTreeMap::new();
     let mut failed: BTreeMap<(&str, bool), usize> = BTreeMap::new();
     for (i, r) in records.iter().enumerate() {
-        if r.file.kind != Kind::Worker {
+        if r.file.kind != Kind::Worker || r.file.status == Status::Skipped {
             continue;
         }
         if r.file.status != Status::Ok || r.file.pairs.is_none() {
@@ -288,91 +379,131 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
         };
         let e = by_wl.entry(w).or_default();
         if Mode::of(m) == Mode::Ar {
-            e.0.push(i);
+            e.ar.push(i);
         } else {
-            e.1.push(i);
+            e.cand.push(i);
         }
     }
+    (by_wl, failed)
+}
+
+/// The (AR, candidate) matches of one workload and the number of runs
+/// left without one; linear in the number of runs.
+fn match_runs(records: &[Record], ar: &[usize], cand: &[usize]) -> (Vec<(usize, usize)>, usize) {
+    if ar.len() == 1 && cand.len() == 1 {
+        return (vec![(ar[0], cand[0])], 0);
+    }
+    // Records are sorted by path: occurrences count in that order.
+    let group = |side: &[usize]| -> BTreeMap<Option<i64>, Vec<usize>> {
+        let mut g: BTreeMap<Option<i64>, Vec<usize>> = BTreeMap::new();
+        for &i in side {
+            g.entry(rank_key(&records[i])).or_default().push(i);
+        }
+        g
+    };
+    let (ga, mut gc) = (group(ar), group(cand));
+    let mut matches = Vec::new();
+    for (rank, a) in &ga {
+        let c = gc.remove(rank).unwrap_or_default();
+        matches.extend(a.iter().copied().zip(c.iter().copied()));
+    }
+    let unmatched = ar.len() + cand.len() - 2 * matches.len();
+    matches.sort();
+    (matches, unmatched)
+}
+
+/// One pooled comparison per workload holding an AR run and a run of
+/// another mode (every candidate mode pooled together, named by the
+/// first). A note gives its figures when a workload has several runs of
+/// a mode (with one run each, it equals the one matched comparison).
+fn pool_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<PooledComparison> {
+    let (by_wl, _) = workload_sides(records, &mut Vec::new());
     let mut out = Vec::new();
-    for (w, (ar, cand)) in by_wl {
-        if ar.is_empty() || cand.is_empty() {
-            let side = |is_ar: bool, empty: bool| -> Option<String> {
-                let what = if is_ar { "AR" } else { "MTP" };
-                let n = failed.get(&(w, is_ar)).copied().unwrap_or(0);
-                match (empty, n) {
-                    (false, _) => None,
-                    (true, 0) => Some(format!("no {what} trace")),
-                    (true, n) => Some(format!("no {what} trace read without error ({n} failed)")),
-                }
-            };
-            let missing: Vec<String> = [side(true, ar.is_empty()), side(false, cand.is_empty())]
-                .into_iter()
-                .flatten()
-                .collect();
-            notes.push(format!(
-                "workload {w}: {} — nothing to compare",
-                missing.join(", ")
-            ));
+    for (w, sides) in by_wl {
+        if sides.ar.is_empty() || sides.cand.is_empty() {
             continue;
         }
-        let by_rank = ar.len() > 1 || cand.len() > 1;
-        for &b in &ar {
-            for &c in &cand {
-                if by_rank && rank_key(&records[b]) != rank_key(&records[c]) {
-                    continue;
-                }
-                let (Some(bp), Some(cp)) = (&records[b].file.pairs, &records[c].file.pairs) else {
-                    continue;
-                };
-                out.push(WorkloadComparison {
-                    workload: w.to_string(),
-                    baseline_mode: "ar".into(),
-                    candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
-                    comparison: pair::compare(bp, cp),
-                    kernels: match (&records[b].file.kernels, &records[c].file.kernels) {
-                        (Some(bk), Some(ck)) => Some(crate::kernels::compare(bk, ck)),
-                        _ => None,
-                    },
-                    baseline_index: b,
-                    candidate_index: c,
-                });
-            }
+        let pairs = |side: &[usize]| -> Vec<&TracePairs> {
+            side.iter()
+                .filter_map(|&i| records[i].file.pairs.as_ref())
+                .collect()
+        };
+        let (Some(b), Some(c)) = (
+            pair::pool(&format!("{w} AR (pooled)"), &pairs(&sides.ar)),
+            pair::pool(&format!("{w} candidate (pooled)"), &pairs(&sides.cand)),
+        ) else {
+            continue;
+        };
+        let p = PooledComparison {
+            workload: w.to_string(),
+            baseline_mode: "ar".into(),
+            candidate_mode: records[sides.cand[0]]
+                .run
+                .mode()
+                .unwrap_or_default()
+                .to_string(),
+            baseline_traces: sides.ar.len(),
+            candidate_traces: sides.cand.len(),
+            comparison: pair::compare(&b, &c),
+        };
+        if p.baseline_traces > 1 || p.candidate_traces > 1 {
+            let f = |v: Option<f64>, d: usize| v.map_or("n/a".into(), |x| format!("{x:.d$}"));
+            notes.push(format!(
+                "workload {w}: pooled over {} AR and {} {} traces (Σ GPU spans / Σ tokens per mode): S_context {}, context reduction {} %",
+                p.baseline_traces,
+                p.candidate_traces,
+                p.candidate_mode,
+                f(p.comparison.s_context, 3),
+                f(p.comparison.context_reduction_pct, 1),
+            ));
         }
+        out.push(p);
     }
     out
 }
 
-/// Lists the PATH arguments.
-pub fn resolve_inputs(paths: &[PathBuf]) -> anyhow::Result<Vec<Input>> {
+/// Lists the PATH arguments. A PATH that cannot be used (missing,
+/// unreadable, a FIFO or device) is kept, with its reason: it becomes one
+/// failed row while the others are read.
+pub fn resolve_inputs(paths: &[PathBuf]) -> Vec<Input> {
     let several = paths.len() > 1;
     paths
         .iter()
         .map(|p| {
-            let kind = inputs::detect(p)
-                .map_err(|e| anyhow::anyhow!("{}: cannot read: {e}", p.display()))?;
+            let (kind, error) = match inputs::detect(p) {
+                Ok(k) => (k, None),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => (
+                    InputKind::File,
+                    Some("no such file or directory".to_string()),
+                ),
+                Err(e) => (InputKind::File, Some(format!("cannot read: {e}"))),
+            };
             let shown = p.display().to_string();
             let prefix = if several && kind != InputKind::File {
                 format!("{}/", shown.trim_end_matches(['/', '\\']))
             } else {
                 String::new()
             };
-            Ok(Input {
+            Input {
                 path: shown,
                 kind,
                 prefix,
                 fs_path: p.clone(),
-            })
+                error,
+            }
         })
         .collect()
 }
 
-/// Runs a whole batch: read every input, then finalize.
+/// Runs a whole batch: read every input, then finalize. Failures of
+/// single inputs or files are rows of the result, never an `Err`.
 pub fn run_batch(paths: &[PathBuf], opts: &BatchOptions) -> anyhow::Result<BatchResult> {
-    let inputs = resolve_inputs(paths)?;
-    let plans: Vec<run::Plan> = inputs
+    let inputs = resolve_inputs(paths);
+    let mut plans: Vec<run::Plan> = inputs
         .iter()
         .map(|i| run::plan(i, opts.exclude.as_deref()))
         .collect();
+    let dup_notes = dedup::mark(&inputs, &mut plans);
     let total: u64 = plans.iter().zip(&inputs).map(|(p, i)| p.bytes(i)).sum();
     let progress = run::Progress::new(total, opts.quiet);
     let mut files = Vec::new();
@@ -380,7 +511,9 @@ pub fn run_batch(paths: &[PathBuf], opts: &BatchOptions) -> anyhow::Result<Batch
         files.extend(run::process(idx, input, plan, opts, &progress));
     }
     progress.finish();
-    Ok(finalize(inputs, files, opts))
+    let mut res = finalize(inputs, files, opts);
+    res.notes.extend(dup_notes);
+    Ok(res)
 }
 
 #[cfg(test)]

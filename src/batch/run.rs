@@ -24,6 +24,7 @@ use crate::trace::open::CountingReader;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -148,6 +149,23 @@ fn summary_from_reader<R: Read>(info: EntryInfo, src: R) -> FileResult {
     }
 }
 
+/// Runs the work on one file; a panic in it (a bug) becomes that file's
+/// error row, "internal error: …", and the rest of the batch completes.
+fn guarded(info: &EntryInfo, work: impl FnOnce() -> FileResult) -> FileResult {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+        Ok(r) => r,
+        Err(payload) => {
+            let what = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            info.clone()
+                .result(Status::Error, Some(format!("internal error: {what}")))
+        }
+    }
+}
+
 /// Files skipped by kind, and why.
 fn skip_reason(kind: Kind) -> Option<String> {
     Some(
@@ -165,8 +183,11 @@ fn skip_reason(kind: Kind) -> Option<String> {
 /// What each input holds, found before any trace is read (so that the
 /// progress bar knows the total).
 pub enum Plan {
-    Directory(Vec<DirFile>, Vec<inputs::WalkError>),
-    File,
+    Directory(Vec<DirFile>, Vec<inputs::WalkIssue>),
+    /// A file named as a PATH; `dup_of`: see [`DirFile::dup_of`].
+    File {
+        dup_of: Option<String>,
+    },
     Tar {
         gz: bool,
     },
@@ -186,12 +207,15 @@ pub struct ZipMember {
 
 /// Lists an input; `skip`: a directory left out of walks (OUTDIR).
 pub fn plan(input: &Input, skip: Option<&Path>) -> Plan {
+    if let Some(why) = &input.error {
+        return Plan::Broken(why.clone());
+    }
     match input.kind {
         InputKind::Directory => match inputs::walk(&input.fs_path, skip) {
             Ok((files, errors)) => Plan::Directory(files, errors),
             Err(e) => Plan::Broken(format!("cannot read directory: {e}")),
         },
-        InputKind::File => Plan::File,
+        InputKind::File => Plan::File { dup_of: None },
         InputKind::Tar => Plan::Tar { gz: false },
         InputKind::TarGz => Plan::Tar { gz: true },
         InputKind::Zip => match list_zip(&input.fs_path) {
@@ -234,7 +258,7 @@ impl Plan {
                 .filter(|f| inputs::classify(&f.rel, false) == Kind::Worker)
                 .map(|f| f.size)
                 .sum(),
-            Plan::File | Plan::Tar { .. } => file_size(),
+            Plan::File { .. } | Plan::Tar { .. } => file_size(),
             Plan::Zip(m) => m
                 .iter()
                 .filter(|m| !m.is_dir && inputs::classify(&m.name, false) == Kind::Worker)
@@ -264,7 +288,7 @@ pub fn process(
 ) -> Vec<FileResult> {
     match plan {
         Plan::Broken(why) => vec![input_error(idx, input, why)],
-        Plan::File => {
+        Plan::File { dup_of } => {
             let kind = inputs::classify(&input.path.replace('\\', "/"), true);
             let info = EntryInfo {
                 path: input.path.clone(),
@@ -281,9 +305,13 @@ pub fn process(
                 fs_path: Some(input.fs_path.clone()),
                 ordinal: 0,
             };
+            if let Some(why) = dup_of {
+                progress.file_done();
+                return vec![info.skipped(Some(why))];
+            }
             vec![process_file(info, &input.fs_path, opts, progress)]
         }
-        Plan::Directory(files, errors) => {
+        Plan::Directory(files, issues) => {
             let mut out: Vec<FileResult> = files
                 .par_iter()
                 .enumerate()
@@ -297,21 +325,30 @@ pub fn process(
                         fs_path: Some(f.path.clone()),
                         ordinal: i as u64,
                     };
+                    if let Some(why) = &f.dup_of {
+                        progress.file_done();
+                        return info.skipped(Some(why.clone()));
+                    }
                     process_file(info, &f.path, opts, progress)
                 })
                 .collect();
-            for (rel, why) in errors {
+            for issue in issues {
                 let info = EntryInfo {
-                    path: input.label(&rel),
+                    path: input.label(&issue.rel),
                     input: idx,
-                    kind: Kind::Other,
+                    kind: inputs::classify(&issue.rel, false),
                     size: 0,
                     dir_name: None,
                     fs_path: None,
                     ordinal: 0,
                 };
                 progress.file_done();
-                out.push(info.result(Status::Error, Some(why)));
+                let status = if issue.error {
+                    Status::Error
+                } else {
+                    Status::Skipped
+                };
+                out.push(info.result(status, Some(issue.reason)));
             }
             out
         }
@@ -340,14 +377,14 @@ fn process_file(
     opts: &BatchOptions,
     progress: &Progress,
 ) -> FileResult {
-    let r = match info.kind {
+    let r = guarded(&info.clone(), || match info.kind {
         Kind::Worker => trace_from_path(info, path, progress.bytes.clone(), opts),
         Kind::Summary => match File::open(path) {
             Ok(f) => summary_from_reader(info, f),
             Err(e) => info.result(Status::Error, Some(format!("cannot open: {e}"))),
         },
         k => info.skipped(skip_reason(k)),
-    };
+    });
     progress.file_done();
     r
 }
@@ -371,7 +408,10 @@ fn process_zip(
                     })
             },
             |archive, m| {
-                let r = zip_member(idx, input, archive, m, opts);
+                let r = guarded(
+                    &member_info(idx, input, &m.name, m.size, m.index as u64).0,
+                    || zip_member(idx, input, archive, m, opts),
+                );
                 if r.kind == Kind::Worker {
                     progress.bytes.fetch_add(m.compressed, Ordering::Relaxed);
                 }
@@ -461,18 +501,9 @@ fn process_tar(
     opts: &BatchOptions,
     progress: &Progress,
 ) -> Vec<FileResult> {
-    let file = match File::open(&input.fs_path) {
-        Ok(f) => f,
+    let src = match open_tar(input, gz, progress.bytes.clone()) {
+        Ok(s) => s,
         Err(e) => return vec![input_error(idx, input, format!("cannot open: {e}"))],
-    };
-    let counted = BufReader::with_capacity(
-        256 * 1024,
-        CountingReader::new(file, progress.bytes.clone()),
-    );
-    let src: Box<dyn Read + Send> = if gz {
-        Box::new(MultiGzDecoder::new(counted))
-    } else {
-        Box::new(counted)
     };
     let slots = rayon::current_num_threads().max(1);
     let (tx, rx) = std::sync::mpsc::sync_channel::<Job>(slots);
@@ -484,17 +515,178 @@ fn process_tar(
             .into_iter()
             .par_bridge()
             .map(|job| {
-                let r = trace_from_reader(job.info, &job.bytes[..], opts);
+                let info = job.info.clone();
+                let r = guarded(&info, || trace_from_reader(job.info, &job.bytes[..], opts));
                 progress.file_done();
                 r
             })
             .collect();
         match reader.join() {
-            Ok(inline) => out.extend(inline),
+            Ok((inline, links)) => {
+                out.extend(inline);
+                out.extend(resolve_links(input, gz, links, opts, progress));
+            }
             Err(_) => out.push(input_error(idx, input, "archive reader panicked".into())),
         }
         out
     })
+}
+
+/// The decompressed byte stream of a tar or tar.gz, counting the bytes
+/// read from disk into `counter`.
+fn open_tar(
+    input: &Input,
+    gz: bool,
+    counter: Arc<AtomicU64>,
+) -> std::io::Result<Box<dyn Read + Send>> {
+    let file = File::open(&input.fs_path)?;
+    let counted = BufReader::with_capacity(256 * 1024, CountingReader::new(file, counter));
+    Ok(if gz {
+        Box::new(MultiGzDecoder::new(counted))
+    } else {
+        Box::new(counted)
+    })
+}
+
+/// What a tar pass learnt about links: the regular members (normalised
+/// name → (label, kind)) and the trace or summary members that are links
+/// (hard or symbolic), with their target's normalised name.
+#[derive(Default)]
+struct TarLinks {
+    regular: HashMap<String, (String, Kind)>,
+    links: Vec<(EntryInfo, String)>,
+}
+
+/// The normalised member name a link points to: a hard link names a
+/// member; a symbolic link is relative to the link's directory.
+fn link_target(rel: &str, target: &str, hard: bool) -> Result<String, String> {
+    let joined = match rel.rsplit_once('/') {
+        Some((dir, _)) if !hard && !target.starts_with('/') => format!("{dir}/{target}"),
+        _ => target.to_string(),
+    };
+    // `a/../b` inside the archive is fine for a link: fold it first.
+    let mut parts: Vec<&str> = Vec::new();
+    for p in joined.split('/') {
+        match p {
+            "" | "." => {}
+            ".." if parts.pop().is_some() => {}
+            _ => parts.push(p),
+        }
+    }
+    inputs::normalize_member(&parts.join("/"))
+        .map_err(|why| format!("link to {target:?} outside the archive ({why})"))
+        .and_then(|t| {
+            if joined.starts_with('/') {
+                Err(format!("link to an absolute path {target:?}: not followed"))
+            } else {
+                Ok(t)
+            }
+        })
+}
+
+/// Tar links to traces and summaries, once the first pass has seen every
+/// member. A link to a regular trace member is a duplicate of it (its
+/// bytes are that member's, analysed once already). A link whose target
+/// was not read as what the link's name says (say `run/x.pt.trace.json.gz`
+/// → `blobs/0001`) is analysed from its target in a second pass over the
+/// archive, made only when such a link exists: a single streaming pass
+/// would have to hold every member that a later link might name. Links to
+/// links and to missing members are errors.
+fn resolve_links(
+    input: &Input,
+    gz: bool,
+    tl: TarLinks,
+    opts: &BatchOptions,
+    progress: &Progress,
+) -> Vec<FileResult> {
+    let mut out = Vec::new();
+    let mut wanted: HashMap<String, Vec<EntryInfo>> = HashMap::new();
+    for (info, target) in tl.links {
+        match tl.regular.get(&target) {
+            Some((label, kind)) if *kind == Kind::Worker && info.kind == Kind::Worker => {
+                out.push(info.skipped(Some(format!("duplicate of {label} (tar link)"))));
+            }
+            Some(_) => wanted.entry(target).or_default().push(info),
+            None => {
+                let why = format!("link to {target}, which is not a regular member of the archive");
+                out.push(info.result(Status::Error, Some(why)));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return out;
+    }
+    let done = |out: &mut Vec<FileResult>, r: FileResult| {
+        progress.file_done();
+        out.push(r);
+    };
+    let fail_all =
+        |wanted: HashMap<String, Vec<EntryInfo>>, why: &str, out: &mut Vec<FileResult>| {
+            for info in wanted.into_values().flatten() {
+                out.push(info.result(
+                    Status::Error,
+                    Some(format!("link target unreadable: {why}")),
+                ));
+            }
+        };
+    let src = match open_tar(input, gz, Arc::new(AtomicU64::new(0))) {
+        Ok(s) => s,
+        Err(e) => {
+            fail_all(wanted, &e.to_string(), &mut out);
+            return out;
+        }
+    };
+    let mut archive = tar::Archive::new(src);
+    let entries = match archive.entries() {
+        Ok(e) => e,
+        Err(e) => {
+            fail_all(wanted, &e.to_string(), &mut out);
+            return out;
+        }
+    };
+    for entry in entries {
+        if wanted.is_empty() {
+            break;
+        }
+        let mut entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                fail_all(std::mem::take(&mut wanted), &e.to_string(), &mut out);
+                break;
+            }
+        };
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let Ok(rel) = inputs::normalize_member(&raw) else {
+            continue;
+        };
+        let Some(links) = wanted.remove(&rel) else {
+            continue;
+        };
+        let mut links = links.into_iter();
+        let Some(first) = links.next() else { continue };
+        let label = first.path.clone();
+        let copy = first.clone();
+        let r = guarded(&copy, || match first.kind {
+            Kind::Summary => summary_from_reader(first, &mut entry),
+            _ => trace_from_reader(first, &mut entry, opts),
+        });
+        done(&mut out, r);
+        for info in links {
+            done(
+                &mut out,
+                info.skipped(Some(format!("duplicate of {label} (tar link)"))),
+            );
+        }
+    }
+    fail_all(
+        wanted,
+        "not found in a second pass over the archive",
+        &mut out,
+    );
+    out
 }
 
 /// Walks a tar once. Returns the entries it handled itself (skipped,
@@ -507,12 +699,16 @@ fn read_tar(
     tx: std::sync::mpsc::SyncSender<Job>,
     opts: &BatchOptions,
     progress: &Progress,
-) -> Vec<FileResult> {
+) -> (Vec<FileResult>, TarLinks) {
     let mut out = Vec::new();
+    let mut tl = TarLinks::default();
     let mut archive = tar::Archive::new(src);
     let entries = match archive.entries() {
         Ok(e) => e,
-        Err(e) => return vec![input_error(idx, input, format!("not a readable tar: {e}"))],
+        Err(e) => {
+            let r = input_error(idx, input, format!("not a readable tar: {e}"));
+            return (vec![r], tl);
+        }
     };
     for (ordinal, entry) in entries.enumerate() {
         let mut entry = match entry {
@@ -533,11 +729,36 @@ fn read_tar(
         let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
         let size = entry.size();
         let (info, unsafe_name) = member_info(idx, input, &raw, size, ordinal as u64);
+        let traceish = matches!(info.kind, Kind::Worker | Kind::Summary);
+        let is_link = et.is_hard_link() || et.is_symlink();
         let r = if let Some(why) = unsafe_name {
             Some(info.result(Status::Error, Some(why)))
+        } else if is_link && traceish {
+            let target = entry
+                .link_name_bytes()
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_default();
+            let rel = inputs::normalize_member(&raw).unwrap_or_default();
+            match link_target(&rel, &target, et.is_hard_link()) {
+                Ok(t) => {
+                    tl.links.push((info, t));
+                    None
+                }
+                Err(why) => Some(info.result(Status::Error, Some(why))),
+            }
         } else if !et.is_file() {
-            Some(info.skipped(Some(format!("not a regular file ({et:?})"))))
+            let why = format!("not a regular file ({et:?})");
+            Some(if traceish {
+                info.result(Status::Error, Some(why))
+            } else {
+                info.skipped(Some(why))
+            })
         } else {
+            if let Ok(rel) = inputs::normalize_member(&raw) {
+                tl.regular
+                    .entry(rel)
+                    .or_insert_with(|| (info.path.clone(), info.kind));
+            }
             match info.kind {
                 Kind::Summary => Some(summary_from_reader(info, &mut entry)),
                 Kind::Worker if size <= opts.buffer_limit => {
@@ -558,7 +779,10 @@ fn read_tar(
                         )),
                     }
                 }
-                Kind::Worker => Some(trace_from_reader(info, &mut entry, opts)),
+                Kind::Worker => {
+                    let copy = info.clone();
+                    Some(guarded(&copy, || trace_from_reader(info, &mut entry, opts)))
+                }
                 k => Some(info.skipped(skip_reason(k))),
             }
         };
@@ -567,7 +791,7 @@ fn read_tar(
             out.push(r);
         }
     }
-    out
+    (out, tl)
 }
 
 /// One progress bar for the whole batch: bytes read (compressed, as
@@ -637,4 +861,34 @@ pub fn summary_beside(trace: &Path) -> Option<(String, Result<RunSummary, String
         p.display().to_string(),
         summary::read(&p).map_err(|e| e.to_string()),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_files_error_row() {
+        let info = EntryInfo {
+            path: "x.pt.trace.json.gz".into(),
+            input: 0,
+            kind: Kind::Worker,
+            size: 1,
+            dir_name: None,
+            fs_path: None,
+            ordinal: 0,
+        };
+        let r = guarded(&info, || panic!("boom {}", 7));
+        assert_eq!(r.status, Status::Error);
+        assert_eq!(r.error.as_deref(), Some("internal error: boom 7"));
+        assert_eq!(r.path, "x.pt.trace.json.gz");
+    }
+
+    #[test]
+    fn link_targets() {
+        assert_eq!(link_target("a/b/x", "../c/y", false).unwrap(), "a/c/y");
+        assert_eq!(link_target("a/b/x", "a/c/y", true).unwrap(), "a/c/y");
+        assert!(link_target("a/x", "/etc/passwd", false).is_err());
+        assert!(link_target("a/x", "../../y", false).is_err());
+    }
 }

@@ -40,9 +40,11 @@ pub struct Cli {
 /// Options every subcommand takes.
 #[derive(Debug, Args, Clone)]
 pub struct GlobalArgs {
-    /// Worker threads for files processed in parallel (default: all cores).
-    #[arg(long, short = 'j', global = true, value_name = "N")]
-    pub threads: Option<usize>,
+    /// Worker threads for files processed in parallel, at most 1024
+    /// (default, or 0: all cores).
+    #[arg(long, short = 'j', global = true, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS as i64))]
+    pub threads: Option<u16>,
     /// No progress bars or notes on stderr (errors are still printed).
     #[arg(long, short = 'q', global = true)]
     pub quiet: bool,
@@ -199,13 +201,21 @@ impl Exit {
     }
 }
 
+/// The most worker threads `-j` accepts: more only costs memory and
+/// start-up time (each thread reserves a stack), never speed.
+pub const MAX_THREADS: u16 = 1024;
+
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     if let Some(n) = cli.global.threads {
-        // Fails only if a pool exists already (tests calling run twice).
-        let _ = rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
-            .build_global();
+        // 0: rayon's default, one thread per core. A failure (threads
+        // cannot be spawned, e.g. under an address-space limit) is an
+        // error, exit 2; a pool that exists already cannot happen here
+        // (the binary runs once), but would be reported the same way.
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(usize::from(n))
+            .build_global()
+            .with_context(|| format!("-j {n}: cannot start the worker threads"))?;
     }
     if let Some(bytes) = cli.global.max_event_size {
         torchtrace::trace::set_default_max_event_bytes(bytes);

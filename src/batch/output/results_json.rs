@@ -92,6 +92,9 @@ fn kernels_json(k: &crate::kernels::TraceKernels) -> Value {
 pub struct ResultsDoc<'a> {
     traces: Vec<TraceJson<'a>>,
     comparisons: &'a [crate::batch::WorkloadComparison],
+    /// One comparison per workload over all its runs (Σ spans / Σ tokens
+    /// per mode; equal to the matched one with one run per mode).
+    pooled: &'a [crate::batch::PooledComparison],
     /// How step contexts were selected (`auto`, a name, or `re:…`).
     context: &'a str,
     inputs: &'a [crate::batch::inputs::Input],
@@ -105,6 +108,7 @@ pub fn results_json<'a>(res: &'a BatchResult, context: &'a str) -> ResultsDoc<'a
     ResultsDoc {
         traces: res.records.iter().map(trace_json).collect(),
         comparisons: &res.comparisons,
+        pooled: &res.pooled,
         context,
         inputs: &res.inputs,
         files: res.records.len(),

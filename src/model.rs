@@ -21,7 +21,8 @@ impl Ns {
         self.0 as f64 / 1e6
     }
 
-    /// `self + other`, saturating: ends of events near `i64::MAX` cannot wrap.
+    /// `self + other`, saturating. For parsed events it never saturates:
+    /// the reader refuses an event whose `ts + dur` leaves the i64 range.
     pub fn saturating_add(self, other: Ns) -> Ns {
         Ns(self.0.saturating_add(other.0))
     }

@@ -170,3 +170,16 @@ fn every_cut_and_corruption_is_handled() {
     assert!(whole.error.is_none());
     assert_eq!(whole.pairs.unwrap().pairs, 10);
 }
+
+#[test]
+fn ts_plus_dur_beyond_the_time_range_is_an_error_naming_the_event() {
+    // 9223372036854775.000 µs is within i64 ns; adding 1 µs is not.
+    let doc = br#"{"traceEvents": [{"ph":"X","cat":"user_annotation","name":"s","pid":1,"tid":1,"ts":9223372036854775.000,"dur":1.000}]}"#;
+    let (_d, p) = tmp("far.json", doc);
+    let (code, err) = stderr_of(&["pair", &p, "--context-regex", "."]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("event 0") && err.contains("beyond the representable time range"),
+        "{err}"
+    );
+}

@@ -246,121 +246,144 @@ pub fn special_kind(md: &std::fs::Metadata) -> &'static str {
 /// directory when it lies inside an input; the root itself is never
 /// skipped.
 pub fn walk(root: &Path, skip: Option<&Path>) -> io::Result<(Vec<DirFile>, Vec<WalkIssue>)> {
-    let mut files = Vec::new();
-    let mut issues = Vec::new();
-    // Canonical directories walked (or queued), with their relative name.
-    let mut seen: std::collections::HashMap<PathBuf, String> = std::collections::HashMap::new();
     let root_canon = root.canonicalize()?;
+    let mut w = Walker::default();
     if let Some(out) = skip.filter(|&s| s != root_canon) {
-        seen.insert(out.to_path_buf(), OUTDIR_MARK.into());
+        w.seen.insert(out.to_path_buf(), OUTDIR_MARK.into());
     }
-    seen.insert(root_canon.clone(), String::new());
-    let mut stack = vec![(root.to_path_buf(), root_canon, String::new())];
-    let mut deferred: Vec<(PathBuf, PathBuf, String)> = Vec::new();
+    w.seen.insert(root_canon.clone(), String::new());
+    w.stack
+        .push((root.to_path_buf(), root_canon, String::new()));
     loop {
-        let Some((dir, canon, rel)) = stack.pop() else {
-            if deferred.is_empty() {
+        let Some((dir, canon, rel)) = w.stack.pop() else {
+            if w.deferred.is_empty() {
                 break;
             }
-            deferred.sort_by(|a, b| a.2.cmp(&b.2));
-            for (path, parent, child) in std::mem::take(&mut deferred) {
-                match path.canonicalize() {
-                    Ok(c) => enter(&mut seen, &mut stack, &mut issues, path, c, &parent, child),
-                    Err(e) => issues.push(WalkIssue {
-                        rel: child,
-                        reason: format!("cannot resolve directory: {e}"),
-                        error: true,
-                    }),
-                }
-            }
+            w.enter_deferred();
             continue;
         };
-        let rd = match std::fs::read_dir(&dir) {
-            Ok(rd) => rd,
+        match std::fs::read_dir(&dir) {
+            Ok(rd) => w.list(rd, &canon, &rel),
             Err(e) if rel.is_empty() => return Err(e),
-            Err(e) => {
-                issues.push(WalkIssue {
-                    rel,
-                    reason: format!("cannot read directory: {e}"),
+            Err(e) => w.issues.push(WalkIssue {
+                rel,
+                reason: format!("cannot read directory: {e}"),
+                error: true,
+            }),
+        }
+    }
+    w.files.sort_by(|a, b| a.rel.cmp(&b.rel));
+    w.issues.sort();
+    Ok((w.files, w.issues))
+}
+
+/// The state of one directory walk.
+#[derive(Default)]
+struct Walker {
+    files: Vec<DirFile>,
+    issues: Vec<WalkIssue>,
+    /// Canonical directories walked (or queued), with their relative name.
+    seen: std::collections::HashMap<PathBuf, String>,
+    /// Directories to walk: (path, canonical path, relative name).
+    stack: Pending,
+    /// Symbolic links to directories, entered after every real directory.
+    deferred: Pending,
+}
+
+impl Walker {
+    /// Enters the deferred directory links, in sorted order: which alias is
+    /// walked does not depend on the order directories are listed in.
+    fn enter_deferred(&mut self) {
+        self.deferred.sort_by(|a, b| a.2.cmp(&b.2));
+        for (path, parent, child) in std::mem::take(&mut self.deferred) {
+            match path.canonicalize() {
+                Ok(c) => enter(
+                    &mut self.seen,
+                    &mut self.stack,
+                    &mut self.issues,
+                    path,
+                    c,
+                    &parent,
+                    child,
+                ),
+                Err(e) => self.issues.push(WalkIssue {
+                    rel: child,
+                    reason: format!("cannot resolve directory: {e}"),
                     error: true,
-                });
-                continue;
-            }
-        };
-        for ent in rd {
-            let ent = match ent {
-                Ok(e) => e,
-                Err(e) => {
-                    issues.push(WalkIssue {
-                        rel: rel.clone(),
-                        reason: format!("cannot list directory: {e}"),
-                        error: true,
-                    });
-                    continue;
-                }
-            };
-            let name = ent.file_name().to_string_lossy().into_owned();
-            let child = if rel.is_empty() {
-                name
-            } else {
-                format!("{rel}/{name}")
-            };
-            let traceish = || !matches!(classify(&child, false), Kind::Other);
-            // Follows symbolic links.
-            let md = match std::fs::metadata(ent.path()) {
-                Ok(md) => md,
-                Err(e) => {
-                    let link = ent.file_type().is_ok_and(|t| t.is_symlink());
-                    issues.push(WalkIssue {
-                        reason: if link {
-                            format!("broken symbolic link: {e}")
-                        } else {
-                            format!("cannot stat: {e}")
-                        },
-                        error: traceish() || !link,
-                        rel: child,
-                    });
-                    continue;
-                }
-            };
-            if md.is_dir() {
-                if ent.file_type().is_ok_and(|t| t.is_symlink()) {
-                    // Links are entered after every real directory, in
-                    // sorted order: which alias is walked does not depend
-                    // on the order directories are listed in.
-                    deferred.push((ent.path(), canon.clone(), child));
-                } else {
-                    let c = canon.join(ent.file_name());
-                    enter(
-                        &mut seen,
-                        &mut stack,
-                        &mut issues,
-                        ent.path(),
-                        c,
-                        &canon,
-                        child,
-                    );
-                }
-            } else if md.is_file() {
-                files.push(DirFile {
-                    rel: child,
-                    path: ent.path(),
-                    size: md.len(),
-                    dup_of: None,
-                });
-            } else {
-                let what = special_kind(&md);
-                issues.push(WalkIssue {
-                    reason: format!("{what}, not a regular file: not read"),
-                    error: traceish(),
-                    rel: child,
-                });
+                }),
             }
         }
     }
-    files.sort_by(|a, b| a.rel.cmp(&b.rel));
-    issues.sort();
-    Ok((files, issues))
+
+    /// Takes note of every entry of one directory.
+    fn list(&mut self, rd: std::fs::ReadDir, canon: &Path, rel: &str) {
+        for ent in rd {
+            match ent {
+                Ok(ent) => self.entry(&ent, canon, rel),
+                Err(e) => self.issues.push(WalkIssue {
+                    rel: rel.to_string(),
+                    reason: format!("cannot list directory: {e}"),
+                    error: true,
+                }),
+            }
+        }
+    }
+
+    /// One directory entry: a file to read, a directory to walk, or an
+    /// issue to list.
+    fn entry(&mut self, ent: &std::fs::DirEntry, canon: &Path, rel: &str) {
+        let name = ent.file_name().to_string_lossy().into_owned();
+        let child = if rel.is_empty() {
+            name
+        } else {
+            format!("{rel}/{name}")
+        };
+        let traceish = !matches!(classify(&child, false), Kind::Other);
+        let link = ent.file_type().is_ok_and(|t| t.is_symlink());
+        // Follows symbolic links.
+        let md = match std::fs::metadata(ent.path()) {
+            Ok(md) => md,
+            Err(e) => {
+                self.issues.push(WalkIssue {
+                    reason: if link {
+                        format!("broken symbolic link: {e}")
+                    } else {
+                        format!("cannot stat: {e}")
+                    },
+                    error: traceish || !link,
+                    rel: child,
+                });
+                return;
+            }
+        };
+        if md.is_dir() && link {
+            self.deferred.push((ent.path(), canon.to_path_buf(), child));
+        } else if md.is_dir() {
+            let c = canon.join(ent.file_name());
+            enter(
+                &mut self.seen,
+                &mut self.stack,
+                &mut self.issues,
+                ent.path(),
+                c,
+                canon,
+                child,
+            );
+        } else if md.is_file() {
+            self.files.push(DirFile {
+                rel: child,
+                path: ent.path(),
+                size: md.len(),
+                dup_of: None,
+            });
+        } else {
+            self.issues.push(WalkIssue {
+                reason: format!("{}, not a regular file: not read", special_kind(&md)),
+                error: traceish,
+                rel: child,
+            });
+        }
+    }
 }
 
 /// Marks the output directory among the walked ones (no name has a NUL).

@@ -759,31 +759,10 @@ fn read_tar(
                     .entry(rel)
                     .or_insert_with(|| (info.path.clone(), info.kind));
             }
-            match info.kind {
-                Kind::Summary => Some(summary_from_reader(info, &mut entry)),
-                Kind::Worker if size <= opts.buffer_limit => {
-                    let mut bytes = Vec::with_capacity(size as usize);
-                    match entry.read_to_end(&mut bytes) {
-                        Ok(_) => {
-                            if tx.send(Job { info, bytes }).is_err() {
-                                break;
-                            }
-                            None
-                        }
-                        Err(e) => Some(info.result(
-                            Status::Error,
-                            Some(format!(
-                                "archive data ends early or is corrupt inside this member (after byte {} of it): {e}",
-                                bytes.len()
-                            )),
-                        )),
-                    }
-                }
-                Kind::Worker => {
-                    let copy = info.clone();
-                    Some(guarded(&copy, || trace_from_reader(info, &mut entry, opts)))
-                }
-                k => Some(info.skipped(skip_reason(k))),
+            match regular_member(info, &mut entry, size, &tx, opts) {
+                Handled::Row(r) => Some(r),
+                Handled::Queued => None,
+                Handled::Stop => break,
             }
         };
         if let Some(r) = r {
@@ -792,6 +771,51 @@ fn read_tar(
         }
     }
     (out, tl)
+}
+
+/// What became of a regular tar member.
+enum Handled {
+    /// Its row, made here.
+    Row(FileResult),
+    /// Copied into memory and handed to a worker.
+    Queued,
+    /// The workers are gone: stop reading.
+    Stop,
+}
+
+/// A regular member: a summary read now, a trace buffered for the workers
+/// (up to the buffer limit) or parsed while streaming, anything else skipped.
+fn regular_member<E: Read>(
+    info: EntryInfo,
+    entry: &mut E,
+    size: u64,
+    tx: &std::sync::mpsc::SyncSender<Job>,
+    opts: &BatchOptions,
+) -> Handled {
+    match info.kind {
+        Kind::Summary => Handled::Row(summary_from_reader(info, entry)),
+        Kind::Worker if size <= opts.buffer_limit => {
+            let mut bytes = Vec::with_capacity(size as usize);
+            match entry.read_to_end(&mut bytes) {
+                Ok(_) => match tx.send(Job { info, bytes }) {
+                    Ok(()) => Handled::Queued,
+                    Err(_) => Handled::Stop,
+                },
+                Err(e) => Handled::Row(info.result(
+                    Status::Error,
+                    Some(format!(
+                        "archive data ends early or is corrupt inside this member (after byte {} of it): {e}",
+                        bytes.len()
+                    )),
+                )),
+            }
+        }
+        Kind::Worker => {
+            let copy = info.clone();
+            Handled::Row(guarded(&copy, || trace_from_reader(info, entry, opts)))
+        }
+        k => Handled::Row(info.skipped(skip_reason(k))),
+    }
 }
 
 /// One progress bar for the whole batch: bytes read (compressed, as

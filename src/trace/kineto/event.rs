@@ -89,6 +89,16 @@ pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
     })?;
     let ts = time_field(ev.ts, "ts", raw, at)?;
     let dur = time_field(ev.dur, "dur", raw, at)?;
+    // Every analysis takes end = ts + dur: refuse what i64 ns cannot hold
+    // rather than saturate into a wrong end.
+    if let (Some(t), Some(d)) = (ts, dur) {
+        if d.0 > 0 && t.0.checked_add(d.0).is_none() {
+            return Err(bad_event(
+                at,
+                format!("`ts` + `dur` = {t} + {d} µs is beyond the representable time range (±292 years in ns)"),
+            ));
+        }
+    }
     Ok(ev.into_event(ts, dur))
 }
 

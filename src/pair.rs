@@ -99,12 +99,28 @@ impl Analysis for Pair {
         let mut r = self.figures(trace, out.ledger.as_ref());
         r.events = trace.events;
         r.meta = trace.meta.clone();
+        if let Some(n) = time_unit_note(trace.meta) {
+            r.notes.push(n);
+        }
         if let Some(e) = trace.error_text() {
             r.complete = false;
             r.error = Some(e);
         }
         out.pairs = Some(r);
     }
+}
+
+/// The Chrome trace format defines `ts` and `dur` in µs whatever
+/// `displayTimeUnit` says (`ms` or `ns`, for display only); another unit
+/// there is named, since the writer may have meant it.
+fn time_unit_note(meta: &Meta) -> Option<String> {
+    let unit = meta.display_time_unit.as_deref()?;
+    (!matches!(unit, "ms" | "ns")).then(|| {
+        format!(
+            "displayTimeUnit {:?} is not one the trace format knows (ms, ns): ts and dur are read as µs, as the format defines",
+            unit.chars().take(40).collect::<String>()
+        )
+    })
 }
 
 /// Reads one trace for `pair` with the GPU-span source `mode`.
@@ -761,6 +777,21 @@ mod tests {
         assert_eq!(cmp.context_reduction_pct, Some(50.0));
         assert_eq!(cmp.gpu_span_median_ratio, Some(1.5));
         assert_eq!(cmp.cpu_span_median_ratio, Some(1.2));
+    }
+
+    #[test]
+    fn unknown_display_time_unit_is_noted() {
+        let doc = format!(
+            "{{\"displayTimeUnit\": \"s\", \"traceEvents\": [{}]}}",
+            ua(AR, "0", "10", 1)
+        );
+        let plan = Plan::new(Selector::Auto).with(PairSpec::default());
+        let r = analyze_reader("t", doc.as_bytes(), &plan).pairs.unwrap();
+        assert!(
+            r.notes.iter().any(|n| n.contains("displayTimeUnit \"s\"")),
+            "{:?}",
+            r.notes
+        );
     }
 
     #[test]

@@ -19,11 +19,14 @@ use torchtrace::PairReport;
 ///   cpu_unpaired        contexts without any GPU annotation
 ///   gpu_unpaired        GPU annotations of the selected name(s) with no CPU twin
 ///   multi_stream_pairs  contexts with >1 GPU annotation (one per device/stream)
+///   measured            contexts that got a GPU span (--gpu-span decides from where)
 ///   CPU span            the annotation's dur
-///   GPU span            max(ts+dur) − min(ts) over its GPU annotations, as recorded
-///   statistics          over paired contexts: median (even count: mean of the two
+///   GPU span            max(ts+dur) − min(ts) over its GPU annotations, as recorded;
+///                       without any (auto), last − first GPU activity its launch
+///                       calls caused, by correlation (see `torchtrace kernels`)
+///   statistics          over measured contexts: median (even count: mean of the two
 ///                       middle values), mean, p10/p90 (linear interpolation), min, max, sum
-///   tokens/context      P = completion tokens / pairs                    (Eq. 15)
+///   tokens/context      P = completion tokens / measured contexts        (Eq. 15)
 ///   GPU span/token      Σ GPU spans / completion tokens                  (Eq. 16)
 ///   S_context           GPU span/token(baseline) / GPU span/token(candidate) (Eq. 17)
 ///   context reduction   (1 − P_baseline / P_candidate) × 100 %
@@ -34,7 +37,7 @@ use torchtrace::PairReport;
 /// "completion_tokens"); without any, token figures are null.
 ///
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (the step
-/// names it has are listed); 2 on unreadable input.
+/// names it has are listed) or no context got a GPU span; 2 on unreadable input.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct PairArgs {

@@ -2,8 +2,8 @@
 //! Chrome-trace JSON, starting with the worker traces vLLM writes.
 //!
 //! Data flows `trace` (open, inflate, stream events) → `model` (exact
-//! integer times, interned names) → the analyses of a [`Plan`] (`pair`,
-//! `hierarchy`, fed by one read in [`analysis`]) → `stats` → `views` (each
+//! integer times, interned names) → the analyses of a [`Plan`] (`kernels`,
+//! `pair`, `hierarchy`, fed by one read in [`analysis`]) → `stats` → `views` (each
 //! analysis's columns and tables) → `report` (table, JSON, CSV, Markdown)
 //! and `plot`; `runinfo` says which run a trace belongs to; `batch` runs it
 //! all over directories and archives. The command line is the binary's.
@@ -16,7 +16,7 @@
 //!
 //! ```
 //! use std::path::Path;
-//! use torchtrace::{analyze_path, Format, HierarchyOptions, PairReport, PairSpec, Plan, Selector};
+//! use torchtrace::{analyze_path, Format, HierarchyOptions, KernelsSpec, PairReport, PairSpec, Plan, Selector};
 //!
 //! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
 //! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
@@ -29,6 +29,12 @@
 //! assert_eq!((figures.contexts, figures.pairs), (10, 10));
 //! assert_eq!(figures.gpu_span_ms.median, Some(0.0635));
 //! assert!(result.hierarchy.is_some());
+//!
+//! // GPU work by launch correlation: add the kernels analysis first.
+//! let plan = Plan::new(Selector::Auto).with(KernelsSpec::default());
+//! let sample = "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz";
+//! let k = analyze_path(Path::new(sample), Default::default(), &plan).kernels.unwrap();
+//! assert_eq!((k.contexts, k.kernels, k.graph_launches), (64, 3008, 64));
 //!
 //! // The same tables `torchtrace pair -f csv` prints.
 //! let mut csv = Vec::new();
@@ -64,9 +70,11 @@ pub use analysis::{analyze_file, analyze_path, analyze_reader, Analysis, Plan, S
 pub use batch::{run_batch, BatchOptions, BatchResult, Manifest};
 pub use contexts::Selector;
 pub use hierarchy::{HierarchyOptions, TraceHierarchy};
+pub use kernels::{KernelsSpec, TraceKernels};
 pub use pair::{PairSpec, TracePairs};
 pub use plot::{ImageFormat, PlotInput};
 pub use report::{Format, Table};
 pub use runinfo::{Mode, RunInfo};
 pub use views::hierarchy::HierarchyReport;
+pub use views::kernels::KernelsReport;
 pub use views::pair::PairReport;

@@ -18,7 +18,8 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use torchtrace::{Format, ImageFormat, Selector};
 
 /// Analyze PyTorch Profiler (Kineto) traces from vLLM: pair CPU step
-/// annotations with their GPU spans, verify call hierarchies, plot AR vs MTP.
+/// annotations with their GPU spans, follow launches to the kernels they ran,
+/// verify call hierarchies, plot AR vs MTP.
 ///
 /// Traces may be `.json` or gzip-compressed (`.json.gz`, recognised by
 /// content), or `-` for stdin. Times are exact integer nanoseconds parsed

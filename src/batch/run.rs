@@ -760,7 +760,7 @@ fn read_tar(
                     .or_insert_with(|| (info.path.clone(), info.kind));
             }
             match regular_member(info, &mut entry, size, &tx, opts) {
-                Handled::Row(r) => Some(r),
+                Handled::Row(r) => Some(*r),
                 Handled::Queued => None,
                 Handled::Stop => break,
             }
@@ -775,8 +775,8 @@ fn read_tar(
 
 /// What became of a regular tar member.
 enum Handled {
-    /// Its row, made here.
-    Row(FileResult),
+    /// Its row, made here (boxed: a row is large, the other cases empty).
+    Row(Box<FileResult>),
     /// Copied into memory and handed to a worker.
     Queued,
     /// The workers are gone: stop reading.
@@ -793,7 +793,7 @@ fn regular_member<E: Read>(
     opts: &BatchOptions,
 ) -> Handled {
     match info.kind {
-        Kind::Summary => Handled::Row(summary_from_reader(info, entry)),
+        Kind::Summary => Handled::Row(Box::new(summary_from_reader(info, entry))),
         Kind::Worker if size <= opts.buffer_limit => {
             let mut bytes = Vec::with_capacity(size as usize);
             match entry.read_to_end(&mut bytes) {
@@ -801,20 +801,22 @@ fn regular_member<E: Read>(
                     Ok(()) => Handled::Queued,
                     Err(_) => Handled::Stop,
                 },
-                Err(e) => Handled::Row(info.result(
+                Err(e) => Handled::Row(Box::new(info.result(
                     Status::Error,
                     Some(format!(
                         "archive data ends early or is corrupt inside this member (after byte {} of it): {e}",
                         bytes.len()
                     )),
-                )),
+                ))),
             }
         }
         Kind::Worker => {
             let copy = info.clone();
-            Handled::Row(guarded(&copy, || trace_from_reader(info, entry, opts)))
+            Handled::Row(Box::new(guarded(&copy, || {
+                trace_from_reader(info, entry, opts)
+            })))
         }
-        k => Handled::Row(info.skipped(skip_reason(k))),
+        k => Handled::Row(Box::new(info.skipped(skip_reason(k)))),
     }
 }
 

@@ -866,15 +866,25 @@ mod tests {
     }
 
     #[test]
-    fn spans_past_i64_max_are_exact() {
-        // ts + dur beyond i64::MAX ns: the span is still dur (100 µs).
+    fn ends_past_i64_max_are_refused_not_saturated() {
+        // ts + dur beyond i64::MAX ns cannot be an exact end: the reader
+        // refuses the event (naming it) instead of saturating it into a
+        // wrong span; the events before it are still measured.
         let evs = [
+            ua(AR, "0", "10", 2),
+            gua(AR, "1", "5", 2, 7),
             ua(AR, "9223372036854700.000", "200.000", 1),
-            gua(AR, "9223372036854700.000", "100.000", 1, 7),
         ]
         .join(",");
-        let (r, _) = run(&evs, &Selector::Auto);
-        assert_eq!(r.gpu_span_sum_ns, 100_000);
-        assert_eq!(r.gpu_span_ms.max, Some(0.1));
+        let doc = format!("{{\"traceEvents\": [{evs}]}}");
+        let plan = Plan::new(Selector::Auto).with(PairSpec::default());
+        let r = analyze_reader("t", doc.as_bytes(), &plan);
+        let err = r.error.expect("refused").to_string();
+        assert!(
+            err.contains("event 2") && err.contains("beyond the representable"),
+            "{err}"
+        );
+        let p = r.pairs.unwrap();
+        assert_eq!((p.pairs, p.gpu_span_sum_ns), (1, 5_000));
     }
 }

@@ -242,3 +242,46 @@ fn stdin_and_one_vs_two_threads_agree() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["traces"][0]["kernels"], 3008);
 }
+
+#[test]
+fn batch_measures_compiled_steps_by_correlation() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().to_str().unwrap();
+    let res = bin()
+        .args([
+            "batch",
+            "-q",
+            "--no-figures",
+            "tests/data/compiled/text_ar",
+            "tests/data/compiled/text_mtp",
+            "-o",
+            o,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        res.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&res.stderr)
+    );
+    let v: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("results.json")).unwrap())
+            .unwrap();
+    let c = &v["comparisons"][0];
+    // S_context by GPU span: what the reference froze for `pair` (auto) on these traces.
+    let want = expected("pair_compiled_text.json");
+    compare(
+        &c["s_context"],
+        &want["comparison"]["s_context"],
+        "s_context",
+    );
+    assert!((c["kernels"]["s_context_busy"].as_f64().unwrap() - 1.978).abs() < 1e-3);
+    let table8 = std::fs::read_to_string(out.path().join("workloads.csv")).unwrap();
+    assert!(
+        table8.lines().nth(1).unwrap().contains(",30,16,"),
+        "{table8}"
+    );
+    let gw = std::fs::read_to_string(out.path().join("gpu_work.csv")).unwrap();
+    assert!(gw.contains("36.56") || gw.contains("36.5625"), "{gw}");
+}

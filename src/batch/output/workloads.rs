@@ -70,7 +70,8 @@ pub fn workloads_table(res: &BatchResult, machine: bool) -> Table {
         }
         row.push(Cell::text(c.candidate_mode.clone()));
         row.extend(both(&|p| Cell::opt_i(p.completion_tokens)));
-        row.extend(both(&|p| p.pairs.into()));
+        // The contexts measured (P's denominator): with annotations, the pairs.
+        row.extend(both(&|p| p.measured.into()));
         row.extend(both(&|p| Cell::opt_f(p.tokens_per_context, 3)));
         row.extend(both(&|p| Cell::opt_f(p.cpu_span_ms.median, 3)));
         row.extend(both(&|p| Cell::opt_f(p.gpu_span_ms.median, 3)));

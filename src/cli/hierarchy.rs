@@ -130,13 +130,13 @@ pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let mut stdout = std::io::stdout().lock();
     report.write(&mut stdout, args.format.into())?;
     stdout.flush()?;
-    if let Some(t) = report.traces.iter().find(|t| !t.complete) {
-        bail!(
-            "{}: {} (figures above cover the events before it)",
-            t.path,
-            t.error.as_deref().unwrap_or("incomplete")
-        );
-    }
+    super::incomplete(
+        report
+            .traces
+            .iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
+        "figures above",
+    )?;
     for t in &report.traces {
         for c in &t.chains {
             for l in c.links.iter().filter(|l| !l.holds) {

@@ -114,12 +114,12 @@ pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let mut stdout = std::io::stdout().lock();
     report.write(&mut stdout, args.format.into(), args.per_context)?;
     stdout.flush()?;
-    if let Some(t) = report.traces.iter().find(|t| !t.complete) {
-        bail!(
-            "{}: {} (figures above cover the events before it)",
-            t.path,
-            t.error.as_deref().unwrap_or("incomplete")
-        );
-    }
+    super::incomplete(
+        report
+            .traces
+            .iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
+        "figures above",
+    )?;
     Ok(exit)
 }

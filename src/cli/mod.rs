@@ -184,6 +184,21 @@ where
         .collect()
 }
 
+/// The error for the first trace that could not be read to its end
+/// (`(path, complete, error)` of each), after its figures were printed.
+pub fn incomplete<'a>(
+    traces: impl IntoIterator<Item = (&'a str, bool, Option<&'a str>)>,
+    what: &str,
+) -> anyhow::Result<()> {
+    match traces.into_iter().find(|(_, complete, _)| !complete) {
+        Some((path, _, error)) => anyhow::bail!(
+            "{path}: {} ({what} cover the events before it)",
+            error.unwrap_or("incomplete")
+        ),
+        None => Ok(()),
+    }
+}
+
 /// How a successful run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {

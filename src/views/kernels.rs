@@ -40,7 +40,14 @@ impl KernelsReport {
         let tables = human_tables(self, &labels, per_context);
         let csv = csv_tables(self);
         if format == Format::Json && per_context {
-            report::render(out, format, &json_with_rows(self), &tables, &csv)
+            let rows = self.traces.iter().map(|t| &t.rows);
+            report::render(
+                out,
+                format,
+                &super::json_with_rows(self, rows),
+                &tables,
+                &csv,
+            )
         } else {
             report::render(out, format, self, &tables, &csv)
         }
@@ -354,15 +361,4 @@ fn csv_tables(r: &KernelsReport) -> Vec<Table> {
         tables.push(ct);
     }
     tables
-}
-
-/// The JSON document with `per_context` rows in each trace.
-fn json_with_rows(r: &KernelsReport) -> serde_json::Value {
-    let mut v = serde_json::to_value(r).unwrap_or_default();
-    if let Some(arr) = v.get_mut("traces").and_then(|t| t.as_array_mut()) {
-        for (j, t) in arr.iter_mut().zip(&r.traces) {
-            j["per_context"] = serde_json::to_value(&t.rows).unwrap_or_default();
-        }
-    }
-    v
 }

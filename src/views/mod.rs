@@ -87,6 +87,21 @@ pub fn transposed<T>(table: &mut Table, cols: &[Column<T>], items: &[T]) {
     }
 }
 
+/// A report's JSON with each trace's per-context rows added under
+/// `per_context` (`rows`: one list per trace, in the report's order).
+pub fn json_with_rows<R: serde::Serialize>(
+    report: &impl serde::Serialize,
+    rows: impl IntoIterator<Item = R>,
+) -> serde_json::Value {
+    let mut v = serde_json::to_value(report).unwrap_or_default();
+    if let Some(arr) = v.get_mut("traces").and_then(|t| t.as_array_mut()) {
+        for (j, r) in arr.iter_mut().zip(rows) {
+            j["per_context"] = serde_json::to_value(r).unwrap_or_default();
+        }
+    }
+    v
+}
+
 /// Shortens in the middle: `head…tail`, `max` characters at most.
 pub fn ellipsize(s: &str, max: usize) -> String {
     let chars: Vec<char> = s.chars().collect();

@@ -149,21 +149,17 @@ impl PairReport {
         let tables = self.tables(per_context);
         let csv = self.csv_tables(per_context);
         if format == Format::Json && per_context {
-            report::render(out, format, &self.json_with_rows(), &tables, &csv)
+            let rows = self.traces.iter().map(|t| &t.rows);
+            report::render(
+                out,
+                format,
+                &super::json_with_rows(self, rows),
+                &tables,
+                &csv,
+            )
         } else {
             report::render(out, format, self, &tables, &csv)
         }
-    }
-
-    /// JSON with the per-context rows included.
-    fn json_with_rows(&self) -> serde_json::Value {
-        let mut v = serde_json::to_value(self).unwrap_or_default();
-        if let Some(arr) = v.get_mut("traces").and_then(|t| t.as_array_mut()) {
-            for (j, t) in arr.iter_mut().zip(&self.traces) {
-                j["per_context"] = serde_json::to_value(&t.rows).unwrap_or_default();
-            }
-        }
-        v
     }
 
     /// Figures as rows, traces as columns: easy to read side by side.

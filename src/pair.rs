@@ -17,7 +17,7 @@
 use crate::analysis::{self, Analysis, Finished, Plan, Spec, TraceResult};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
-use crate::kernels::{ledger::Ledger, KernelsSpec};
+use crate::kernels::{KernelRow, KernelsSpec};
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
@@ -59,7 +59,7 @@ impl GpuSpanSource {
 /// Pairing as an [`Analysis`]: keeps the `gpu_user_annotation` events (the
 /// CPU step annotations are the driver's [`Steps`]) and finishes into
 /// [`TraceResult::pairs`]. Spans by launch correlation come from the
-/// ledger of a kernels analysis earlier in the plan
+/// per-context rows of a kernels analysis earlier in the plan
 /// ([`crate::kernels::KernelsSpec`]); without one, `auto` uses annotations only.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PairSpec {
@@ -96,7 +96,8 @@ impl Analysis for Pair {
     }
 
     fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
-        let mut r = self.figures(trace, out.ledger.as_ref());
+        let measured = out.kernels.as_ref().map(|k| k.rows.as_slice());
+        let mut r = self.figures(trace, measured);
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(n) = time_unit_note(trace.meta) {
@@ -230,12 +231,14 @@ pub struct TracePairs {
 impl Pair {
     /// Pairs the selected contexts with their GPU annotations, takes spans
     /// by launch correlation where the mode says, and measures.
-    fn figures(&self, trace: &Finished<'_>, ledger: Option<&Ledger>) -> TracePairs {
+    /// `by_correlation`: the kernels analysis's per-context rows (same
+    /// contexts, same order), when it ran earlier in the plan.
+    fn figures(&self, trace: &Finished<'_>, by_correlation: Option<&[KernelRow]>) -> TracePairs {
         let (steps, contexts) = (trace.steps, trace.contexts);
         let gpu = self.gpu_index(steps, contexts);
         let (mut rows, unfinished, cpu_keys, silent) = context_rows(steps, contexts, &gpu.by_key);
-        if let Some(ledger) = ledger.filter(|_| self.mode != GpuSpanSource::Annotation) {
-            correlation_spans(&mut rows, steps, contexts, ledger, self.mode);
+        if let Some(k) = by_correlation.filter(|_| self.mode != GpuSpanSource::Annotation) {
+            correlation_spans(&mut rows, k, self.mode);
         }
         let gpu_unpaired = gpu
             .by_key
@@ -253,7 +256,7 @@ impl Pair {
                 "{unfinished} context(s) were still open when the profiler stopped (\"finished\": false): counted, but their CPU span is cut short"
             ));
         }
-        if let Some(n) = span_note(&r, steps, contexts, ledger.is_some()) {
+        if let Some(n) = span_note(&r, steps, contexts, by_correlation.is_some()) {
             r.notes.push(n);
         }
         r.notes
@@ -466,24 +469,13 @@ fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs
 
 /// Replaces or fills the rows' GPU spans with spans by launch correlation:
 /// every row in `correlation` mode, rows without a GPU annotation in `auto`.
-fn correlation_spans(
-    rows: &mut [ContextRow],
-    steps: &Steps,
-    contexts: &Contexts,
-    ledger: &Ledger,
-    mode: GpuSpanSource,
-) {
-    for (row, c) in rows.iter_mut().zip(contexts.iter(steps)) {
+fn correlation_spans(rows: &mut [ContextRow], by_correlation: &[KernelRow], mode: GpuSpanSource) {
+    for (row, k) in rows.iter_mut().zip(by_correlation) {
         if mode == GpuSpanSource::Auto && row.gpu_annotations > 0 {
             continue;
         }
-        let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
-        let span = ledger
-            .work(lane, c.start, c.end())
-            .span()
-            .and_then(|s| i64::try_from(s).ok());
-        row.gpu_ns = span;
-        row.gpu_source = span.map(|_| "correlation");
+        row.gpu_ns = k.gpu_span_ns;
+        row.gpu_source = k.gpu_span_ns.map(|_| "correlation");
     }
 }
 

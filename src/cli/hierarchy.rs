@@ -1,12 +1,12 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
 use super::{analyze_all, note, Exit, FormatArg, GlobalArgs};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::kernels::KernelsSpec;
-use torchtrace::runinfo::{Given, RunInfo};
+use torchtrace::runinfo::RunInfo;
 use torchtrace::{HierarchyOptions, HierarchyReport, Plan};
 
 /// Verify that events nest along chains `a>b>c` (every b inside some a,
@@ -92,13 +92,7 @@ impl HierarchyArgs {
 
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let opts = args.to_options()?;
-    if args.tokens.len() > args.traces.len() {
-        bail!(
-            "--tokens given {} times for {} trace(s)",
-            args.tokens.len(),
-            args.traces.len()
-        );
-    }
+    let given = super::given(args.traces.len(), &args.tokens, &[])?;
     let mut plan = Plan::new(opts.selector.clone());
     if !args.no_gpu_work {
         plan = plan.with(KernelsSpec::default());
@@ -106,14 +100,9 @@ pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let plan = plan.with(opts.clone());
     let mut traces = Vec::new();
     let results = analyze_all(&args.traces, &plan, global)?;
-    for (i, (r, path)) in results.into_iter().zip(&args.traces).enumerate() {
+    for ((r, path), given) in results.into_iter().zip(&args.traces).zip(&given) {
         let mut h = r.hierarchy.context("hierarchy ran")?;
-        let given = Given {
-            tokens: args.tokens.get(i).copied(),
-            mode: None,
-            summary: None,
-        };
-        let run = RunInfo::for_trace(path, &given, &r.contexts.step_names)?;
+        let run = RunInfo::for_trace(path, given, &r.contexts.step_names)?;
         h.set_tokens(run.tokens.map(|t| t.value));
         traces.push(h);
     }

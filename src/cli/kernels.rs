@@ -2,12 +2,12 @@
 //! activity correlation, the top kernels and the whole-trace GPU timeline.
 
 use super::{analyze_all, note, Exit, FormatArg, GlobalArgs};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::kernels::{self, KernelsSpec};
-use torchtrace::runinfo::{Given, RunInfo};
+use torchtrace::runinfo::RunInfo;
 use torchtrace::views::kernels::KernelsReport;
 use torchtrace::Plan;
 
@@ -63,29 +63,9 @@ pub struct KernelsArgs {
     pub format: FormatArg,
 }
 
-/// What the command line says about each trace's run.
-fn given(args: &KernelsArgs) -> anyhow::Result<Vec<Given>> {
-    let n = args.traces.len();
-    for (flag, count) in [
-        ("--tokens", args.tokens.len()),
-        ("--summary", args.summary.len()),
-    ] {
-        if count > n {
-            bail!("{flag} given {count} times for {n} trace(s)");
-        }
-    }
-    Ok((0..n)
-        .map(|i| Given {
-            tokens: args.tokens.get(i).copied(),
-            mode: None,
-            summary: args.summary.get(i).cloned(),
-        })
-        .collect())
-}
-
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let selector = args.contexts.selector()?;
-    let given = given(&args)?;
+    let given = super::given(args.traces.len(), &args.tokens, &args.summary)?;
     let plan = Plan::new(selector).with(KernelsSpec { top: args.top });
     let results = analyze_all(&args.traces, &plan, global)?;
     let mut traces = Vec::new();

@@ -184,6 +184,27 @@ where
         .collect()
 }
 
+/// What the command line says about each of `n` traces' runs: `--tokens`
+/// and `--summary`, each given at most once per trace, in order.
+pub fn given(
+    n: usize,
+    tokens: &[u64],
+    summaries: &[std::path::PathBuf],
+) -> anyhow::Result<Vec<torchtrace::runinfo::Given>> {
+    for (flag, count) in [("--tokens", tokens.len()), ("--summary", summaries.len())] {
+        if count > n {
+            anyhow::bail!("{flag} given {count} times for {n} trace(s)");
+        }
+    }
+    Ok((0..n)
+        .map(|i| torchtrace::runinfo::Given {
+            tokens: tokens.get(i).copied(),
+            mode: None,
+            summary: summaries.get(i).cloned(),
+        })
+        .collect())
+}
+
 /// The error for the first trace that could not be read to its end
 /// (`(path, complete, error)` of each), after its figures were printed.
 pub fn incomplete<'a>(

@@ -1,12 +1,12 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
 use super::{analyze_all_with, note, Exit, FormatArg, GlobalArgs};
-use anyhow::{bail, Context};
+use anyhow::Context;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::pair::{self, GpuSpanSource};
-use torchtrace::runinfo::{Given, RunInfo};
+use torchtrace::runinfo::RunInfo;
 use torchtrace::PairReport;
 
 /// Pair each step's CPU user_annotation with its gpu_user_annotation(s) by
@@ -83,35 +83,9 @@ impl From<GpuSpanArg> for GpuSpanSource {
     }
 }
 
-impl PairArgs {
-    /// What the command line says about each trace's run.
-    pub fn given(&self) -> anyhow::Result<Vec<Given>> {
-        let n = self.traces.len();
-        if self.tokens.len() > n {
-            bail!(
-                "--tokens given {} times for {n} trace(s)",
-                self.tokens.len()
-            );
-        }
-        if self.summary.len() > n {
-            bail!(
-                "--summary given {} times for {n} trace(s)",
-                self.summary.len()
-            );
-        }
-        Ok((0..n)
-            .map(|i| Given {
-                tokens: self.tokens.get(i).copied(),
-                mode: None,
-                summary: self.summary.get(i).cloned(),
-            })
-            .collect())
-    }
-}
-
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let selector = args.contexts.selector()?;
-    let given = args.given()?;
+    let given = super::given(args.traces.len(), &args.tokens, &args.summary)?;
     let mode: GpuSpanSource = args.gpu_span.into();
     let results = analyze_all_with(&args.traces, global, |path, counter| {
         pair::analyze_path(path, counter, &selector, mode)

@@ -142,7 +142,6 @@ where
     DB::ErrorType: 'static,
 {
     let th = data.theme;
-    let above = Pos::new(HPos::Center, VPos::Bottom);
     let traces = &data.input.traces;
     for g in &data.groups {
         let is_ar = |i: &&usize| Mode::of_opt(traces[**i].mode.as_deref()) == Mode::Ar;
@@ -167,15 +166,12 @@ where
             .fold(0.0, f64::max);
         let (a, py) = chart.backend_coord(&(xs[*first], gtop));
         let (z, _) = chart.backend_coord(&(xs[*last], gtop));
-        let y = py - th.px(26.0);
-        root.draw(&PathElement::new(
-            vec![(a, y + th.px(6.0)), (a, y), (z, y), (z, y + th.px(6.0))],
-            INK.stroke_width(1),
-        ))?;
-        root.draw_text(
+        group_bracket(
+            root,
+            &th,
+            (a, z),
+            py,
             &format!("S_context (busy) = {s:.2}×"),
-            &th.bold(13.0).pos(above),
-            ((a + z) / 2, y - th.px(4.0)),
         )?;
     }
     Ok(())

@@ -266,6 +266,32 @@ where
     )))?;
     Ok(())
 }
+/// A bracket over a workload's bars, from pixel column `a` to `z`, above
+/// the pixel row `top` of its tallest bar, with `text` written over it.
+pub fn group_bracket<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    th: &Theme,
+    (a, z): (i32, i32),
+    top: i32,
+    text: &str,
+) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let y = top - th.px(26.0);
+    root.draw(&PathElement::new(
+        vec![(a, y + th.px(6.0)), (a, y), (z, y), (z, y + th.px(6.0))],
+        INK.stroke_width(1),
+    ))?;
+    let above = Pos::new(HPos::Center, VPos::Bottom);
+    root.draw_text(
+        text,
+        &th.bold(13.0).pos(above),
+        ((a + z) / 2, y - th.px(4.0)),
+    )?;
+    Ok(())
+}
+
 /// The empty state of the span figures: no trace has a paired context.
 pub fn no_paired_contexts<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,

@@ -138,16 +138,7 @@ where
             .fold(0.0, f64::max);
         let (a, py) = chart.backend_coord(&(first, gtop));
         let (b, _) = chart.backend_coord(&(last, gtop));
-        let y = py - th.px(26.0);
-        root.draw(&PathElement::new(
-            vec![(a, y + th.px(6.0)), (a, y), (b, y), (b, y + th.px(6.0))],
-            INK.stroke_width(1),
-        ))?;
-        root.draw_text(
-            &text,
-            &th.bold(13.0).pos(above),
-            ((a + b) / 2, y - th.px(4.0)),
-        )?;
+        group_bracket(root, &th, (a, b), py, &text)?;
     }
     let to_px = |x: f64| chart.backend_coord(&(x, 0.0));
     trace_axis_labels(root, data, &xs, &to_px, &th.tick(), &th.bold(12.5))?;

@@ -230,10 +230,7 @@ impl Analysis for Collector {
     fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
         let ctx = trace.contexts;
         let contexts = (!ctx.is_empty()).then(|| (ctx.name.clone(), ctx.len() as u64));
-        let mut r = self.analyze(trace.path, &self.opts, contexts);
-        if let Some(ledger) = &out.ledger {
-            self.add_gpu_work(&mut r, ledger);
-        }
+        let mut r = self.analyze(trace.path, &self.opts, contexts, out.ledger.as_ref());
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(e) = trace.error_text() {
@@ -298,17 +295,19 @@ impl Collector {
     }
 
     /// The figures of every chain. `contexts` = (context name, count) for
-    /// calls per context.
+    /// calls per context; `ledger`, when the plan has the kernels analysis,
+    /// for the GPU work of each function's calls.
     pub fn analyze(
         &self,
         path: &str,
         opts: &HierarchyOptions,
         contexts: Option<(String, u64)>,
+        ledger: Option<&Ledger>,
     ) -> TraceHierarchy {
         let chains = opts
             .chains
             .iter()
-            .map(|ch| self.analyze_chain(ch, opts, contexts.as_ref().map(|c| c.1)))
+            .map(|ch| self.analyze_chain(ch, opts, contexts.as_ref().map(|c| c.1), ledger))
             .collect();
         TraceHierarchy {
             path: path.to_string(),
@@ -347,6 +346,7 @@ impl Collector {
         chain: &[usize],
         opts: &HierarchyOptions,
         contexts: Option<u64>,
+        ledger: Option<&Ledger>,
     ) -> ChainResult {
         let any = opts.any_thread;
         let mut links = Vec::new();
@@ -398,7 +398,7 @@ impl Collector {
         }
         let functions = chain
             .iter()
-            .map(|&e| self.function(e, opts, contexts))
+            .map(|&e| self.function(e, opts, contexts, ledger))
             .collect();
         ChainResult {
             chain: chain
@@ -485,12 +485,15 @@ impl Collector {
         out
     }
 
-    fn function(&self, e: usize, opts: &HierarchyOptions, contexts: Option<u64>) -> FunctionStats {
-        let durs: Vec<Ns> = self
-            .outermost(e, opts.any_thread)
-            .iter()
-            .map(|r| r.dur)
-            .collect();
+    fn function(
+        &self,
+        e: usize,
+        opts: &HierarchyOptions,
+        contexts: Option<u64>,
+        ledger: Option<&Ledger>,
+    ) -> FunctionStats {
+        let calls = self.outermost(e, opts.any_thread);
+        let durs: Vec<Ns> = calls.iter().map(|r| r.dur).collect();
         let exact = ExactSummary::of(&durs);
         let s = exact.as_ref().map(|s| s.to_ms());
         let outermost = durs.len() as u64;
@@ -507,17 +510,17 @@ impl Collector {
             calls_per_context: contexts
                 .filter(|&n| n > 0)
                 .map(|n| outermost as f64 / n as f64),
-            gpu: None,
+            gpu: ledger.map(|l| self.gpu_work(&calls, l)),
             exact,
         }
     }
 
-    /// The GPU work launched by element `e`'s outermost calls (each call's
-    /// launches on its own thread, by correlation).
-    fn gpu_work(&self, e: usize, any_thread: bool, ledger: &Ledger) -> FunctionGpu {
+    /// The GPU work launched by a function's outermost `calls` (each
+    /// call's launches on its own thread, by correlation).
+    fn gpu_work(&self, calls: &[&Rec], ledger: &Ledger) -> FunctionGpu {
         let mut busy: Vec<Ns> = Vec::new();
         let (mut kernels, mut with_work, mut sum) = (0u64, 0u64, 0i128);
-        for r in self.outermost(e, any_thread) {
+        for r in calls {
             let lane = ledger.lane_id(self.lanes.resolve(r.lane));
             let w = ledger.work(lane, r.start, r.end);
             kernels += w.kernels;
@@ -533,15 +536,6 @@ impl Collector {
             gpu_busy_median_ms: ExactSummary::of(&busy).map(|s| s.median.ms()),
             gpu_busy_sum_ns: sum,
             gpu_busy_per_token_ms: None,
-        }
-    }
-
-    /// Adds every chain function's GPU work from the ledger.
-    fn add_gpu_work(&self, r: &mut TraceHierarchy, ledger: &Ledger) {
-        for (ch, res) in self.opts.chains.iter().zip(r.chains.iter_mut()) {
-            for (&e, f) in ch.iter().zip(res.functions.iter_mut()) {
-                f.gpu = Some(self.gpu_work(e, self.opts.any_thread, ledger));
-            }
         }
     }
 }

@@ -171,22 +171,35 @@ fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> Vec<
     tables
 }
 
+/// A timeline figure.
+pub type TimelineGet = fn(&kernels::Timeline) -> Option<f64>;
+
+/// The timeline's figures in table order: machine key (suffix `_ms`) and
+/// value; `kernels`' tables and `batch`'s gpu_work tables cut theirs from it.
+pub const TIMELINE: [(&str, TimelineGet); 6] = [
+    ("total", |t| t.total_ms),
+    ("busy", |t| t.busy_ms),
+    ("idle", |t| t.idle_ms),
+    ("compute", |t| t.compute_ms),
+    ("exposed_comm", |t| t.exposed_comm_ms),
+    ("exposed_memcpy", |t| t.exposed_memcpy_ms),
+];
+
 fn timeline_table(r: &KernelsReport, heads: &[String]) -> Table {
     let mut t = Table {
         title: "Whole-trace GPU timeline (TraceLens definitions)".into(),
         headers: heads.to_vec(),
         ..Default::default()
     };
-    type Get = fn(&kernels::Timeline) -> Option<f64>;
-    let rows: [(&str, Get); 6] = [
-        ("total (ms)", |t| t.total_ms),
-        ("busy (ms)", |t| t.busy_ms),
-        ("idle (ms)", |t| t.idle_ms),
-        ("compute (ms)", |t| t.compute_ms),
-        ("exposed communication (ms)", |t| t.exposed_comm_ms),
-        ("exposed memcpy (ms)", |t| t.exposed_memcpy_ms),
+    let labels = [
+        "total (ms)",
+        "busy (ms)",
+        "idle (ms)",
+        "compute (ms)",
+        "exposed communication (ms)",
+        "exposed memcpy (ms)",
     ];
-    for (label, get) in rows {
+    for (label, (_, get)) in labels.into_iter().zip(TIMELINE) {
         let mut row = vec![Cell::text(label)];
         row.extend(r.traces.iter().map(|x| Cell::opt_f(get(&x.timeline), 3)));
         t.row(row);
@@ -284,33 +297,23 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
 /// the top kernels (names whole); the comparison.
 fn csv_tables(r: &KernelsReport) -> Vec<Table> {
     let figs = columns();
-    let tl = [
-        "timeline_total_ms",
-        "timeline_busy_ms",
-        "timeline_idle_ms",
-        "timeline_compute_ms",
-        "timeline_exposed_comm_ms",
-        "timeline_exposed_memcpy_ms",
-    ];
+    let tl: Vec<String> = TIMELINE
+        .iter()
+        .map(|(k, _)| format!("timeline_{k}_ms"))
+        .collect();
     let mut heads: Vec<&str> = vec!["path"];
     heads.extend(figs.iter().map(|f| f.key.as_str()));
-    heads.extend(tl);
+    heads.extend(tl.iter().map(String::as_str));
     heads.push("complete");
     let mut t = Table::new("kernels", &heads);
     for x in &r.traces {
         let mut row: Vec<Cell> = vec![x.path.clone().into()];
         row.extend(figs.iter().map(|f| f.cell(x)));
-        let l = &x.timeline;
-        for v in [
-            l.total_ms,
-            l.busy_ms,
-            l.idle_ms,
-            l.compute_ms,
-            l.exposed_comm_ms,
-            l.exposed_memcpy_ms,
-        ] {
-            row.push(Cell::opt_f(v, 6));
-        }
+        row.extend(
+            TIMELINE
+                .iter()
+                .map(|(_, get)| Cell::opt_f(get(&x.timeline), 6)),
+        );
         row.push(x.complete.to_string().into());
         t.row(row);
     }

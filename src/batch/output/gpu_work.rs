@@ -5,6 +5,7 @@
 use crate::batch::BatchResult;
 use crate::kernels::TraceKernels;
 use crate::report::{Cell, Table};
+use crate::views::kernels::TIMELINE;
 
 /// One row per (workload, AR trace, MTP trace).
 pub fn gpu_work_table(res: &BatchResult, machine: bool) -> Table {
@@ -77,18 +78,12 @@ pub fn gpu_work_table(res: &BatchResult, machine: bool) -> Table {
 /// The whole-trace GPU timeline of every worker trace (TraceLens's
 /// definitions), one row per trace.
 pub fn timeline_table(res: &BatchResult, machine: bool) -> Table {
-    let heads: &[&str] = if machine {
-        &[
-            "path",
-            "total_ms",
-            "busy_ms",
-            "idle_ms",
-            "compute_ms",
-            "exposed_comm_ms",
-            "exposed_memcpy_ms",
-        ]
+    let heads: Vec<String> = if machine {
+        std::iter::once("path".to_string())
+            .chain(TIMELINE.iter().map(|(k, _)| format!("{k}_ms")))
+            .collect()
     } else {
-        &[
+        [
             "Trace",
             "Total (ms)",
             "Busy (ms)",
@@ -97,25 +92,22 @@ pub fn timeline_table(res: &BatchResult, machine: bool) -> Table {
             "Exposed comm. (ms)",
             "Exposed memcpy (ms)",
         ]
+        .map(String::from)
+        .to_vec()
     };
-    let mut t = Table::new("Whole-trace GPU timeline", heads);
+    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
+    let mut t = Table::new("Whole-trace GPU timeline", &heads);
     let digits = if machine { 6 } else { 3 };
     for r in &res.records {
         let Some(k) = r.file.kernels.as_ref() else {
             continue;
         };
-        let l = &k.timeline;
         let mut row = vec![Cell::text(r.file.path.clone())];
-        for v in [
-            l.total_ms,
-            l.busy_ms,
-            l.idle_ms,
-            l.compute_ms,
-            l.exposed_comm_ms,
-            l.exposed_memcpy_ms,
-        ] {
-            row.push(Cell::opt_f(v, digits));
-        }
+        row.extend(
+            TIMELINE
+                .iter()
+                .map(|(_, get)| Cell::opt_f(get(&k.timeline), digits)),
+        );
         t.row(row);
     }
     t

@@ -76,14 +76,11 @@ pub fn gpu_work_table(res: &BatchResult, machine: bool) -> Table {
 }
 
 /// The whole-trace GPU timeline of every worker trace (TraceLens's
-/// definitions), one row per trace.
-pub fn timeline_table(res: &BatchResult, machine: bool) -> Table {
-    let heads: Vec<String> = if machine {
-        std::iter::once("path".to_string())
-            .chain(TIMELINE.iter().map(|(k, _)| format!("{k}_ms")))
-            .collect()
-    } else {
-        [
+/// definitions), one row per trace (the figures are in results.json too).
+pub fn timeline_table(res: &BatchResult) -> Table {
+    let mut t = Table::new(
+        "Whole-trace GPU timeline",
+        &[
             "Trace",
             "Total (ms)",
             "Busy (ms)",
@@ -91,13 +88,8 @@ pub fn timeline_table(res: &BatchResult, machine: bool) -> Table {
             "Compute (ms)",
             "Exposed comm. (ms)",
             "Exposed memcpy (ms)",
-        ]
-        .map(String::from)
-        .to_vec()
-    };
-    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
-    let mut t = Table::new("Whole-trace GPU timeline", &heads);
-    let digits = if machine { 6 } else { 3 };
+        ],
+    );
     for r in &res.records {
         let Some(k) = r.file.kernels.as_ref() else {
             continue;
@@ -106,7 +98,7 @@ pub fn timeline_table(res: &BatchResult, machine: bool) -> Table {
         row.extend(
             TIMELINE
                 .iter()
-                .map(|(_, get)| Cell::opt_f(get(&k.timeline), digits)),
+                .map(|(_, get)| Cell::opt_f(get(&k.timeline), 3)),
         );
         t.row(row);
     }

@@ -82,7 +82,7 @@ pub fn write_all(
     let gw_md = format!(
         "{}\n{}",
         report::markdown::to_string(&gpu_work::gpu_work_table(res, false)),
-        report::markdown::to_string(&gpu_work::timeline_table(res, false))
+        report::markdown::to_string(&gpu_work::timeline_table(res))
     );
     write(dir, "gpu_work.md", &gw_md, &mut w)?;
     write(

@@ -123,7 +123,7 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
          GPU busy = union of those activities; S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### ",
     );
     s.push_str(
-        report::markdown::to_string(&super::gpu_work::timeline_table(res, false))
+        report::markdown::to_string(&super::gpu_work::timeline_table(res))
             .trim_start_matches("### "),
     );
     if !w.figures.is_empty() {

@@ -129,12 +129,12 @@ impl Steps {
 }
 
 /// A step name found in the trace, with how often it occurs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize, PartialEq)]
 pub struct StepName {
     pub name: String,
     pub count: u64,
     /// decode, prefill, mixed.
-    pub kind: &'static str,
+    pub kind: std::borrow::Cow<'static, str>,
     pub selected: bool,
 }
 
@@ -191,7 +191,7 @@ impl Contexts {
             .map(|(s, (c, st))| StepName {
                 name: steps.names.resolve(*s).to_string(),
                 count: *c,
-                kind: st.kind(),
+                kind: st.kind().into(),
                 selected: selected.contains(s),
             })
             .collect();

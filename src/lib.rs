@@ -58,6 +58,7 @@ pub mod model;
 pub mod pair;
 pub mod plot;
 pub mod progress;
+pub mod record;
 pub mod report;
 pub mod runinfo;
 pub mod stats;

@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::fmt;
 
 /// A time or duration in integer nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, serde::Deserialize,
+)]
 #[serde(transparent)]
 pub struct Ns(pub i64);
 

@@ -21,7 +21,7 @@ use crate::kernels::{KernelRow, KernelsSpec};
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,7 +34,7 @@ pub fn prefilter() -> Prefilter {
 }
 
 /// Where a context's GPU span comes from (`--gpu-span`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GpuSpanSource {
     /// Its GPU annotations when it has any, else launch correlation.
@@ -161,15 +161,25 @@ pub fn analyze_path(
     }
 }
 
+/// Where one context's GPU span came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SpanSource {
+    /// Its `gpu_user_annotation`s.
+    Annotation,
+    /// Its launches' GPU work, by correlation.
+    Correlation,
+}
+
 /// How many contexts got their GPU span from each source.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SpanSources {
     pub annotation: u64,
     pub correlation: u64,
 }
 
 /// One selected context, for timelines and plots.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ContextRow {
     /// Index of the CPU annotation in `traceEvents`.
     pub event_index: u64,
@@ -179,17 +189,17 @@ pub struct ContextRow {
     pub gpu_ns: Option<i64>,
     pub gpu_annotations: usize,
     /// Where the GPU span came from: `annotation` or `correlation`.
-    pub gpu_source: Option<&'static str>,
+    pub gpu_source: Option<SpanSource>,
 }
 
 /// The figures of one trace (JSON keys as documented in README).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TracePairs {
     pub path: String,
     /// The selected step name, or the regex/exact name given.
     pub context: String,
     /// How contexts were chosen: `auto`, `exact` or `regex`.
-    pub context_selector: &'static str,
+    pub context_selector: std::borrow::Cow<'static, str>,
     pub contexts: u64,
     pub pairs: u64,
     pub cpu_unpaired: u64,
@@ -220,11 +230,11 @@ pub struct TracePairs {
     /// cover the events before the problem, and `error` says what it was.
     pub complete: bool,
     pub error: Option<String>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub rows: Vec<ContextRow>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub gpu_exact: Option<ExactSummary>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub cpu_exact: Option<ExactSummary>,
 }
 
@@ -410,7 +420,7 @@ fn context_rows(
             cpu_ns: c.dur.0,
             gpu_ns,
             gpu_annotations: spans.len(),
-            gpu_source: (!spans.is_empty()).then_some("annotation"),
+            gpu_source: (!spans.is_empty()).then_some(SpanSource::Annotation),
         });
     }
     (rows, unfinished, holders.into_keys().collect(), silent)
@@ -425,20 +435,20 @@ fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs
     let gpu_exact = ExactSummary::of(&gpu);
     let contexts_n = rows.len() as u64;
     let pairs = rows.iter().filter(|r| r.gpu_annotations > 0).count() as u64;
-    let from = |src: &str| {
+    let from = |src: SpanSource| {
         measured
             .iter()
             .filter(|r| r.gpu_source == Some(src))
             .count() as u64
     };
     let gpu_span_sources = SpanSources {
-        annotation: from("annotation"),
-        correlation: from("correlation"),
+        annotation: from(SpanSource::Annotation),
+        correlation: from(SpanSource::Correlation),
     };
     TracePairs {
         path: path.into(),
         context: contexts.name.clone(),
-        context_selector: contexts.selector.kind(),
+        context_selector: contexts.selector.kind().into(),
         contexts: contexts_n,
         pairs,
         cpu_unpaired: contexts_n - pairs,
@@ -475,7 +485,7 @@ fn correlation_spans(rows: &mut [ContextRow], by_correlation: &[KernelRow], mode
             continue;
         }
         row.gpu_ns = k.gpu_span_ns;
-        row.gpu_source = k.gpu_span_ns.map(|_| "correlation");
+        row.gpu_source = k.gpu_span_ns.map(|_| SpanSource::Correlation);
     }
 }
 

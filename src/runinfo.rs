@@ -186,12 +186,12 @@ impl RunInfo {
 }
 
 /// `--manifest CSV`: path,mode,workload,completion_tokens.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Manifest {
     pub rows: Vec<ManifestRow>,
 }
 
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ManifestRow {
     pub path: String,
     #[serde(default, deserialize_with = "empty_none")]
@@ -207,10 +207,25 @@ fn empty_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, 
     Ok(s.map(|s| s.trim().to_string()).filter(|s| !s.is_empty()))
 }
 
+/// A count written as text (CSV: blank → none) or as a number (the
+/// manifest inside a record's header, JSON).
 fn empty_none_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-    let s = empty_none(d)?;
-    s.map(|s| s.parse::<u64>().map_err(serde::de::Error::custom))
-        .transpose()
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Count {
+        Number(u64),
+        Text(String),
+    }
+    match <Option<Count> as serde::Deserialize>::deserialize(d)? {
+        None => Ok(None),
+        Some(Count::Number(n)) => Ok(Some(n)),
+        Some(Count::Text(s)) => {
+            let s = s.trim();
+            (!s.is_empty())
+                .then(|| s.parse::<u64>().map_err(serde::de::Error::custom))
+                .transpose()
+        }
+    }
 }
 
 impl Manifest {

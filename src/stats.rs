@@ -5,10 +5,10 @@
 //! and converted to milliseconds only at the end.
 
 use crate::model::Ns;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// An exact rational number of nanoseconds, `num / den`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exact {
     pub num: i128,
     pub den: i128,
@@ -38,7 +38,7 @@ impl Exact {
 }
 
 /// Summary of a set of durations, each figure in ms (`None` for an empty set).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub count: usize,
     pub median: Option<f64>,
@@ -51,7 +51,7 @@ pub struct Summary {
 }
 
 /// The exact figures behind a [`Summary`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExactSummary {
     pub count: usize,
     pub median: Exact,

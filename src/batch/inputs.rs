@@ -8,13 +8,13 @@
 //! component is `..`.
 
 use flate2::read::MultiGzDecoder;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 /// What one PATH argument is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum InputKind {
     Directory,
@@ -32,16 +32,20 @@ impl InputKind {
 }
 
 /// One PATH argument.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Input {
     /// As given on the command line.
     pub path: String,
     pub kind: InputKind,
     /// Prepended to the labels of everything inside it: empty when there is
     /// one PATH (labels are then relative to it), else `PATH/`.
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub prefix: String,
-    #[serde(skip)]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::record::public",
+        with = "crate::record::path"
+    )]
     pub fs_path: PathBuf,
     /// Why the PATH could not be used (missing, unreadable, a FIFO…; its
     /// kind is then `File`): it becomes one failed row with this reason.
@@ -68,7 +72,7 @@ impl Input {
 }
 
 /// What kind of vLLM file a name is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A worker trace `*.pt.trace.json[.gz]` (or a file named as a PATH):
@@ -187,21 +191,24 @@ fn is_tar_header(block: &[u8]) -> bool {
 }
 
 /// One regular file found under a directory.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DirFile {
     /// Relative to the walked directory, `/`-separated.
     pub rel: String,
+    #[serde(with = "crate::record::path")]
     pub path: PathBuf,
     pub size: u64,
     /// Set before reading when the file is a duplicate of an earlier input
     /// (same file, hard link or same content): the earlier one's label.
     pub dup_of: Option<String>,
+    /// Position in the sorted listing (kept when a shard takes a subset).
+    pub ordinal: u64,
 }
 
 /// An entry of a directory that is listed without being read: a
 /// directory that could not be listed, a link loop, a FIFO named like a
 /// trace.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct WalkIssue {
     pub rel: String,
     pub reason: String,
@@ -375,6 +382,7 @@ impl Walker {
                 path: ent.path(),
                 size: md.len(),
                 dup_of: None,
+                ordinal: 0,
             });
         } else {
             self.issues.push(WalkIssue {

@@ -12,6 +12,7 @@
 pub mod dedup;
 pub mod inputs;
 pub mod output;
+pub mod records;
 pub mod run;
 
 use crate::hierarchy::{HierarchyOptions, TraceHierarchy};
@@ -21,7 +22,7 @@ use crate::runinfo::{Evidence, Mode, RunInfo};
 pub use crate::runinfo::{Manifest, ManifestRow};
 use crate::summary::{self, RunSummary};
 use inputs::{Input, InputKind, Kind};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
@@ -40,6 +41,9 @@ pub struct BatchOptions {
     /// A directory left out of directory walks (the output directory,
     /// canonical path), so that earlier results are not listed as inputs.
     pub exclude: Option<PathBuf>,
+    /// The options as they travel in records ([`records::CampaignOptions`]);
+    /// `selector`, `hierarchy` and `manifest` are built from them.
+    pub campaign: records::CampaignOptions,
 }
 
 impl BatchOptions {
@@ -56,7 +60,7 @@ impl BatchOptions {
 }
 
 /// What became of one input file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Ok,
@@ -74,8 +78,9 @@ impl Status {
     }
 }
 
-/// The outcome of reading one file.
-#[derive(Debug, Clone)]
+/// The outcome of reading one file: what the map step of a batch gives
+/// per file, and what a record (`--records`, [`records`]) holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FileResult {
     /// Label: relative to the PATH when there is one PATH, else prefixed
     /// with it; never used to write anything.
@@ -94,8 +99,21 @@ pub struct FileResult {
     /// The parsed run summary (summary files).
     pub summary: Option<RunSummary>,
     pub dir_name: Option<String>,
+    #[serde(with = "crate::record::opt_path")]
     pub fs_path: Option<PathBuf>,
     pub ordinal: u64,
+    /// For a trace named directly as a PATH: the run summary found beside
+    /// it on disk (read where the trace is read, so that merging never
+    /// touches the inputs).
+    pub summary_beside: Option<SummaryBeside>,
+}
+
+/// A run summary beside a trace on disk: its path, and its contents or
+/// why they are unusable.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SummaryBeside {
+    pub label: String,
+    pub summary: Result<RunSummary, String>,
 }
 
 /// A file with what is known about its run.
@@ -202,14 +220,16 @@ pub fn finalize(
             found = hit.map(|s| (sl, s));
         }
         if found.is_none() && inputs.get(f.input).map(|i| i.kind) == Some(InputKind::File) {
-            if let Some(p) = &f.fs_path {
-                match run::summary_beside(p) {
-                    Some((label, Ok(s))) => found = Some((label, s)),
-                    Some((label, Err(e))) => {
-                        notes.push(format!("{}: run summary {label} unusable: {e}", f.path))
-                    }
-                    None => {}
-                }
+            match &f.summary_beside {
+                Some(SummaryBeside {
+                    label,
+                    summary: Ok(s),
+                }) => found = Some((label.clone(), s.clone())),
+                Some(SummaryBeside {
+                    label,
+                    summary: Err(e),
+                }) => notes.push(format!("{}: run summary {label} unusable: {e}", f.path)),
+                None => {}
             }
         }
         let evidence = Evidence {
@@ -495,25 +515,22 @@ pub fn resolve_inputs(paths: &[PathBuf]) -> Vec<Input> {
         .collect()
 }
 
-/// Runs a whole batch: read every input, then finalize. Failures of
-/// single inputs or files are rows of the result, never an `Err`.
-pub fn run_batch(paths: &[PathBuf], opts: &BatchOptions) -> anyhow::Result<BatchResult> {
-    let inputs = resolve_inputs(paths);
-    let mut plans: Vec<run::Plan> = inputs
-        .iter()
-        .map(|i| run::plan(i, opts.exclude.as_deref()))
-        .collect();
-    let dup_notes = dedup::mark(&inputs, &mut plans);
-    let total: u64 = plans.iter().zip(&inputs).map(|(p, i)| p.bytes(i)).sum();
-    let progress = run::Progress::new(total, opts.quiet);
-    let mut files = Vec::new();
-    for (idx, (input, plan)) in inputs.iter().zip(plans).enumerate() {
-        files.extend(run::process(idx, input, plan, opts, &progress));
-    }
-    progress.finish();
-    let mut res = finalize(inputs, files, opts);
-    res.notes.extend(dup_notes);
-    Ok(res)
+/// Runs a whole batch in this process: plan, map every unit, merge — the
+/// path that shards and distributed runs take in pieces
+/// ([`records`]). Failures of single inputs or files are rows of the
+/// result, never an `Err`; the context as the outputs say it comes with it.
+pub fn run_batch(
+    paths: &[PathBuf],
+    opts: &BatchOptions,
+) -> Result<(BatchResult, String), records::RecordError> {
+    let header = records::plan_campaign(paths, opts.campaign.clone(), opts.exclude.as_deref())?;
+    let files = records::map(&header, records::Shard::ALL, opts);
+    let set = records::RecordSet {
+        header,
+        files,
+        complete: true,
+    };
+    records::merge_with(vec![set], opts)
 }
 
 #[cfg(test)]
@@ -522,14 +539,11 @@ mod tests {
     use std::path::Path;
 
     fn opts(buffer_limit: u64) -> BatchOptions {
-        BatchOptions {
-            selector: Selector::Auto,
-            hierarchy: HierarchyOptions::new(&[], &[], false, 0, Selector::Auto).unwrap(),
-            manifest: None,
-            quiet: true,
-            buffer_limit,
-            exclude: None,
-        }
+        let mut o = records::CampaignOptions::default()
+            .batch_options(true)
+            .unwrap();
+        o.buffer_limit = buffer_limit;
+        o
     }
 
     /// Large tar members are parsed while streaming, small ones buffered
@@ -549,8 +563,8 @@ mod tests {
             b.append_dir_all(dir, root.join(dir)).unwrap();
         }
         b.into_inner().unwrap().finish().unwrap().flush().unwrap();
-        let streamed = run_batch(std::slice::from_ref(&tgz), &opts(0)).unwrap();
-        let buffered = run_batch(&[tgz], &opts(run::BUFFER_LIMIT)).unwrap();
+        let streamed = run_batch(std::slice::from_ref(&tgz), &opts(0)).unwrap().0;
+        let buffered = run_batch(&[tgz], &opts(run::BUFFER_LIMIT)).unwrap().0;
         let figures = |r: &BatchResult| -> Vec<_> {
             r.records
                 .iter()

@@ -19,11 +19,12 @@
 use super::inputs::{self, DirFile, Input, InputKind, Kind};
 use super::{BatchOptions, FileResult, Status};
 use crate::analysis::{self, TraceResult};
-use crate::summary::{self, RunSummary};
+use crate::summary;
 use crate::trace::open::CountingReader;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read};
@@ -71,6 +72,7 @@ impl EntryInfo {
             dir_name: self.dir_name,
             fs_path: self.fs_path,
             ordinal: self.ordinal,
+            summary_beside: None,
         }
     }
 
@@ -181,7 +183,9 @@ fn skip_reason(kind: Kind) -> Option<String> {
 }
 
 /// What each input holds, found before any trace is read (so that the
-/// progress bar knows the total).
+/// progress bar knows the total, and shards can split the work).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Plan {
     Directory(Vec<DirFile>, Vec<inputs::WalkIssue>),
     /// A file named as a PATH; `dup_of`: see [`DirFile::dup_of`].
@@ -194,9 +198,11 @@ pub enum Plan {
     Zip(Vec<ZipMember>),
     /// The input could not be opened or listed.
     Broken(String),
+    /// Nothing of this input is read here: another shard reads it.
+    Elsewhere,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ZipMember {
     pub index: usize,
     pub name: String,
@@ -212,7 +218,12 @@ pub fn plan(input: &Input, skip: Option<&Path>) -> Plan {
     }
     match input.kind {
         InputKind::Directory => match inputs::walk(&input.fs_path, skip) {
-            Ok((files, errors)) => Plan::Directory(files, errors),
+            Ok((mut files, errors)) => {
+                for (i, f) in files.iter_mut().enumerate() {
+                    f.ordinal = i as u64;
+                }
+                Plan::Directory(files, errors)
+            }
             Err(e) => Plan::Broken(format!("cannot read directory: {e}")),
         },
         InputKind::File => Plan::File { dup_of: None },
@@ -264,7 +275,151 @@ impl Plan {
                 .filter(|m| !m.is_dir && inputs::classify(&m.name, false) == Kind::Worker)
                 .map(|m| m.compressed)
                 .sum(),
-            Plan::Broken(_) => 0,
+            Plan::Broken(_) | Plan::Elsewhere => 0,
+        }
+    }
+}
+
+/// One unit of work of a plan: what a shard or a distributed task reads.
+/// Directory files and zip members are units of their own; a tar (read
+/// front to back), a file PATH and a broken input are one unit each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unit {
+    /// The plan of this unit alone.
+    pub plan: Plan,
+    /// Bytes it reads (as stored), for balancing shards.
+    pub bytes: u64,
+    /// The label of the file it reads, or the input's path.
+    pub label: String,
+}
+
+impl Plan {
+    /// The units of work of this input's plan, in listing order.
+    pub fn units(&self, input: &Input) -> Vec<Unit> {
+        let whole = |bytes| {
+            vec![Unit {
+                plan: self.clone(),
+                bytes,
+                label: input.path.clone(),
+            }]
+        };
+        match self {
+            Plan::Directory(files, issues) => {
+                let files = files.iter().map(|f| Unit {
+                    plan: Plan::Directory(vec![f.clone()], Vec::new()),
+                    bytes: f.size,
+                    label: input.label(&f.rel),
+                });
+                let issues = issues.iter().map(|i| Unit {
+                    plan: Plan::Directory(Vec::new(), vec![i.clone()]),
+                    bytes: 0,
+                    label: input.label(&i.rel),
+                });
+                files.chain(issues).collect()
+            }
+            Plan::Zip(members) => members
+                .iter()
+                .filter(|m| !m.is_dir)
+                .map(|m| Unit {
+                    plan: Plan::Zip(vec![m.clone()]),
+                    bytes: m.compressed,
+                    label: input.label(&m.name),
+                })
+                .collect(),
+            Plan::File { .. } | Plan::Tar { .. } => whole(self.bytes(input)),
+            Plan::Broken(_) => whole(0),
+            Plan::Elsewhere => Vec::new(),
+        }
+    }
+
+    /// The plan of several units of one input (the inverse of
+    /// [`Plan::units`]); none: [`Plan::Elsewhere`].
+    pub fn join(units: Vec<Plan>) -> Plan {
+        let mut out = Plan::Elsewhere;
+        for u in units {
+            out = match (out, u) {
+                (Plan::Elsewhere, u) => u,
+                (Plan::Directory(mut f, mut i), Plan::Directory(f2, i2)) => {
+                    f.extend(f2);
+                    i.extend(i2);
+                    Plan::Directory(f, i)
+                }
+                (Plan::Zip(mut m), Plan::Zip(m2)) => {
+                    m.extend(m2);
+                    Plan::Zip(m)
+                }
+                // Whole-input plans are one unit: a second cannot occur.
+                (kept, _) => kept,
+            };
+        }
+        out
+    }
+
+    /// Whether `rows` (the rows of this plan's input) hold the outcome of
+    /// this one-unit plan.
+    pub fn covered_by(&self, input: &Input, rows: &[&FileResult]) -> bool {
+        match self {
+            Plan::Directory(files, issues) => files
+                .iter()
+                .map(|f| &f.rel)
+                .chain(issues.iter().map(|i| &i.rel))
+                .all(|rel| {
+                    let label = input.label(rel);
+                    rows.iter().any(|r| r.path == label)
+                }),
+            Plan::Zip(members) => members
+                .iter()
+                .all(|m| rows.iter().any(|r| r.ordinal == m.index as u64)),
+            Plan::Elsewhere => true,
+            Plan::File { .. } | Plan::Tar { .. } | Plan::Broken(_) => !rows.is_empty(),
+        }
+    }
+
+    /// The rows of a unit that was not read (its task failed, its shard's
+    /// records are missing): each file it would have read is a failed row
+    /// saying why; directory entries that are read by nobody stay as they
+    /// are.
+    pub fn failed_rows(&self, idx: usize, input: &Input, why: &str) -> Vec<FileResult> {
+        // Files that would not have been read keep the row reading gives.
+        let fail = |info: EntryInfo| match info.kind {
+            Kind::Worker | Kind::Summary => info.result(Status::Error, Some(why.to_string())),
+            k => info.skipped(skip_reason(k)),
+        };
+        match self {
+            Plan::Directory(files, issues) => {
+                let files = files.iter().map(|f| {
+                    let info = EntryInfo {
+                        path: input.label(&f.rel),
+                        input: idx,
+                        kind: inputs::classify(&f.rel, false),
+                        size: f.size,
+                        dir_name: dir_name_of(&f.rel, input),
+                        fs_path: Some(f.path.clone()),
+                        ordinal: f.ordinal,
+                    };
+                    match &f.dup_of {
+                        Some(dup) => info.skipped(Some(dup.clone())),
+                        None => fail(info),
+                    }
+                });
+                let issues = issues.iter().map(|i| issue_row(idx, input, i.clone()));
+                files.chain(issues).collect()
+            }
+            Plan::Zip(members) => members
+                .iter()
+                .map(
+                    |m| match member_info(idx, input, &m.name, m.size, m.index as u64) {
+                        (info, None) => fail(info),
+                        (info, Some(unsafe_name)) => info.result(Status::Error, Some(unsafe_name)),
+                    },
+                )
+                .collect(),
+            Plan::File { dup_of: Some(dup) } => {
+                vec![file_info(idx, input).skipped(Some(dup.clone()))]
+            }
+            Plan::File { dup_of: None } => vec![fail(file_info(idx, input))],
+            Plan::Tar { .. } | Plan::Broken(_) => vec![input_error(idx, input, why.to_string())],
+            Plan::Elsewhere => Vec::new(),
         }
     }
 }
@@ -288,34 +443,23 @@ pub fn process(
 ) -> Vec<FileResult> {
     match plan {
         Plan::Broken(why) => vec![input_error(idx, input, why)],
+        Plan::Elsewhere => Vec::new(),
         Plan::File { dup_of } => {
-            let kind = inputs::classify(&input.path.replace('\\', "/"), true);
-            let info = EntryInfo {
-                path: input.path.clone(),
-                input: idx,
-                kind,
-                size: std::fs::metadata(&input.fs_path)
-                    .map(|m| m.len())
-                    .unwrap_or(0),
-                dir_name: input
-                    .fs_path
-                    .canonicalize()
-                    .ok()
-                    .and_then(|p| p.parent()?.file_name()?.to_str().map(str::to_string)),
-                fs_path: Some(input.fs_path.clone()),
-                ordinal: 0,
-            };
+            let info = file_info(idx, input);
             if let Some(why) = dup_of {
                 progress.file_done();
                 return vec![info.skipped(Some(why))];
             }
-            vec![process_file(info, &input.fs_path, opts, progress)]
+            let mut r = process_file(info, &input.fs_path, opts, progress);
+            if r.kind == Kind::Worker {
+                r.summary_beside = summary_beside(&input.fs_path);
+            }
+            vec![r]
         }
         Plan::Directory(files, issues) => {
             let mut out: Vec<FileResult> = files
                 .par_iter()
-                .enumerate()
-                .map(|(i, f)| {
+                .map(|f| {
                     let info = EntryInfo {
                         path: input.label(&f.rel),
                         input: idx,
@@ -323,7 +467,7 @@ pub fn process(
                         size: f.size,
                         dir_name: dir_name_of(&f.rel, input),
                         fs_path: Some(f.path.clone()),
-                        ordinal: i as u64,
+                        ordinal: f.ordinal,
                     };
                     if let Some(why) = &f.dup_of {
                         progress.file_done();
@@ -333,28 +477,52 @@ pub fn process(
                 })
                 .collect();
             for issue in issues {
-                let info = EntryInfo {
-                    path: input.label(&issue.rel),
-                    input: idx,
-                    kind: inputs::classify(&issue.rel, false),
-                    size: 0,
-                    dir_name: None,
-                    fs_path: None,
-                    ordinal: 0,
-                };
                 progress.file_done();
-                let status = if issue.error {
-                    Status::Error
-                } else {
-                    Status::Skipped
-                };
-                out.push(info.result(status, Some(issue.reason)));
+                out.push(issue_row(idx, input, issue));
             }
             out
         }
         Plan::Zip(members) => process_zip(idx, input, &members, opts, progress),
         Plan::Tar { gz } => process_tar(idx, input, gz, opts, progress),
     }
+}
+
+/// The entry of a file named as a PATH.
+fn file_info(idx: usize, input: &Input) -> EntryInfo {
+    EntryInfo {
+        path: input.path.clone(),
+        input: idx,
+        kind: inputs::classify(&input.path.replace('\\', "/"), true),
+        size: std::fs::metadata(&input.fs_path)
+            .map(|m| m.len())
+            .unwrap_or(0),
+        dir_name: input
+            .fs_path
+            .canonicalize()
+            .ok()
+            .and_then(|p| p.parent()?.file_name()?.to_str().map(str::to_string)),
+        fs_path: Some(input.fs_path.clone()),
+        ordinal: 0,
+    }
+}
+
+/// The row of a directory entry listed without being read.
+fn issue_row(idx: usize, input: &Input, issue: inputs::WalkIssue) -> FileResult {
+    let info = EntryInfo {
+        path: input.label(&issue.rel),
+        input: idx,
+        kind: inputs::classify(&issue.rel, false),
+        size: 0,
+        dir_name: None,
+        fs_path: None,
+        ordinal: 0,
+    };
+    let status = if issue.error {
+        Status::Error
+    } else {
+        Status::Skipped
+    };
+    info.result(status, Some(issue.reason))
 }
 
 /// An entry standing for a whole input that could not be read.
@@ -876,17 +1044,17 @@ impl Progress {
     }
 }
 
-/// Reads a summary file from disk (used by `finalize` for summaries that
-/// sit beside a trace named directly as a PATH).
-pub fn summary_beside(trace: &Path) -> Option<(String, Result<RunSummary, String>)> {
+/// Reads the run summary beside a trace named directly as a PATH (matched
+/// to it by `finalize`).
+fn summary_beside(trace: &Path) -> Option<super::SummaryBeside> {
     let p = summary::summary_path_for(trace)?;
     if !p.is_file() {
         return None;
     }
-    Some((
-        p.display().to_string(),
-        summary::read(&p).map_err(|e| e.to_string()),
-    ))
+    Some(super::SummaryBeside {
+        label: p.display().to_string(),
+        summary: summary::read(&p).map_err(|e| e.to_string()),
+    })
 }
 
 #[cfg(test)]

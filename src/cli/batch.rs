@@ -5,9 +5,7 @@ use anyhow::Context;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
-use torchtrace::batch::{self, output, BatchOptions, Manifest};
-use torchtrace::plot::DEFAULT_PLOT_CHAINS;
-use torchtrace::HierarchyOptions;
+use torchtrace::batch::{self, records, Manifest};
 
 /// Analyse every trace of a benchmark campaign — directories (recursive),
 /// .tar, .tar.gz/.tgz and .zip archives (read as streams, never
@@ -38,9 +36,14 @@ pub struct BatchArgs {
     /// Directories, archives (.tar, .tar.gz, .tgz, .zip) or trace files.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// Output directory (created if needed).
-    #[arg(long, short = 'o', value_name = "OUTDIR")]
-    pub out: PathBuf,
+    /// Output directory (created if needed); optional with --records.
+    #[arg(
+        long,
+        short = 'o',
+        value_name = "OUTDIR",
+        required_unless_present = "records"
+    )]
+    pub out: Option<PathBuf>,
     /// CSV with columns path,mode,workload,completion_tokens, used where a
     /// trace has no run summary (path: the trace's path as listed, or a
     /// trailing part of it).
@@ -62,31 +65,110 @@ pub struct BatchArgs {
     /// Do not draw figures.
     #[arg(long)]
     pub no_figures: bool,
+    /// Analyse only the K-th of N shares of the inputs (1 ≤ K ≤ N): the
+    /// same inputs give the same shares on every machine (files balanced
+    /// by size). Needs --records; `torchtrace merge` joins the shards.
+    #[arg(long, value_name = "K/N", requires = "records")]
+    pub shard: Option<records::Shard>,
+    /// Write the per-trace records (JSON lines, `-`: stdout) for
+    /// `torchtrace merge`, instead of OUTDIR or beside it.
+    #[arg(long, value_name = "FILE.jsonl")]
+    pub records: Option<PathBuf>,
 }
 
 pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let selector = args.contexts.selector()?;
-    let manifest = args.manifest.as_deref().map(Manifest::read).transpose()?;
-    // The same default chains as `plot` (Table 9 and figure 4 agree).
-    let chains: Vec<String> = if args.chain.is_empty() {
-        DEFAULT_PLOT_CHAINS.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.chain.clone()
+    let shard = args.shard.unwrap_or(records::Shard::ALL);
+    if shard != records::Shard::ALL && args.out.is_some() {
+        anyhow::bail!(
+            "--shard {shard} with -o: a shard's output would lack the other shards' traces; write --records and run `torchtrace merge` over every shard's records"
+        );
+    }
+    let campaign = records::CampaignOptions {
+        context: args.contexts.context.clone(),
+        context_regex: args.contexts.context_regex.clone(),
+        chains: args.chain.clone(),
+        manifest: args.manifest.as_deref().map(Manifest::read).transpose()?,
     };
-    let hierarchy =
-        HierarchyOptions::new(&chains, &[], false, 5, selector.clone()).context("bad --chain")?;
-    let opts = BatchOptions {
-        selector,
-        hierarchy,
-        manifest,
-        quiet: global.quiet,
-        buffer_limit: batch::run::BUFFER_LIMIT,
-        exclude: args.out.canonicalize().ok(),
+    let mut opts = campaign.batch_options(global.quiet)?;
+    opts.exclude = args.out.as_deref().and_then(|o| o.canonicalize().ok());
+    let header =
+        records::plan_campaign(&args.paths, campaign, opts.exclude.as_deref())?.for_shard(shard);
+    let files = records::map(&header, shard, &opts);
+    if let Some(path) = &args.records {
+        write_records(path, &header, &files)?;
+    }
+    let Some(out) = &args.out else {
+        return Ok(report_failures(
+            files.iter().filter(|f| f.status == batch::Status::Error),
+            files
+                .iter()
+                .filter(|f| f.status != batch::Status::Skipped)
+                .count(),
+            None,
+        ));
     };
-    let context = opts.selector.describe();
-    let res = batch::run_batch(&args.paths, &opts)?;
-    let figures = (!args.no_figures).then_some(args.image_format.into());
-    let written = output::write_all(&res, &args.out, &context, figures)?;
+    let set = records::RecordSet {
+        header,
+        files,
+        complete: true,
+    };
+    let (res, context) = records::merge_with(vec![set], &opts)?;
+    let output = OutputArgs {
+        out: out.clone(),
+        format: args.format,
+        image_format: args.image_format,
+        no_figures: args.no_figures,
+    };
+    write_outputs(&res, &context, &output, global)
+}
+
+/// Writes the records of a shard to FILE (`-`: stdout), created anew.
+fn write_records(
+    path: &std::path::Path,
+    header: &records::Header,
+    files: &[batch::FileResult],
+) -> anyhow::Result<()> {
+    if path == std::path::Path::new("-") {
+        let stdout = std::io::stdout().lock();
+        return Ok(records::write_records(
+            std::io::BufWriter::new(stdout),
+            header,
+            files,
+        )?);
+    }
+    let f = std::fs::File::create(path)
+        .with_context(|| format!("{}: cannot create", path.display()))?;
+    records::write_records(std::io::BufWriter::new(f), header, files)
+        .with_context(|| format!("{}: cannot write", path.display()))
+}
+
+/// Where and how the outputs of a batch (or a merge) are written.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Output directory (created if needed).
+    #[arg(long, short = 'o', value_name = "OUTDIR")]
+    pub out: PathBuf,
+    /// What to print on stdout.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Markdown)]
+    pub format: FormatArg,
+    /// Image format of the figures.
+    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png)]
+    pub image_format: ImageFormatArg,
+    /// Do not draw figures.
+    #[arg(long)]
+    pub no_figures: bool,
+}
+
+/// Writes OUTDIR and the stdout summary of a merged batch; exit 1 when a
+/// file failed.
+pub fn write_outputs(
+    res: &batch::BatchResult,
+    context: &str,
+    output: &OutputArgs,
+    global: &GlobalArgs,
+) -> anyhow::Result<Exit> {
+    let figures = (!output.no_figures).then_some(output.image_format.into());
+    let written = batch::output::write_all(res, &output.out, context, figures)?;
     for w in &written.warnings {
         eprintln!("torchtrace: warning: {w}");
     }
@@ -95,25 +177,41 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     }
 
     let mut stdout = std::io::stdout().lock();
-    output::write_stdout(&mut stdout, &res, &context, args.format.into())?;
+    batch::output::write_stdout(&mut stdout, res, context, output.format.into())?;
     stdout.flush()?;
+    Ok(report_failures(
+        res.failed().map(|r| &r.file),
+        res.attempted(),
+        Some(&output.out.join("traces.csv")),
+    ))
+}
 
-    let failed: Vec<_> = res.failed().collect();
+/// Names every failed file on stderr, then "N of M failed"; exit 1 when
+/// there is one.
+fn report_failures<'a>(
+    failed: impl Iterator<Item = &'a batch::FileResult>,
+    attempted: usize,
+    table: Option<&std::path::Path>,
+) -> Exit {
+    let failed: Vec<_> = failed.collect();
     if failed.is_empty() {
-        return Ok(Exit::Ok);
+        return Exit::Ok;
     }
-    for r in &failed {
+    for f in &failed {
         eprintln!(
             "torchtrace: {}: {}",
-            r.file.path,
-            r.file.error.as_deref().unwrap_or("failed")
+            f.path,
+            f.error.as_deref().unwrap_or("failed")
         );
     }
-    eprintln!(
-        "torchtrace: {} of {} failed (see {})",
-        failed.len(),
-        res.attempted(),
-        args.out.join("traces.csv").display()
-    );
-    Ok(Exit::Problems)
+    match table {
+        Some(t) => eprintln!(
+            "torchtrace: {} of {} failed (see {})",
+            failed.len(),
+            attempted,
+            t.display()
+        ),
+        None => eprintln!("torchtrace: {} of {} failed", failed.len(), attempted),
+    }
+    Exit::Problems
 }

@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod hierarchy;
 pub mod kernels;
+pub mod merge;
 pub mod pair;
 pub mod plot;
 
@@ -70,6 +71,7 @@ pub enum Command {
     Kernels(kernels::KernelsArgs),
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
+    Merge(merge::MergeArgs),
 }
 
 /// How step contexts are chosen; the same flags on every subcommand.
@@ -263,6 +265,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Batch(a) => batch::run(a, &cli.global),
         Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
         Command::Kernels(a) => kernels::run(a, &cli.global),
+        Command::Merge(a) => merge::run(a, &cli.global),
     }
 }
 

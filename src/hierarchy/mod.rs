@@ -38,7 +38,7 @@ use crate::stats::{Exact, ExactSummary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
 use index::{Enclosed, Enclosers, Iv, Overlaps};
 use regex::Regex;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 
 /// The chain checked when none is given.
@@ -542,7 +542,7 @@ impl Collector {
 
 /// The GPU work a function's calls launched (with a kernels analysis in
 /// the plan): for `proposer.propose`, the draft model's GPU cost.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FunctionGpu {
     /// Outermost calls that launched GPU work.
     pub calls_with_gpu_work: u64,
@@ -551,7 +551,7 @@ pub struct FunctionGpu {
     pub kernels_per_call: Option<f64>,
     /// Median over the outermost calls of their GPU busy time.
     pub gpu_busy_median_ms: Option<f64>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub gpu_busy_sum_ns: i128,
     /// Σ GPU busy of the outermost calls / completion tokens.
     pub gpu_busy_per_token_ms: Option<f64>,
@@ -576,7 +576,7 @@ impl TraceHierarchy {
 }
 
 /// An uncontained child, for the report.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Example {
     /// The event's full name.
     pub name: String,
@@ -595,7 +595,7 @@ pub struct Example {
 }
 
 /// One link of a chain.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Link {
     pub parent: String,
     pub child: String,
@@ -609,7 +609,7 @@ pub struct Link {
 }
 
 /// Calls and inclusive durations of one element.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct FunctionStats {
     pub name: String,
     pub calls: u64,
@@ -626,12 +626,12 @@ pub struct FunctionStats {
     /// analysis).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gpu: Option<FunctionGpu>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub exact: Option<ExactSummary>,
 }
 
 /// One chain's figures.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct ChainResult {
     pub chain: Vec<String>,
     pub links: Vec<Link>,
@@ -645,7 +645,7 @@ impl ChainResult {
 }
 
 /// The figures of one trace.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TraceHierarchy {
     pub path: String,
     /// Selected step-context name, when there are contexts.

@@ -18,7 +18,7 @@ use crate::model::Ns;
 use crate::stats::{median_sorted, Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Prefilter};
 use ledger::{Kind, Ledger, Work};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 pub use timeline::Timeline;
 
@@ -76,7 +76,7 @@ impl Analysis for Kernels {
 }
 
 /// One selected context's GPU work (`--per-context`).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct KernelRow {
     pub start_ns: i64,
     pub cpu_ns: i64,
@@ -92,7 +92,7 @@ pub struct KernelRow {
 }
 
 /// One kernel name among the contexts' kernels.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TopKernel {
     pub name: String,
     pub calls: u64,
@@ -103,7 +103,7 @@ pub struct TopKernel {
 }
 
 /// The kernels figures of one trace (JSON keys as documented in README).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TraceKernels {
     pub path: String,
     pub context: String,
@@ -129,15 +129,15 @@ pub struct TraceKernels {
     pub notes: Vec<String>,
     pub complete: bool,
     pub error: Option<String>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub rows: Vec<KernelRow>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub sums: Sums,
 }
 
 /// Exact sums over the contexts with GPU work, for per-token figures and
 /// comparisons.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sums {
     pub kernels: u64,
     pub span_ns: i128,

@@ -13,10 +13,10 @@
 
 use super::intervals::Iv;
 use super::ledger::{Kind, Ledger};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Timeline figures in ms (from exact ns).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Timeline {
     pub total_ms: Option<f64>,
     pub busy_ms: Option<f64>,

@@ -128,7 +128,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
 }
 
 /// Top-level metadata worth showing. Unknown keys are listed by name only.
-#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+#[derive(Debug, Default, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
 pub struct Meta {
     pub schema_version: Option<i64>,
     pub base_time_ns: Option<i64>,
@@ -138,7 +138,7 @@ pub struct Meta {
     pub vllm_version: Option<String>,
     pub with_stack: Option<bool>,
     pub display_time_unit: Option<String>,
-    #[serde(skip)]
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub has_events: bool,
 }
 

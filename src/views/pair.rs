@@ -225,7 +225,7 @@ impl PairReport {
                 names.row(vec![
                     short(&x.path).into(),
                     s.name.clone().into(),
-                    s.kind.into(),
+                    s.kind.to_string().into(),
                     s.count.into(),
                     if s.selected { "yes" } else { "" }.into(),
                 ]);

@@ -1,0 +1,42 @@
+//! `torchtrace merge`: the outputs of `batch` from the records of its
+//! shards (`batch --shard K/N --records FILE`) or of distributed workers.
+
+use super::batch::{write_outputs, OutputArgs};
+use super::{Exit, GlobalArgs};
+use clap::Args;
+use std::path::PathBuf;
+use torchtrace::batch::records;
+
+/// Build what `torchtrace batch` writes — results.json, traces.csv, the
+/// tables, figures/ and report.md — from per-trace records (JSON lines
+/// written by `batch --records`, by each `batch --shard K/N --records`, or
+/// by the Python package). The same records give the same bytes as
+/// `batch` run in one go.
+///
+/// Records of one campaign are its shards: each may come once. A unit of
+/// work that no record covers (a shard's records missing or cut short) is
+/// a failed row saying why — never a missing one. Records of different
+/// campaigns made with the same options are combined as if their PATHs
+/// had been given together.
+///
+/// Exit status: 0 ok; 1 when a trace failed or was not analysed; 2 when a
+/// records file is unreadable, of another schema, or the shards disagree.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct MergeArgs {
+    /// Records files (JSON lines); `-` reads stdin.
+    #[arg(required = true, value_name = "RECORDS")]
+    pub records: Vec<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub fn run(args: MergeArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let sets = args
+        .records
+        .iter()
+        .map(|p| records::read_records(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (res, context) = records::merge(sets, global.quiet)?;
+    write_outputs(&res, &context, &args.output, global)
+}

@@ -87,6 +87,13 @@ def _tokens(tokens: PerTrace) -> Optional[List[Optional[int]]]:
     return _per_trace(tokens, "tokens", count)
 
 
+def _strings(value: Union[None, str, Sequence[str]]) -> Optional[List[str]]:
+    """One string or a sequence of them (``--chain``/``--category`` repeated)."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
 def _finish(answer: Any) -> Dict[str, Any]:
     """The native answer (JSON text, problems, notes) as the document, with
     problems warned about and notes logged."""
@@ -230,12 +237,11 @@ def hierarchy(
         TraceError: a trace cannot be read to its end.
         ValueError: bad arguments (an empty chain element, a bad regex).
     """
-    as_list = lambda v: [v] if isinstance(v, str) else (None if v is None else list(v))  # noqa: E731
     return _finish(
         _native.hierarchy(
             _paths(paths),
-            chains=as_list(chains),
-            categories=as_list(categories),
+            chains=_strings(chains),
+            categories=_strings(categories),
             any_thread=any_thread,
             examples=examples,
             context=context,

@@ -14,9 +14,10 @@ use serde::Serialize;
 use std::collections::{BTreeMap, HashSet};
 
 /// How the step contexts of a trace are chosen.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub enum Selector {
     /// The most frequent pure-decode vLLM step name.
+    #[default]
     Auto,
     /// Annotations with exactly this name.
     Exact(String),

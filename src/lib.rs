@@ -12,6 +12,8 @@
 //! run it over a trace with [`analyze_path`] (or [`analyze_reader`]), and
 //! read the figures off the [`TraceResult`]; the views turn them into
 //! tables ([`PairReport`], [`HierarchyReport`]) in any [`Format`].
+//! [`api`] runs a whole subcommand (`pair`, `kernels`, `hierarchy`) as one
+//! call, as the command line and the Python package do.
 //! `docs/ARCHITECTURE.md` shows the data flow.
 //!
 //! ```
@@ -50,6 +52,7 @@
 //! ```
 
 pub mod analysis;
+pub mod api;
 pub mod batch;
 pub mod contexts;
 pub mod hierarchy;

@@ -1,13 +1,12 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
-use super::{analyze_all, note, Exit, FormatArg, GlobalArgs};
+use super::{note, Exit, FormatArg, GlobalArgs};
 use anyhow::Context;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
-use torchtrace::kernels::KernelsSpec;
-use torchtrace::runinfo::RunInfo;
-use torchtrace::{HierarchyOptions, HierarchyReport, Plan};
+use torchtrace::api;
+use torchtrace::HierarchyOptions;
 
 /// Verify that events nest along chains `a>b>c` (every b inside some a,
 /// every c inside some b) and report call counts and inclusive durations;
@@ -91,57 +90,29 @@ impl HierarchyArgs {
 }
 
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let opts = args.to_options()?;
-    let given = super::given(args.traces.len(), &args.tokens, &[])?;
-    let mut plan = Plan::new(opts.selector.clone());
-    if !args.no_gpu_work {
-        plan = plan.with(KernelsSpec::default());
+    let opts = api::ChainsOptions {
+        chains: args.to_options()?,
+        given: super::given(args.traces.len(), &args.tokens, &[])?,
+        gpu_work: !args.no_gpu_work,
+        quiet: global.quiet,
+    };
+    let out = api::hierarchy(&args.traces, &opts)?;
+    for n in &out.notes {
+        note(global, &n.text);
     }
-    let plan = plan.with(opts.clone());
-    let mut traces = Vec::new();
-    let results = analyze_all(&args.traces, &plan, global)?;
-    for ((r, path), given) in results.into_iter().zip(&args.traces).zip(&given) {
-        let mut h = r.hierarchy.context("hierarchy ran")?;
-        let run = RunInfo::for_trace(path, given, &r.contexts.step_names)?;
-        h.set_tokens(run.tokens.map(|t| t.value));
-        traces.push(h);
-    }
-    for t in traces.iter().filter(|t| t.contexts.is_none()) {
-        note(
-            global,
-            &format!(
-                "{}: no step contexts found: calls per context are null",
-                t.path
-            ),
-        );
-    }
-    let report = HierarchyReport::new(traces);
     let mut stdout = std::io::stdout().lock();
-    report.write(&mut stdout, args.format.into())?;
+    out.report.write(&mut stdout, args.format.into())?;
     stdout.flush()?;
     super::incomplete(
-        report
+        out.report
             .traces
             .iter()
             .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
         "figures above",
     )?;
-    for t in &report.traces {
-        for c in &t.chains {
-            for l in c.links.iter().filter(|l| !l.holds) {
-                note(
-                    global,
-                    &format!(
-                        "{}: {} of {} {} not inside {}",
-                        t.path, l.uncontained, l.children, l.child, l.parent
-                    ),
-                );
-            }
-        }
+    // Broken links come after the tables, as notes: the tables show them.
+    for p in &out.problems {
+        note(global, &p.text);
     }
-    Ok(if report.holds() {
-        Exit::Ok
-    } else {
-        Exit::Problems
-    })
+    Ok(Exit::of(&out))
 }

@@ -1,15 +1,12 @@
 //! `torchtrace kernels`: the GPU work of each step context by launch →
 //! activity correlation, the top kernels and the whole-trace GPU timeline.
 
-use super::{analyze_all, note, Exit, FormatArg, GlobalArgs};
-use anyhow::Context;
+use super::{note, Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
-use torchtrace::kernels::{self, KernelsSpec};
-use torchtrace::runinfo::RunInfo;
-use torchtrace::views::kernels::KernelsReport;
-use torchtrace::Plan;
+use torchtrace::api;
+use torchtrace::kernels;
 
 /// Follow each step context's launch calls (cudaLaunchKernel, cuLaunchKernel,
 /// cudaGraphLaunch, cudaMemcpyAsync, … and their hip counterparts) to the
@@ -64,42 +61,32 @@ pub struct KernelsArgs {
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let selector = args.contexts.selector()?;
-    let given = super::given(args.traces.len(), &args.tokens, &args.summary)?;
-    let plan = Plan::new(selector).with(KernelsSpec { top: args.top });
-    let results = analyze_all(&args.traces, &plan, global)?;
-    let mut traces = Vec::new();
-    let mut exit = Exit::Ok;
-    for ((res, path), given) in results.into_iter().zip(&args.traces).zip(&given) {
-        let mut k = res.kernels.context("the kernels analysis ran")?;
-        let run = RunInfo::for_trace(path, given, &res.contexts.step_names)?;
-        let t = run.tokens.as_ref();
-        k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        if let Some(p) = &res.contexts.problem {
-            eprintln!("torchtrace: {p}");
-            exit = Exit::Problems;
-        } else if k.contexts_with_gpu_work == 0 && k.complete {
-            eprintln!(
-                "torchtrace: {}: none of the {} contexts launched GPU work that the trace recorded",
-                k.path, k.contexts
-            );
-            exit = Exit::Problems;
+    let opts = api::KernelsOptions {
+        selector: args.contexts.selector()?,
+        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
+        top: args.top,
+        quiet: global.quiet,
+    };
+    let out = api::kernels(&args.traces, &opts)?;
+    // Each trace's problem, then its notes (problems are never silenced).
+    for i in 0..args.traces.len() {
+        for p in out.problems.iter().filter(|p| p.trace == i) {
+            eprintln!("torchtrace: {}", p.text);
         }
-        for n in &k.notes {
-            note(global, &format!("{}: {n}", k.path));
+        for n in out.notes.iter().filter(|n| n.trace == i) {
+            note(global, &n.text);
         }
-        traces.push(k);
     }
-    let report = KernelsReport::new(traces);
     let mut stdout = std::io::stdout().lock();
-    report.write(&mut stdout, args.format.into(), args.per_context)?;
+    out.report
+        .write(&mut stdout, args.format.into(), args.per_context)?;
     stdout.flush()?;
     super::incomplete(
-        report
+        out.report
             .traces
             .iter()
             .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
         "figures above",
     )?;
-    Ok(exit)
+    Ok(Exit::of(&out))
 }

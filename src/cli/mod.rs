@@ -145,45 +145,11 @@ pub fn analyze_all(
     plan: &torchtrace::Plan,
     global: &GlobalArgs,
 ) -> anyhow::Result<Vec<torchtrace::TraceResult>> {
-    analyze_all_with(traces, global, |path, counter| {
-        torchtrace::analyze_path(path, counter, plan)
-    })
-}
-
-/// [`analyze_all`] with a reader of one's own (e.g. `pair`'s, which reads a
-/// second time with the correlation ledger only when it must).
-pub fn analyze_all_with<F>(
-    traces: &[std::path::PathBuf],
-    global: &GlobalArgs,
-    read: F,
-) -> anyhow::Result<Vec<torchtrace::TraceResult>>
-where
-    F: Fn(
-            &std::path::Path,
-            std::sync::Arc<std::sync::atomic::AtomicU64>,
-        ) -> torchtrace::TraceResult
-        + Sync,
-{
-    use rayon::prelude::*;
-    let results: Vec<torchtrace::TraceResult> = traces
-        .par_iter()
-        .map(|path| {
-            let progress = torchtrace::progress::FileProgress::new(path, global.quiet);
-            let res = read(path, progress.counter());
-            progress.finish();
-            res
-        })
-        .collect();
-    results
-        .into_iter()
-        .map(|mut r| match r.error.take() {
-            Some(e) if r.events == 0 => Err(e.into()),
-            e => {
-                r.error = e;
-                Ok(r)
-            }
-        })
-        .collect()
+    Ok(torchtrace::api::read_all(
+        traces,
+        global.quiet,
+        |path, counter| torchtrace::analyze_path(path, counter, plan),
+    )?)
 }
 
 /// What the command line says about each of `n` traces' runs: `--tokens`
@@ -232,6 +198,15 @@ pub enum Exit {
 }
 
 impl Exit {
+    /// Problems found by a library call make exit status 1.
+    pub fn of<R>(outcome: &torchtrace::api::Outcome<R>) -> Exit {
+        if outcome.problems.is_empty() {
+            Exit::Ok
+        } else {
+            Exit::Problems
+        }
+    }
+
     pub fn code(self) -> i32 {
         match self {
             Exit::Ok => 0,

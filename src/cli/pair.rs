@@ -1,13 +1,11 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
-use super::{analyze_all_with, note, Exit, FormatArg, GlobalArgs};
-use anyhow::Context;
+use super::{note, Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
-use torchtrace::pair::{self, GpuSpanSource};
-use torchtrace::runinfo::RunInfo;
-use torchtrace::PairReport;
+use torchtrace::api;
+use torchtrace::pair::GpuSpanSource;
 
 /// Pair each step's CPU user_annotation with its gpu_user_annotation(s) by
 /// External id and report the paper's figures; with two traces, compare
@@ -84,48 +82,30 @@ impl From<GpuSpanArg> for GpuSpanSource {
 }
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let selector = args.contexts.selector()?;
-    let given = super::given(args.traces.len(), &args.tokens, &args.summary)?;
-    let mode: GpuSpanSource = args.gpu_span.into();
-    let results = analyze_all_with(&args.traces, global, |path, counter| {
-        pair::analyze_path(path, counter, &selector, mode)
-    })?;
-    let mut traces = Vec::new();
-    let mut exit = Exit::Ok;
-    for ((res, path), given) in results.into_iter().zip(&args.traces).zip(&given) {
-        let mut r = res.pairs.context("pairing ran")?;
-        let run = RunInfo::for_trace(path, given, &r.step_names)?;
-        let t = run.tokens.as_ref();
-        r.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        if let Some(p) = res.contexts.problem {
-            eprintln!("torchtrace: {p}");
-            exit = Exit::Problems;
-        } else if r.measured == 0 && r.complete {
-            eprintln!(
-                "torchtrace: {}: none of the {} contexts got a GPU span (--gpu-span {})",
-                r.path,
-                r.contexts,
-                r.gpu_span_mode.as_str()
-            );
-            exit = Exit::Problems;
-        }
-        traces.push(r);
+    let opts = api::PairOptions {
+        selector: args.contexts.selector()?,
+        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
+        gpu_span: args.gpu_span.into(),
+        quiet: global.quiet,
+    };
+    let out = api::pair(&args.traces, &opts)?;
+    // Problems are never silenced by -q; notes are.
+    for p in &out.problems {
+        eprintln!("torchtrace: {}", p.text);
     }
-    for t in &traces {
-        for n in &t.notes {
-            note(global, &format!("{}: {n}", t.path));
-        }
+    for n in &out.notes {
+        note(global, &n.text);
     }
-    let report = PairReport::new(traces);
     let mut stdout = std::io::stdout().lock();
-    report.write(&mut stdout, args.format.into(), args.per_context)?;
+    out.report
+        .write(&mut stdout, args.format.into(), args.per_context)?;
     stdout.flush()?;
     super::incomplete(
-        report
+        out.report
             .traces
             .iter()
             .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
         "figures above",
     )?;
-    Ok(exit)
+    Ok(Exit::of(&out))
 }

@@ -99,6 +99,27 @@ impl ReadError {
         }
     }
 
+    /// Where in the decompressed JSON text the problem is (`None` when the
+    /// file could not be opened or holds no JSON to point into).
+    pub fn offset(&self) -> Option<u64> {
+        match self {
+            ReadError::Decode { offset, .. }
+            | ReadError::Checksum { offset, .. }
+            | ReadError::Truncated { offset, .. }
+            | ReadError::Syntax { offset, .. }
+            | ReadError::BadEvent { offset, .. }
+            | ReadError::EventTooLarge { offset, .. }
+            | ReadError::ValueTooLarge { offset, .. }
+            | ReadError::TrailingData { offset, .. } => Some(*offset),
+            ReadError::Open(_)
+            | ReadError::Io(_)
+            | ReadError::Empty
+            | ReadError::OnlyWhitespace { .. }
+            | ReadError::NotTrace { .. }
+            | ReadError::NoTraceEvents => None,
+        }
+    }
+
     /// An error of the decompressing reader at `offset`: a checksum mismatch
     /// gets its own variant, the rest (a cut or corrupt deflate stream) stay
     /// [`ReadError::Decode`].

@@ -1,0 +1,176 @@
+"""The Python package against the command line: the same documents on the
+bundled sample traces, real figures, frames, and errors as exceptions.
+
+Needs the CLI built (scripts/python-tests.sh builds it; TORCHTRACE_BIN names
+it, else target/release/torchtrace) and the extension installed.
+"""
+
+import json
+import os
+import subprocess
+import warnings
+from pathlib import Path
+
+import pytest
+
+import torchtrace
+
+ROOT = Path(__file__).resolve().parents[2]
+AR = ROOT / "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz"
+MTP = ROOT / "sample_traces/text_mtp/dp0_pp0_tp0_dcp0_ep0_rank0.1795968151611149496.pt.trace.json.gz"
+HTA = ROOT / "tests/data/hta_step_based_trace.json.gz"
+BIN = Path(os.environ.get("TORCHTRACE_BIN", ROOT / "target/release/torchtrace"))
+
+
+def cli_json(*args: str, ok=(0,)) -> dict:
+    """The document `torchtrace ARGS -f json -q` prints."""
+    if not BIN.is_file():
+        pytest.fail(f"{BIN} is missing: run `cargo build --release` (scripts/python-tests.sh does)")
+    run = subprocess.run(
+        [str(BIN), *args, "-f", "json", "-q"], capture_output=True, text=True, check=False
+    )
+    assert run.returncode in ok, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_pair_matches_cli():
+    doc = torchtrace.pair([AR, MTP])
+    assert doc == cli_json("pair", str(AR), str(MTP))
+    ar, mtp = doc["traces"]
+    assert (ar["contexts"], mtp["contexts"]) == (64, 30)
+    assert ar["context"] == "execute_context_0(0)_generation_1(1)"
+    assert (ar["completion_tokens"], mtp["completion_tokens"]) == (68, 68)
+    assert ar["gpu_span_sources"] == {"annotation": 64, "correlation": 0}
+    assert round(doc["comparison"]["s_context"], 3) == 2.506
+    assert round(doc["comparison"]["context_reduction_pct"], 1) == 53.1
+
+
+def test_pair_options_match_cli():
+    doc = torchtrace.pair(
+        str(AR), tokens=100, gpu_span="correlation", per_context=True
+    )
+    want = cli_json(
+        "pair", str(AR), "--tokens", "100", "--gpu-span", "correlation", "--per-context"
+    )
+    assert doc == want
+    assert doc["comparison"] is None
+    assert doc["traces"][0]["completion_tokens"] == 100
+    assert len(doc["traces"][0]["per_context"]) == 64
+
+
+def test_kernels_matches_cli():
+    doc = torchtrace.kernels([AR, MTP], top=3)
+    assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
+    ar = doc["traces"][0]
+    assert (ar["contexts"], ar["kernels"], ar["graph_launches"]) == (64, 3008, 64)
+    assert len(ar["top_kernels"]) == 3
+
+
+def test_hierarchy_matches_cli():
+    doc = torchtrace.hierarchy([AR, MTP])
+    assert doc == cli_json("hierarchy", str(AR), str(MTP))
+    mtp_links = doc["traces"][1]["chains"][0]["links"]
+    assert [(l["children"], l["contained"]) for l in mtp_links] == [(34, 34), (34, 34)]
+    chain = "sample_tokens>propose_draft_token_ids"
+    fast = torchtrace.hierarchy(MTP, chains=chain, gpu_work=False)
+    assert fast == cli_json("hierarchy", str(MTP), "--chain", chain, "--no-gpu-work")
+
+
+def test_frames_have_one_row_per_context():
+    pd = pytest.importorskip("pandas")
+    pa = pytest.importorskip("pyarrow")
+    df = torchtrace.pair_frame([AR, MTP])
+    assert isinstance(df, pd.DataFrame)
+    assert len(df) == 64 + 30
+    assert (df.groupby("path").size().to_dict()) == {str(AR): 64, str(MTP): 30}
+    assert {"event_index", "start_ns", "cpu_ns", "gpu_ns"} <= set(df.columns)
+    table = torchtrace.to_frame(torchtrace.kernels(AR, per_context=True), kind="arrow")
+    assert isinstance(table, pa.Table)
+    assert table.num_rows == 64
+
+
+def test_problems_are_warnings():
+    with pytest.warns(torchtrace.TorchtraceWarning, match="no user_annotation matches"):
+        doc = torchtrace.pair(AR, context="no such step")
+    assert doc == cli_json("pair", str(AR), "--context", "no such step", ok=(1,))
+
+
+def test_no_warning_when_all_is_well():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torchtrace.pair(HTA, context_regex=".")
+
+
+def test_truncated_trace_raises_trace_error(tmp_path):
+    data = AR.read_bytes()
+    cut = tmp_path / "cut.pt.trace.json.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(torchtrace.TraceError) as info:
+        torchtrace.pair(cut)
+    e = info.value
+    assert e.path == str(cut)
+    assert isinstance(e.offset, int) and e.offset > 0
+    assert e.events_read > 0
+    assert str(cut) in str(e) and e.message in str(e)
+    # The figures over the events read come with it, as the CLI prints them.
+    assert e.document["traces"][0]["complete"] is False
+
+
+def test_unreadable_json_has_offset(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(b'{"traceEvents": [{"name": "a", "ph": "i", "ts": 1}, @@]}')
+    with pytest.raises(torchtrace.TraceError) as info:
+        torchtrace.kernels(bad)
+    assert info.value.path == str(bad)
+    assert info.value.offset == 52
+    assert info.value.events_read == 1
+
+
+def test_missing_file_names_the_path(tmp_path):
+    missing = tmp_path / "nope.pt.trace.json.gz"
+    with pytest.raises(torchtrace.TraceError, match="nope.pt.trace.json.gz") as info:
+        torchtrace.hierarchy(missing)
+    assert info.value.path == str(missing)
+    assert info.value.offset is None
+    assert info.value.events_read == 0
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: torchtrace.pair([AR, MTP, AR]),
+        lambda: torchtrace.pair([]),
+        lambda: torchtrace.pair(AR, context="a", context_regex="b"),
+        lambda: torchtrace.pair(AR, context_regex="("),
+        lambda: torchtrace.pair(AR, gpu_span="sometimes"),
+        lambda: torchtrace.pair(AR, tokens=[1, 2]),
+        lambda: torchtrace.kernels(AR, top=-1),
+        lambda: torchtrace.hierarchy(AR, chains="a>>b"),
+    ],
+)
+def test_bad_arguments_are_value_errors(call):
+    with pytest.raises(ValueError):
+        call()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_ctrl_c_interrupts_a_blocked_read(tmp_path):
+    import _thread
+    import threading
+    import time
+
+    # A named pipe nobody writes to: the read blocks until we let it go.
+    fifo = tmp_path / "never.json"
+    os.mkfifo(fifo)
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            torchtrace.pair(fifo)
+    finally:
+        timer.cancel()
+        # Release the abandoned reading thread: it sees an empty file.
+        with open(fifo, "wb"):
+            pass
+    assert time.monotonic() - start < 5

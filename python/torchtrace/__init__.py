@@ -1,0 +1,310 @@
+"""torchtrace: exact, streaming analysis of PyTorch Profiler (Kineto) traces.
+
+Each function runs one of the command line's per-trace subcommands and returns
+the document ``torchtrace <subcommand> --format json`` prints, as a ``dict``:
+
+>>> import torchtrace
+>>> doc = torchtrace.pair(["ar.pt.trace.json.gz", "mtp.pt.trace.json.gz"])  # doctest: +SKIP
+>>> doc["comparison"]["s_context"]                                         # doctest: +SKIP
+
+What the command line reports as problems (exit status 1: a context missing,
+nothing measured, a containment link broken) becomes a :class:`TorchtraceWarning`;
+its notes go to the ``torchtrace`` logger. A trace that cannot be read raises
+:class:`TraceError`. Reading runs in Rust without the GIL; Ctrl-C interrupts it.
+
+:func:`to_frame` turns the per-context rows of a document into a pandas
+DataFrame or a pyarrow Table (both optional dependencies).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import warnings
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+
+from . import _native
+from ._native import TraceError
+
+__all__ = [
+    "TraceError",
+    "TorchtraceWarning",
+    "pair",
+    "kernels",
+    "hierarchy",
+    "contexts",
+    "to_frame",
+    "pair_frame",
+    "kernels_frame",
+    "__version__",
+]
+
+__version__: str = _native.__version__
+
+PathLike = Union[str, "os.PathLike[str]"]
+Paths = Union[PathLike, Sequence[PathLike]]
+PerTrace = Union[None, int, Sequence[Optional[int]]]
+PerTracePath = Union[None, PathLike, Sequence[Optional[PathLike]]]
+
+_log = logging.getLogger("torchtrace")
+
+
+class TorchtraceWarning(UserWarning):
+    """A problem the command line reports with exit status 1 (a selected
+    context missing, no context measured, a containment link broken)."""
+
+
+def _paths(paths: Paths) -> List[str]:
+    """One path or a sequence of them, as strings."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [os.fsdecode(paths)]
+    out = [os.fsdecode(p) for p in paths]
+    if not out:
+        raise ValueError("no trace given")
+    return out
+
+
+def _per_trace(value: Any, name: str, convert: Any) -> Optional[List[Any]]:
+    """``--tokens``/``--summary`` given once per trace: one value (for the
+    first trace), or a sequence with ``None`` where it is not known."""
+    if value is None:
+        return None
+    if isinstance(value, (int, str, bytes, os.PathLike)) and not isinstance(value, bool):
+        value = [value]
+    try:
+        return [None if v is None else convert(v) for v in value]
+    except TypeError as e:
+        raise ValueError(f"{name}: {e}") from None
+
+
+def _tokens(tokens: PerTrace) -> Optional[List[Optional[int]]]:
+    def count(v: Any) -> int:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ValueError(f"tokens must be non-negative integers, not {v!r}")
+        return v
+
+    return _per_trace(tokens, "tokens", count)
+
+
+def _strings(value: Union[None, str, Sequence[str]]) -> Optional[List[str]]:
+    """One string or a sequence of them (``--chain``/``--category`` repeated)."""
+    if value is None:
+        return None
+    return [value] if isinstance(value, str) else list(value)
+
+
+def _finish(answer: Any) -> Dict[str, Any]:
+    """The native answer (JSON text, problems, notes) as the document, with
+    problems warned about and notes logged."""
+    text, problems, notes = answer
+    for p in problems:
+        warnings.warn(p, TorchtraceWarning, stacklevel=3)
+    for n in notes:
+        _log.info("%s", n)
+    return json.loads(text)
+
+
+def pair(
+    paths: Paths,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    gpu_span: str = "auto",
+    per_context: bool = False,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Pair each step's CPU ``user_annotation`` with its GPU annotation(s), as
+    ``torchtrace pair -f json`` does, and return that document.
+
+    Args:
+        paths: one trace, or two: baseline (AR) then candidate (MTP). ``.json``
+            or gzip.
+        context: select step contexts by exact ``user_annotation`` name
+            (default: the most frequent pure-decode vLLM step name).
+        context_regex: select every ``user_annotation`` whose name matches.
+        tokens: completion tokens per trace (an int for one trace, or a list
+            with ``None`` where unknown); else each trace's run summary.
+        summaries: run summary JSON files per trace (instead of the
+            ``X.summary.json`` beside trace ``X.pt.trace.json.gz``).
+        gpu_span: ``"auto"``, ``"annotation"`` or ``"correlation"``.
+        per_context: add each trace's ``per_context`` rows.
+        progress: draw progress bars on stderr (a terminal, large files only).
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
+
+    Raises:
+        TraceError: a trace cannot be read to its end (``.document`` holds the
+            figures over the events read, when there are any).
+        ValueError: bad arguments (both context and context_regex, a bad
+            regex, more than two traces, an unknown gpu_span).
+    """
+    return _finish(
+        _native.pair(
+            _paths(paths),
+            context=context,
+            context_regex=context_regex,
+            tokens=_tokens(tokens),
+            summaries=_per_trace(summaries, "summaries", os.fsdecode),
+            gpu_span=gpu_span,
+            per_context=per_context,
+            progress=progress,
+        )
+    )
+
+
+def kernels(
+    paths: Paths,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    top: int = 10,
+    per_context: bool = False,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Follow each step context's launch calls to the GPU work they caused
+    (by correlation, CUDA graphs included), as ``torchtrace kernels -f json``
+    does, and return that document.
+
+    Args:
+        paths: one trace, or two: baseline (AR) then candidate (MTP).
+        context, context_regex, tokens, summaries: as for :func:`pair`.
+        top: how many kernels to list per trace.
+        per_context: add each trace's ``per_context`` rows (its GPU work).
+        progress: draw progress bars on stderr.
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
+
+    Raises:
+        TraceError: a trace cannot be read to its end.
+        ValueError: bad arguments.
+    """
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise ValueError(f"top must be a non-negative integer, not {top!r}")
+    return _finish(
+        _native.kernels(
+            _paths(paths),
+            context=context,
+            context_regex=context_regex,
+            tokens=_tokens(tokens),
+            summaries=_per_trace(summaries, "summaries", os.fsdecode),
+            top=top,
+            per_context=per_context,
+            progress=progress,
+        )
+    )
+
+
+def hierarchy(
+    paths: Paths,
+    chains: Union[None, str, Sequence[str]] = None,
+    categories: Union[None, str, Sequence[str]] = None,
+    any_thread: bool = False,
+    examples: int = 5,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    gpu_work: bool = True,
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Verify containment chains such as
+    ``"sample_tokens>propose_draft_token_ids>proposer.propose"`` and report
+    inclusive durations, as ``torchtrace hierarchy -f json`` does.
+
+    Args:
+        paths: one or more traces (with two: baseline then candidate).
+        chains: ``"a>b>c"`` chains (default: the CLI's default chain);
+            ``"re:RE"`` elements match by regex.
+        categories: event categories taking part (default: ``cpu_op``,
+            ``user_annotation``, ``python_function``, ``Operator``).
+        any_thread: containment across threads (ignore pid/tid).
+        examples: uncontained children listed per link.
+        context, context_regex: how step contexts are chosen (calls/context).
+        tokens: completion tokens per trace (GPU busy per token).
+        gpu_work: join each function's calls to their GPU work (off: several
+            times faster).
+        progress: draw progress bars on stderr.
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints
+        it. Broken links are warned about (:class:`TorchtraceWarning`).
+
+    Raises:
+        TraceError: a trace cannot be read to its end.
+        ValueError: bad arguments (an empty chain element, a bad regex).
+    """
+    return _finish(
+        _native.hierarchy(
+            _paths(paths),
+            chains=_strings(chains),
+            categories=_strings(categories),
+            any_thread=any_thread,
+            examples=examples,
+            context=context,
+            context_regex=context_regex,
+            tokens=_tokens(tokens),
+            gpu_work=gpu_work,
+            progress=progress,
+        )
+    )
+
+
+def contexts(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """The per-context rows of a :func:`pair` or :func:`kernels` document made
+    with ``per_context=True``, each with its trace's ``path`` and ``index``
+    (its position among the trace's selected contexts)."""
+    rows: List[Dict[str, Any]] = []
+    for t in doc.get("traces", []):
+        if "per_context" not in t:
+            raise ValueError(
+                "the document has no per-context rows: call pair()/kernels() with per_context=True"
+            )
+        for i, r in enumerate(t["per_context"]):
+            rows.append({"path": t["path"], "index": i, **r})
+    return rows
+
+
+def to_frame(doc_or_rows: Union[Dict[str, Any], Iterable[Dict[str, Any]]], kind: str = "pandas") -> Any:
+    """Per-context rows as a table: a pandas ``DataFrame`` (``kind="pandas"``)
+    or a ``pyarrow.Table`` (``kind="arrow"``), one row per selected context.
+
+    Args:
+        doc_or_rows: a :func:`pair`/:func:`kernels` document made with
+            ``per_context=True``, or rows from :func:`contexts`.
+        kind: ``"pandas"`` or ``"arrow"``.
+
+    Raises:
+        ImportError: the library for ``kind`` is not installed.
+    """
+    rows = contexts(doc_or_rows) if isinstance(doc_or_rows, dict) else list(doc_or_rows)
+    if kind == "pandas":
+        try:
+            import pandas as pd
+        except ImportError as e:
+            raise ImportError(
+                "torchtrace.to_frame(kind='pandas') needs pandas: pip install pandas"
+            ) from e
+        return pd.DataFrame.from_records(rows)
+    if kind == "arrow":
+        try:
+            import pyarrow as pa
+        except ImportError as e:
+            raise ImportError(
+                "torchtrace.to_frame(kind='arrow') needs pyarrow: pip install pyarrow"
+            ) from e
+        return pa.Table.from_pylist(rows)
+    raise ValueError(f"kind must be 'pandas' or 'arrow', not {kind!r}")
+
+
+def pair_frame(paths: Paths, kind: str = "pandas", **kwargs: Any) -> Any:
+    """:func:`pair` with ``per_context=True``, as :func:`to_frame` rows."""
+    return to_frame(pair(paths, per_context=True, **kwargs), kind=kind)
+
+
+def kernels_frame(paths: Paths, kind: str = "pandas", **kwargs: Any) -> Any:
+    """:func:`kernels` with ``per_context=True``, as :func:`to_frame` rows."""
+    return to_frame(kernels(paths, per_context=True, **kwargs), kind=kind)

@@ -17,10 +17,11 @@ use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 use torchtrace::api::{self, ApiError, Document, Outcome};
+use torchtrace::batch::{output, records, Manifest};
 use torchtrace::pair::GpuSpanSource;
 use torchtrace::runinfo::Given;
 use torchtrace::summary::SummaryError;
-use torchtrace::{HierarchyOptions, Selector};
+use torchtrace::{HierarchyOptions, ImageFormat, Selector};
 
 create_exception!(
     torchtrace,
@@ -243,6 +244,203 @@ fn hierarchy(
     answer(py, outcome, false)
 }
 
+// ---- Campaigns: plan, map (tasks), merge (records) -------------------------
+
+/// The options of a campaign, as `batch` takes them.
+fn campaign_options(
+    context: Option<String>,
+    context_regex: Option<String>,
+    chains: Option<Vec<String>>,
+    manifest: Option<PathBuf>,
+) -> PyResult<records::CampaignOptions> {
+    if context.is_some() && context_regex.is_some() {
+        return Err(PyValueError::new_err(
+            "give context or context_regex, not both",
+        ));
+    }
+    let manifest = manifest
+        .as_deref()
+        .map(Manifest::read)
+        .transpose()
+        .map_err(|e| PyValueError::new_err(format!("manifest: {e:#}")))?;
+    let options = records::CampaignOptions {
+        context,
+        context_regex,
+        chains: chains.unwrap_or_default(),
+        manifest,
+    };
+    // Bad regexes and chains are argument errors, found before any read.
+    options.batch_options(true).map_err(record_error)?;
+    Ok(options)
+}
+
+fn record_error(e: records::RecordError) -> PyErr {
+    match e {
+        records::RecordError::Io { .. } => PyOSError::new_err(e.to_string()),
+        _ => PyValueError::new_err(e.to_string()),
+    }
+}
+
+fn json_error(e: serde_json::Error) -> PyErr {
+    PyValueError::new_err(format!("not a torchtrace task or record: {e}"))
+}
+
+/// Plans a campaign: `(header_line, tasks)`, the header as a record line
+/// and one JSON task per unit of work (a directory file, a zip member, a
+/// tar, a file PATH). `exclude`: a directory left out of walks.
+#[pyfunction]
+#[pyo3(signature = (paths, context=None, context_regex=None, chains=None, manifest=None,
+                    exclude=None))]
+fn plan(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    context: Option<String>,
+    context_regex: Option<String>,
+    chains: Option<Vec<String>>,
+    manifest: Option<PathBuf>,
+    exclude: Option<PathBuf>,
+) -> PyResult<(String, Vec<String>)> {
+    let options = campaign_options(context, context_regex, chains, manifest)?;
+    let exclude = exclude.and_then(|e| e.canonicalize().ok());
+    let header = run_detached(py, move || {
+        records::plan_campaign(&paths, options, exclude.as_deref())
+    })?
+    .map_err(record_error)?;
+    let tasks = torchtrace::record::with_internals(|| {
+        header
+            .tasks()
+            .into_iter()
+            .map(|t| serde_json::to_string(&t.absolute()))
+            .collect::<Result<Vec<_>, _>>()
+    })
+    .map_err(json_error)?;
+    Ok((records::header_line(&header), tasks))
+}
+
+/// Reads one task's unit (on a worker): its rows as record lines.
+#[pyfunction]
+fn run_task(py: Python<'_>, task: &str) -> PyResult<Vec<String>> {
+    let task: records::Task = serde_json::from_str(task).map_err(json_error)?;
+    let rows = run_detached(py, move || task.run(true))?.map_err(record_error)?;
+    Ok(rows.iter().map(records::file_line).collect())
+}
+
+/// The rows of a task that could not run (its worker died, it raised):
+/// one failed row per file it would have read, saying `why`.
+#[pyfunction]
+fn fail_task(task: &str, why: &str) -> PyResult<Vec<String>> {
+    let task: records::Task = serde_json::from_str(task).map_err(json_error)?;
+    Ok(task.failed(why).iter().map(records::file_line).collect())
+}
+
+/// A whole campaign read in this process (`torchtrace batch` without
+/// writing): its records file as lines (header, rows, end line).
+#[pyfunction]
+#[pyo3(signature = (paths, context=None, context_regex=None, chains=None, manifest=None,
+                    exclude=None, progress=false))]
+#[allow(clippy::too_many_arguments)]
+fn analyze(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    context: Option<String>,
+    context_regex: Option<String>,
+    chains: Option<Vec<String>>,
+    manifest: Option<PathBuf>,
+    exclude: Option<PathBuf>,
+    progress: bool,
+) -> PyResult<String> {
+    let options = campaign_options(context, context_regex, chains, manifest)?;
+    let exclude = exclude.and_then(|e| e.canonicalize().ok());
+    let text = run_detached(py, move || -> Result<Vec<u8>, records::RecordError> {
+        let opts = options.batch_options(!progress)?;
+        let header = records::plan_campaign(&paths, options, exclude.as_deref())?;
+        let files = records::map(&header, records::Shard::ALL, &opts);
+        let mut out = Vec::new();
+        records::write_records(&mut out, &header, &files).map_err(|source| {
+            records::RecordError::Io {
+                path: "<memory>".into(),
+                source,
+            }
+        })?;
+        Ok(out)
+    })?
+    .map_err(record_error)?;
+    String::from_utf8(text).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// What a merge wrote: `(results_json_text, stdout_markdown, failed rows
+/// as (path, error), notes)`.
+type Merged = (String, String, Vec<(String, String)>, Vec<String>);
+
+/// Merges records (each a records file's text or path) into OUTDIR, as
+/// `torchtrace merge` does; `figures`: "png", "svg", "both" or None.
+#[pyfunction]
+#[pyo3(signature = (texts, paths, out_dir, figures=Some("png")))]
+fn merge(
+    py: Python<'_>,
+    texts: Vec<String>,
+    paths: Vec<PathBuf>,
+    out_dir: PathBuf,
+    figures: Option<&str>,
+) -> PyResult<Merged> {
+    let figures = match figures {
+        None => None,
+        Some("png") => Some(ImageFormat::Png),
+        Some("svg") => Some(ImageFormat::Svg),
+        Some("both") => Some(ImageFormat::Both),
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "figures must be \"png\", \"svg\", \"both\" or None, not {other:?}"
+            )))
+        }
+    };
+    run_detached(py, move || -> PyResult<Merged> {
+        let mut sets = Vec::new();
+        for (i, t) in texts.iter().enumerate() {
+            let lines = t.lines().map(|l| Ok(l.to_string()));
+            sets.push(records::parse_lines(&format!("records[{i}]"), lines).map_err(record_error)?);
+        }
+        for p in &paths {
+            sets.push(records::read_records(p).map_err(record_error)?);
+        }
+        let (res, context) = records::merge(sets, true).map_err(record_error)?;
+        write_merged(&res, &context, &out_dir, figures)
+    })?
+}
+
+/// Writes OUTDIR for a merged batch and describes it for Python.
+fn write_merged(
+    res: &torchtrace::BatchResult,
+    context: &str,
+    out_dir: &std::path::Path,
+    figures: Option<ImageFormat>,
+) -> PyResult<Merged> {
+    let written = output::write_all(res, out_dir, context, figures)
+        .map_err(|e| PyOSError::new_err(format!("{e:#}")))?;
+    let mut stdout = Vec::new();
+    output::write_stdout(&mut stdout, res, context, torchtrace::Format::Markdown)
+        .map_err(|e| PyOSError::new_err(e.to_string()))?;
+    let results = std::fs::read_to_string(out_dir.join("results.json"))
+        .map_err(|e| PyOSError::new_err(e.to_string()))?;
+    let failed = res
+        .failed()
+        .map(|r| {
+            (
+                r.file.path.clone(),
+                r.file.error.clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let mut notes = res.notes.clone();
+    notes.extend(written.warnings.iter().map(|w| format!("warning: {w}")));
+    Ok((
+        results,
+        String::from_utf8_lossy(&stdout).into_owned(),
+        failed,
+        notes,
+    ))
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", m.py().get_type::<TraceError>())?;
@@ -250,5 +448,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pair, m)?)?;
     m.add_function(wrap_pyfunction!(kernels, m)?)?;
     m.add_function(wrap_pyfunction!(hierarchy, m)?)?;
+    m.add_function(wrap_pyfunction!(plan, m)?)?;
+    m.add_function(wrap_pyfunction!(run_task, m)?)?;
+    m.add_function(wrap_pyfunction!(fail_task, m)?)?;
+    m.add_function(wrap_pyfunction!(analyze, m)?)?;
+    m.add_function(wrap_pyfunction!(merge, m)?)?;
     Ok(())
 }

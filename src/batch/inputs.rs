@@ -62,7 +62,8 @@ impl Input {
     /// The input's own name (directory or archive stem), the workload
     /// fallback for files at its top level.
     pub fn stem(&self) -> Option<String> {
-        let name = self.fs_path.file_name()?.to_str()?.to_string();
+        // From the PATH as given: a task may carry its absolute form.
+        let name = Path::new(&self.path).file_name()?.to_str()?.to_string();
         let stem = [".tar.gz", ".tgz", ".tar", ".zip"]
             .iter()
             .find_map(|s| name.strip_suffix(s))

@@ -223,6 +223,22 @@ pub struct Task {
 }
 
 impl Task {
+    /// The task with every path it opens made absolute (against this
+    /// process's working directory), for workers that run elsewhere; the
+    /// labels, as given, are kept.
+    pub fn absolute(mut self) -> Task {
+        let abs = |p: &mut PathBuf| {
+            if let Ok(a) = std::path::absolute(&*p) {
+                *p = a;
+            }
+        };
+        abs(&mut self.input.fs_path);
+        if let Plan::Directory(files, _) = &mut self.unit.plan {
+            files.iter_mut().for_each(|f| abs(&mut f.path));
+        }
+        self
+    }
+
     /// Reads the unit's files (in parallel where it holds several).
     pub fn run(&self, quiet: bool) -> Result<Vec<FileResult>, RecordError> {
         let opts = self.options.batch_options(quiet)?;

@@ -452,7 +452,7 @@ pub fn process(
             }
             let mut r = process_file(info, &input.fs_path, opts, progress);
             if r.kind == Kind::Worker {
-                r.summary_beside = summary_beside(&input.fs_path);
+                r.summary_beside = summary_beside(&input.fs_path, &input.path);
             }
             vec![r]
         }
@@ -1045,14 +1045,16 @@ impl Progress {
 }
 
 /// Reads the run summary beside a trace named directly as a PATH (matched
-/// to it by `finalize`).
-fn summary_beside(trace: &Path) -> Option<super::SummaryBeside> {
+/// to it by `finalize`); `shown`: the PATH as given, which names it (a
+/// distributed task opens the trace by its absolute path).
+fn summary_beside(trace: &Path, shown: &str) -> Option<super::SummaryBeside> {
     let p = summary::summary_path_for(trace)?;
     if !p.is_file() {
         return None;
     }
+    let label = summary::summary_path_for(Path::new(shown)).unwrap_or_else(|| p.clone());
     Some(super::SummaryBeside {
-        label: p.display().to_string(),
+        label: label.display().to_string(),
         summary: summary::read(&p).map_err(|e| e.to_string()),
     })
 }

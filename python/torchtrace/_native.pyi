@@ -62,3 +62,42 @@ def hierarchy(
     progress: bool = False,
 ) -> Answer:
     """``torchtrace hierarchy -f json`` on any number of traces."""
+
+# ---- Campaigns (src/batch/records.rs) -------------------------------------
+
+def plan(
+    paths: Sequence[str],
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    chains: Optional[Sequence[str]] = None,
+    manifest: Optional[str] = None,
+    exclude: Optional[str] = None,
+) -> Tuple[str, List[str]]:
+    """Plans a campaign: ``(header_line, tasks)``, the records header and one
+    JSON task per unit of work (paths in tasks are absolute)."""
+
+def run_task(task: str) -> List[str]:
+    """Reads one task's unit: the ``{"file": ...}`` record lines of its files."""
+
+def fail_task(task: str, why: str) -> List[str]:
+    """The failed record lines of a task that could not run, saying ``why``."""
+
+def analyze(
+    paths: Sequence[str],
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    chains: Optional[Sequence[str]] = None,
+    manifest: Optional[str] = None,
+    exclude: Optional[str] = None,
+    progress: bool = False,
+) -> str:
+    """A whole campaign read in this process: its records file (JSON lines)."""
+
+def merge(
+    texts: Sequence[str],
+    paths: Sequence[str],
+    out_dir: str,
+    figures: Optional[str] = "png",
+) -> Tuple[str, str, List[Tuple[str, str]], List[str]]:
+    """Merges records (file texts and file paths) into ``out_dir``:
+    ``(results_json, stdout_markdown, failed (path, error) pairs, notes)``."""

@@ -4,7 +4,7 @@ process and torchtrace.distributed on local Dask and Ray clusters of 1 and 2
 workers, on one directory of distinct worker traces.
 
     scripts/python-tests.sh            # once: the venv with the package, dask, ray
-    target/pyenv/bin/python bench/distributed.py [--copies 4] [--runs 3]
+    target/pyenv/bin/python bench/scaling.py [--copies 4] [--runs 3]
 
 Data: each sample worker trace scaled to K = 1..COPIES copies with
 ../shared/tools/scale_trace.py (distinct content, so none is a duplicate),
@@ -49,6 +49,7 @@ def make_data(copies: int) -> Path:
                 check=True,
             )
             shutil.copy(summary, d / summary.name)
+    out.parent.mkdir(parents=True, exist_ok=True)
     tmp.rename(out)
     return out
 
@@ -80,10 +81,17 @@ def main() -> None:
         clusters[n] = (c, Client(c))
         startup[f"dask {n}"] = time.perf_counter() - t
 
+    def cli(jobs: int) -> None:
+        subprocess.run(
+            [str(BIN), "-q", "-j", str(jobs), "batch", str(data), "-o", str(out / "cli")]
+            + ["--no-figures"],
+            check=True,
+            capture_output=True,
+        )
+
     cases = {
-        "CLI `torchtrace batch` (-j 2)": lambda: subprocess.run(
-            [str(BIN), "-q", "batch", str(data), "-o", str(out / "cli"), "--no-figures"], check=True
-        ),
+        "CLI `torchtrace batch -j 1`": lambda: cli(1),
+        "CLI `torchtrace batch` (-j 2)": lambda: cli(2),
         "Python `torchtrace.batch` (in process)": lambda: torchtrace.batch(
             str(data), out / "py", figures=None
         ),
@@ -119,11 +127,15 @@ def main() -> None:
     cli = statistics.median(times["CLI `torchtrace batch` (-j 2)"])
     print(f"{traces} worker traces, {size / 1e6:.1f} MB gzip, {os.cpu_count()} cores, median of {a.runs} runs")
     print(f"results.json identical to the CLI's in every case: {same}\n")
-    print("| run | time (s) | × CLI | overhead per trace vs CLI (ms) |")
-    print("|---|---:|---:|---:|")
+    cli1 = statistics.median(times["CLI `torchtrace batch -j 1`"])
+    print("| run | time (s) | × CLI -j 2 | per trace (ms) | overhead per trace vs the CLI with as many cores (ms) |")
+    print("|---|---:|---:|---:|---:|")
     for name, ts in times.items():
         m = statistics.median(ts)
-        print(f"| {name} | {m:.2f} | {m / cli:.2f} | {(m - cli) / traces * 1e3:+.1f} |")
+        ref = cli1 if ("1 worker" in name or "-j 1" in name) else cli
+        print(
+            f"| {name} | {m:.2f} | {m / cli:.2f} | {m / traces * 1e3:.1f} | {(m - ref) / traces * 1e3:+.1f} |"
+        )
     print()
     print("Cluster start-up (not in the times above): " + ", ".join(f"{k} {v:.1f} s" for k, v in startup.items()))
     shutil.rmtree(out, ignore_errors=True)

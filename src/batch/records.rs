@@ -570,7 +570,7 @@ pub fn merge_with(
         inputs.extend(header.inputs);
         notes.extend(header.notes);
         files.extend(rows.into_iter().map(|mut r| {
-            r.input += offset;
+            r.input = r.input.saturating_add(offset);
             r
         }));
     }
@@ -700,6 +700,39 @@ mod tests {
         assert!(matches!(e, RecordError::Schema { found: 99, .. }), "{e}");
         let e = parse_lines("r.jsonl", lines(&[])).unwrap_err();
         assert!(e.to_string().contains("no header"), "{e}");
+    }
+
+    /// A records file cut anywhere, or with any line dropped, is an error
+    /// naming its line or an incomplete set: never a panic, never a set
+    /// that claims to be complete.
+    #[test]
+    fn cut_or_damaged_records_never_pass_as_complete() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let options = CampaignOptions::default();
+        let opts = options.batch_options(true).unwrap();
+        let header = plan_campaign(&[root.join("sample_traces/text_mtp")], options, None).unwrap();
+        let files = map(&header, Shard::ALL, &opts);
+        let mut text = Vec::new();
+        write_records(&mut text, &header, &files).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let parse = |t: &str| parse_lines("r", t.split('\n').map(|l| Ok(l.to_string())));
+        assert!(parse(&text).unwrap().complete);
+        let step = (text.len() / 397).max(1);
+        for cut in (0..text.len()).step_by(step) {
+            if !text.is_char_boundary(cut) {
+                continue;
+            }
+            if let Ok(set) = parse(&text[..cut]) {
+                assert!(!set.complete, "cut at {cut} of {}", text.len());
+            }
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        for drop in 1..lines.len() - 1 {
+            let mut l = lines.clone();
+            l.remove(drop);
+            let e = parse(&l.join("\n")).unwrap_err();
+            assert!(e.to_string().contains("the end line counts"), "{e}");
+        }
     }
 
     /// Every figure survives the trip through JSON exactly (floats

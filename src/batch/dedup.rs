@@ -1,7 +1,7 @@
 //! Duplicate inputs: the same worker trace reached twice (the same PATH
 //! given twice, a directory and a file inside it, a symbolic link, a hard
 //! link, a copy) is analysed once; every later occurrence becomes a
-//! skipped row "duplicate of <first>" and is neither measured nor
+//! skipped row "duplicate of FIRST" and is neither measured nor
 //! compared.
 //!
 //! Files on disk are compared before anything is read, cheapest test

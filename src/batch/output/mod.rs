@@ -1,5 +1,5 @@
 //! What a batch writes, one file per output: `results.json`
-//! ([`results_json`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
+//! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
 //! (Table 8, [`workloads`]), `gpu_work.csv`/`.md` ([`gpu_work`]),
 //! `hierarchy.csv`/`.md` (Table 9,
 //! [`hierarchy`]), `figures/` ([`figures`]) and `report.md`

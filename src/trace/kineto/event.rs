@@ -1,6 +1,6 @@
 //! Kineto's JSON form of one event: deserialized straight from its byte
 //! slice with borrowed strings; times stay as their JSON text until
-//! [`RawEvent::resolve`] turns them into exact [`Ns`](crate::model::Ns).
+//! [`RawEvent::resolve`] turns them into exact [`Ns`].
 //!
 //! Errors name byte offsets in the whole file, not serde's line and column
 //! inside the event.

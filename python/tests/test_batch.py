@@ -199,3 +199,18 @@ def test_distributed_ray_local_equals_cli(work):
     assert not ray.is_initialized(), "the local instance is shut down again"
     assert_same_tree(work / "cli", work / "ray")
     assert doc["failed"] == 0
+
+
+def test_analyze_a_corrupt_trace_is_a_record_with_where_and_what_was_read(work):
+    data = Path(AR).read_bytes()
+    Path("x.pt.trace.json.gz").write_bytes(data[: len(data) // 3])
+    rec = torchtrace.analyze("x.pt.trace.json.gz")
+    (f,) = rec["files"]
+    assert f["status"] == "error"
+    assert "after byte " in f["error"] and "events read intact" in f["error"]
+    # The figures over the events read intact are kept, marked incomplete.
+    assert f["pairs"]["complete"] is False
+    assert f["pairs"]["contexts"] > 0
+    with pytest.warns(torchtrace.TorchtraceWarning, match="x.pt.trace.json.gz"):
+        doc = torchtrace.merge([rec], "out", figures=None)
+    assert doc["failed"] == 1

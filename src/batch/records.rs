@@ -263,15 +263,20 @@ impl Task {
     }
 }
 
-/// Every unit of the campaign with its input index and shard (of `count`).
-fn assigned_units(header: &Header, count: usize) -> Vec<(usize, Unit, usize)> {
-    let mut units: Vec<(usize, Unit)> = header
+/// Every unit of the campaign with its input index, in plan order.
+fn units(header: &Header) -> Vec<(usize, Unit)> {
+    header
         .plans
         .iter()
         .zip(&header.inputs)
         .enumerate()
         .flat_map(|(i, (p, input))| p.units(input).into_iter().map(move |u| (i, u)))
-        .collect();
+        .collect()
+}
+
+/// Every unit of the campaign with its input index and shard (of `count`).
+fn assigned_units(header: &Header, count: usize) -> Vec<(usize, Unit, usize)> {
+    let mut units = units(header);
     let shards = assign(&units, count.max(1));
     units
         .drain(..)
@@ -341,11 +346,10 @@ impl Header {
 
     /// One task per unit (shard numbers for as many shards as tasks).
     pub fn tasks(&self) -> Vec<Task> {
-        let units = assigned_units(self, 1);
-        units
+        units(self)
             .into_iter()
             .enumerate()
-            .map(|(k, (i, unit, _))| Task {
+            .map(|(k, (i, unit))| Task {
                 options: self.options.clone(),
                 input_index: i,
                 input: self.inputs[i].clone(),
@@ -384,13 +388,28 @@ pub struct RecordSet {
     pub complete: bool,
 }
 
-/// One line of a records file.
-#[derive(Serialize, Deserialize)]
+/// One line of a records file, as read.
+#[derive(Deserialize)]
 #[serde(rename_all = "snake_case")]
 enum Line {
     Header(Box<Header>),
     File(Box<FileResult>),
     End { files: usize },
+}
+
+/// One line of a records file, as written (the same JSON as [`Line`],
+/// borrowing what it writes).
+#[derive(Serialize)]
+#[serde(rename_all = "snake_case")]
+enum LineOut<'a> {
+    Header(&'a Header),
+    File(&'a FileResult),
+    End { files: usize },
+}
+
+/// A record line, internals included.
+fn to_line(l: &LineOut<'_>) -> String {
+    crate::record::with_internals(|| serde_json::to_string(l).unwrap_or_default())
 }
 
 /// Writes a records file: header, one line per file, end line.
@@ -400,31 +419,27 @@ pub fn write_records<W: Write>(
     files: &[FileResult],
 ) -> std::io::Result<()> {
     crate::record::with_internals(|| -> std::io::Result<()> {
-        let line = |w: &mut W, l: &Line| -> std::io::Result<()> {
+        let line = |w: &mut W, l: &LineOut<'_>| -> std::io::Result<()> {
             serde_json::to_writer(&mut *w, l)?;
             w.write_all(b"\n")
         };
-        line(&mut w, &Line::Header(Box::new(header.clone())))?;
+        line(&mut w, &LineOut::Header(header))?;
         for f in files {
-            line(&mut w, &Line::File(Box::new(f.clone())))?;
+            line(&mut w, &LineOut::File(f))?;
         }
-        line(&mut w, &Line::End { files: files.len() })?;
+        line(&mut w, &LineOut::End { files: files.len() })?;
         w.flush()
     })
 }
 
 /// One file's row as a JSON record line (`{"file":{…}}`), internals included.
 pub fn file_line(f: &FileResult) -> String {
-    crate::record::with_internals(|| {
-        serde_json::to_string(&Line::File(Box::new(f.clone()))).unwrap_or_default()
-    })
+    to_line(&LineOut::File(f))
 }
 
 /// A header as a JSON record line (`{"header":{…}}`).
 pub fn header_line(h: &Header) -> String {
-    crate::record::with_internals(|| {
-        serde_json::to_string(&Line::Header(Box::new(h.clone()))).unwrap_or_default()
-    })
+    to_line(&LineOut::Header(h))
 }
 
 /// Reads a records file (`-`: stdin). A file that stops before its end
@@ -605,10 +620,12 @@ fn merge_campaign(sets: Vec<RecordSet>) -> Result<(Header, Vec<FileResult>), Rec
         }
         files.extend(s.files);
     }
-    let mut by_input: Vec<Vec<&FileResult>> = vec![Vec::new(); header.inputs.len()];
+    let mut by_input: Vec<run::RowsOf> = std::iter::repeat_with(Default::default)
+        .take(header.inputs.len())
+        .collect();
     for f in &files {
         if let Some(v) = by_input.get_mut(f.input) {
-            v.push(f);
+            v.add(f);
         }
     }
     let mut missing = Vec::new();

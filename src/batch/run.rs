@@ -280,6 +280,23 @@ impl Plan {
     }
 }
 
+/// The rows one input got, indexed by label and by position, so that
+/// checking every unit of a large directory stays linear.
+#[derive(Debug, Default)]
+pub struct RowsOf<'a> {
+    paths: std::collections::HashSet<&'a str>,
+    ordinals: std::collections::HashSet<u64>,
+    any: bool,
+}
+
+impl<'a> RowsOf<'a> {
+    pub fn add(&mut self, r: &'a FileResult) {
+        self.paths.insert(&r.path);
+        self.ordinals.insert(r.ordinal);
+        self.any = true;
+    }
+}
+
 /// One unit of work of a plan: what a shard or a distributed task reads.
 /// Directory files and zip members are units of their own; a tar (read
 /// front to back), a file PATH and a broken input are one unit each.
@@ -355,23 +372,20 @@ impl Plan {
         out
     }
 
-    /// Whether `rows` (the rows of this plan's input) hold the outcome of
-    /// this one-unit plan.
-    pub fn covered_by(&self, input: &Input, rows: &[&FileResult]) -> bool {
+    /// Whether the rows this plan's input got hold the outcome of this
+    /// one-unit plan.
+    pub fn covered_by(&self, input: &Input, rows: &RowsOf<'_>) -> bool {
         match self {
             Plan::Directory(files, issues) => files
                 .iter()
                 .map(|f| &f.rel)
                 .chain(issues.iter().map(|i| &i.rel))
-                .all(|rel| {
-                    let label = input.label(rel);
-                    rows.iter().any(|r| r.path == label)
-                }),
+                .all(|rel| rows.paths.contains(input.label(rel).as_str())),
             Plan::Zip(members) => members
                 .iter()
-                .all(|m| rows.iter().any(|r| r.ordinal == m.index as u64)),
+                .all(|m| rows.ordinals.contains(&(m.index as u64))),
             Plan::Elsewhere => true,
-            Plan::File { .. } | Plan::Tar { .. } | Plan::Broken(_) => !rows.is_empty(),
+            Plan::File { .. } | Plan::Tar { .. } | Plan::Broken(_) => rows.any,
         }
     }
 
@@ -388,15 +402,7 @@ impl Plan {
         match self {
             Plan::Directory(files, issues) => {
                 let files = files.iter().map(|f| {
-                    let info = EntryInfo {
-                        path: input.label(&f.rel),
-                        input: idx,
-                        kind: inputs::classify(&f.rel, false),
-                        size: f.size,
-                        dir_name: dir_name_of(&f.rel, input),
-                        fs_path: Some(f.path.clone()),
-                        ordinal: f.ordinal,
-                    };
+                    let info = dir_file_info(idx, input, f);
                     match &f.dup_of {
                         Some(dup) => info.skipped(Some(dup.clone())),
                         None => fail(info),
@@ -460,15 +466,7 @@ pub fn process(
             let mut out: Vec<FileResult> = files
                 .par_iter()
                 .map(|f| {
-                    let info = EntryInfo {
-                        path: input.label(&f.rel),
-                        input: idx,
-                        kind: inputs::classify(&f.rel, false),
-                        size: f.size,
-                        dir_name: dir_name_of(&f.rel, input),
-                        fs_path: Some(f.path.clone()),
-                        ordinal: f.ordinal,
-                    };
+                    let info = dir_file_info(idx, input, f);
                     if let Some(why) = &f.dup_of {
                         progress.file_done();
                         return info.skipped(Some(why.clone()));
@@ -484,6 +482,19 @@ pub fn process(
         }
         Plan::Zip(members) => process_zip(idx, input, &members, opts, progress),
         Plan::Tar { gz } => process_tar(idx, input, gz, opts, progress),
+    }
+}
+
+/// The entry of a file found in a directory input.
+fn dir_file_info(idx: usize, input: &Input, f: &DirFile) -> EntryInfo {
+    EntryInfo {
+        path: input.label(&f.rel),
+        input: idx,
+        kind: inputs::classify(&f.rel, false),
+        size: f.size,
+        dir_name: dir_name_of(&f.rel, input),
+        fs_path: Some(f.path.clone()),
+        ordinal: f.ordinal,
     }
 }
 

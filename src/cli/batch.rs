@@ -56,15 +56,8 @@ pub struct BatchArgs {
     /// sample_tokens>propose_draft_token_ids>proposer.propose and execute_model]
     #[arg(long, value_name = "A>B>…")]
     pub chain: Vec<String>,
-    /// What to print on stdout.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Markdown)]
-    pub format: FormatArg,
-    /// Image format of the figures.
-    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png)]
-    pub image_format: ImageFormatArg,
-    /// Do not draw figures.
-    #[arg(long)]
-    pub no_figures: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Analyse only the K-th of N shares of the inputs (1 ≤ K ≤ N): the
     /// same inputs give the same shares on every machine (files balanced
     /// by size). Needs --records; `torchtrace merge` joins the shards.
@@ -113,13 +106,7 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         complete: true,
     };
     let (res, context) = records::merge_with(vec![set], &opts)?;
-    let output = OutputArgs {
-        out: out.clone(),
-        format: args.format,
-        image_format: args.image_format,
-        no_figures: args.no_figures,
-    };
-    write_outputs(&res, &context, &output, global)
+    write_outputs(&res, &context, out, &args.report, global)
 }
 
 /// Writes the records of a shard to FILE (`-`: stdout), created anew.
@@ -142,12 +129,9 @@ fn write_records(
         .with_context(|| format!("{}: cannot write", path.display()))
 }
 
-/// Where and how the outputs of a batch (or a merge) are written.
+/// How the outputs of a batch (or a merge) are written.
 #[derive(Debug, Args)]
-pub struct OutputArgs {
-    /// Output directory (created if needed).
-    #[arg(long, short = 'o', value_name = "OUTDIR")]
-    pub out: PathBuf,
+pub struct ReportArgs {
     /// What to print on stdout.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Markdown)]
     pub format: FormatArg,
@@ -164,11 +148,12 @@ pub struct OutputArgs {
 pub fn write_outputs(
     res: &batch::BatchResult,
     context: &str,
-    output: &OutputArgs,
+    out: &std::path::Path,
+    output: &ReportArgs,
     global: &GlobalArgs,
 ) -> anyhow::Result<Exit> {
     let figures = (!output.no_figures).then_some(output.image_format.into());
-    let written = batch::output::write_all(res, &output.out, context, figures)?;
+    let written = batch::output::write_all(res, out, context, figures)?;
     for w in &written.warnings {
         eprintln!("torchtrace: warning: {w}");
     }
@@ -182,7 +167,7 @@ pub fn write_outputs(
     Ok(report_failures(
         res.failed().map(|r| &r.file),
         res.attempted(),
-        Some(&output.out.join("traces.csv")),
+        Some(&out.join("traces.csv")),
     ))
 }
 

@@ -1,7 +1,7 @@
 //! `torchtrace merge`: the outputs of `batch` from the records of its
 //! shards (`batch --shard K/N --records FILE`) or of distributed workers.
 
-use super::batch::{write_outputs, OutputArgs};
+use super::batch::{write_outputs, ReportArgs};
 use super::{Exit, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
@@ -27,8 +27,11 @@ pub struct MergeArgs {
     /// Records files (JSON lines); `-` reads stdin.
     #[arg(required = true, value_name = "RECORDS")]
     pub records: Vec<PathBuf>,
+    /// Output directory (created if needed).
+    #[arg(long, short = 'o', value_name = "OUTDIR")]
+    pub out: PathBuf,
     #[command(flatten)]
-    pub output: OutputArgs,
+    pub report: ReportArgs,
 }
 
 pub fn run(args: MergeArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -38,5 +41,5 @@ pub fn run(args: MergeArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         .map(|p| records::read_records(p))
         .collect::<Result<Vec<_>, _>>()?;
     let (res, context) = records::merge(sets, global.quiet)?;
-    write_outputs(&res, &context, &args.output, global)
+    write_outputs(&res, &context, &args.out, &args.report, global)
 }

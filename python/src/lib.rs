@@ -253,11 +253,8 @@ fn campaign_options(
     chains: Option<Vec<String>>,
     manifest: Option<PathBuf>,
 ) -> PyResult<records::CampaignOptions> {
-    if context.is_some() && context_regex.is_some() {
-        return Err(PyValueError::new_err(
-            "give context or context_regex, not both",
-        ));
-    }
+    // The same checks (and messages) as the per-trace functions.
+    selector(context.as_deref(), context_regex.as_deref())?;
     let manifest = manifest
         .as_deref()
         .map(Manifest::read)

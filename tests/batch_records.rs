@@ -23,6 +23,23 @@ fn run(dir: &Path, args: &[&str]) -> (i32, Vec<u8>, String) {
     )
 }
 
+/// `batch campaign --shard K/N --records FILE` in `dir`.
+fn shard(dir: &Path, k: usize, n: usize, file: &str) -> (i32, Vec<u8>, String) {
+    let shard = format!("{k}/{n}");
+    run(
+        dir,
+        &[
+            "-q",
+            "batch",
+            "campaign",
+            "--shard",
+            &shard,
+            "--records",
+            file,
+        ],
+    )
+}
+
 /// Every file under `dir`: relative name → bytes.
 fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, Vec<u8>>) {
@@ -104,19 +121,7 @@ fn shards_then_merge_write_what_batch_writes() {
         let mut seen = Vec::new();
         for k in 1..=n {
             let f = format!("s{k}of{n}.jsonl");
-            let shard = format!("{k}/{n}");
-            let (code, stdout, err) = run(
-                dir,
-                &[
-                    "-q",
-                    "batch",
-                    "campaign",
-                    "--shard",
-                    &shard,
-                    "--records",
-                    &f,
-                ],
-            );
+            let (code, stdout, err) = shard(dir, k, n, &f);
             assert_eq!(code, 0, "{err}");
             assert!(stdout.is_empty(), "records only: nothing on stdout");
             seen.extend(rows(&dir.join(&f)));
@@ -147,19 +152,7 @@ fn every_shard_gets_work_and_the_split_is_stable() {
         let mut split = Vec::new();
         for k in 1..=3 {
             let f = format!("p{pass}s{k}.jsonl");
-            let shard = format!("{k}/3");
-            run(
-                dir,
-                &[
-                    "-q",
-                    "batch",
-                    "campaign",
-                    "--shard",
-                    &shard,
-                    "--records",
-                    &f,
-                ],
-            );
+            shard(dir, k, 3, &f);
             let r = rows(&dir.join(&f));
             let traces = r.iter().filter(|(p, _)| p.contains("rank0"));
             assert!(traces.count() >= 1, "seven traces over three shards");
@@ -178,20 +171,8 @@ fn missing_and_cut_short_shards_are_failed_rows_not_missing_ones() {
     let (tmp, _) = campaign();
     let dir = tmp.path();
     for k in 1..=3 {
-        let shard = format!("{k}/3");
         let f = format!("s{k}.jsonl");
-        run(
-            dir,
-            &[
-                "-q",
-                "batch",
-                "campaign",
-                "--shard",
-                &shard,
-                "--records",
-                &f,
-            ],
-        );
+        shard(dir, k, 3, &f);
     }
     // Shard 2 missing.
     let (code, _, err) = run(dir, &["-q", "merge", "s1.jsonl", "s3.jsonl", "-o", "part"]);
@@ -282,20 +263,8 @@ fn a_corrupt_trace_is_one_failed_record() {
     .unwrap();
     let mut failed = Vec::new();
     for k in 1..=2 {
-        let shard = format!("{k}/2");
         let f = format!("s{k}.jsonl");
-        let (code, _, _) = run(
-            dir,
-            &[
-                "-q",
-                "batch",
-                "campaign",
-                "--shard",
-                &shard,
-                "--records",
-                &f,
-            ],
-        );
+        let (code, _, _) = shard(dir, k, 2, &f);
         let bad: Vec<_> = rows(&dir.join(&f))
             .into_iter()
             .filter(|(_, s)| s == "error")

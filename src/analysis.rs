@@ -13,10 +13,10 @@
 //! are read. A new analysis is a new module implementing [`Analysis`] and
 //! [`Spec`], a field in [`TraceResult`], and one `.with(…)` in the plan.
 
+use crate::analyses::hierarchy::TraceHierarchy;
+use crate::analyses::kernels::{ledger::Ledger, TraceKernels};
+use crate::analyses::pair::TracePairs;
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
-use crate::hierarchy::TraceHierarchy;
-use crate::kernels::{ledger::Ledger, TraceKernels};
-use crate::pair::TracePairs;
 use crate::trace::{self, Event, EventPos, Meta, Prefilter, ReadError, TraceError};
 use std::io::Read;
 use std::path::Path;

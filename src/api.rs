@@ -19,11 +19,11 @@
 //! assert_eq!(doc["traces"][0]["completion_tokens"], 68);
 //! ```
 
+use crate::analyses::hierarchy::HierarchyOptions;
+use crate::analyses::kernels::{KernelsSpec, DEFAULT_TOP};
+use crate::analyses::pair::GpuSpanSource;
 use crate::analysis::{self, Plan, TraceResult};
 use crate::contexts::Selector;
-use crate::hierarchy::HierarchyOptions;
-use crate::kernels::{KernelsSpec, DEFAULT_TOP};
-use crate::pair::GpuSpanSource;
 use crate::progress::FileProgress;
 use crate::report::Format;
 use crate::runinfo::{Given, RunInfo};
@@ -258,7 +258,7 @@ fn first_incomplete(results: &mut [TraceResult]) -> Option<TraceError> {
 pub fn pair(paths: &[PathBuf], opts: &PairOptions) -> Result<Outcome<PairReport>, ApiError> {
     let given = given_per_trace(paths, &opts.given, Some(2))?;
     let mut results = read_all(paths, opts.quiet, |path, counter| {
-        crate::pair::analyze_path(path, counter, &opts.selector, opts.gpu_span)
+        crate::analyses::pair::analyze_path(path, counter, &opts.selector, opts.gpu_span)
     })?;
     let incomplete = first_incomplete(&mut results);
     let (mut problems, mut notes, mut traces) = (Vec::new(), Vec::new(), Vec::new());

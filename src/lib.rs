@@ -51,14 +51,12 @@
 //! assert_eq!(parse_us("5106297913320.790"), Ok(Ns(5_106_297_913_320_790)));
 //! ```
 
+pub mod analyses;
 pub mod analysis;
 pub mod api;
 pub mod batch;
 pub mod contexts;
-pub mod hierarchy;
-pub mod kernels;
 pub mod model;
-pub mod pair;
 pub mod plot;
 pub mod progress;
 pub mod record;
@@ -70,6 +68,10 @@ pub mod summary;
 pub mod trace;
 pub mod views;
 
+pub use analyses::hierarchy::view::HierarchyReport;
+pub use analyses::kernels::view::KernelsReport;
+pub use analyses::pair::view::PairReport;
+pub use analyses::{hierarchy, kernels, pair};
 pub use analysis::{analyze_file, analyze_path, analyze_reader, Analysis, Plan, Spec, TraceResult};
 pub use batch::{run_batch, BatchOptions, BatchResult, Manifest};
 pub use contexts::Selector;
@@ -79,6 +81,3 @@ pub use pair::{PairSpec, TracePairs};
 pub use plot::{ImageFormat, PlotInput};
 pub use report::{Format, Table};
 pub use runinfo::{Mode, RunInfo};
-pub use views::hierarchy::HierarchyReport;
-pub use views::kernels::KernelsReport;
-pub use views::pair::PairReport;

@@ -15,9 +15,9 @@ pub mod output;
 pub mod records;
 pub mod run;
 
-use crate::hierarchy::{HierarchyOptions, TraceHierarchy};
-use crate::kernels::{KernelsSpec, TraceKernels};
-use crate::pair::{self, Comparison, Selector, TracePairs};
+use crate::analyses::hierarchy::{HierarchyOptions, TraceHierarchy};
+use crate::analyses::kernels::{KernelsSpec, TraceKernels};
+use crate::analyses::pair::{self, Comparison, Selector, TracePairs};
 use crate::runinfo::{Evidence, Mode, RunInfo};
 pub use crate::runinfo::{Manifest, ManifestRow};
 use crate::summary::{self, RunSummary};
@@ -134,7 +134,7 @@ pub struct WorkloadComparison {
     pub comparison: Comparison,
     /// The same runs by launch correlation (S_context by span and by GPU
     /// busy time, kernels per token ratio).
-    pub kernels: Option<crate::kernels::Comparison>,
+    pub kernels: Option<crate::analyses::kernels::Comparison>,
     /// Indices into `BatchResult::records`.
     #[serde(skip)]
     pub baseline_index: usize,
@@ -359,7 +359,7 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
                 candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
                 comparison: pair::compare(bp, cp),
                 kernels: match (&records[b].file.kernels, &records[c].file.kernels) {
-                    (Some(bk), Some(ck)) => Some(crate::kernels::compare(bk, ck)),
+                    (Some(bk), Some(ck)) => Some(crate::analyses::kernels::compare(bk, ck)),
                     _ => None,
                 },
                 baseline_index: b,

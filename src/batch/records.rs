@@ -33,7 +33,7 @@
 use super::inputs::Input;
 use super::run::{self, Plan, Unit};
 use super::{BatchOptions, BatchResult, FileResult, Manifest};
-use crate::hierarchy::HierarchyOptions;
+use crate::analyses::hierarchy::HierarchyOptions;
 use crate::plot::DEFAULT_PLOT_CHAINS;
 use crate::Selector;
 use serde::{Deserialize, Serialize};
@@ -50,7 +50,7 @@ pub enum RecordError {
     #[error("invalid context regex {regex:?}: {source}")]
     Regex { regex: String, source: regex::Error },
     #[error("bad chain: {0}")]
-    Chain(#[from] crate::hierarchy::OptionsError),
+    Chain(#[from] crate::analyses::hierarchy::OptionsError),
     #[error("{0:?} is not a shard: K/N with 1 ≤ K ≤ N (e.g. 2/8)")]
     Shard(String),
     #[error("{path}: cannot read: {source}")]

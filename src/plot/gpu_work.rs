@@ -13,7 +13,7 @@
 
 use super::common::*;
 use super::Figure;
-use crate::kernels::{self, TraceKernels};
+use crate::analyses::kernels::{self, TraceKernels};
 use crate::runinfo::Mode;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -3,8 +3,8 @@
 //! modes, workload groups, chain-function medians and comparisons.
 
 use super::{FunctionMedian, PlotInput, PlotTrace};
-use crate::hierarchy::TraceHierarchy;
-use crate::pair::{self, Comparison, TracePairs};
+use crate::analyses::hierarchy::TraceHierarchy;
+use crate::analyses::pair::{self, Comparison, TracePairs};
 use crate::runinfo::{self, Mode, RunInfo, Source};
 
 /// One analysed trace, as the figures need it.
@@ -13,7 +13,7 @@ pub struct Measured<'a> {
     pub pairs: TracePairs,
     pub hierarchy: Option<&'a TraceHierarchy>,
     /// GPU work by launch correlation (tokens already set).
-    pub kernels: Option<crate::kernels::TraceKernels>,
+    pub kernels: Option<crate::analyses::kernels::TraceKernels>,
     pub run: RunInfo,
 }
 

@@ -4,7 +4,7 @@
 use super::marks::{LegendItem, Mark};
 use super::theme::{class_color, Theme};
 use super::{PlotInput, PlotTrace};
-use crate::pair::Comparison;
+use crate::analyses::pair::Comparison;
 use crate::runinfo::Mode;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::{Cartesian2d, ChartContext};

@@ -31,7 +31,7 @@ mod summary;
 mod theme;
 mod timeline;
 
-use crate::pair::{Comparison, TracePairs};
+use crate::analyses::pair::{Comparison, TracePairs};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -40,7 +40,8 @@ pub use input::{function_medians, Measured, Pairing};
 
 /// The chains whose functions figure 4 (and batch's Table 9) show by
 /// default: the hierarchy default chain plus the model step.
-pub const DEFAULT_PLOT_CHAINS: [&str; 2] = [crate::hierarchy::DEFAULT_CHAIN, "execute_model"];
+pub const DEFAULT_PLOT_CHAINS: [&str; 2] =
+    [crate::analyses::hierarchy::DEFAULT_CHAIN, "execute_model"];
 pub use theme::mode_color;
 
 /// One trace as the figures see it.
@@ -54,7 +55,7 @@ pub struct PlotTrace {
     pub workload: Option<String>,
     pub pairs: TracePairs,
     /// GPU work by launch correlation, when it was measured.
-    pub kernels: Option<crate::kernels::TraceKernels>,
+    pub kernels: Option<crate::analyses::kernels::TraceKernels>,
     /// Hierarchy results: median inclusive duration per chain function.
     pub functions: Vec<FunctionMedian>,
 }

@@ -76,7 +76,7 @@ fn panel<DB: DrawingBackend>(
     y_desc: &str,
     value: &dyn Fn(&super::PlotTrace) -> Option<f64>,
     fmt: &dyn Fn(f64) -> String,
-    note: &dyn Fn(&crate::pair::Comparison) -> Option<String>,
+    note: &dyn Fn(&crate::analyses::pair::Comparison) -> Option<String>,
 ) -> FigResult
 where
     DB::ErrorType: 'static,

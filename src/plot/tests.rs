@@ -1,6 +1,6 @@
 use super::common::{box_stats, quantile, Theme};
 use super::*;
-use crate::pair::compare;
+use crate::analyses::pair::compare;
 use crate::runinfo::Mode;
 
 /// A synthetic trace: `n` step contexts with a GPU span around `gpu_us`,
@@ -27,8 +27,8 @@ fn trace(label: &str, mode: &str, workload: &str, n: usize, gpu_us: i64, tokens:
         }
     }
     let doc = format!("{{\"traceEvents\": [{}]}}", evs.join(","));
-    let plan = crate::analysis::Plan::new(crate::pair::Selector::Auto)
-        .with(crate::pair::PairSpec::default());
+    let plan = crate::analysis::Plan::new(crate::analyses::pair::Selector::Auto)
+        .with(crate::analyses::pair::PairSpec::default());
     let res = crate::analysis::analyze_reader(
         &format!("{label}.pt.trace.json.gz"),
         doc.as_bytes(),

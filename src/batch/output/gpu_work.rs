@@ -2,10 +2,10 @@
 //! workload (AR against MTP: kernels and GPU busy per token, S_context by
 //! span and by busy time), and the whole-trace GPU timeline of each trace.
 
+use crate::analyses::kernels::view::TIMELINE;
+use crate::analyses::kernels::TraceKernels;
 use crate::batch::BatchResult;
-use crate::kernels::TraceKernels;
 use crate::report::{Cell, Table};
-use crate::views::kernels::TIMELINE;
 
 /// One row per (workload, AR trace, MTP trace).
 pub fn gpu_work_table(res: &BatchResult, machine: bool) -> Table {

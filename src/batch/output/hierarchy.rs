@@ -2,8 +2,8 @@
 //! functions, AR against MTP) and the chain containment per trace.
 
 use super::traces_csv::function;
+use crate::analyses::hierarchy;
 use crate::batch::BatchResult;
-use crate::hierarchy;
 use crate::report::{Cell, Table};
 
 /// Table 9 of the paper: per workload comparison and chain function,

@@ -2,8 +2,8 @@
 //! run information, its `pair` figures and its hierarchy, the comparisons,
 //! the inputs and the notes.
 
+use crate::analyses::hierarchy::TraceHierarchy;
 use crate::batch::{BatchResult, Record};
-use crate::hierarchy::TraceHierarchy;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -69,7 +69,7 @@ fn hierarchy_json(h: &TraceHierarchy) -> Value {
 }
 
 /// A trace's kernels figures, less what the trace entry already says.
-fn kernels_json(k: &crate::kernels::TraceKernels) -> Value {
+fn kernels_json(k: &crate::analyses::kernels::TraceKernels) -> Value {
     let mut v = serde_json::to_value(k).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
         for key in [

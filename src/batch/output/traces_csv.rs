@@ -1,10 +1,10 @@
 //! `traces.csv`: one row per input file, whatever became of it; the pair
 //! and chain-function columns are those of the views.
 
+use crate::analyses::hierarchy::{FunctionStats, TraceHierarchy};
 use crate::batch::BatchResult;
-use crate::hierarchy::{FunctionStats, TraceHierarchy};
 use crate::report::{Cell, Table};
-use crate::views::{self, Column};
+use crate::views::Column;
 
 /// The distinct chain functions over all traces, in chain order.
 pub fn function_names(res: &BatchResult) -> Vec<String> {
@@ -29,8 +29,8 @@ pub fn function<'a>(h: Option<&'a TraceHierarchy>, name: &str) -> Option<&'a Fun
 
 /// `traces.csv`: one row per input file, whatever became of it.
 pub fn traces_table(res: &BatchResult) -> Table {
-    let pcols = views::pair::batch_columns();
-    let hcols: Vec<Column<FunctionStats>> = views::hierarchy::function_columns()
+    let pcols = crate::analyses::pair::view::batch_columns();
+    let hcols: Vec<Column<FunctionStats>> = crate::analyses::hierarchy::view::function_columns()
         .into_iter()
         .filter(|c| c.batch)
         .collect();

@@ -1,8 +1,8 @@
 //! `workloads.csv` and `workloads.md`: Table 8 of the paper, AR against
 //! MTP per workload.
 
+use crate::analyses::pair::TracePairs;
 use crate::batch::BatchResult;
-use crate::pair::TracePairs;
 use crate::report::{Cell, Table};
 
 /// Table 8 of the paper, one row per (workload, AR trace, MTP trace).

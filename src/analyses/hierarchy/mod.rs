@@ -30,9 +30,11 @@
 
 pub mod index;
 
+pub mod view;
+
+use crate::analyses::kernels::ledger::Ledger;
 use crate::analysis::{Analysis, Finished, Spec, TraceResult};
 use crate::contexts::Selector;
-use crate::kernels::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};

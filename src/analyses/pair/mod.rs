@@ -14,10 +14,12 @@
 //!                   |<-------------- GPU span = max end − min start --------->|
 //! ```
 
+pub mod view;
+
+use crate::analyses::kernels::{KernelRow, KernelsSpec};
 use crate::analysis::{self, Analysis, Finished, Plan, Spec, TraceResult};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
-use crate::kernels::{KernelRow, KernelsSpec};
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
@@ -60,7 +62,7 @@ impl GpuSpanSource {
 /// CPU step annotations are the driver's [`Steps`]) and finishes into
 /// [`TraceResult::pairs`]. Spans by launch correlation come from the
 /// per-context rows of a kernels analysis earlier in the plan
-/// ([`crate::kernels::KernelsSpec`]); without one, `auto` uses annotations only.
+/// ([`crate::analyses::kernels::KernelsSpec`]); without one, `auto` uses annotations only.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct PairSpec {
     pub gpu_span: GpuSpanSource,

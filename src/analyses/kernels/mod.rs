@@ -13,6 +13,8 @@ pub mod intervals;
 pub mod ledger;
 pub mod timeline;
 
+pub mod view;
+
 use crate::analysis::{Analysis, Finished, Spec, TraceResult};
 use crate::model::Ns;
 use crate::stats::{median_sorted, Exact, ExactSummary, Summary};

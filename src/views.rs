@@ -8,11 +8,9 @@
 //! A new analysis adds `views/<analysis>.rs` with its column list, its
 //! report (the JSON document and its tables) and `write`.
 
-pub mod hierarchy;
-pub mod kernels;
-pub mod pair;
-
 use crate::report::{Cell, Table};
+use crate::runinfo;
+use std::path::Path;
 
 /// One column of an analysis's results.
 pub struct Column<T: ?Sized> {
@@ -112,4 +110,14 @@ pub fn ellipsize(s: &str, max: usize) -> String {
     let head: String = chars[..keep].iter().collect();
     let tail: String = chars[chars.len() - keep..].iter().collect();
     format!("{head}…{tail}")
+}
+
+/// A short column label: the parent directory and the file's stem,
+/// shortened in the middle when long.
+pub fn short(path: &str) -> String {
+    let stem = ellipsize(&runinfo::file_stem(path), 24);
+    match Path::new(path).parent().and_then(|d| d.file_name()) {
+        Some(dir) => format!("{}/{stem}", dir.to_string_lossy()),
+        None => stem,
+    }
 }

@@ -3,11 +3,11 @@
 //! traces.csv), the timeline, the top kernels, the comparison and the
 //! per-context rows; [`KernelsReport`] is the document `kernels` prints.
 
-use super::{ellipsize, Column};
-use crate::kernels::{self, Comparison, TraceKernels};
+use crate::analyses::kernels::{self, Comparison, TraceKernels};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
 use crate::stats::Summary;
+use crate::views::{ellipsize, Column};
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -35,7 +35,7 @@ impl KernelsReport {
         let labels: Vec<String> = self
             .traces
             .iter()
-            .map(|t| super::pair::short(&t.path))
+            .map(|t| crate::views::short(&t.path))
             .collect();
         let tables = human_tables(self, &labels, per_context);
         let csv = csv_tables(self);
@@ -44,7 +44,7 @@ impl KernelsReport {
             report::render(
                 out,
                 format,
-                &super::json_with_rows(self, rows),
+                &crate::views::json_with_rows(self, rows),
                 &tables,
                 &csv,
             )

@@ -3,10 +3,10 @@
 //! [`HierarchyReport`], the document `hierarchy` prints in every format.
 //! `batch`'s traces.csv and Table 9 take their function columns from here.
 
-use super::Column;
-use crate::hierarchy::{self, Comparison, FunctionStats, Link, TraceHierarchy};
+use crate::analyses::hierarchy::{self, Comparison, FunctionStats, Link, TraceHierarchy};
 use crate::report::{self, Cell, Format, Table};
 use crate::runinfo;
+use crate::views::Column;
 use serde::Serialize;
 use std::io::{self, Write};
 use std::path::Path;

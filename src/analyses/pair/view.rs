@@ -3,15 +3,13 @@
 //! prints in every format. `batch`'s traces.csv takes its pair columns
 //! from here too.
 
-use super::{ellipsize, transposed, Column};
+use crate::analyses::pair::{self, Comparison, TracePairs};
 use crate::model::Ns;
-use crate::pair::{self, Comparison, TracePairs};
 use crate::report::{self, Cell, Format, Table};
-use crate::runinfo;
 use crate::stats::Summary;
+use crate::views::{short, transposed, Column};
 use serde::Serialize;
 use std::io::{self, Write};
-use std::path::Path;
 
 /// Every figure of a trace, in table order.
 pub fn columns() -> Vec<Column<TracePairs>> {
@@ -115,16 +113,6 @@ pub fn comparison_columns() -> Vec<Column<Comparison>> {
     ]
 }
 
-/// A short column label: the parent directory and the file's stem,
-/// shortened in the middle when long.
-pub fn short(path: &str) -> String {
-    let stem = ellipsize(&runinfo::file_stem(path), 24);
-    match Path::new(path).parent().and_then(|d| d.file_name()) {
-        Some(dir) => format!("{}/{stem}", dir.to_string_lossy()),
-        None => stem,
-    }
-}
-
 /// The document `pair` prints: every trace's figures and, with two
 /// traces, their comparison (first = baseline).
 #[derive(Debug, Serialize)]
@@ -153,7 +141,7 @@ impl PairReport {
             report::render(
                 out,
                 format,
-                &super::json_with_rows(self, rows),
+                &crate::views::json_with_rows(self, rows),
                 &tables,
                 &csv,
             )

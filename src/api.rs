@@ -19,9 +19,11 @@
 //! assert_eq!(doc["traces"][0]["completion_tokens"], 68);
 //! ```
 
+use crate::analyses::hierarchy::Hierarchy;
 use crate::analyses::hierarchy::HierarchyOptions;
-use crate::analyses::kernels::{KernelsSpec, DEFAULT_TOP};
+use crate::analyses::kernels::{Kernels, KernelsSpec, DEFAULT_TOP};
 use crate::analyses::pair::GpuSpanSource;
+use crate::analyses::pair::Pair;
 use crate::analysis::{self, Plan, TraceResult};
 use crate::contexts::Selector;
 use crate::progress::FileProgress;
@@ -262,8 +264,8 @@ pub fn pair(paths: &[PathBuf], opts: &PairOptions) -> Result<Outcome<PairReport>
     })?;
     let incomplete = first_incomplete(&mut results);
     let (mut problems, mut notes, mut traces) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, ((res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
-        let mut r = res.pairs.ok_or(ApiError::NotRun("pair"))?;
+    for (i, ((mut res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
+        let mut r = res.take::<Pair>().ok_or(ApiError::NotRun("pair"))?;
         let run = RunInfo::for_trace(path, given, &r.step_names)?;
         let t = run.tokens.as_ref();
         r.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
@@ -316,8 +318,8 @@ pub fn kernels(
     })?;
     let incomplete = first_incomplete(&mut results);
     let (mut problems, mut notes, mut traces) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, ((res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
-        let mut k = res.kernels.ok_or(ApiError::NotRun("kernels"))?;
+    for (i, ((mut res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
+        let mut k = res.take::<Kernels>().ok_or(ApiError::NotRun("kernels"))?;
         let run = RunInfo::for_trace(path, given, &res.contexts.step_names)?;
         let t = run.tokens.as_ref();
         k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
@@ -349,18 +351,16 @@ pub fn hierarchy(
     opts: &ChainsOptions,
 ) -> Result<Outcome<HierarchyReport>, ApiError> {
     let given = given_per_trace(paths, &opts.given, None)?;
-    let mut plan = Plan::new(opts.chains.selector.clone());
-    if opts.gpu_work {
-        plan = plan.with(KernelsSpec::default());
-    }
-    let plan = plan.with(opts.chains.clone());
+    let mut chains = opts.chains.clone();
+    chains.gpu_work = opts.gpu_work;
+    let plan = Plan::new(chains.selector.clone()).with(chains);
     let mut results = read_all(paths, opts.quiet, |path, counter| {
         analysis::analyze_path(path, counter, &plan)
     })?;
     let incomplete = first_incomplete(&mut results);
     let mut traces = Vec::new();
-    for ((r, path), given) in results.into_iter().zip(paths).zip(&given) {
-        let mut h = r.hierarchy.ok_or(ApiError::NotRun("hierarchy"))?;
+    for ((mut r, path), given) in results.into_iter().zip(paths).zip(&given) {
+        let mut h = r.take::<Hierarchy>().ok_or(ApiError::NotRun("hierarchy"))?;
         let run = RunInfo::for_trace(path, given, &r.contexts.step_names)?;
         h.set_tokens(run.tokens.map(|t| t.value));
         traces.push(h);

@@ -19,6 +19,7 @@
 //! ```
 //! use std::path::Path;
 //! use torchtrace::{analyze_path, Format, HierarchyOptions, KernelsSpec, PairReport, PairSpec, Plan, Selector};
+//! use torchtrace::{hierarchy::Hierarchy, kernels::Kernels, pair::Pair};
 //!
 //! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
 //! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
@@ -27,15 +28,15 @@
 //! let plan = Plan::new(every_annotation).with(PairSpec::default()).with(chains);
 //! let result = analyze_path(trace, Default::default(), &plan);
 //! assert!(result.contexts.problem.is_none());
-//! let figures = result.pairs.unwrap();
+//! let figures = result.get::<Pair>().unwrap().clone();
 //! assert_eq!((figures.contexts, figures.pairs), (10, 10));
 //! assert_eq!(figures.gpu_span_ms.median, Some(0.0635));
-//! assert!(result.hierarchy.is_some());
+//! assert!(result.get::<Hierarchy>().is_some());
 //!
 //! // GPU work by launch correlation: add the kernels analysis first.
 //! let plan = Plan::new(Selector::Auto).with(KernelsSpec::default());
 //! let sample = "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz";
-//! let k = analyze_path(Path::new(sample), Default::default(), &plan).kernels.unwrap();
+//! let k = analyze_path(Path::new(sample), Default::default(), &plan).take::<Kernels>().unwrap();
 //! assert_eq!((k.contexts, k.kernels, k.graph_launches), (64, 3008, 64));
 //!
 //! // The same tables `torchtrace pair -f csv` prints.
@@ -56,6 +57,7 @@ pub mod analysis;
 pub mod api;
 pub mod batch;
 pub mod contexts;
+pub mod ledger;
 pub mod model;
 pub mod plot;
 pub mod progress;
@@ -72,7 +74,10 @@ pub use analyses::hierarchy::view::HierarchyReport;
 pub use analyses::kernels::view::KernelsReport;
 pub use analyses::pair::view::PairReport;
 pub use analyses::{hierarchy, kernels, pair};
-pub use analysis::{analyze_file, analyze_path, analyze_reader, Analysis, Plan, Spec, TraceResult};
+pub use analysis::{
+    analyze_file, analyze_path, analyze_reader, Analysis, Configures, Finished, Need, Plan,
+    Results, TraceResult,
+};
 pub use batch::{run_batch, BatchOptions, BatchResult, Manifest};
 pub use contexts::Selector;
 pub use hierarchy::{HierarchyOptions, TraceHierarchy};

@@ -159,7 +159,7 @@ fn every_cut_and_corruption_is_handled() {
             "a cut at {cut} of {} must be reported",
             json.len()
         );
-        assert!(c.pairs.unwrap().pairs <= 10);
+        assert!(c.get::<torchtrace::pair::Pair>().unwrap().pairs <= 10);
     }
     for (i, at) in (0..json.len()).step_by(step).enumerate() {
         let mut bad = json.clone();
@@ -168,7 +168,7 @@ fn every_cut_and_corruption_is_handled() {
     }
     let whole = analyze_reader("whole", &json[..], &plan());
     assert!(whole.error.is_none());
-    assert_eq!(whole.pairs.unwrap().pairs, 10);
+    assert_eq!(whole.get::<torchtrace::pair::Pair>().unwrap().pairs, 10);
 }
 
 #[test]

@@ -233,13 +233,13 @@ fn missing_and_cut_short_shards_are_failed_rows_not_missing_ones() {
     let text = fs::read_to_string(dir.join("s1.jsonl")).unwrap();
     fs::write(
         dir.join("v2.jsonl"),
-        text.replacen("\"schema\":1,", "\"schema\":2,", 1),
+        text.replacen("\"schema\":2,", "\"schema\":1,", 1),
     )
     .unwrap();
     let (code, _, err) = run(dir, &["merge", "v2.jsonl", "-o", "x"]);
     assert_eq!(code, 2);
     assert!(
-        err.contains("v2.jsonl: records of schema 2; this torchtrace reads schema 1"),
+        err.contains("v2.jsonl: records of schema 1; this torchtrace reads schema 2"),
         "{err}"
     );
 }

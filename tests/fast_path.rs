@@ -13,7 +13,7 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use torchtrace::analysis::{analyze_path, Analysis, Finished, Plan, Spec, TraceResult};
+use torchtrace::analysis::{analyze_path, Analysis, Finished, Plan, TraceResult};
 use torchtrace::hierarchy::HierarchyOptions;
 use torchtrace::pair::{self, PairSpec, Selector};
 use torchtrace::trace::{self, open, stream, Event, EventPos, Meta, Prefilter};
@@ -108,26 +108,27 @@ fn block_scanner_slices_like_the_bytewise_scanner() {
 struct AdmitAll;
 
 impl Analysis for AdmitAll {
+    const NAME: &'static str = "admit-all";
+    const KEY: &'static str = "admit_all";
+    type Config = ();
+    type Output = ();
+    fn start(_: &()) -> Self {
+        AdmitAll
+    }
     fn prefilter(&self) -> Prefilter {
         Prefilter::all()
     }
     fn push(&mut self, _: &Event<'_>, _: EventPos) {}
-    fn finish(self: Box<Self>, _: &Finished<'_>, _: &mut TraceResult) {}
-}
-
-impl Spec for AdmitAll {
-    fn start(&self) -> Box<dyn Analysis> {
-        Box::new(AdmitAll)
-    }
+    fn finish(self, _: &Finished<'_>) {}
 }
 
 /// Pair and hierarchy figures, per-context rows included, as JSON.
 fn figures(r: &TraceResult) -> serde_json::Value {
-    let p = r.pairs.as_ref().unwrap();
+    let p = r.get::<pair::Pair>().unwrap();
     serde_json::json!({
         "pairs": p,
         "rows": p.rows,
-        "hierarchy": r.hierarchy,
+        "hierarchy": r.get::<torchtrace::hierarchy::Hierarchy>(),
         "events": r.events,
         "error": r.error.as_ref().map(ToString::to_string),
     })
@@ -144,7 +145,7 @@ fn prefilters_change_nothing() {
                 .with(opts.clone())
         };
         let fast = analyze_path(&path, Arc::default(), &plan());
-        let plain = analyze_path(&path, Arc::default(), &plan().with(AdmitAll));
+        let plain = analyze_path(&path, Arc::default(), &plan().add::<AdmitAll>(()));
         assert_eq!(figures(&fast), figures(&plain), "{label}");
     }
 }

@@ -60,8 +60,8 @@ def test_analyze_gives_the_records_batch_writes(work):
     assert rec["complete"]
     assert rec["header"] == lines[0]["header"]
     assert rec["files"] == [l["file"] for l in lines[1:-1]]
-    assert rec["header"]["schema"] == 1
-    ok = [f for f in rec["files"] if f["status"] == "ok" and f["pairs"]]
+    assert rec["header"]["schema"] == 2
+    ok = [f for f in rec["files"] if f["status"] == "ok" and f["results"].get("pairs")]
     assert len(ok) == 6, "six worker traces"
     text = next(f for f in ok if f["path"] == AR.removeprefix("campaign/"))
     assert text["pairs"]["contexts"] == 64
@@ -96,7 +96,7 @@ def test_merge_refuses_bad_records(work):
     assert cli("batch", "campaign", "--shard", "1/2", "--records", "s1.jsonl").returncode == 0
     with pytest.raises(ValueError, match="shard 1/2 given twice"):
         torchtrace.merge(["s1.jsonl", "s1.jsonl"], "x")
-    Path("v9.jsonl").write_text(Path("s1.jsonl").read_text().replace('"schema":1,', '"schema":9,', 1))
+    Path("v9.jsonl").write_text(Path("s1.jsonl").read_text().replace('"schema":2,', '"schema":9,', 1))
     with pytest.raises(ValueError, match="schema 9"):
         torchtrace.merge(["v9.jsonl"], "x")
     with pytest.raises(OSError, match="nope.jsonl"):

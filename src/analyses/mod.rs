@@ -1,7 +1,19 @@
 //! The analyses: one folder each, holding the analysis (its options,
 //! streaming state and figures), its view (column lists and report) and
-//! its tests.
+//! its tests; and the registry that lists them.
+//!
+//! Adding an analysis = its folder + one line in [`REGISTRY`]. The
+//! registry's order is the order of results in records and documents.
 
 pub mod hierarchy;
 pub mod kernels;
 pub mod pair;
+
+use crate::analysis::Entry;
+
+/// Every analysis torchtrace knows, in the order their results are written.
+pub static REGISTRY: &[Entry] = &[
+    Entry::of::<pair::Pair>(),
+    Entry::of::<hierarchy::Hierarchy>(),
+    Entry::of::<kernels::Kernels>(),
+];

@@ -15,9 +15,10 @@ pub mod output;
 pub mod records;
 pub mod run;
 
-use crate::analyses::hierarchy::{HierarchyOptions, TraceHierarchy};
-use crate::analyses::kernels::{KernelsSpec, TraceKernels};
-use crate::analyses::pair::{self, Comparison, Selector, TracePairs};
+use crate::analyses::hierarchy::{Hierarchy, HierarchyOptions, TraceHierarchy};
+use crate::analyses::kernels::{Kernels, KernelsSpec, TraceKernels};
+use crate::analyses::pair::{self, Comparison, Pair, Selector, TracePairs};
+use crate::analysis::{Analysis, Results};
 use crate::runinfo::{Evidence, Mode, RunInfo};
 pub use crate::runinfo::{Manifest, ManifestRow};
 use crate::summary::{self, RunSummary};
@@ -50,8 +51,6 @@ impl BatchOptions {
     /// The analyses run on every worker trace: pairing and the chains of
     /// Table 9, from one read.
     pub fn plan(&self) -> crate::analysis::Plan {
-        // The ledger comes first: pairing takes spans by launch correlation
-        // for contexts without a GPU annotation, and the chains their GPU work.
         crate::analysis::Plan::new(self.selector.clone())
             .with(KernelsSpec::default())
             .with(pair::PairSpec::default())
@@ -91,11 +90,9 @@ pub struct FileResult {
     pub size: u64,
     pub status: Status,
     pub error: Option<String>,
-    /// Pair figures (worker traces that could be read at least in part).
-    pub pairs: Option<TracePairs>,
-    pub hierarchy: Option<TraceHierarchy>,
-    /// GPU work by launch correlation (worker traces read at least in part).
-    pub kernels: Option<TraceKernels>,
+    /// Each analysis's figures, keyed by analysis (worker traces that
+    /// could be read at least in part; empty otherwise).
+    pub results: Results,
     /// The parsed run summary (summary files).
     pub summary: Option<RunSummary>,
     pub dir_name: Option<String>,
@@ -106,6 +103,28 @@ pub struct FileResult {
     /// it on disk (read where the trace is read, so that merging never
     /// touches the inputs).
     pub summary_beside: Option<SummaryBeside>,
+}
+
+impl FileResult {
+    /// The figures of analysis `A`, if it ran on this file.
+    pub fn get<A: Analysis>(&self) -> Option<&A::Output> {
+        self.results.get::<A>()
+    }
+
+    /// `pair`'s figures: the batch's comparisons are made of them.
+    pub fn pairs(&self) -> Option<&TracePairs> {
+        self.get::<Pair>()
+    }
+
+    /// `kernels`' figures.
+    pub fn kernels(&self) -> Option<&TraceKernels> {
+        self.get::<Kernels>()
+    }
+
+    /// `hierarchy`'s figures.
+    pub fn hierarchy(&self) -> Option<&TraceHierarchy> {
+        self.get::<Hierarchy>()
+    }
 }
 
 /// A run summary beside a trace on disk: its path, and its contents or
@@ -238,22 +257,14 @@ pub fn finalize(
                 .manifest
                 .as_ref()
                 .and_then(|m| m.lookup(&f.path, f.fs_path.as_deref())),
-            step_names: f.pairs.as_ref().map_or(&[], |p| &p.step_names),
+            step_names: f.pairs().map_or(&[], |p| &p.step_names),
             dir_name: f.dir_name.as_deref(),
             ..Default::default()
         };
         rec.run = evidence.resolve();
         let t = rec.run.tokens.as_ref();
         let (tokens, source) = (t.map(|t| t.value), t.map(|t| t.source.describe()));
-        if let Some(tp) = rec.file.pairs.as_mut() {
-            tp.set_tokens(tokens, source.clone());
-        }
-        if let Some(k) = rec.file.kernels.as_mut() {
-            k.set_tokens(tokens, source);
-        }
-        if let Some(h) = rec.file.hierarchy.as_mut() {
-            h.set_tokens(tokens);
-        }
+        rec.file.results.set_tokens(tokens, source.as_deref());
         records.push(rec);
     }
     if !records.iter().any(|r| r.file.kind == Kind::Worker) {
@@ -282,7 +293,7 @@ fn rank_key(r: &Record) -> Option<i64> {
             .collect();
         digits.parse().ok()
     });
-    from_name.or_else(|| r.file.pairs.as_ref().and_then(|p| p.meta.rank))
+    from_name.or_else(|| r.file.pairs().and_then(|p| p.meta.rank))
 }
 
 /// AR against MTP over all the runs of a workload: Σ GPU spans / Σ tokens
@@ -350,7 +361,7 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
             ));
         }
         for (b, c) in matches {
-            let (Some(bp), Some(cp)) = (&records[b].file.pairs, &records[c].file.pairs) else {
+            let (Some(bp), Some(cp)) = (records[b].file.pairs(), records[c].file.pairs()) else {
                 continue;
             };
             out.push(WorkloadComparison {
@@ -358,7 +369,7 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
                 baseline_mode: "ar".into(),
                 candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
                 comparison: pair::compare(bp, cp),
-                kernels: match (&records[b].file.kernels, &records[c].file.kernels) {
+                kernels: match (records[b].file.kernels(), records[c].file.kernels()) {
                     (Some(bk), Some(ck)) => Some(crate::analyses::kernels::compare(bk, ck)),
                     _ => None,
                 },
@@ -381,7 +392,7 @@ fn workload_sides<'a>(records: &'a [Record], notes: &mut Vec<String>) -> Workloa
         if r.file.kind != Kind::Worker || r.file.status == Status::Skipped {
             continue;
         }
-        if r.file.status != Status::Ok || r.file.pairs.is_none() {
+        if r.file.status != Status::Ok || r.file.pairs().is_none() {
             if let Some(w) = r.run.workload() {
                 by_wl.entry(w).or_default();
                 *failed
@@ -445,7 +456,7 @@ fn pool_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<PooledComp
         }
         let pairs = |side: &[usize]| -> Vec<&TracePairs> {
             side.iter()
-                .filter_map(|&i| records[i].file.pairs.as_ref())
+                .filter_map(|&i| records[i].file.pairs())
                 .collect()
         };
         let (Some(b), Some(c)) = (
@@ -573,8 +584,8 @@ mod tests {
                         r.file.path.clone(),
                         r.file.status,
                         r.run.mode.clone(),
-                        r.file.pairs.clone(),
-                        r.file.hierarchy.clone(),
+                        r.file.pairs().cloned(),
+                        r.file.hierarchy().cloned(),
                     )
                 })
                 .collect()

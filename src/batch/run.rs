@@ -65,9 +65,7 @@ impl EntryInfo {
             size: self.size,
             status,
             error,
-            pairs: None,
-            hierarchy: None,
-            kernels: None,
+            results: Default::default(),
             summary: None,
             dir_name: self.dir_name,
             fs_path: self.fs_path,
@@ -102,9 +100,7 @@ fn finish(info: EntryInfo, res: TraceResult) -> FileResult {
     let mut r = info.result(status, error);
     // Figures of a file that gave no event at all mean nothing.
     if !unreadable {
-        r.pairs = res.pairs;
-        r.hierarchy = res.hierarchy;
-        r.kernels = res.kernels;
+        r.results = res.results;
     }
     r
 }

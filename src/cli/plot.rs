@@ -5,7 +5,9 @@ use super::{analyze_all, note, Exit, GlobalArgs, ImageFormatArg};
 use anyhow::{bail, Context};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::kernels::KernelsSpec;
+use torchtrace::hierarchy::Hierarchy;
+use torchtrace::kernels::{Kernels, KernelsSpec};
+use torchtrace::pair::Pair;
 use torchtrace::plot::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
 use torchtrace::runinfo::{Given, RunInfo};
 use torchtrace::{HierarchyOptions, PairSpec, Plan};
@@ -93,7 +95,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let mut problems = Vec::new();
     let mut exit = Exit::Ok;
     for (i, (res, path)) in results.iter().zip(&args.traces).enumerate() {
-        let mut pairs = res.pairs.clone().context("pairing ran")?;
+        let mut pairs = res.get::<Pair>().cloned().context("pairing ran")?;
         let given = Given {
             tokens: args.tokens.get(i).copied(),
             mode: args.mode.get(i).cloned(),
@@ -102,7 +104,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         let run = RunInfo::for_trace(path, &given, &pairs.step_names)?;
         let t = run.tokens.as_ref();
         pairs.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        let mut kernels = res.kernels.clone();
+        let mut kernels = res.get::<Kernels>().cloned();
         if let Some(k) = kernels.as_mut() {
             k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
         }
@@ -114,7 +116,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
             note(global, &format!("{}: {t}", pairs.path));
         }
         problems.push(res.contexts.problem.is_some());
-        let hierarchy = Some(res.hierarchy.as_ref().context("hierarchy ran")?);
+        let hierarchy = Some(res.get::<Hierarchy>().context("hierarchy ran")?);
         measured.push(Measured {
             pairs,
             hierarchy,

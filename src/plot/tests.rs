@@ -29,13 +29,13 @@ fn trace(label: &str, mode: &str, workload: &str, n: usize, gpu_us: i64, tokens:
     let doc = format!("{{\"traceEvents\": [{}]}}", evs.join(","));
     let plan = crate::analysis::Plan::new(crate::analyses::pair::Selector::Auto)
         .with(crate::analyses::pair::PairSpec::default());
-    let res = crate::analysis::analyze_reader(
+    let mut res = crate::analysis::analyze_reader(
         &format!("{label}.pt.trace.json.gz"),
         doc.as_bytes(),
         &plan,
     );
     assert!(res.contexts.problem.is_none());
-    let mut p = res.pairs.unwrap();
+    let mut p = res.take::<crate::analyses::pair::Pair>().unwrap();
     assert_eq!(p.pairs as usize, n - 1);
     p.set_tokens(Some(tokens), None);
     let functions = if mode == "mtp" {

@@ -32,9 +32,9 @@ pub mod index;
 
 pub mod view;
 
-use crate::analyses::kernels::ledger::Ledger;
-use crate::analysis::{Analysis, Finished, Spec, TraceResult};
+use crate::analysis::{Analysis, Configures, Finished, Need};
 use crate::contexts::Selector;
+use crate::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
@@ -116,6 +116,10 @@ pub struct HierarchyOptions {
     pub examples: usize,
     /// How step contexts are chosen for calls per context.
     pub selector: Selector,
+    /// Also join each function's calls to the GPU work they launched
+    /// (needs the ledger; off: containment and durations only, several
+    /// times faster).
+    pub gpu_work: bool,
 }
 
 impl HierarchyOptions {
@@ -165,6 +169,7 @@ impl HierarchyOptions {
             any_thread,
             examples,
             selector,
+            gpu_work: true,
         })
     }
 }
@@ -207,13 +212,31 @@ pub struct Collector {
     opts: HierarchyOptions,
 }
 
-impl Spec for HierarchyOptions {
-    fn start(&self) -> Box<dyn Analysis> {
-        Box::new(Collector::new(self))
-    }
+impl Configures for HierarchyOptions {
+    type Analysis = Collector;
 }
 
+/// The hierarchy analysis (its streaming state is the [`Collector`]).
+pub type Hierarchy = Collector;
+
 impl Analysis for Collector {
+    const NAME: &'static str = "hierarchy";
+    const KEY: &'static str = "hierarchy";
+    type Config = HierarchyOptions;
+    type Output = TraceHierarchy;
+
+    fn start(config: &HierarchyOptions) -> Self {
+        Collector::new(config)
+    }
+
+    fn ledger(config: &HierarchyOptions) -> Need {
+        if config.gpu_work {
+            Need::Yes
+        } else {
+            Need::No
+        }
+    }
+
     /// An event's text must contain an element (exact and function-part
     /// matches both contain it verbatim; escaped text is admitted by
     /// [`Prefilter`] anyway). Any `re:` element admits everything.
@@ -229,17 +252,22 @@ impl Analysis for Collector {
         Collector::push(self, ev, at)
     }
 
-    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
+    fn set_tokens(out: &mut TraceHierarchy, tokens: Option<u64>, _source: Option<&str>) {
+        out.set_tokens(tokens);
+    }
+
+    fn finish(self, trace: &Finished<'_>) -> TraceHierarchy {
         let ctx = trace.contexts;
         let contexts = (!ctx.is_empty()).then(|| (ctx.name.clone(), ctx.len() as u64));
-        let mut r = self.analyze(trace.path, &self.opts, contexts, out.ledger.as_ref());
+        let ledger = trace.ledger.filter(|_| self.opts.gpu_work);
+        let mut r = self.analyze(trace.path, &self.opts, contexts, ledger);
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(e) = trace.error_text() {
             r.complete = false;
             r.error = Some(e);
         }
-        out.hierarchy = Some(r);
+        r
     }
 }
 

@@ -18,9 +18,9 @@ fn op(name: &str, tid: i64, ts: &str, dur: &str) -> String {
 fn run_opts(events: &[String], opts: &HierarchyOptions) -> TraceHierarchy {
     let doc = format!("{{\"traceEvents\": [{}]}}", events.join(","));
     let plan = crate::analysis::Plan::new(opts.selector.clone()).with(opts.clone());
-    let r = crate::analysis::analyze_reader("t", doc.as_bytes(), &plan);
+    let mut r = crate::analysis::analyze_reader("t", doc.as_bytes(), &plan);
     assert!(r.error.is_none(), "{:?}", r.error);
-    r.hierarchy.unwrap()
+    r.results.take::<super::Hierarchy>().unwrap()
 }
 
 fn opts(chain: &str, any_thread: bool) -> HierarchyOptions {

@@ -9,17 +9,15 @@
 //! this module summarises it over the step contexts. Definitions:
 //! docs/DEFINITIONS.md, "GPU work by launch correlation".
 
-pub mod intervals;
-pub mod ledger;
 pub mod timeline;
 
 pub mod view;
 
-use crate::analysis::{Analysis, Finished, Spec, TraceResult};
+use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::ledger::{self, Kind, Ledger, Work};
 use crate::model::Ns;
 use crate::stats::{median_sorted, Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Prefilter};
-use ledger::{Kind, Ledger, Work};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 pub use timeline::Timeline;
@@ -27,10 +25,9 @@ pub use timeline::Timeline;
 /// How many kernels `top_kernels` lists by default.
 pub const DEFAULT_TOP: usize = 10;
 
-/// The kernels analysis: collects launch calls and GPU activities, and
-/// finishes into [`TraceResult::kernels`] and [`TraceResult::ledger`] (for
-/// analyses after it in the plan: `pair --gpu-span`, hierarchy's GPU work).
-#[derive(Debug, Clone, Copy)]
+/// Options of the kernels analysis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct KernelsSpec {
     /// Kernels listed in `top_kernels`.
     pub top: usize,
@@ -42,38 +39,50 @@ impl Default for KernelsSpec {
     }
 }
 
-impl Spec for KernelsSpec {
-    fn start(&self) -> Box<dyn Analysis> {
-        Box::new(Kernels {
-            collector: ledger::Collector::default(),
-            top: self.top,
-        })
-    }
+impl Configures for KernelsSpec {
+    type Analysis = Kernels;
 }
 
-struct Kernels {
-    collector: ledger::Collector,
+/// The kernels analysis: summarises the driver's ledger (launch calls and
+/// GPU activities) over the step contexts, and the whole-trace timeline.
+pub struct Kernels {
     top: usize,
 }
 
 impl Analysis for Kernels {
+    const NAME: &'static str = "kernels";
+    const KEY: &'static str = "kernels";
+    type Config = KernelsSpec;
+    type Output = TraceKernels;
+
+    fn start(config: &KernelsSpec) -> Self {
+        Kernels { top: config.top }
+    }
+
+    fn ledger(_: &KernelsSpec) -> Need {
+        Need::Yes
+    }
+
     fn prefilter(&self) -> Prefilter {
         ledger::prefilter()
     }
 
-    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        self.collector.push(ev, at);
+    /// Everything it reads is in the driver's ledger.
+    fn push(&mut self, _ev: &Event<'_>, _at: EventPos) {}
+
+    fn set_tokens(out: &mut TraceKernels, tokens: Option<u64>, source: Option<&str>) {
+        out.set_tokens(tokens, source.map(str::to_string));
     }
 
-    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
-        let ledger = self.collector.finish();
-        let mut k = summarize(trace, &ledger, self.top);
+    fn finish(self, trace: &Finished<'_>) -> TraceKernels {
+        let empty = Ledger::default();
+        let ledger = trace.ledger.unwrap_or(&empty);
+        let mut k = summarize(trace, ledger, self.top);
         if let Some(e) = trace.error_text() {
             k.complete = false;
             k.error = Some(e);
         }
-        out.kernels = Some(k);
-        out.ledger = Some(ledger);
+        k
     }
 }
 

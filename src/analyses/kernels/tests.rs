@@ -58,7 +58,7 @@ fn drawing() -> Vec<String> {
     ]
 }
 
-fn run(events: &[String]) -> TraceResult {
+fn run(events: &[String]) -> crate::TraceResult {
     let doc = format!("{{\"traceEvents\": [{}]}}", events.join(","));
     let plan = Plan::new(Selector::Auto).with(KernelsSpec::default());
     let r = analyze_reader("t", doc.as_bytes(), &plan);
@@ -68,8 +68,8 @@ fn run(events: &[String]) -> TraceResult {
 
 #[test]
 fn the_drawing_per_context() {
-    let r = run(&drawing());
-    let k = r.kernels.unwrap();
+    let mut r = run(&drawing());
+    let k = r.results.take::<Kernels>().unwrap();
     assert_eq!((k.contexts, k.contexts_with_gpu_work), (2, 1));
     let row = &k.rows[0];
     // c=10 and c=11 lie in the step; c=12 starts at its end, c=13 on tid 8.
@@ -92,7 +92,7 @@ fn the_drawing_per_context() {
 
 #[test]
 fn the_drawing_top_kernels_and_tokens() {
-    let mut k = run(&drawing()).kernels.unwrap();
+    let mut k = run(&drawing()).results.take::<Kernels>().unwrap();
     let names: Vec<(&str, u64)> = k
         .top_kernels
         .iter()
@@ -111,7 +111,7 @@ fn the_drawing_top_kernels_and_tokens() {
 
 #[test]
 fn the_drawing_timeline() {
-    let t = run(&drawing()).kernels.unwrap().timeline;
+    let t = run(&drawing()).results.take::<Kernels>().unwrap().timeline;
     // All activities, the orphan included: 4..52.
     assert_eq!(t.total_ms, Some(0.048));
     // Busy: 2 + 4 + 1 + 4 + 1 + 2 = 14 µs.
@@ -129,14 +129,14 @@ fn duplicate_correlation_belongs_to_the_first_call() {
     let mut evs = drawing();
     // A second call with c=11, later in the file, inside step 2.
     evs.push(launch("cudaLaunchKernel", 7, "31", 11));
-    let k = run(&evs).kernels.unwrap();
+    let k = run(&evs).results.take::<Kernels>().unwrap();
     assert_eq!(k.rows[0].kernels, 3);
     assert_eq!(k.rows[1].kernels, 0);
 }
 
 #[test]
 fn comparison_by_correlation() {
-    let mut a = run(&drawing()).kernels.unwrap();
+    let mut a = run(&drawing()).results.take::<Kernels>().unwrap();
     let mut b = a.clone();
     a.set_tokens(Some(1), None);
     b.set_tokens(Some(2), None);
@@ -153,7 +153,7 @@ fn memcpy_under_compute_is_not_exposed() {
         act("gpu_memcpy", "m", "2", "3", Some(2)),
         act("gpu_memset", "ncclMemset", "8", "4", Some(3)),
     ];
-    let t = run(&evs).kernels.unwrap().timeline;
+    let t = run(&evs).results.take::<Kernels>().unwrap().timeline;
     assert_eq!(t.total_ms, Some(0.012));
     assert_eq!(t.compute_ms, Some(0.010));
     // The nccl memset is communication: 10..12 is exposed.

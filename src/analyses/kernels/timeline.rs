@@ -11,8 +11,8 @@
 //! compute + exposed comm + exposed memcpy + idle = total.
 //! ```
 
-use super::intervals::Iv;
-use super::ledger::{Kind, Ledger};
+use crate::ledger::intervals::Iv;
+use crate::ledger::{Kind, Ledger};
 use serde::{Deserialize, Serialize};
 
 /// Timeline figures in ms (from exact ns).

@@ -16,17 +16,17 @@
 
 pub mod view;
 
-use crate::analyses::kernels::{KernelRow, KernelsSpec};
-use crate::analysis::{self, Analysis, Finished, Plan, Spec, TraceResult};
+use crate::analysis::{self, Analysis, Configures, Finished, Need, Plan, TraceResult};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
+use crate::ledger::Ledger;
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// The raw-bytes test for the events pairing needs: both annotation
@@ -58,26 +58,24 @@ impl GpuSpanSource {
     }
 }
 
-/// Pairing as an [`Analysis`]: keeps the `gpu_user_annotation` events (the
-/// CPU step annotations are the driver's [`Steps`]) and finishes into
-/// [`TraceResult::pairs`]. Spans by launch correlation come from the
-/// per-context rows of a kernels analysis earlier in the plan
-/// ([`crate::analyses::kernels::KernelsSpec`]); without one, `auto` uses annotations only.
-#[derive(Debug, Default, Clone, Copy)]
+/// Options of pairing.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct PairSpec {
+    /// Where a context's GPU span comes from.
     pub gpu_span: GpuSpanSource,
 }
 
-impl Spec for PairSpec {
-    fn start(&self) -> Box<dyn Analysis> {
-        Box::new(Pair {
-            mode: self.gpu_span,
-            ..Pair::default()
-        })
-    }
+impl Configures for PairSpec {
+    type Analysis = Pair;
 }
 
-/// The streaming state of pairing one trace.
+/// Pairing as an [`Analysis`]: keeps the `gpu_user_annotation` events (the
+/// CPU step annotations are the driver's [`Steps`]) and finishes into
+/// [`TracePairs`]. Spans by launch correlation come from the driver's
+/// ledger: always with `--gpu-span correlation`, and with `auto` only when
+/// some selected context has no GPU annotation (a fully annotated trace
+/// costs what pairing alone costs).
 #[derive(Debug, Default)]
 pub struct Pair {
     names: Interner,
@@ -86,6 +84,35 @@ pub struct Pair {
 }
 
 impl Analysis for Pair {
+    const NAME: &'static str = "pair";
+    const KEY: &'static str = "pairs";
+    type Config = PairSpec;
+    type Output = TracePairs;
+
+    fn start(config: &PairSpec) -> Self {
+        Pair {
+            mode: config.gpu_span,
+            ..Pair::default()
+        }
+    }
+
+    fn ledger(config: &PairSpec) -> Need {
+        match config.gpu_span {
+            GpuSpanSource::Annotation => Need::No,
+            GpuSpanSource::Auto => Need::OnDemand,
+            GpuSpanSource::Correlation => Need::Yes,
+        }
+    }
+
+    /// Some context lacks a GPU annotation: measure it by correlation.
+    fn wants_ledger(_: &PairSpec, out: &TracePairs) -> bool {
+        out.pairs < out.contexts
+    }
+
+    fn set_tokens(out: &mut TracePairs, tokens: Option<u64>, source: Option<&str>) {
+        out.set_tokens(tokens, source.map(str::to_string));
+    }
+
     fn prefilter(&self) -> Prefilter {
         annotation_prefilter()
     }
@@ -97,9 +124,9 @@ impl Analysis for Pair {
         }
     }
 
-    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut TraceResult) {
-        let measured = out.kernels.as_ref().map(|k| k.rows.as_slice());
-        let mut r = self.figures(trace, measured);
+    fn finish(self, trace: &Finished<'_>) -> TracePairs {
+        let spans = trace.ledger.map(|l| correlation_spans_of(trace, l));
+        let mut r = self.figures(trace, spans.as_deref());
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(n) = time_unit_note(trace.meta) {
@@ -109,8 +136,23 @@ impl Analysis for Pair {
             r.complete = false;
             r.error = Some(e);
         }
-        out.pairs = Some(r);
+        r
     }
+}
+
+/// Each selected context's GPU span by launch correlation (same contexts,
+/// same order): the GPU work launched from its thread during it.
+fn correlation_spans_of(trace: &Finished<'_>, ledger: &Ledger) -> Vec<Option<i64>> {
+    let steps = trace.steps;
+    trace
+        .contexts
+        .iter(steps)
+        .map(|c| {
+            let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
+            let w = ledger.work(lane, c.start, c.end());
+            w.span().and_then(|s| i64::try_from(s).ok())
+        })
+        .collect()
 }
 
 /// The Chrome trace format defines `ts` and `dur` in µs whatever
@@ -126,41 +168,17 @@ fn time_unit_note(meta: &Meta) -> Option<String> {
     })
 }
 
-/// Reads one trace for `pair` with the GPU-span source `mode`.
-///
-/// `auto` reads a file once with pairing alone and, only when some
-/// selected context has no GPU annotation, a second time with the
-/// correlation ledger: a fully annotated trace costs what pairing alone
-/// costs, since the ledger parses every launch call and GPU activity.
-/// Stdin cannot be read twice, so there the ledger comes in the one pass.
+/// Reads one trace for `pair` with the GPU-span source `mode` (`auto`:
+/// a second read with the ledger only when some context needs it, see
+/// [`Pair`]).
 pub fn analyze_path(
     path: &Path,
     progress: Arc<AtomicU64>,
     selector: &Selector,
     mode: GpuSpanSource,
 ) -> TraceResult {
-    let pairing = PairSpec { gpu_span: mode };
-    let alone = || Plan::new(selector.clone()).with(pairing);
-    let with_ledger = || {
-        Plan::new(selector.clone())
-            .with(KernelsSpec::default())
-            .with(pairing)
-    };
-    let stdin = path == Path::new("-");
-    match mode {
-        GpuSpanSource::Annotation => analysis::analyze_path(path, progress, &alone()),
-        GpuSpanSource::Correlation => analysis::analyze_path(path, progress, &with_ledger()),
-        GpuSpanSource::Auto if stdin => analysis::analyze_path(path, progress, &with_ledger()),
-        GpuSpanSource::Auto => {
-            let first = analysis::analyze_path(path, progress.clone(), &alone());
-            let bare = first.pairs.as_ref().is_some_and(|p| p.pairs < p.contexts);
-            if !bare || first.unreadable() {
-                return first;
-            }
-            progress.store(0, Ordering::Relaxed);
-            analysis::analyze_path(path, progress, &with_ledger())
-        }
-    }
+    let plan = Plan::new(selector.clone()).with(PairSpec { gpu_span: mode });
+    analysis::analyze_path(path, progress, &plan)
 }
 
 /// Where one context's GPU span came from.
@@ -245,7 +263,7 @@ impl Pair {
     /// by launch correlation where the mode says, and measures.
     /// `by_correlation`: the kernels analysis's per-context rows (same
     /// contexts, same order), when it ran earlier in the plan.
-    fn figures(&self, trace: &Finished<'_>, by_correlation: Option<&[KernelRow]>) -> TracePairs {
+    fn figures(&self, trace: &Finished<'_>, by_correlation: Option<&[Option<i64>]>) -> TracePairs {
         let (steps, contexts) = (trace.steps, trace.contexts);
         let gpu = self.gpu_index(steps, contexts);
         let (mut rows, unfinished, cpu_keys, silent) = context_rows(steps, contexts, &gpu.by_key);
@@ -481,13 +499,13 @@ fn measure(path: &str, contexts: &Contexts, rows: Vec<ContextRow>) -> TracePairs
 
 /// Replaces or fills the rows' GPU spans with spans by launch correlation:
 /// every row in `correlation` mode, rows without a GPU annotation in `auto`.
-fn correlation_spans(rows: &mut [ContextRow], by_correlation: &[KernelRow], mode: GpuSpanSource) {
-    for (row, k) in rows.iter_mut().zip(by_correlation) {
+fn correlation_spans(rows: &mut [ContextRow], by_correlation: &[Option<i64>], mode: GpuSpanSource) {
+    for (row, &span) in rows.iter_mut().zip(by_correlation) {
         if mode == GpuSpanSource::Auto && row.gpu_annotations > 0 {
             continue;
         }
-        row.gpu_ns = k.gpu_span_ns;
-        row.gpu_source = k.gpu_span_ns.map(|_| SpanSource::Correlation);
+        row.gpu_ns = span;
+        row.gpu_source = span.map(|_| SpanSource::Correlation);
     }
 }
 
@@ -679,9 +697,9 @@ mod tests {
     fn run(events: &str, selector: &Selector) -> (TracePairs, Option<PairProblem>) {
         let doc = format!("{{\"traceEvents\": [{events}]}}");
         let plan = Plan::new(selector.clone()).with(PairSpec::default());
-        let r = analyze_reader("t", doc.as_bytes(), &plan);
+        let mut r = analyze_reader("t", doc.as_bytes(), &plan);
         assert!(r.error.is_none(), "{:?}", r.error);
-        (r.pairs.unwrap(), r.contexts.problem)
+        (r.results.take::<Pair>().unwrap(), r.contexts.problem)
     }
 
     fn ua(name: &str, ts: &str, dur: &str, id: i64) -> String {
@@ -790,7 +808,10 @@ mod tests {
             ua(AR, "0", "10", 1)
         );
         let plan = Plan::new(Selector::Auto).with(PairSpec::default());
-        let r = analyze_reader("t", doc.as_bytes(), &plan).pairs.unwrap();
+        let r = analyze_reader("t", doc.as_bytes(), &plan)
+            .results
+            .take::<Pair>()
+            .unwrap();
         assert!(
             r.notes.iter().any(|n| n.contains("displayTimeUnit \"s\"")),
             "{:?}",
@@ -882,13 +903,13 @@ mod tests {
         .join(",");
         let doc = format!("{{\"traceEvents\": [{evs}]}}");
         let plan = Plan::new(Selector::Auto).with(PairSpec::default());
-        let r = analyze_reader("t", doc.as_bytes(), &plan);
+        let mut r = analyze_reader("t", doc.as_bytes(), &plan);
         let err = r.error.expect("refused").to_string();
         assert!(
             err.contains("event 2") && err.contains("beyond the representable"),
             "{err}"
         );
-        let p = r.pairs.unwrap();
+        let p = r.results.take::<Pair>().unwrap();
         assert_eq!((p.pairs, p.gpu_span_sum_ns), (1, 5_000));
     }
 }

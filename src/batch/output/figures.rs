@@ -16,9 +16,9 @@ pub fn plot_input(res: &BatchResult) -> PlotInput {
         .filter(|r| r.file.status == Status::Ok)
         .filter_map(|r| {
             Some(Measured {
-                pairs: r.file.pairs.clone()?,
-                hierarchy: r.file.hierarchy.as_ref(),
-                kernels: r.file.kernels.clone(),
+                pairs: r.file.pairs().cloned()?,
+                hierarchy: r.file.hierarchy(),
+                kernels: r.file.kernels().cloned(),
                 run: r.run.clone(),
             })
         })

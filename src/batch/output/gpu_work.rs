@@ -50,8 +50,8 @@ pub fn gpu_work_table(res: &BatchResult, machine: bool) -> Table {
     );
     for c in &res.comparisons {
         let (Some(a), Some(m), Some(k)) = (
-            res.records[c.baseline_index].file.kernels.as_ref(),
-            res.records[c.candidate_index].file.kernels.as_ref(),
+            res.records[c.baseline_index].file.kernels(),
+            res.records[c.candidate_index].file.kernels(),
             c.kernels.as_ref(),
         ) else {
             continue;
@@ -91,7 +91,7 @@ pub fn timeline_table(res: &BatchResult) -> Table {
         ],
     );
     for r in &res.records {
-        let Some(k) = r.file.kernels.as_ref() else {
+        let Some(k) = r.file.kernels() else {
             continue;
         };
         let mut row = vec![Cell::text(r.file.path.clone())];

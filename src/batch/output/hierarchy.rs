@@ -46,7 +46,7 @@ pub fn hierarchy_table(res: &BatchResult, machine: bool) -> Table {
     for c in &res.comparisons {
         let b = &res.records[c.baseline_index].file;
         let m = &res.records[c.candidate_index].file;
-        let (Some(bh), Some(mh)) = (b.hierarchy.as_ref(), m.hierarchy.as_ref()) else {
+        let (Some(bh), Some(mh)) = (b.hierarchy(), m.hierarchy()) else {
             continue;
         };
         let cmp = hierarchy::compare(bh, mh);
@@ -103,7 +103,9 @@ pub fn containment_table(res: &BatchResult) -> Table {
         ],
     );
     for r in &res.records {
-        let Some(h) = &r.file.hierarchy else { continue };
+        let Some(h) = r.file.hierarchy() else {
+            continue;
+        };
         for l in h.chains.iter().flat_map(|c| &c.links) {
             t.row(vec![
                 Cell::text(r.file.path.clone()),

@@ -53,7 +53,7 @@ fn traces_overview(res: &BatchResult) -> Table {
         ],
     );
     for r in res.records.iter().filter(|r| r.file.kind == Kind::Worker) {
-        let p = r.file.pairs.as_ref();
+        let p = r.file.pairs();
         t.row(vec![
             Cell::text(r.file.path.clone()),
             r.file.status.as_str().into(),

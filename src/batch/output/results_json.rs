@@ -33,7 +33,7 @@ struct TraceJson<'a> {
 }
 
 fn trace_json(r: &Record) -> TraceJson<'_> {
-    let mut pair = match r.file.pairs.as_ref().map(serde_json::to_value) {
+    let mut pair = match r.file.pairs().map(serde_json::to_value) {
         Some(Ok(Value::Object(m))) => m,
         _ => Map::new(),
     };
@@ -50,8 +50,8 @@ fn trace_json(r: &Record) -> TraceJson<'_> {
         workload_source: r.run.workload.as_ref().map(|w| w.source.kind()),
         speculative_depth: r.run.speculative_depth,
         size_bytes: r.file.size,
-        hierarchy: r.file.hierarchy.as_ref().map(hierarchy_json),
-        kernels: r.file.kernels.as_ref().map(kernels_json),
+        hierarchy: r.file.hierarchy().map(hierarchy_json),
+        kernels: r.file.kernels().map(kernels_json),
         pair,
     }
 }

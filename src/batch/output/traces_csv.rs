@@ -9,7 +9,7 @@ use crate::views::Column;
 /// The distinct chain functions over all traces, in chain order.
 pub fn function_names(res: &BatchResult) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
-    for h in res.records.iter().filter_map(|r| r.file.hierarchy.as_ref()) {
+    for h in res.records.iter().filter_map(|r| r.file.hierarchy()) {
         for f in h.chains.iter().flat_map(|c| &c.functions) {
             if !names.contains(&f.name) {
                 names.push(f.name.clone());
@@ -80,11 +80,11 @@ pub fn traces_table(res: &BatchResult) -> Table {
             Cell::opt_i(r.run.speculative_depth),
             f.size.into(),
         ];
-        match &f.pairs {
+        match f.pairs() {
             Some(p) => row.extend(pcols.iter().map(|c| c.cell(p))),
             None => row.resize(pair_cols, Cell::Null),
         }
-        match &f.hierarchy {
+        match f.hierarchy() {
             Some(h) => {
                 row.push(h.holds().to_string().into());
                 row.push(

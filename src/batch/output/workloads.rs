@@ -57,8 +57,8 @@ pub fn workloads_table(res: &BatchResult, machine: bool) -> Table {
     );
     for c in &res.comparisons {
         let (Some(a), Some(m)) = (
-            res.records[c.baseline_index].file.pairs.as_ref(),
-            res.records[c.candidate_index].file.pairs.as_ref(),
+            res.records[c.baseline_index].file.pairs(),
+            res.records[c.candidate_index].file.pairs(),
         ) else {
             continue;
         };

@@ -21,10 +21,12 @@
 //! attributed before the file ends). The timeline needs every activity
 //! interval anyway.
 
-use super::intervals::{self, Iv};
+pub mod intervals;
+
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};
 use crate::trace::{Event, EventPos, Prefilter};
+use intervals::Iv;
 use std::collections::HashMap;
 use std::ops::Range;
 

@@ -1,0 +1,366 @@
+//! One pass, many analyses: the [`Analysis`] trait, the [`Plan`] of the
+//! analyses to run, and the driver that feeds them all from a single read
+//! of a trace.
+//!
+//! ```text
+//!  source ─ trace::read_* (union of the prefilters) ─┬─ Steps (CPU user annotations, always)
+//!                                                    ├─ ledger::Collector (when a plan needs it)
+//!                                                    ├─ analysis 1 .push(event, pos)
+//!                                                    └─ analysis 2 .push(event, pos)
+//!  end of read ─ Contexts::select (once), Ledger (once)
+//!              ─ every analysis .finish(&Finished) ─ Results, keyed by analysis ─ TraceResult
+//! ```
+//!
+//! The driver names no analysis. What several analyses share — the step
+//! index ([`Steps`], [`Contexts`]) and the launch→activity [`Ledger`] — is
+//! the driver's: it builds the ledger only when an analysis of the plan
+//! asks for it ([`Analysis::ledger`]) and hands it to every analysis in
+//! [`Finished`], so no analysis depends on another or on plan order.
+//!
+//! Every subcommand and `batch` go through [`analyze_path`] or
+//! [`analyze_reader`]: this is the one place outside `trace/` where traces
+//! are read. A new analysis is a folder under `src/analyses/` implementing
+//! [`Analysis`], and one line in the registry (`crate::analyses::REGISTRY`).
+
+mod results;
+
+pub use results::{AnyOutput, Entry, Results};
+
+use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
+use crate::ledger::{self, Ledger};
+use crate::trace::{self, Event, EventPos, Meta, Prefilter, ReadError, TraceError};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+use std::io::Read;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Whether an analysis needs the launch→activity [`Ledger`] (every launch
+/// call and GPU activity of the trace: the costly part of a read).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub enum Need {
+    /// Never.
+    #[default]
+    No,
+    /// Only when a first read without it says so
+    /// ([`Analysis::wants_ledger`]); the trace is then read a second time
+    /// with it. A source that cannot be read twice (stdin, an archive
+    /// member) is read once, with the ledger.
+    OnDemand,
+    /// Always.
+    Yes,
+}
+
+/// A result that can travel: compared, cloned, and written to and read
+/// from records exactly (see `crate::record`).
+pub trait Output:
+    Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
+
+impl<T> Output for T where
+    T: Clone + Debug + PartialEq + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
+
+/// One analysis of one trace: it names the events it needs, receives them
+/// in file order, and finishes into its [`Analysis::Output`].
+///
+/// A value of the type is the streaming state of one trace; the plan keeps
+/// the [`Analysis::Config`] and starts one state per trace.
+pub trait Analysis: Send + Sized + 'static {
+    /// The analysis's name (its subcommand, `torchtrace.run(NAME, …)`).
+    const NAME: &'static str;
+    /// The key of its result in records, results and JSON documents.
+    const KEY: &'static str;
+    /// What a plan holds for it: options checked and compiled once.
+    type Config: Clone + Send + Sync + 'static;
+    /// Its figures for one trace.
+    type Output: Output;
+
+    /// A fresh state for one trace.
+    fn start(config: &Self::Config) -> Self;
+    /// Whether it needs the ledger (handed over in [`Finished::ledger`]).
+    fn ledger(_config: &Self::Config) -> Need {
+        Need::No
+    }
+    /// The raw-bytes test for the events [`Analysis::push`] needs; it must
+    /// never reject one of them.
+    fn prefilter(&self) -> Prefilter;
+    /// One parsed event that some analysis of the plan admitted.
+    fn push(&mut self, ev: &Event<'_>, at: EventPos);
+    /// Turns what was kept into figures.
+    fn finish(self, trace: &Finished<'_>) -> Self::Output;
+    /// With [`Need::OnDemand`]: whether the figures of a read without the
+    /// ledger call for a second read with it.
+    fn wants_ledger(_config: &Self::Config, _output: &Self::Output) -> bool {
+        false
+    }
+    /// The run's completion tokens became known (run information, found
+    /// after the read; `source` says where from): fill the per-token
+    /// figures.
+    fn set_tokens(_output: &mut Self::Output, _tokens: Option<u64>, _source: Option<&str>) {}
+}
+
+/// An analysis's configuration names its analysis, so that
+/// `plan.with(config)` needs no type annotation.
+pub trait Configures: Clone + Send + Sync + 'static {
+    type Analysis: Analysis<Config = Self>;
+}
+
+/// What every analysis may consult when it finishes.
+pub struct Finished<'a> {
+    /// The label the trace is reported under.
+    pub path: &'a str,
+    pub steps: &'a Steps,
+    pub contexts: &'a Contexts,
+    pub meta: &'a Meta,
+    /// The launch calls and GPU activities, when an analysis of the plan
+    /// asked for them.
+    pub ledger: Option<&'a Ledger>,
+    /// Elements of `traceEvents` read (intact ones, on a read error).
+    pub events: u64,
+    /// The read error, if the trace could not be read to its end.
+    pub error: Option<&'a ReadError>,
+}
+
+impl Finished<'_> {
+    /// Whether the trace was read to its end.
+    pub fn complete(&self) -> bool {
+        self.error.is_none()
+    }
+
+    /// The read error as text, for results' `error` fields.
+    pub fn error_text(&self) -> Option<String> {
+        self.error.map(ToString::to_string)
+    }
+}
+
+/// An analysis's state behind a pointer, as the driver holds it.
+trait Stage: Send {
+    fn prefilter(&self) -> Prefilter;
+    fn push(&mut self, ev: &Event<'_>, at: EventPos);
+    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut Results);
+}
+
+impl<A: Analysis> Stage for A {
+    fn prefilter(&self) -> Prefilter {
+        Analysis::prefilter(self)
+    }
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        Analysis::push(self, ev, at)
+    }
+    fn finish(self: Box<Self>, trace: &Finished<'_>, out: &mut Results) {
+        out.insert::<A>(Analysis::finish(*self, trace));
+    }
+}
+
+/// An analysis's configuration behind a pointer, as a plan holds it.
+trait Configured: Send + Sync {
+    fn start(&self) -> Box<dyn Stage>;
+    fn ledger(&self) -> Need;
+    fn wants_ledger(&self, results: &Results) -> bool;
+}
+
+struct ConfigOf<A: Analysis>(A::Config);
+
+impl<A: Analysis> Configured for ConfigOf<A> {
+    fn start(&self) -> Box<dyn Stage> {
+        Box::new(A::start(&self.0))
+    }
+    fn ledger(&self) -> Need {
+        A::ledger(&self.0)
+    }
+    fn wants_ledger(&self, results: &Results) -> bool {
+        results
+            .get::<A>()
+            .is_some_and(|out| A::wants_ledger(&self.0, out))
+    }
+}
+
+/// The analyses to run over each trace, and how step contexts are chosen.
+pub struct Plan {
+    pub selector: Selector,
+    analyses: Vec<Box<dyn Configured>>,
+}
+
+impl Plan {
+    pub fn new(selector: Selector) -> Plan {
+        Plan {
+            selector,
+            analyses: Vec::new(),
+        }
+    }
+
+    /// Adds the analysis that `config` configures. Order does not
+    /// matter: results are kept in registry order.
+    pub fn with<C: Configures>(self, config: C) -> Plan {
+        self.add::<C::Analysis>(config)
+    }
+
+    /// Adds analysis `A` with its configuration.
+    pub fn add<A: Analysis>(mut self, config: A::Config) -> Plan {
+        self.analyses.push(Box::new(ConfigOf::<A>(config)));
+        self
+    }
+
+    /// The strongest need for the ledger among the analyses.
+    pub fn ledger(&self) -> Need {
+        self.analyses
+            .iter()
+            .map(|a| a.ledger())
+            .max()
+            .unwrap_or_default()
+    }
+
+    fn start(&self) -> Vec<Box<dyn Stage>> {
+        self.analyses.iter().map(|a| a.start()).collect()
+    }
+
+    fn wants_ledger(&self, results: &Results) -> bool {
+        self.analyses
+            .iter()
+            .filter(|a| a.ledger() == Need::OnDemand)
+            .any(|a| a.wants_ledger(results))
+    }
+}
+
+/// Everything the analyses of a plan found in one trace.
+#[derive(Debug)]
+pub struct TraceResult {
+    pub path: String,
+    pub meta: Meta,
+    pub events: u64,
+    /// The read error, when the trace could not be read to its end (the
+    /// figures then cover the events before it).
+    pub error: Option<TraceError>,
+    /// The selected step contexts.
+    pub contexts: Contexts,
+    /// Each analysis's figures, keyed by analysis.
+    pub results: Results,
+}
+
+impl TraceResult {
+    /// The trace could not be read at all: no event before the error.
+    pub fn unreadable(&self) -> bool {
+        self.events == 0 && self.error.is_some()
+    }
+
+    /// The figures of analysis `A`, if the plan had it.
+    pub fn get<A: Analysis>(&self) -> Option<&A::Output> {
+        self.results.get::<A>()
+    }
+
+    /// Takes the figures of analysis `A` out.
+    pub fn take<A: Analysis>(&mut self) -> Option<A::Output> {
+        self.results.take::<A>()
+    }
+}
+
+/// Reads a trace file (or `-` for stdin) once and runs every analysis of
+/// `plan` over it. `progress` counts the bytes read from the file.
+pub fn analyze_path(path: &Path, progress: Arc<AtomicU64>, plan: &Plan) -> TraceResult {
+    analyze_file(&path.display().to_string(), path, progress, plan)
+}
+
+/// [`analyze_path`], reporting the trace under `label` (batch rows name
+/// files relative to their input).
+///
+/// With [`Need::OnDemand`] the file is read without the ledger first and,
+/// only when an analysis asks for it then, a second time with it: a trace
+/// that does not need it costs what the cheap analyses cost.
+pub fn analyze_file(
+    label: &str,
+    path: &Path,
+    progress: Arc<AtomicU64>,
+    plan: &Plan,
+) -> TraceResult {
+    let read = |ledger: bool, progress: Arc<AtomicU64>| {
+        drive(label, plan, ledger, |filter, meta, on_event| {
+            trace::read_path(path, filter, progress, meta, on_event).map_err(|e| e.kind)
+        })
+    };
+    match plan.ledger() {
+        Need::No => read(false, progress),
+        Need::Yes => read(true, progress),
+        Need::OnDemand if path == Path::new("-") => read(true, progress),
+        Need::OnDemand => {
+            let first = read(false, progress.clone());
+            if first.unreadable() || !plan.wants_ledger(&first.results) {
+                return first;
+            }
+            progress.store(0, Ordering::Relaxed);
+            read(true, progress)
+        }
+    }
+}
+
+/// Reads a trace from any byte source (an archive member, say), labelled
+/// `label`, and runs every analysis of `plan` over it. The source is read
+/// once: an analysis that needs the ledger on demand gets it.
+pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult {
+    let ledger = plan.ledger() != Need::No;
+    drive(label, plan, ledger, |filter, meta, on_event| {
+        trace::read_stream(src, filter, meta, on_event)
+    })
+}
+
+type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
+
+/// The driver: one read with the union of the prefilters, then selection,
+/// the ledger, and every analysis's finish.
+fn drive<F>(label: &str, plan: &Plan, with_ledger: bool, read: F) -> TraceResult
+where
+    F: FnOnce(&Prefilter, &mut Meta, &mut OnEvent<'_>) -> Result<trace::ReadStats, ReadError>,
+{
+    let mut stages = plan.start();
+    let mut collector = with_ledger.then(ledger::Collector::default);
+    let base = match collector {
+        Some(_) => annotation_prefilter().union(&ledger::prefilter()),
+        None => annotation_prefilter(),
+    };
+    let filter = stages.iter().fold(base, |f, a| f.union(&a.prefilter()));
+    let mut steps = Steps::default();
+    let mut meta = Meta::default();
+    let read = read(&filter, &mut meta, &mut |ev, at| {
+        steps.push(ev, at);
+        if let Some(c) = collector.as_mut() {
+            c.push(ev, at);
+        }
+        for a in stages.iter_mut() {
+            a.push(ev, at);
+        }
+    });
+    let (events, error) = match read {
+        Ok(st) => (st.events, None),
+        Err(e) => (e.events_read(), Some(e)),
+    };
+    let contexts = Contexts::select(label, &steps, &plan.selector);
+    let ledger = collector.map(ledger::Collector::finish);
+    let finished = Finished {
+        path: label,
+        steps: &steps,
+        contexts: &contexts,
+        meta: &meta,
+        ledger: ledger.as_ref(),
+        events,
+        error: error.as_ref(),
+    };
+    let mut results = Results::default();
+    for a in stages {
+        a.finish(&finished, &mut results);
+    }
+    TraceResult {
+        path: label.to_string(),
+        meta: meta.clone(),
+        events,
+        error: error.map(|kind| TraceError {
+            path: label.to_string(),
+            kind,
+        }),
+        contexts,
+        results,
+    }
+}

@@ -1,0 +1,289 @@
+//! The figures of every analysis of one trace, keyed by analysis: typed
+//! access for the code that knows an analysis ([`Results::get`]), and a
+//! serde form for the code that does not (records, `merge`, Python), in
+//! registry order, so documents keep one key order whatever the plan's.
+//!
+//! ```text
+//!  Results [ (rank 0, "pairs", TracePairs) (rank 1, "hierarchy", TraceHierarchy) … ]
+//!    get::<Pair>()      → Option<&TracePairs>       (by the analysis's type)
+//!    serialize          → {"pairs": {…}, "hierarchy": {…}}   (registry order)
+//!    deserialize        → each key decoded by its registry entry (exact: no
+//!                         detour through serde_json::Value, so i128 sums survive)
+//! ```
+
+use super::{Analysis, Output};
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::any::{Any, TypeId};
+use std::fmt;
+
+/// A result of some analysis, behind a pointer.
+pub trait AnyOutput: Any + fmt::Debug + Send + Sync + erased_serde::Serialize {
+    fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    fn clone_box(&self) -> Box<dyn AnyOutput>;
+    fn eq_dyn(&self, other: &dyn AnyOutput) -> bool;
+}
+
+impl<T: Output> AnyOutput for T {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn clone_box(&self) -> Box<dyn AnyOutput> {
+        Box::new(self.clone())
+    }
+    fn eq_dyn(&self, other: &dyn AnyOutput) -> bool {
+        other.as_any().downcast_ref::<T>() == Some(self)
+    }
+}
+
+erased_serde::serialize_trait_object!(AnyOutput);
+
+type Decode =
+    fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn AnyOutput>, erased_serde::Error>;
+type SetTokens = fn(&mut dyn AnyOutput, Option<u64>, Option<&str>);
+
+/// One line of the registry: what the code that names no analysis needs
+/// to know of one.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// [`Analysis::NAME`].
+    pub name: &'static str,
+    /// [`Analysis::KEY`].
+    pub key: &'static str,
+    analysis: fn() -> TypeId,
+    decode: Decode,
+    set_tokens: SetTokens,
+}
+
+impl Entry {
+    /// The registry line of analysis `A`.
+    pub const fn of<A: Analysis>() -> Entry {
+        Entry {
+            name: A::NAME,
+            key: A::KEY,
+            analysis: TypeId::of::<A>,
+            decode: decode::<A>,
+            set_tokens: set_tokens::<A>,
+        }
+    }
+
+    fn is<A: Analysis>(&self) -> bool {
+        (self.analysis)() == TypeId::of::<A>()
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("name", &self.name)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+fn decode<A: Analysis>(
+    d: &mut dyn erased_serde::Deserializer<'_>,
+) -> Result<Box<dyn AnyOutput>, erased_serde::Error> {
+    let out: A::Output = erased_serde::deserialize(d)?;
+    Ok(Box::new(out))
+}
+
+fn set_tokens<A: Analysis>(out: &mut dyn AnyOutput, tokens: Option<u64>, source: Option<&str>) {
+    if let Some(out) = out.as_any_mut().downcast_mut::<A::Output>() {
+        A::set_tokens(out, tokens, source);
+    }
+}
+
+fn registry() -> &'static [Entry] {
+    crate::analyses::REGISTRY
+}
+
+/// One analysis's result and where it sorts.
+struct Slot {
+    /// Position in the registry; analyses outside it (a library user's)
+    /// sort after, in the order they were added.
+    rank: usize,
+    entry: Entry,
+    value: Box<dyn AnyOutput>,
+}
+
+impl Slot {
+    fn is<A: Analysis>(&self) -> bool {
+        self.entry.is::<A>()
+    }
+}
+
+impl Clone for Slot {
+    fn clone(&self) -> Self {
+        Slot {
+            rank: self.rank,
+            entry: self.entry,
+            value: self.value.clone_box(),
+        }
+    }
+}
+
+/// The results of the analyses of one trace, in registry order.
+#[derive(Clone, Default)]
+pub struct Results {
+    slots: Vec<Slot>,
+}
+
+impl Results {
+    /// Puts analysis `A`'s result in (replacing an earlier one).
+    pub fn insert<A: Analysis>(&mut self, out: A::Output) {
+        self.slots.retain(|s| !s.is::<A>());
+        let rank = registry()
+            .iter()
+            .position(Entry::is::<A>)
+            .unwrap_or(usize::MAX);
+        let at = self.slots.partition_point(|s| s.rank <= rank);
+        let slot = Slot {
+            rank,
+            entry: Entry::of::<A>(),
+            value: Box::new(out),
+        };
+        self.slots.insert(at, slot);
+    }
+
+    /// Analysis `A`'s result, if it ran.
+    pub fn get<A: Analysis>(&self) -> Option<&A::Output> {
+        self.slot::<A>()
+            .and_then(|s| s.value.as_any().downcast_ref::<A::Output>())
+    }
+
+    /// Analysis `A`'s result, to change it.
+    pub fn get_mut<A: Analysis>(&mut self) -> Option<&mut A::Output> {
+        self.slots
+            .iter_mut()
+            .find(|s| s.is::<A>())
+            .and_then(|s| s.value.as_any_mut().downcast_mut::<A::Output>())
+    }
+
+    /// Takes analysis `A`'s result out.
+    pub fn take<A: Analysis>(&mut self) -> Option<A::Output> {
+        let at = self.slots.iter().position(|s| s.is::<A>())?;
+        let slot = self.slots.remove(at);
+        slot.value
+            .into_any()
+            .downcast::<A::Output>()
+            .ok()
+            .map(|b| *b)
+    }
+
+    fn slot<A: Analysis>(&self) -> Option<&Slot> {
+        self.slots.iter().find(|s| s.is::<A>())
+    }
+
+    /// The results as (key, result), in registry order.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &dyn AnyOutput)> {
+        self.slots.iter().map(|s| (s.entry.key, &*s.value))
+    }
+
+    /// The run's completion tokens became known: every result fills its
+    /// per-token figures ([`Analysis::set_tokens`]).
+    pub fn set_tokens(&mut self, tokens: Option<u64>, source: Option<&str>) {
+        for s in &mut self.slots {
+            (s.entry.set_tokens)(&mut *s.value, tokens, source);
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// One result as a JSON value, by key (as documents and Python see it).
+    pub fn json(&self, key: &str) -> Option<serde_json::Value> {
+        let slot = self.slots.iter().find(|s| s.entry.key == key)?;
+        serde_json::to_value(&*slot.value).ok()
+    }
+}
+
+impl fmt::Debug for Results {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.slots.iter().map(|s| (s.entry.key, &s.value)))
+            .finish()
+    }
+}
+
+impl PartialEq for Results {
+    fn eq(&self, other: &Self) -> bool {
+        self.slots.len() == other.slots.len()
+            && self.slots.iter().zip(&other.slots).all(|(a, b)| {
+                a.rank == b.rank && a.entry.key == b.entry.key && a.value.eq_dyn(&*b.value)
+            })
+    }
+}
+
+impl Serialize for Results {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.slots.len()))?;
+        for slot in &self.slots {
+            map.serialize_entry(slot.entry.key, &*slot.value)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Results {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(ResultsVisitor)
+    }
+}
+
+struct ResultsVisitor;
+
+impl<'de> Visitor<'de> for ResultsVisitor {
+    type Value = Results;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map from analysis key to its results")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Results, M::Error> {
+        let mut slots: Vec<Slot> = Vec::new();
+        while let Some(key) = map.next_key::<String>()? {
+            let Some((rank, entry)) = registry().iter().enumerate().find(|(_, e)| e.key == key)
+            else {
+                let known: Vec<&str> = registry().iter().map(|e| e.key).collect();
+                return Err(de::Error::custom(format!(
+                    "results of an unknown analysis {key:?} (this torchtrace knows {})",
+                    known.join(", ")
+                )));
+            };
+            if slots.iter().any(|s| s.rank == rank) {
+                return Err(de::Error::custom(format!("results of {key:?} twice")));
+            }
+            let value = map.next_value_seed(Seed(entry))?;
+            slots.push(Slot {
+                rank,
+                entry: *entry,
+                value,
+            });
+        }
+        slots.sort_by_key(|s| s.rank);
+        Ok(Results { slots })
+    }
+}
+
+/// Decodes one analysis's result with its registry entry.
+struct Seed<'a>(&'a Entry);
+
+impl<'de> DeserializeSeed<'de> for Seed<'_> {
+    type Value = Box<dyn AnyOutput>;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+        let mut erased = <dyn erased_serde::Deserializer>::erase(d);
+        (self.0.decode)(&mut erased).map_err(de::Error::custom)
+    }
+}

@@ -19,19 +19,16 @@
 //! assert_eq!(doc["traces"][0]["completion_tokens"], 68);
 //! ```
 
-use crate::analyses::hierarchy::Hierarchy;
-use crate::analyses::hierarchy::HierarchyOptions;
+use crate::analyses::hierarchy::{ChainsSpec, Hierarchy, HierarchyOptions};
 use crate::analyses::kernels::{Kernels, KernelsSpec, DEFAULT_TOP};
-use crate::analyses::pair::GpuSpanSource;
-use crate::analyses::pair::Pair;
-use crate::analysis::{self, Plan, TraceResult};
+use crate::analyses::pair::{GpuSpanSource, Pair, PairSpec};
+use crate::analysis::{self, Analysis, Plan, TraceResult};
 use crate::contexts::Selector;
 use crate::progress::FileProgress;
 use crate::report::Format;
 use crate::runinfo::{Given, RunInfo};
 use crate::summary::SummaryError;
 use crate::trace::TraceError;
-use crate::views::json_with_rows;
 use crate::{HierarchyReport, KernelsReport, PairReport};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -136,60 +133,75 @@ impl<R> Outcome<R> {
     }
 }
 
-/// A report that `--format json` prints.
-pub trait Document {
-    /// The JSON text `--format json` prints, byte for byte (`per_context`:
-    /// with every context's row, where the report has them).
-    fn json_text(&self, per_context: bool) -> Result<String, ApiError>;
+/// A report that a per-trace subcommand prints, in every format.
+pub trait Document: Send {
+    /// Writes the report in `format` (`per_context`: with every context's
+    /// row, where the report has them).
+    fn write_to(
+        &self,
+        out: &mut dyn std::io::Write,
+        format: Format,
+        per_context: bool,
+    ) -> std::io::Result<()>;
+    /// The JSON text `--format json` prints, byte for byte.
+    fn json_text(&self, per_context: bool) -> Result<String, ApiError> {
+        let mut buf = Vec::new();
+        self.write_to(&mut buf, Format::Json, per_context)?;
+        String::from_utf8(buf).map_err(|e| ApiError::Json(std::io::Error::other(e)))
+    }
     /// The same document as a value (numbers exact: no text round trip).
     fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError>;
+    /// `(path, complete, error)` of each trace, for the exit status.
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)>;
 }
 
-/// Writes the JSON document into a string.
-fn render(write: impl FnOnce(&mut Vec<u8>) -> std::io::Result<()>) -> Result<String, ApiError> {
-    let mut buf = Vec::new();
-    write(&mut buf)?;
-    String::from_utf8(buf).map_err(|e| ApiError::Json(std::io::Error::other(e)))
+/// What a subcommand takes besides its analysis's own options.
+#[derive(Debug, Clone, Default)]
+pub struct Common {
+    /// Which `user_annotation`s are the step contexts.
+    pub selector: Selector,
+    /// What is known about each trace's run (tokens, summary), in trace
+    /// order; missing entries are empty.
+    pub given: Vec<Given>,
+    /// No progress bars.
+    pub quiet: bool,
 }
 
-fn to_value(v: &impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
-    serde_json::to_value(v).map_err(|e| ApiError::Json(std::io::Error::other(e)))
+/// What one trace's figures make the subcommand say.
+#[derive(Debug, Default)]
+pub struct Said {
+    /// Each makes the subcommand exit 1.
+    pub problems: Vec<String>,
+    pub notes: Vec<String>,
 }
 
-impl Document for PairReport {
-    fn json_text(&self, per_context: bool) -> Result<String, ApiError> {
-        render(|b| self.write(b, Format::Json, per_context))
-    }
-    fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError> {
-        if per_context {
-            Ok(json_with_rows(self, self.traces.iter().map(|t| &t.rows)))
-        } else {
-            to_value(self)
-        }
-    }
-}
-
-impl Document for KernelsReport {
-    fn json_text(&self, per_context: bool) -> Result<String, ApiError> {
-        render(|b| self.write(b, Format::Json, per_context))
-    }
-    fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError> {
-        if per_context {
-            Ok(json_with_rows(self, self.traces.iter().map(|t| &t.rows)))
-        } else {
-            to_value(self)
-        }
-    }
-}
-
-/// `hierarchy` has no per-context rows: `per_context` is ignored.
-impl Document for HierarchyReport {
-    fn json_text(&self, _per_context: bool) -> Result<String, ApiError> {
-        render(|b| self.write(b, Format::Json))
-    }
-    fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
-        to_value(self)
-    }
+/// An analysis that is also a per-trace subcommand (and a Python
+/// function): its options as users write them, how many traces it takes,
+/// what its figures make it say, and the report it prints. The generic
+/// [`run`] does the rest, the same for every analysis.
+pub trait Command: Analysis {
+    /// The options as users write them: flags, Python keywords, records.
+    /// Defined once, with their defaults (`#[serde(default)]`) and docs.
+    type Options: serde::Serialize
+        + serde::de::DeserializeOwned
+        + Default
+        + Clone
+        + std::fmt::Debug
+        + Send
+        + Sync;
+    /// The report it prints.
+    type Report: Document + 'static;
+    /// At most this many traces (a baseline and a candidate, say).
+    const MAX_TRACES: Option<usize> = None;
+    /// Its problems are printed after the report, as notes (the report
+    /// shows them already, e.g. hierarchy's broken links).
+    const PROBLEMS_AFTER_REPORT: bool = false;
+    /// Checks the options and builds what the plan holds.
+    fn configure(options: &Self::Options, selector: &Selector) -> Result<Self::Config, ApiError>;
+    /// What one trace's figures (tokens set) make the subcommand say.
+    fn said(output: &Self::Output, contexts: &crate::contexts::Contexts) -> Said;
+    /// The report over every trace's figures, in trace order.
+    fn report(outputs: Vec<Self::Output>) -> Self::Report;
 }
 
 /// Reads each trace once with `read`, in parallel, with a progress bar per
@@ -255,53 +267,114 @@ fn first_incomplete(results: &mut [TraceResult]) -> Option<TraceError> {
     results.iter_mut().find_map(|r| r.error.take())
 }
 
-/// `torchtrace pair`: pairs each step's CPU annotation with its GPU
-/// annotation(s) in one or two traces (baseline first) and compares them.
-pub fn pair(paths: &[PathBuf], opts: &PairOptions) -> Result<Outcome<PairReport>, ApiError> {
-    let given = given_per_trace(paths, &opts.given, Some(2))?;
-    let mut results = read_all(paths, opts.quiet, |path, counter| {
-        crate::analyses::pair::analyze_path(path, counter, &opts.selector, opts.gpu_span)
+/// Runs analysis `A` as its subcommand: checks the call, reads every
+/// trace once (in parallel), resolves each trace's run information, fills
+/// the per-token figures, and collects the report, problems and notes.
+pub fn run<A: Command>(
+    paths: &[PathBuf],
+    common: &Common,
+    options: &A::Options,
+) -> Result<Outcome<A::Report>, ApiError> {
+    let given = given_per_trace(paths, &common.given, A::MAX_TRACES)?;
+    let config = A::configure(options, &common.selector)?;
+    let plan = Plan::new(common.selector.clone()).add::<A>(config);
+    let mut results = read_all(paths, common.quiet, |path, counter| {
+        analysis::analyze_path(path, counter, &plan)
     })?;
     let incomplete = first_incomplete(&mut results);
-    let (mut problems, mut notes, mut traces) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut problems, mut notes, mut outputs) = (Vec::new(), Vec::new(), Vec::new());
     for (i, ((mut res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
-        let mut r = res.take::<Pair>().ok_or(ApiError::NotRun("pair"))?;
-        let run = RunInfo::for_trace(path, given, &r.step_names)?;
+        let mut out = res.take::<A>().ok_or(ApiError::NotRun(A::NAME))?;
+        let run = RunInfo::for_trace(path, given, &res.contexts.step_names)?;
         let t = run.tokens.as_ref();
-        r.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        let problem = match res.contexts.problem {
-            Some(p) => Some(p.to_string()),
-            // A trace cut short is reported as such, not as unmeasured.
-            None if r.measured == 0 && r.complete => Some(format!(
-                "{}: none of the {} contexts got a GPU span (--gpu-span {})",
-                r.path,
-                r.contexts,
-                r.gpu_span_mode.as_str()
-            )),
-            None => None,
-        };
-        problems.extend(problem.map(|text| Message { trace: i, text }));
-        notes.extend(trace_notes(i, &r.path, &r.notes));
-        traces.push(r);
+        let source = t.map(|t| t.source.describe());
+        A::set_tokens(&mut out, t.map(|t| t.value), source.as_deref());
+        let said = A::said(&out, &res.contexts);
+        let message = |text| Message { trace: i, text };
+        problems.extend(said.problems.into_iter().map(message));
+        notes.extend(said.notes.into_iter().map(message));
+        outputs.push(out);
     }
     Ok(Outcome {
-        report: PairReport::new(traces),
+        report: A::report(outputs),
         problems,
         notes,
         incomplete,
     })
 }
 
-/// A trace's notes, each prefixed with its path.
-fn trace_notes<'a>(
-    trace: usize,
-    path: &'a str,
-    notes: &'a [String],
-) -> impl Iterator<Item = Message> + 'a {
-    notes.iter().map(move |n| Message {
-        trace,
-        text: format!("{path}: {n}"),
+/// A subcommand's outcome whatever its analysis: what [`run_named`] gives.
+pub type AnyOutcome = Outcome<Box<dyn Document>>;
+
+/// [`run`] for the analysis named `name` (its [`Analysis::NAME`]), with
+/// its options as a JSON object (keys as in the analysis's `Options`; a
+/// missing key takes its default, an unknown one is an error): the one
+/// generic entry the Python package's `torchtrace.run` calls.
+pub fn run_named(
+    name: &str,
+    paths: &[PathBuf],
+    common: &Common,
+    options: &serde_json::Value,
+) -> Result<AnyOutcome, ApiError> {
+    let entry = crate::analyses::REGISTRY
+        .iter()
+        .find(|e| e.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = crate::analyses::REGISTRY.iter().map(|e| e.name).collect();
+            ApiError::Arguments(format!(
+                "no analysis {name:?} (there are: {})",
+                known.join(", ")
+            ))
+        })?;
+    let run = entry
+        .command_fn()
+        .ok_or_else(|| ApiError::Arguments(format!("the {name} analysis is not a subcommand")))?;
+    run(paths, common, options)
+}
+
+/// [`run`] with options as JSON and the report boxed: what a registry
+/// entry of a [`Command`] holds.
+pub(crate) fn run_json<A: Command>(
+    paths: &[PathBuf],
+    common: &Common,
+    options: &serde_json::Value,
+) -> Result<AnyOutcome, ApiError> {
+    let options: A::Options = serde_json::from_value(options.clone())
+        .map_err(|e| ApiError::Arguments(format!("{} options: {e}", A::NAME)))?;
+    let out = run::<A>(paths, common, &options)?;
+    Ok(Outcome {
+        report: Box::new(out.report),
+        problems: out.problems,
+        notes: out.notes,
+        incomplete: out.incomplete,
     })
+}
+
+/// The problem of a trace whose selected contexts are missing.
+pub fn context_problem(contexts: &crate::contexts::Contexts) -> Option<String> {
+    contexts.problem.as_ref().map(ToString::to_string)
+}
+
+/// A trace's notes, each prefixed with its path.
+pub fn path_notes(path: &str, notes: &[String]) -> Vec<String> {
+    notes.iter().map(|n| format!("{path}: {n}")).collect()
+}
+
+/// `torchtrace pair`: pairs each step's CPU annotation with its GPU
+/// annotation(s) in one or two traces (baseline first) and compares them.
+pub fn pair(paths: &[PathBuf], opts: &PairOptions) -> Result<Outcome<PairReport>, ApiError> {
+    let common = Common {
+        selector: opts.selector.clone(),
+        given: opts.given.clone(),
+        quiet: opts.quiet,
+    };
+    run::<Pair>(
+        paths,
+        &common,
+        &PairSpec {
+            gpu_span: opts.gpu_span,
+        },
+    )
 }
 
 /// `torchtrace kernels`: each step context's GPU work by launch
@@ -311,36 +384,12 @@ pub fn kernels(
     paths: &[PathBuf],
     opts: &KernelsOptions,
 ) -> Result<Outcome<KernelsReport>, ApiError> {
-    let given = given_per_trace(paths, &opts.given, Some(2))?;
-    let plan = Plan::new(opts.selector.clone()).with(KernelsSpec { top: opts.top });
-    let mut results = read_all(paths, opts.quiet, |path, counter| {
-        analysis::analyze_path(path, counter, &plan)
-    })?;
-    let incomplete = first_incomplete(&mut results);
-    let (mut problems, mut notes, mut traces) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, ((mut res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
-        let mut k = res.take::<Kernels>().ok_or(ApiError::NotRun("kernels"))?;
-        let run = RunInfo::for_trace(path, given, &res.contexts.step_names)?;
-        let t = run.tokens.as_ref();
-        k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        let problem = match &res.contexts.problem {
-            Some(p) => Some(p.to_string()),
-            None if k.contexts_with_gpu_work == 0 && k.complete => Some(format!(
-                "{}: none of the {} contexts launched GPU work that the trace recorded",
-                k.path, k.contexts
-            )),
-            None => None,
-        };
-        problems.extend(problem.map(|text| Message { trace: i, text }));
-        notes.extend(trace_notes(i, &k.path, &k.notes));
-        traces.push(k);
-    }
-    Ok(Outcome {
-        report: KernelsReport::new(traces),
-        problems,
-        notes,
-        incomplete,
-    })
+    let common = Common {
+        selector: opts.selector.clone(),
+        given: opts.given.clone(),
+        quiet: opts.quiet,
+    };
+    run::<Kernels>(paths, &common, &KernelsSpec { top: opts.top })
 }
 
 /// `torchtrace hierarchy`: verifies containment chains and reports the
@@ -350,46 +399,12 @@ pub fn hierarchy(
     paths: &[PathBuf],
     opts: &ChainsOptions,
 ) -> Result<Outcome<HierarchyReport>, ApiError> {
-    let given = given_per_trace(paths, &opts.given, None)?;
-    let mut chains = opts.chains.clone();
-    chains.gpu_work = opts.gpu_work;
-    let plan = Plan::new(chains.selector.clone()).with(chains);
-    let mut results = read_all(paths, opts.quiet, |path, counter| {
-        analysis::analyze_path(path, counter, &plan)
-    })?;
-    let incomplete = first_incomplete(&mut results);
-    let mut traces = Vec::new();
-    for ((mut r, path), given) in results.into_iter().zip(paths).zip(&given) {
-        let mut h = r.take::<Hierarchy>().ok_or(ApiError::NotRun("hierarchy"))?;
-        let run = RunInfo::for_trace(path, given, &r.contexts.step_names)?;
-        h.set_tokens(run.tokens.map(|t| t.value));
-        traces.push(h);
-    }
-    let report = HierarchyReport::new(traces);
-    let mut notes = Vec::new();
-    let mut problems = Vec::new();
-    for (i, t) in report.traces.iter().enumerate() {
-        if t.contexts.is_none() {
-            let text = format!(
-                "{}: no step contexts found: calls per context are null",
-                t.path
-            );
-            notes.push(Message { trace: i, text });
-        }
-        for l in t.chains.iter().flat_map(|c| &c.links).filter(|l| !l.holds) {
-            let text = format!(
-                "{}: {} of {} {} not inside {}",
-                t.path, l.uncontained, l.children, l.child, l.parent
-            );
-            problems.push(Message { trace: i, text });
-        }
-    }
-    Ok(Outcome {
-        report,
-        problems,
-        notes,
-        incomplete,
-    })
+    let common = Common {
+        selector: opts.chains.selector.clone(),
+        given: opts.given.clone(),
+        quiet: opts.quiet,
+    };
+    run::<Hierarchy>(paths, &common, &ChainsSpec::of(&opts.chains, opts.gpu_work))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use crate::analysis::Entry;
 
 /// Every analysis torchtrace knows, in the order their results are written.
 pub static REGISTRY: &[Entry] = &[
-    Entry::of::<pair::Pair>(),
-    Entry::of::<hierarchy::Hierarchy>(),
-    Entry::of::<kernels::Kernels>(),
+    Entry::command::<pair::Pair>(),
+    Entry::command::<hierarchy::Hierarchy>(),
+    Entry::command::<kernels::Kernels>(),
 ];

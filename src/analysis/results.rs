@@ -50,6 +50,12 @@ erased_serde::serialize_trait_object!(AnyOutput);
 type Decode =
     fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn AnyOutput>, erased_serde::Error>;
 type SetTokens = fn(&mut dyn AnyOutput, Option<u64>, Option<&str>);
+/// Runs an analysis as its subcommand, options as JSON.
+pub type RunCommand = fn(
+    &[std::path::PathBuf],
+    &crate::api::Common,
+    &serde_json::Value,
+) -> Result<crate::api::AnyOutcome, crate::api::ApiError>;
 
 /// One line of the registry: what the code that names no analysis needs
 /// to know of one.
@@ -62,6 +68,7 @@ pub struct Entry {
     analysis: fn() -> TypeId,
     decode: Decode,
     set_tokens: SetTokens,
+    command: Option<RunCommand>,
 }
 
 impl Entry {
@@ -73,7 +80,21 @@ impl Entry {
             analysis: TypeId::of::<A>,
             decode: decode::<A>,
             set_tokens: set_tokens::<A>,
+            command: None,
         }
+    }
+
+    /// The registry line of analysis `A` that is also a subcommand (and
+    /// a Python function): `torchtrace.run(NAME, …)` finds it here.
+    pub const fn command<A: crate::api::Command>() -> Entry {
+        let mut e = Entry::of::<A>();
+        e.command = Some(crate::api::run_json::<A>);
+        e
+    }
+
+    /// How to run it as a subcommand, if it is one.
+    pub fn command_fn(&self) -> Option<RunCommand> {
+        self.command
     }
 
     fn is<A: Analysis>(&self) -> bool {

@@ -1,12 +1,10 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
-use super::{note, Exit, FormatArg, GlobalArgs};
-use anyhow::Context;
+use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::api;
-use torchtrace::HierarchyOptions;
+use torchtrace::hierarchy::{ChainsSpec, Hierarchy};
 
 /// Verify that events nest along chains `a>b>c` (every b inside some a,
 /// every c inside some b) and report call counts and inclusive durations;
@@ -75,44 +73,20 @@ pub struct HierarchyArgs {
     pub format: FormatArg,
 }
 
-impl HierarchyArgs {
-    pub fn to_options(&self) -> anyhow::Result<HierarchyOptions> {
-        let selector = self.contexts.selector()?;
-        HierarchyOptions::new(
-            &self.chain,
-            &self.category,
-            self.any_thread,
-            self.examples,
-            selector,
-        )
-        .context("bad --chain")
-    }
-}
-
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let opts = api::ChainsOptions {
-        chains: args.to_options()?,
+    let common = api::Common {
+        selector: args.contexts.selector()?,
         given: super::given(args.traces.len(), &args.tokens, &[])?,
-        gpu_work: !args.no_gpu_work,
         quiet: global.quiet,
     };
-    let out = api::hierarchy(&args.traces, &opts)?;
-    for n in &out.notes {
-        note(global, &n.text);
-    }
-    let mut stdout = std::io::stdout().lock();
-    out.report.write(&mut stdout, args.format.into())?;
-    stdout.flush()?;
-    super::incomplete(
-        out.report
-            .traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
-        "figures above",
-    )?;
+    let options = ChainsSpec {
+        chains: args.chain.clone(),
+        categories: args.category.clone(),
+        any_thread: args.any_thread,
+        examples: args.examples,
+        gpu_work: !args.no_gpu_work,
+    };
     // Broken links come after the tables, as notes: the tables show them.
-    for p in &out.problems {
-        note(global, &p.text);
-    }
-    Ok(Exit::of(&out))
+    let how = (args.format, false);
+    super::run_command::<Hierarchy>(&args.traces, common, &options, how, global)
 }

@@ -1,9 +1,8 @@
 //! `torchtrace kernels`: the GPU work of each step context by launch →
 //! activity correlation, the top kernels and the whole-trace GPU timeline.
 
-use super::{note, Exit, FormatArg, GlobalArgs};
+use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::api;
 use torchtrace::kernels;
@@ -61,32 +60,12 @@ pub struct KernelsArgs {
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let opts = api::KernelsOptions {
+    let common = api::Common {
         selector: args.contexts.selector()?,
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
-        top: args.top,
         quiet: global.quiet,
     };
-    let out = api::kernels(&args.traces, &opts)?;
-    // Each trace's problem, then its notes (problems are never silenced).
-    for i in 0..args.traces.len() {
-        for p in out.problems.iter().filter(|p| p.trace == i) {
-            eprintln!("torchtrace: {}", p.text);
-        }
-        for n in out.notes.iter().filter(|n| n.trace == i) {
-            note(global, &n.text);
-        }
-    }
-    let mut stdout = std::io::stdout().lock();
-    out.report
-        .write(&mut stdout, args.format.into(), args.per_context)?;
-    stdout.flush()?;
-    super::incomplete(
-        out.report
-            .traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
-        "figures above",
-    )?;
-    Ok(Exit::of(&out))
+    let options = kernels::KernelsSpec { top: args.top };
+    let how = (args.format, args.per_context);
+    super::run_command::<kernels::Kernels>(&args.traces, common, &options, how, global)
 }

@@ -152,6 +152,43 @@ pub fn analyze_all(
     )?)
 }
 
+/// Runs analysis `A` as its subcommand over `traces` and prints what it
+/// found: problems (never silenced by -q) and notes on stderr, trace by
+/// trace, then the report in `format` on stdout. The one body of every
+/// per-trace subcommand.
+pub fn run_command<A: torchtrace::api::Command>(
+    traces: &[std::path::PathBuf],
+    common: torchtrace::api::Common,
+    options: &A::Options,
+    (format, per_context): (FormatArg, bool),
+    global: &GlobalArgs,
+) -> anyhow::Result<Exit> {
+    use std::io::Write;
+    use torchtrace::api::Document;
+    let out = torchtrace::api::run::<A>(traces, &common, options)?;
+    for i in 0..traces.len() {
+        if !A::PROBLEMS_AFTER_REPORT {
+            for p in out.problems.iter().filter(|p| p.trace == i) {
+                eprintln!("torchtrace: {}", p.text);
+            }
+        }
+        for n in out.notes.iter().filter(|n| n.trace == i) {
+            note(global, &n.text);
+        }
+    }
+    let mut stdout = std::io::stdout().lock();
+    out.report
+        .write_to(&mut stdout, format.into(), per_context)?;
+    stdout.flush()?;
+    incomplete(out.report.completeness(), "figures above")?;
+    if A::PROBLEMS_AFTER_REPORT {
+        for p in &out.problems {
+            note(global, &p.text);
+        }
+    }
+    Ok(Exit::of(&out))
+}
+
 /// What the command line says about each of `n` traces' runs: `--tokens`
 /// and `--summary`, each given at most once per trace, in order.
 pub fn given(

@@ -1,11 +1,11 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
-use super::{note, Exit, FormatArg, GlobalArgs};
+use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
-use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::api;
 use torchtrace::pair::GpuSpanSource;
+use torchtrace::pair::{Pair, PairSpec};
 
 /// Pair each step's CPU user_annotation with its gpu_user_annotation(s) by
 /// External id and report the paper's figures; with two traces, compare
@@ -82,30 +82,14 @@ impl From<GpuSpanArg> for GpuSpanSource {
 }
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let opts = api::PairOptions {
+    let common = api::Common {
         selector: args.contexts.selector()?,
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
-        gpu_span: args.gpu_span.into(),
         quiet: global.quiet,
     };
-    let out = api::pair(&args.traces, &opts)?;
-    // Problems are never silenced by -q; notes are.
-    for p in &out.problems {
-        eprintln!("torchtrace: {}", p.text);
-    }
-    for n in &out.notes {
-        note(global, &n.text);
-    }
-    let mut stdout = std::io::stdout().lock();
-    out.report
-        .write(&mut stdout, args.format.into(), args.per_context)?;
-    stdout.flush()?;
-    super::incomplete(
-        out.report
-            .traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref())),
-        "figures above",
-    )?;
-    Ok(Exit::of(&out))
+    let options = PairSpec {
+        gpu_span: args.gpu_span.into(),
+    };
+    let how = (args.format, args.per_context);
+    super::run_command::<Pair>(&args.traces, common, &options, how, global)
 }

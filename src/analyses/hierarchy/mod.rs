@@ -174,6 +174,73 @@ impl HierarchyOptions {
     }
 }
 
+/// The options of the hierarchy analysis as users write them (flags,
+/// Python keywords, records); [`ChainsSpec::options`] checks and compiles
+/// them into [`HierarchyOptions`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ChainsSpec {
+    /// Chains "a>b>c" (`re:RE` elements allowed); empty: [`DEFAULT_CHAIN`].
+    pub chains: Vec<String>,
+    /// Event categories taking part; empty: [`DEFAULT_CATEGORIES`].
+    pub categories: Vec<String>,
+    /// A parent on any thread of the same process contains the child.
+    pub any_thread: bool,
+    /// Uncontained children listed per link.
+    pub examples: usize,
+    /// Also join each function's calls to the GPU work they launched.
+    pub gpu_work: bool,
+}
+
+/// Uncontained children listed per link by default.
+pub const DEFAULT_EXAMPLES: usize = 5;
+
+impl Default for ChainsSpec {
+    fn default() -> Self {
+        ChainsSpec {
+            chains: Vec::new(),
+            categories: Vec::new(),
+            any_thread: false,
+            examples: DEFAULT_EXAMPLES,
+            gpu_work: true,
+        }
+    }
+}
+
+impl ChainsSpec {
+    /// Checks and compiles the options (contexts chosen by `selector`).
+    pub fn options(&self, selector: &Selector) -> Result<HierarchyOptions, OptionsError> {
+        let mut o = HierarchyOptions::new(
+            &self.chains,
+            &self.categories,
+            self.any_thread,
+            self.examples,
+            selector.clone(),
+        )?;
+        o.gpu_work = self.gpu_work;
+        Ok(o)
+    }
+
+    /// The options that compiled into `o` (`gpu_work` as given).
+    pub fn of(o: &HierarchyOptions, gpu_work: bool) -> ChainsSpec {
+        let chains = o
+            .chains
+            .iter()
+            .map(|c| {
+                let names: Vec<&str> = c.iter().map(|&k| o.elements[k].text.as_str()).collect();
+                names.join(">")
+            })
+            .collect();
+        ChainsSpec {
+            chains,
+            categories: o.categories.clone(),
+            any_thread: o.any_thread,
+            examples: o.examples,
+            gpu_work,
+        }
+    }
+}
+
 /// A kept event.
 #[derive(Debug, Clone, Copy)]
 struct Rec {

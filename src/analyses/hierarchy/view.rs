@@ -3,7 +3,11 @@
 //! [`HierarchyReport`], the document `hierarchy` prints in every format.
 //! `batch`'s traces.csv and Table 9 take their function columns from here.
 
-use crate::analyses::hierarchy::{self, Comparison, FunctionStats, Link, TraceHierarchy};
+use crate::analyses::hierarchy::{
+    self, ChainsSpec, Comparison, FunctionStats, Hierarchy, HierarchyOptions, Link, TraceHierarchy,
+};
+use crate::api::{ApiError, Command, Document, Said};
+use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::runinfo;
 use crate::views::Column;
@@ -124,6 +128,59 @@ impl Labels<'_> {
             .iter()
             .position(|q| *q == p)
             .map_or_else(|| p.to_string(), |k| self.labels[k].clone())
+    }
+}
+
+impl Document for HierarchyReport {
+    /// `hierarchy` has no per-context rows: `per_context` is ignored.
+    fn write_to(&self, out: &mut dyn Write, format: Format, _per_context: bool) -> io::Result<()> {
+        let mut out = out;
+        self.write(&mut out, format)
+    }
+    fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
+        serde_json::to_value(self).map_err(|e| ApiError::Json(io::Error::other(e)))
+    }
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        let t = &self.traces;
+        t.iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
+            .collect()
+    }
+}
+
+/// `torchtrace hierarchy`: any number of traces. Its problems are the
+/// broken links; its notes the traces without step contexts.
+impl Command for Hierarchy {
+    type Options = ChainsSpec;
+    type Report = HierarchyReport;
+    const PROBLEMS_AFTER_REPORT: bool = true;
+
+    fn configure(options: &ChainsSpec, selector: &Selector) -> Result<HierarchyOptions, ApiError> {
+        options
+            .options(selector)
+            .map_err(|e| ApiError::Arguments(format!("bad chain: {e}")))
+    }
+
+    fn said(t: &TraceHierarchy, _: &Contexts) -> Said {
+        let mut said = Said::default();
+        if t.contexts.is_none() {
+            let text = format!(
+                "{}: no step contexts found: calls per context are null",
+                t.path
+            );
+            said.notes.push(text);
+        }
+        for l in t.chains.iter().flat_map(|c| &c.links).filter(|l| !l.holds) {
+            said.problems.push(format!(
+                "{}: {} of {} {} not inside {}",
+                t.path, l.uncontained, l.children, l.child, l.parent
+            ));
+        }
+        said
+    }
+
+    fn report(outputs: Vec<TraceHierarchy>) -> HierarchyReport {
+        HierarchyReport::new(outputs)
     }
 }
 

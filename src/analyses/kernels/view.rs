@@ -3,7 +3,9 @@
 //! traces.csv), the timeline, the top kernels, the comparison and the
 //! per-context rows; [`KernelsReport`] is the document `kernels` prints.
 
-use crate::analyses::kernels::{self, Comparison, TraceKernels};
+use crate::analyses::kernels::{self, Comparison, Kernels, KernelsSpec, TraceKernels};
+use crate::api::{self, ApiError, Command, Document, Said};
+use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
 use crate::stats::Summary;
@@ -51,6 +53,59 @@ impl KernelsReport {
         } else {
             report::render(out, format, self, &tables, &csv)
         }
+    }
+}
+
+impl Document for KernelsReport {
+    fn write_to(&self, out: &mut dyn Write, format: Format, per_context: bool) -> io::Result<()> {
+        let mut out = out;
+        self.write(&mut out, format, per_context)
+    }
+    fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError> {
+        if per_context {
+            Ok(crate::views::json_with_rows(
+                self,
+                self.traces.iter().map(|t| &t.rows),
+            ))
+        } else {
+            serde_json::to_value(self).map_err(|e| ApiError::Json(io::Error::other(e)))
+        }
+    }
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        let t = &self.traces;
+        t.iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
+            .collect()
+    }
+}
+
+/// `torchtrace kernels`: one or two traces (baseline first).
+impl Command for Kernels {
+    type Options = KernelsSpec;
+    type Report = KernelsReport;
+    const MAX_TRACES: Option<usize> = Some(2);
+
+    fn configure(options: &KernelsSpec, _: &Selector) -> Result<KernelsSpec, ApiError> {
+        Ok(*options)
+    }
+
+    fn said(k: &TraceKernels, contexts: &Contexts) -> Said {
+        let problem = api::context_problem(contexts).or_else(|| {
+            (k.contexts_with_gpu_work == 0 && k.complete).then(|| {
+                format!(
+                    "{}: none of the {} contexts launched GPU work that the trace recorded",
+                    k.path, k.contexts
+                )
+            })
+        });
+        Said {
+            problems: problem.into_iter().collect(),
+            notes: api::path_notes(&k.path, &k.notes),
+        }
+    }
+
+    fn report(outputs: Vec<TraceKernels>) -> KernelsReport {
+        KernelsReport::new(outputs)
     }
 }
 

@@ -3,11 +3,13 @@
 //! prints in every format. `batch`'s traces.csv takes its pair columns
 //! from here too.
 
-use crate::analyses::pair::{self, Comparison, TracePairs};
+use crate::analyses::pair::{self, Comparison, Pair, PairSpec, TracePairs};
+use crate::api::{self, ApiError, Command, Document, Said};
+use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
 use crate::stats::Summary;
-use crate::views::{short, transposed, Column};
+use crate::views::{json_with_rows, short, transposed, Column};
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -111,6 +113,59 @@ pub fn comparison_columns() -> Vec<Column<Comparison>> {
             |c: &Comparison| Cell::opt_f(c.cpu_span_median_ratio, 3),
         ),
     ]
+}
+
+impl Document for PairReport {
+    fn write_to(&self, out: &mut dyn Write, format: Format, per_context: bool) -> io::Result<()> {
+        let mut out = out;
+        self.write(&mut out, format, per_context)
+    }
+    fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError> {
+        if per_context {
+            Ok(json_with_rows(self, self.traces.iter().map(|t| &t.rows)))
+        } else {
+            serde_json::to_value(self).map_err(|e| ApiError::Json(io::Error::other(e)))
+        }
+    }
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        let t = &self.traces;
+        t.iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
+            .collect()
+    }
+}
+
+/// `torchtrace pair`: one or two traces (baseline first, then candidate).
+impl Command for Pair {
+    type Options = PairSpec;
+    type Report = PairReport;
+    const MAX_TRACES: Option<usize> = Some(2);
+
+    fn configure(options: &PairSpec, _: &Selector) -> Result<PairSpec, ApiError> {
+        Ok(*options)
+    }
+
+    fn said(r: &TracePairs, contexts: &Contexts) -> Said {
+        let problem = api::context_problem(contexts).or_else(|| {
+            // A trace cut short is reported as such, not as unmeasured.
+            (r.measured == 0 && r.complete).then(|| {
+                format!(
+                    "{}: none of the {} contexts got a GPU span (--gpu-span {})",
+                    r.path,
+                    r.contexts,
+                    r.gpu_span_mode.as_str()
+                )
+            })
+        });
+        Said {
+            problems: problem.into_iter().collect(),
+            notes: api::path_notes(&r.path, &r.notes),
+        }
+    }
+
+    fn report(outputs: Vec<TracePairs>) -> PairReport {
+        PairReport::new(outputs)
+    }
 }
 
 /// The document `pair` prints: every trace's figures and, with two

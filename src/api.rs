@@ -155,6 +155,26 @@ pub trait Document: Send {
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)>;
 }
 
+impl Document for Box<dyn Document> {
+    fn write_to(
+        &self,
+        out: &mut dyn std::io::Write,
+        format: Format,
+        per_context: bool,
+    ) -> std::io::Result<()> {
+        (**self).write_to(out, format, per_context)
+    }
+    fn json_text(&self, per_context: bool) -> Result<String, ApiError> {
+        (**self).json_text(per_context)
+    }
+    fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError> {
+        (**self).json_value(per_context)
+    }
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        (**self).completeness()
+    }
+}
+
 /// What a subcommand takes besides its analysis's own options.
 #[derive(Debug, Clone, Default)]
 pub struct Common {

@@ -18,10 +18,9 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
 use torchtrace::api::{self, ApiError, Document, Outcome};
 use torchtrace::batch::{output, records, Manifest};
-use torchtrace::pair::GpuSpanSource;
 use torchtrace::runinfo::Given;
 use torchtrace::summary::SummaryError;
-use torchtrace::{HierarchyOptions, ImageFormat, Selector};
+use torchtrace::{ImageFormat, Selector};
 
 create_exception!(
     torchtrace,
@@ -123,17 +122,6 @@ fn given(tokens: Option<Vec<Option<u64>>>, summaries: Option<Vec<Option<PathBuf>
         .collect()
 }
 
-fn gpu_span_source(text: &str) -> PyResult<GpuSpanSource> {
-    match text {
-        "auto" => Ok(GpuSpanSource::Auto),
-        "annotation" => Ok(GpuSpanSource::Annotation),
-        "correlation" => Ok(GpuSpanSource::Correlation),
-        other => Err(PyValueError::new_err(format!(
-            "gpu_span must be \"auto\", \"annotation\" or \"correlation\", not {other:?}"
-        ))),
-    }
-}
-
 /// The outcome as Python sees it: the document, or a `TraceError` (with the
 /// partial document as `document`) when a trace was read only in part.
 fn answer<R: Document>(
@@ -156,92 +144,44 @@ fn answer<R: Document>(
     Ok((text, texts(out.problems), texts(out.notes)))
 }
 
-/// `torchtrace pair -f json` on one or two traces (baseline first).
+/// Any analysis of the registry as its subcommand with `-f json`:
+/// `name` (`pair`, `kernels`, `hierarchy`, …), its options as a JSON
+/// object (keys as the analysis defines them; missing ones take their
+/// defaults), and the options every subcommand takes.
 #[pyfunction]
-#[pyo3(signature = (paths, context=None, context_regex=None, tokens=None, summaries=None,
-                    gpu_span="auto", per_context=false, progress=false))]
+#[pyo3(signature = (name, paths, options="{}", context=None, context_regex=None, tokens=None,
+                    summaries=None, per_context=false, progress=false))]
 #[allow(clippy::too_many_arguments)]
-fn pair(
+fn run(
     py: Python<'_>,
+    name: String,
     paths: Vec<PathBuf>,
+    options: &str,
     context: Option<String>,
     context_regex: Option<String>,
     tokens: Option<Vec<Option<u64>>>,
     summaries: Option<Vec<Option<PathBuf>>>,
-    gpu_span: &str,
     per_context: bool,
     progress: bool,
 ) -> PyResult<Answer> {
-    let opts = api::PairOptions {
+    let options: serde_json::Value = serde_json::from_str(options)
+        .map_err(|e| PyValueError::new_err(format!("options are not a JSON object: {e}")))?;
+    let common = api::Common {
         selector: selector(context.as_deref(), context_regex.as_deref())?,
         given: given(tokens, summaries),
-        gpu_span: gpu_span_source(gpu_span)?,
         quiet: !progress,
     };
-    let outcome = run_detached(py, move || api::pair(&paths, &opts))?;
+    let outcome = run_detached(py, move || api::run_named(&name, &paths, &common, &options))?;
     answer(py, outcome, per_context)
 }
 
-/// `torchtrace kernels -f json` on one or two traces (baseline first).
+/// The analyses `run` knows: `(name, is_subcommand)` in registry order.
 #[pyfunction]
-#[pyo3(signature = (paths, context=None, context_regex=None, tokens=None, summaries=None,
-                    top=10, per_context=false, progress=false))]
-#[allow(clippy::too_many_arguments)]
-fn kernels(
-    py: Python<'_>,
-    paths: Vec<PathBuf>,
-    context: Option<String>,
-    context_regex: Option<String>,
-    tokens: Option<Vec<Option<u64>>>,
-    summaries: Option<Vec<Option<PathBuf>>>,
-    top: usize,
-    per_context: bool,
-    progress: bool,
-) -> PyResult<Answer> {
-    let opts = api::KernelsOptions {
-        selector: selector(context.as_deref(), context_regex.as_deref())?,
-        given: given(tokens, summaries),
-        top,
-        quiet: !progress,
-    };
-    let outcome = run_detached(py, move || api::kernels(&paths, &opts))?;
-    answer(py, outcome, per_context)
-}
-
-/// `torchtrace hierarchy -f json` on any number of traces.
-#[pyfunction]
-#[pyo3(signature = (paths, chains=None, categories=None, any_thread=false, examples=5,
-                    context=None, context_regex=None, tokens=None, gpu_work=true, progress=false))]
-#[allow(clippy::too_many_arguments)]
-fn hierarchy(
-    py: Python<'_>,
-    paths: Vec<PathBuf>,
-    chains: Option<Vec<String>>,
-    categories: Option<Vec<String>>,
-    any_thread: bool,
-    examples: usize,
-    context: Option<String>,
-    context_regex: Option<String>,
-    tokens: Option<Vec<Option<u64>>>,
-    gpu_work: bool,
-    progress: bool,
-) -> PyResult<Answer> {
-    let chains = HierarchyOptions::new(
-        &chains.unwrap_or_default(),
-        &categories.unwrap_or_default(),
-        any_thread,
-        examples,
-        selector(context.as_deref(), context_regex.as_deref())?,
-    )
-    .map_err(|e| PyValueError::new_err(format!("bad chains: {e}")))?;
-    let opts = api::ChainsOptions {
-        chains,
-        given: given(tokens, None),
-        gpu_work,
-        quiet: !progress,
-    };
-    let outcome = run_detached(py, move || api::hierarchy(&paths, &opts))?;
-    answer(py, outcome, false)
+fn analyses() -> Vec<(&'static str, bool)> {
+    torchtrace::analyses::REGISTRY
+        .iter()
+        .map(|e| (e.name, e.command_fn().is_some()))
+        .collect()
 }
 
 // ---- Campaigns: plan, map (tasks), merge (records) -------------------------
@@ -442,9 +382,8 @@ fn write_merged(
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_function(wrap_pyfunction!(pair, m)?)?;
-    m.add_function(wrap_pyfunction!(kernels, m)?)?;
-    m.add_function(wrap_pyfunction!(hierarchy, m)?)?;
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(analyses, m)?)?;
     m.add_function(wrap_pyfunction!(plan, m)?)?;
     m.add_function(wrap_pyfunction!(run_task, m)?)?;
     m.add_function(wrap_pyfunction!(fail_task, m)?)?;

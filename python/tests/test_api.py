@@ -33,6 +33,17 @@ def cli_json(*args: str, ok=(0,)) -> dict:
     return json.loads(run.stdout)
 
 
+def test_run_is_the_generic_entry_of_every_analysis():
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels"]
+    doc = torchtrace.run("kernels", [AR, MTP], top=3)
+    assert doc == torchtrace.kernels([AR, MTP], top=3)
+    assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
+    assert [len(t["top_kernels"]) for t in doc["traces"]] == [3, 3]
+    assert doc["traces"][0]["kernels"] == 3008
+    # Options left out take the analysis's own defaults.
+    assert torchtrace.run("pair", AR) == torchtrace.pair(AR)
+
+
 def test_pair_matches_cli():
     doc = torchtrace.pair([AR, MTP])
     assert doc == cli_json("pair", str(AR), str(MTP))
@@ -146,6 +157,9 @@ def test_missing_file_names_the_path(tmp_path):
         lambda: torchtrace.pair(AR, tokens=[1, 2]),
         lambda: torchtrace.kernels(AR, top=-1),
         lambda: torchtrace.hierarchy(AR, chains="a>>b"),
+        lambda: torchtrace.run("no-such-analysis", AR),
+        lambda: torchtrace.run("kernels", AR, no_such_option=1),
+        lambda: torchtrace.run("pair", AR, gpu_span=3),
     ],
 )
 def test_bad_arguments_are_value_errors(call):

@@ -30,6 +30,8 @@ from ._native import TraceError
 __all__ = [
     "TraceError",
     "TorchtraceWarning",
+    "run",
+    "analyses",
     "pair",
     "kernels",
     "hierarchy",
@@ -109,6 +111,65 @@ def _finish(answer: Any) -> Dict[str, Any]:
     return json.loads(text)
 
 
+def analyses() -> List[str]:
+    """The analyses :func:`run` knows, in registry order (``pair``,
+    ``hierarchy``, ``kernels``, ...)."""
+    return [name for name, command in _native.analyses() if command]
+
+
+def run(
+    analysis: str,
+    paths: Paths,
+    *,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    per_context: bool = False,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Run any analysis of the registry as its subcommand does with
+    ``--format json`` and return that document: the one generic entry;
+    :func:`pair`, :func:`kernels` and :func:`hierarchy` are thin wrappers.
+
+    Args:
+        analysis: its name (see :func:`analyses`).
+        paths: the traces (``.json`` or gzip); how many depends on the analysis.
+        context: select step contexts by exact ``user_annotation`` name
+            (default: the most frequent pure-decode vLLM step name).
+        context_regex: select every ``user_annotation`` whose name matches.
+        tokens: completion tokens per trace (an int for one trace, or a list
+            with ``None`` where unknown); else each trace's run summary.
+        summaries: run summary JSON files per trace (instead of the
+            ``X.summary.json`` beside trace ``X.pt.trace.json.gz``).
+        per_context: add each trace's ``per_context`` rows, where it has them.
+        progress: draw progress bars on stderr (a terminal, large files only).
+        **options: the analysis's own options, by the names it defines (the
+            keys of its options in records; a missing one takes its default,
+            an unknown one is a ``ValueError``).
+
+    Raises:
+        TraceError: a trace cannot be read to its end (``.document`` holds the
+            figures over the events read, when there are any).
+        ValueError: bad arguments (an unknown analysis or option, both context
+            and context_regex, a bad regex, too many traces).
+    """
+    return _finish(
+        _native.run(
+            analysis,
+            _paths(paths),
+            options=json.dumps(options),
+            context=context,
+            context_regex=context_regex,
+            tokens=_tokens(tokens),
+            summaries=_per_trace(summaries, "summaries", os.fsdecode),
+            per_context=per_context,
+            progress=progress,
+        )
+    )
+
+
 def pair(
     paths: Paths,
     context: Optional[str] = None,
@@ -120,43 +181,20 @@ def pair(
     progress: bool = False,
 ) -> Dict[str, Any]:
     """Pair each step's CPU ``user_annotation`` with its GPU annotation(s), as
-    ``torchtrace pair -f json`` does, and return that document.
+    ``torchtrace pair -f json`` does: ``run("pair", ...)``.
 
     Args:
-        paths: one trace, or two: baseline (AR) then candidate (MTP). ``.json``
-            or gzip.
-        context: select step contexts by exact ``user_annotation`` name
-            (default: the most frequent pure-decode vLLM step name).
-        context_regex: select every ``user_annotation`` whose name matches.
-        tokens: completion tokens per trace (an int for one trace, or a list
-            with ``None`` where unknown); else each trace's run summary.
-        summaries: run summary JSON files per trace (instead of the
-            ``X.summary.json`` beside trace ``X.pt.trace.json.gz``).
+        paths: one trace, or two: baseline (AR) then candidate (MTP).
+        context, context_regex, tokens, summaries, per_context, progress: as
+            for :func:`run`.
         gpu_span: ``"auto"``, ``"annotation"`` or ``"correlation"``.
-        per_context: add each trace's ``per_context`` rows.
-        progress: draw progress bars on stderr (a terminal, large files only).
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
-
-    Raises:
-        TraceError: a trace cannot be read to its end (``.document`` holds the
-            figures over the events read, when there are any).
-        ValueError: bad arguments (both context and context_regex, a bad
-            regex, more than two traces, an unknown gpu_span).
     """
-    return _finish(
-        _native.pair(
-            _paths(paths),
-            context=context,
-            context_regex=context_regex,
-            tokens=_tokens(tokens),
-            summaries=_per_trace(summaries, "summaries", os.fsdecode),
-            gpu_span=gpu_span,
-            per_context=per_context,
-            progress=progress,
-        )
-    )
+    return run("pair", paths, context=context, context_regex=context_regex, tokens=tokens,
+               summaries=summaries, per_context=per_context, progress=progress,
+               gpu_span=gpu_span)
 
 
 def kernels(
@@ -171,36 +209,21 @@ def kernels(
 ) -> Dict[str, Any]:
     """Follow each step context's launch calls to the GPU work they caused
     (by correlation, CUDA graphs included), as ``torchtrace kernels -f json``
-    does, and return that document.
+    does: ``run("kernels", ...)``.
 
     Args:
         paths: one trace, or two: baseline (AR) then candidate (MTP).
-        context, context_regex, tokens, summaries: as for :func:`pair`.
+        context, context_regex, tokens, summaries, per_context, progress: as
+            for :func:`run`.
         top: how many kernels to list per trace.
-        per_context: add each trace's ``per_context`` rows (its GPU work).
-        progress: draw progress bars on stderr.
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
-
-    Raises:
-        TraceError: a trace cannot be read to its end.
-        ValueError: bad arguments.
     """
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ValueError(f"top must be a non-negative integer, not {top!r}")
-    return _finish(
-        _native.kernels(
-            _paths(paths),
-            context=context,
-            context_regex=context_regex,
-            tokens=_tokens(tokens),
-            summaries=_per_trace(summaries, "summaries", os.fsdecode),
-            top=top,
-            per_context=per_context,
-            progress=progress,
-        )
-    )
+    return run("kernels", paths, context=context, context_regex=context_regex, tokens=tokens,
+               summaries=summaries, per_context=per_context, progress=progress, top=top)
 
 
 def hierarchy(
@@ -217,7 +240,8 @@ def hierarchy(
 ) -> Dict[str, Any]:
     """Verify containment chains such as
     ``"sample_tokens>propose_draft_token_ids>proposer.propose"`` and report
-    inclusive durations, as ``torchtrace hierarchy -f json`` does.
+    inclusive durations, as ``torchtrace hierarchy -f json`` does:
+    ``run("hierarchy", ...)``.
 
     Args:
         paths: one or more traces (with two: baseline then candidate).
@@ -227,34 +251,18 @@ def hierarchy(
             ``user_annotation``, ``python_function``, ``Operator``).
         any_thread: containment across threads (ignore pid/tid).
         examples: uncontained children listed per link.
-        context, context_regex: how step contexts are chosen (calls/context).
-        tokens: completion tokens per trace (GPU busy per token).
+        context, context_regex, tokens, progress: as for :func:`run`.
         gpu_work: join each function's calls to their GPU work (off: several
             times faster).
-        progress: draw progress bars on stderr.
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints
         it. Broken links are warned about (:class:`TorchtraceWarning`).
-
-    Raises:
-        TraceError: a trace cannot be read to its end.
-        ValueError: bad arguments (an empty chain element, a bad regex).
     """
-    return _finish(
-        _native.hierarchy(
-            _paths(paths),
-            chains=_strings(chains),
-            categories=_strings(categories),
-            any_thread=any_thread,
-            examples=examples,
-            context=context,
-            context_regex=context_regex,
-            tokens=_tokens(tokens),
-            gpu_work=gpu_work,
-            progress=progress,
-        )
-    )
+    return run("hierarchy", paths, context=context, context_regex=context_regex,
+               tokens=tokens, progress=progress, chains=_strings(chains) or [],
+               categories=_strings(categories) or [], any_thread=any_thread,
+               examples=examples, gpu_work=gpu_work)
 
 
 def contexts(doc: Dict[str, Any]) -> List[Dict[str, Any]]:

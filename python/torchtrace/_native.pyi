@@ -25,45 +25,22 @@ class TraceError(Exception):
     document: Optional[dict]
     """The figures over the events read, when the trace was read in part."""
 
-def pair(
+def run(
+    name: str,
     paths: Sequence[str],
+    options: str = "{}",
     context: Optional[str] = None,
     context_regex: Optional[str] = None,
     tokens: Optional[Sequence[Optional[int]]] = None,
     summaries: Optional[Sequence[Optional[str]]] = None,
-    gpu_span: str = "auto",
     per_context: bool = False,
     progress: bool = False,
 ) -> Answer:
-    """``torchtrace pair -f json`` on one or two traces (baseline first)."""
+    """Analysis ``name`` as ``torchtrace <name> -f json``; ``options``: its own
+    options as a JSON object."""
 
-def kernels(
-    paths: Sequence[str],
-    context: Optional[str] = None,
-    context_regex: Optional[str] = None,
-    tokens: Optional[Sequence[Optional[int]]] = None,
-    summaries: Optional[Sequence[Optional[str]]] = None,
-    top: int = 10,
-    per_context: bool = False,
-    progress: bool = False,
-) -> Answer:
-    """``torchtrace kernels -f json`` on one or two traces (baseline first)."""
-
-def hierarchy(
-    paths: Sequence[str],
-    chains: Optional[Sequence[str]] = None,
-    categories: Optional[Sequence[str]] = None,
-    any_thread: bool = False,
-    examples: int = 5,
-    context: Optional[str] = None,
-    context_regex: Optional[str] = None,
-    tokens: Optional[Sequence[Optional[int]]] = None,
-    gpu_work: bool = True,
-    progress: bool = False,
-) -> Answer:
-    """``torchtrace hierarchy -f json`` on any number of traces."""
-
-# ---- Campaigns (src/batch/records.rs) -------------------------------------
+def analyses() -> List[Tuple[str, bool]]:
+    """``(name, is_subcommand)`` of every analysis, in registry order."""
 
 def plan(
     paths: Sequence[str],

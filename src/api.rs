@@ -370,6 +370,18 @@ pub(crate) fn run_json<A: Command>(
     })
 }
 
+/// Adds analysis `A` to `plan` with its options as JSON (missing keys take
+/// their defaults; unknown ones are errors).
+pub(crate) fn add_json<A: Command>(
+    plan: Plan,
+    options: &serde_json::Value,
+    selector: &Selector,
+) -> Result<Plan, ApiError> {
+    let options: A::Options = serde_json::from_value(options.clone())
+        .map_err(|e| ApiError::Arguments(format!("{} options: {e}", A::NAME)))?;
+    Ok(plan.add::<A>(A::configure(&options, selector)?))
+}
+
 /// The problem of a trace whose selected contexts are missing.
 pub fn context_problem(contexts: &crate::contexts::Contexts) -> Option<String> {
     contexts.problem.as_ref().map(ToString::to_string)

@@ -205,6 +205,7 @@ fn campaign_options(
         context_regex,
         chains: chains.unwrap_or_default(),
         manifest,
+        analyses: Default::default(),
     };
     // Bad regexes and chains are argument errors, found before any read.
     options.batch_options(true).map_err(record_error)?;

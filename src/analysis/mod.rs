@@ -159,6 +159,7 @@ impl<A: Analysis> Stage for A {
 
 /// An analysis's configuration behind a pointer, as a plan holds it.
 trait Configured: Send + Sync {
+    fn name(&self) -> &'static str;
     fn start(&self) -> Box<dyn Stage>;
     fn ledger(&self) -> Need;
     fn wants_ledger(&self, results: &Results) -> bool;
@@ -167,6 +168,9 @@ trait Configured: Send + Sync {
 struct ConfigOf<A: Analysis>(A::Config);
 
 impl<A: Analysis> Configured for ConfigOf<A> {
+    fn name(&self) -> &'static str {
+        A::NAME
+    }
     fn start(&self) -> Box<dyn Stage> {
         Box::new(A::start(&self.0))
     }
@@ -184,6 +188,16 @@ impl<A: Analysis> Configured for ConfigOf<A> {
 pub struct Plan {
     pub selector: Selector,
     analyses: Vec<Box<dyn Configured>>,
+}
+
+impl Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.analyses.iter().map(|a| a.name()).collect();
+        f.debug_struct("Plan")
+            .field("selector", &self.selector)
+            .field("analyses", &names)
+            .finish()
+    }
 }
 
 impl Plan {

@@ -50,6 +50,12 @@ erased_serde::serialize_trait_object!(AnyOutput);
 type Decode =
     fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn AnyOutput>, erased_serde::Error>;
 type SetTokens = fn(&mut dyn AnyOutput, Option<u64>, Option<&str>);
+/// Adds an analysis to a plan, its options as JSON (checked, compiled).
+pub type AddTo = fn(
+    super::Plan,
+    &serde_json::Value,
+    &crate::contexts::Selector,
+) -> Result<super::Plan, crate::api::ApiError>;
 /// Runs an analysis as its subcommand, options as JSON.
 pub type RunCommand = fn(
     &[std::path::PathBuf],
@@ -69,6 +75,7 @@ pub struct Entry {
     decode: Decode,
     set_tokens: SetTokens,
     command: Option<RunCommand>,
+    add_to: Option<AddTo>,
 }
 
 impl Entry {
@@ -81,6 +88,7 @@ impl Entry {
             decode: decode::<A>,
             set_tokens: set_tokens::<A>,
             command: None,
+            add_to: None,
         }
     }
 
@@ -89,7 +97,14 @@ impl Entry {
     pub const fn command<A: crate::api::Command>() -> Entry {
         let mut e = Entry::of::<A>();
         e.command = Some(crate::api::run_json::<A>);
+        e.add_to = Some(crate::api::add_json::<A>);
         e
+    }
+
+    /// How to add it to a plan with options as JSON, if it has options
+    /// users write (a subcommand's): `batch` runs every such analysis.
+    pub fn add_to_fn(&self) -> Option<AddTo> {
+        self.add_to
     }
 
     /// How to run it as a subcommand, if it is one.

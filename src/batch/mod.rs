@@ -15,8 +15,8 @@ pub mod output;
 pub mod records;
 pub mod run;
 
-use crate::analyses::hierarchy::{Hierarchy, HierarchyOptions, TraceHierarchy};
-use crate::analyses::kernels::{Kernels, KernelsSpec, TraceKernels};
+use crate::analyses::hierarchy::{Hierarchy, TraceHierarchy};
+use crate::analyses::kernels::{Kernels, TraceKernels};
 use crate::analyses::pair::{self, Comparison, Pair, Selector, TracePairs};
 use crate::analysis::{Analysis, Results};
 use crate::runinfo::{Evidence, Mode, RunInfo};
@@ -31,8 +31,9 @@ use std::path::PathBuf;
 #[derive(Debug)]
 pub struct BatchOptions {
     pub selector: Selector,
-    /// Chains for Table 9 (the same selector as `selector`).
-    pub hierarchy: HierarchyOptions,
+    /// The analyses run on every worker trace: every analysis of the
+    /// registry with options, configured from the campaign's options.
+    pub plan: std::sync::Arc<crate::analysis::Plan>,
     pub manifest: Option<Manifest>,
     pub quiet: bool,
     /// Tar members up to this many bytes (as stored) are copied into
@@ -48,13 +49,9 @@ pub struct BatchOptions {
 }
 
 impl BatchOptions {
-    /// The analyses run on every worker trace: pairing and the chains of
-    /// Table 9, from one read.
-    pub fn plan(&self) -> crate::analysis::Plan {
-        crate::analysis::Plan::new(self.selector.clone())
-            .with(KernelsSpec::default())
-            .with(pair::PairSpec::default())
-            .with(self.hierarchy.clone())
+    /// The analyses run on every worker trace, from one read.
+    pub fn plan(&self) -> &crate::analysis::Plan {
+        &self.plan
     }
 }
 

@@ -33,11 +33,12 @@
 use super::inputs::Input;
 use super::run::{self, Plan, Unit};
 use super::{BatchOptions, BatchResult, FileResult, Manifest};
-use crate::analyses::hierarchy::HierarchyOptions;
+use crate::analyses::hierarchy::Hierarchy;
+use crate::analysis::{Analysis, Plan as AnalysisPlan};
 use crate::plot::DEFAULT_PLOT_CHAINS;
 use crate::Selector;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
@@ -51,6 +52,8 @@ pub enum RecordError {
     Regex { regex: String, source: regex::Error },
     #[error("bad chain: {0}")]
     Chain(#[from] crate::analyses::hierarchy::OptionsError),
+    #[error("{0}")]
+    Options(String),
     #[error("{0:?} is not a shard: K/N with 1 ≤ K ≤ N (e.g. 2/8)")]
     Shard(String),
     #[error("{path}: cannot read: {source}")]
@@ -90,6 +93,11 @@ pub struct CampaignOptions {
     pub chains: Vec<String>,
     /// Rows of `--manifest`, applied at merge.
     pub manifest: Option<Manifest>,
+    /// Each analysis's own options by its name, as its `Options` type
+    /// defines them (a missing analysis or key: its default). Every
+    /// analysis of the registry with options runs on every worker trace.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub analyses: BTreeMap<String, serde_json::Value>,
 }
 
 impl CampaignOptions {
@@ -110,10 +118,36 @@ impl CampaignOptions {
         } else {
             self.chains.clone()
         };
-        let hierarchy = HierarchyOptions::new(&chains, &[], false, 5, selector.clone())?;
+        let mut analyses = self.analyses.clone();
+        for name in analyses.keys() {
+            if !crate::analyses::REGISTRY.iter().any(|e| e.name == name) {
+                return Err(RecordError::Mismatch(format!(
+                    "options for an unknown analysis {name:?}"
+                )));
+            }
+        }
+        // Table 9's chains: `--chain`, else the figures' (so Table 9 and
+        // figure 4 agree), unless the hierarchy options name their own.
+        let h = analyses
+            .entry(Hierarchy::NAME.to_string())
+            .or_insert_with(|| serde_json::json!({}));
+        if let Some(obj) = h.as_object_mut() {
+            if !obj.contains_key("chains") {
+                obj.insert("chains".into(), serde_json::json!(chains));
+            }
+        }
+        let mut plan = AnalysisPlan::new(selector.clone());
+        for entry in crate::analyses::REGISTRY {
+            let Some(add) = entry.add_to_fn() else {
+                continue;
+            };
+            let none = serde_json::json!({});
+            let opts = analyses.get(entry.name).unwrap_or(&none);
+            plan = add(plan, opts, &selector).map_err(|e| RecordError::Options(e.to_string()))?;
+        }
         Ok(BatchOptions {
             selector,
-            hierarchy,
+            plan: std::sync::Arc::new(plan),
             manifest: self.manifest.clone(),
             quiet,
             buffer_limit: run::BUFFER_LIMIT,

@@ -106,7 +106,7 @@ fn finish(info: EntryInfo, res: TraceResult) -> FileResult {
 }
 
 fn trace_from_reader<R: Read>(info: EntryInfo, src: R, opts: &BatchOptions) -> FileResult {
-    let res = analysis::analyze_reader(&info.path, src, &opts.plan());
+    let res = analysis::analyze_reader(&info.path, src, opts.plan());
     finish(info, res)
 }
 
@@ -116,7 +116,7 @@ fn trace_from_path(
     counter: Arc<AtomicU64>,
     opts: &BatchOptions,
 ) -> FileResult {
-    let res = analysis::analyze_file(&info.path, path, counter, &opts.plan());
+    let res = analysis::analyze_file(&info.path, path, counter, opts.plan());
     finish(info, res)
 }
 

@@ -81,6 +81,7 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         context_regex: args.contexts.context_regex.clone(),
         chains: args.chain.clone(),
         manifest: args.manifest.as_deref().map(Manifest::read).transpose()?,
+        analyses: Default::default(),
     };
     let mut opts = campaign.batch_options(global.quiet)?;
     opts.exclude = args.out.as_deref().and_then(|o| o.canonicalize().ok());

@@ -20,6 +20,7 @@
 //! ```
 
 use crate::analyses::hierarchy::HierarchyOptions;
+use crate::analyses::kernels::attribution::LaunchScope;
 use crate::analyses::kernels::{KernelsSpec, DEFAULT_TOP};
 use crate::analyses::pair::GpuSpanSource;
 use crate::analysis::{self, Plan, TraceResult};
@@ -79,6 +80,8 @@ pub struct KernelsOptions {
     pub given: Vec<Given>,
     /// How many kernels to list per trace.
     pub top: usize,
+    /// Which launch calls a context holds (`--launch-scope`).
+    pub launch_scope: LaunchScope,
     pub quiet: bool,
 }
 
@@ -88,6 +91,7 @@ impl Default for KernelsOptions {
             selector: Selector::Auto,
             given: Vec::new(),
             top: DEFAULT_TOP,
+            launch_scope: LaunchScope::Auto,
             quiet: false,
         }
     }
@@ -310,7 +314,10 @@ pub fn kernels(
     opts: &KernelsOptions,
 ) -> Result<Outcome<KernelsReport>, ApiError> {
     let given = given_per_trace(paths, &opts.given, Some(2))?;
-    let plan = Plan::new(opts.selector.clone()).with(KernelsSpec { top: opts.top });
+    let plan = Plan::new(opts.selector.clone()).with(KernelsSpec {
+        top: opts.top,
+        launch_scope: opts.launch_scope,
+    });
     let mut results = read_all(paths, opts.quiet, |path, counter| {
         analysis::analyze_path(path, counter, &plan)
     })?;

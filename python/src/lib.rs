@@ -203,6 +203,7 @@ fn kernels(
         given: given(tokens, summaries),
         top,
         quiet: !progress,
+        ..Default::default()
     };
     let outcome = run_detached(py, move || api::kernels(&paths, &opts))?;
     answer(py, outcome, per_context)

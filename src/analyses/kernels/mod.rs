@@ -103,7 +103,7 @@ pub struct KernelRow {
     pub launch_latency_ns: Option<f64>,
     /// Median of activity start − launch call start over its activities.
     #[serde(default)]
-    pub launch_to_activity_start_median_ns: Option<f64>,
+    pub launch_to_activity_start_ns: Option<f64>,
     /// The launch scope the context used: `thread` or `process`.
     #[serde(default)]
     pub launch_scope: String,
@@ -145,7 +145,7 @@ pub struct TraceKernels {
     /// Over the contexts' medians of activity start − launch call start
     /// (every activity, graph members included).
     #[serde(default)]
-    pub launch_to_activity_start_median_ms: Summary,
+    pub launch_to_activity_start_ms: Summary,
     /// Launch scope: `thread`, `process`, or `auto (thread: n, process: m)`
     /// when `auto` resolved per context.
     #[serde(default)]
@@ -268,7 +268,7 @@ fn row(start: Ns, dur: Ns, w: &Work, scope: LaunchScope) -> KernelRow {
             .then(|| i64::try_from(w.busy).ok())
             .flatten(),
         launch_latency_ns: w.latency_median.map(Exact::ns),
-        launch_to_activity_start_median_ns: w.start_latency_median.map(Exact::ns),
+        launch_to_activity_start_ns: w.start_latency_median.map(Exact::ns),
         launch_scope: scope.as_str().into(),
     }
 }
@@ -314,7 +314,7 @@ fn figures(trace: &Finished<'_>, measured: &[&Work], rows: Vec<KernelRow>) -> Tr
         gpu_busy_ms: Summary::of(&busy),
         gpu_idle_ms: Summary::of(&idle),
         launch_latency_ms: exact_summary_ms(&latencies),
-        launch_to_activity_start_median_ms: exact_summary_ms(&to_start),
+        launch_to_activity_start_ms: exact_summary_ms(&to_start),
         launch_scope: String::new(),
         gpu_span_per_token_ms: None,
         gpu_busy_per_token_ms: None,

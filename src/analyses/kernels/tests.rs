@@ -82,7 +82,7 @@ fn the_drawing_per_context() {
     // graph 8 − 2.5 = 5.5 (its first kernel) → median 4 µs.
     assert_eq!(row.launch_latency_ns, Some(4_000.0));
     // Start to start, per activity: 4−1 = 3, 8−2 = 6, 10−2 = 8, 14−2 = 12 → (6+8)/2 = 7 µs.
-    assert_eq!(row.launch_to_activity_start_median_ns, Some(7_000.0));
+    assert_eq!(row.launch_to_activity_start_ns, Some(7_000.0));
     assert_eq!((row.launch_scope.as_str(), k.launch_scope.as_str()), ("thread", "thread"));
     assert_eq!(k.rows[1].gpu_span_ns, None);
     assert_eq!(k.gpu_idle_ms.median, Some(0.004));

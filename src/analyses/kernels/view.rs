@@ -119,10 +119,10 @@ pub fn columns() -> Vec<Figure> {
         &t.launch_latency_ms
     }));
     v.extend(stats(
-        "launch_to_activity_start_median",
-        "launch to activity start, median (ms)",
+        "launch_to_activity_start",
+        "launch→start (ms)",
         "_ms",
-        |t| &t.launch_to_activity_start_median_ms,
+        |t| &t.launch_to_activity_start_ms,
     ));
     v.push(fig("launch_scope", "launch scope", |t| {
         Cell::text(t.launch_scope.clone())
@@ -298,7 +298,7 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
                 ms(row.gpu_span_ns),
                 ms(row.gpu_busy_ns),
                 Cell::opt_f(row.launch_latency_ns.map(|n| n / 1e3), 3),
-                Cell::opt_f(row.launch_to_activity_start_median_ns.map(|n| n / 1e3), 3),
+                Cell::opt_f(row.launch_to_activity_start_ns.map(|n| n / 1e3), 3),
                 Cell::text(row.launch_scope.clone()),
             ]);
         }

@@ -170,7 +170,12 @@ type Open = ((Ns, Reverse<Ns>, u64), Ns, u32);
 
 /// For each launch position in `calls`, the innermost query of `scope`
 /// holding it.
-fn sweep(ledger: &Ledger, queries: &[Query], calls: &[u32], scope: LaunchScope) -> Vec<Option<u32>> {
+fn sweep(
+    ledger: &Ledger,
+    queries: &[Query],
+    calls: &[u32],
+    scope: LaunchScope,
+) -> Vec<Option<u32>> {
     let mut out = vec![None; calls.len()];
     let mut qs: Vec<(u32, Ns, u32)> = queries
         .iter()
@@ -184,7 +189,11 @@ fn sweep(ledger: &Ledger, queries: &[Query], calls: &[u32], scope: LaunchScope) 
     // Launches by (group, ts); `calls` is in (lane, ts) order already.
     let group_of = |c: u32| {
         let (lane, pid, ts, index) = ledger.launch_at(c);
-        let g = if scope == LaunchScope::Process { pid } else { lane };
+        let g = if scope == LaunchScope::Process {
+            pid
+        } else {
+            lane
+        };
         (g, ts, index)
     };
     let mut order: Vec<(u32, Ns, u64, usize)> = calls

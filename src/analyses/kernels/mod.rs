@@ -193,7 +193,12 @@ fn queries(trace: &Finished<'_>, ledger: &Ledger, scope: LaunchScope) -> Vec<Que
 }
 
 /// Summarises the ledger over the trace's selected contexts.
-fn summarize(trace: &Finished<'_>, ledger: &Ledger, top: usize, scope: LaunchScope) -> TraceKernels {
+fn summarize(
+    trace: &Finished<'_>,
+    ledger: &Ledger,
+    top: usize,
+    scope: LaunchScope,
+) -> TraceKernels {
     let qs = queries(trace, ledger, scope);
     let Attribution { works, overlaps } = attribution::attribute(ledger, &qs);
     let rows: Vec<KernelRow> = trace
@@ -221,7 +226,10 @@ fn scope_label(scope: LaunchScope, qs: &[Query]) -> String {
     if scope != LaunchScope::Auto {
         return scope.as_str().into();
     }
-    let process = qs.iter().filter(|q| q.scope == LaunchScope::Process).count();
+    let process = qs
+        .iter()
+        .filter(|q| q.scope == LaunchScope::Process)
+        .count();
     match (process, qs.len() - process) {
         (0, _) => "thread".into(),
         (_, 0) => "process".into(),

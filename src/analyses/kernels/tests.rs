@@ -83,7 +83,10 @@ fn the_drawing_per_context() {
     assert_eq!(row.launch_latency_ns, Some(4_000.0));
     // Start to start, per activity: 4−1 = 3, 8−2 = 6, 10−2 = 8, 14−2 = 12 → (6+8)/2 = 7 µs.
     assert_eq!(row.launch_to_activity_start_ns, Some(7_000.0));
-    assert_eq!((row.launch_scope.as_str(), k.launch_scope.as_str()), ("thread", "thread"));
+    assert_eq!(
+        (row.launch_scope.as_str(), k.launch_scope.as_str()),
+        ("thread", "thread")
+    );
     assert_eq!(k.rows[1].gpu_span_ns, None);
     assert_eq!(k.gpu_idle_ms.median, Some(0.004));
     assert_eq!(k.kernels_per_context.median, Some(3.0));

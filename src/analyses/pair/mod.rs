@@ -541,7 +541,11 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
         .map(|(lane, ivs)| (lane, Enclosers::new(&ivs)))
         .collect();
     let mut counts: HashMap<&str, u64> = HashMap::new();
-    for a in steps.cpu.iter().filter(|a| !contexts.selected.contains(&a.name)) {
+    for a in steps
+        .cpu
+        .iter()
+        .filter(|a| !contexts.selected.contains(&a.name))
+    {
         let iv = Iv {
             start: a.start,
             end: a.end(),

@@ -216,7 +216,7 @@ fn summarize(
     k.timeline = timeline::of(ledger)
         .map(|t| t.to_ms(activities))
         .unwrap_or_default();
-    k.notes = notes(trace, ledger, &works);
+    k.notes = notes(trace, ledger, &works, overlaps.nested);
     k.notes.extend(overlap_notes(&overlaps, qs.len()));
     k
 }
@@ -421,14 +421,17 @@ fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> V
 }
 
 /// Notes on what a user might otherwise misread.
-fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work]) -> Vec<String> {
+fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work], nested: u64) -> Vec<String> {
     let mut notes = Vec::new();
     let without = works.iter().filter(|w| !w.has_gpu_work()).count();
     if !works.is_empty() && without > 0 {
-        notes.push(format!(
-            "{without} of {} step contexts launched no GPU work that the trace recorded",
-            works.len()
-        ));
+        // With nested contexts an outer one may have launched work that
+        // its selected inner contexts own: say so rather than "none".
+        let why = match nested {
+            0 => "launched no GPU work that the trace recorded",
+            _ => "have no GPU work of their own (none recorded, or all of it launched inside selected inner contexts)",
+        };
+        notes.push(format!("{without} of {} step contexts {why}", works.len()));
     }
     if ledger.launch_calls() == 0 && !ledger.activities.is_empty() {
         notes.push(

@@ -321,8 +321,8 @@ fn many_contexts_sharing_one_external_id_are_linear_in_pair() {
     // N step contexts and N GPU annotations all with External id 1; the
     // j-th annotation starts with the j-th context, so finding "the latest
     // context to start at or before it" by a backward scan was N²/2 =
-    // 1.25·10⁹ steps. Each annotation still goes to exactly that context.
-    const N: u64 = 50_000;
+    // 1.1·10¹⁰ steps. Each annotation still goes to exactly that context.
+    const N: u64 = 150_000;
     let mut ev = String::new();
     for i in 0..N {
         x(
@@ -349,7 +349,7 @@ fn many_contexts_sharing_one_external_id_are_linear_in_pair() {
     assert!(
         p.notes
             .iter()
-            .any(|n| n.starts_with("1 External id(s) are held by 50000 selected contexts")),
+            .any(|n| n.starts_with("1 External id(s) are held by 150000 selected contexts")),
         "{:?}",
         p.notes
     );

@@ -30,8 +30,9 @@ use torchtrace::kernels::attribution::LaunchScope;
 ///   GPU idle         span − busy
 ///   launch latency   queue delay: first activity start − launch call end,
 ///                    clipped at 0 (median over the context's launch calls)
-///   launch to activity start (median)  activity start − launch call start,
-///                    over every activity, graph members included
+///   launch→start     activity start − launch call start over every activity,
+///                    graph members included (median per context; JSON
+///                    launch_to_activity_start_ms)
 /// Statistics are over the contexts with GPU work; per token = Σ over those
 /// contexts / completion tokens. Top kernels: each kernel of the contexts
 /// once, by name: calls, total, share of Σ GPU busy, median duration.

@@ -17,7 +17,8 @@
 //!                launch latency = first activity start − launch call end (≥ 0)
 //! ```
 //!
-//! Memory: one 32-byte record per launch call and per GPU activity, kept
+//! Memory: one 56-byte record per launch call (with its activity range) and
+//! one 32-byte record per GPU activity, kept
 //! until the end of the read (Kineto writes the CPU side first and the GPU
 //! activities after it, and nothing is sorted, so no activity can be
 //! attributed before the file ends). The timeline needs every activity

@@ -200,6 +200,7 @@ fn innermost(ctxs: &[Ctx], tid: u64, ts: u64) -> Option<usize> {
 #[test]
 fn attribution_matches_brute_force_on_random_nestings() {
     let mut r = Lcg(17);
+    let every = Selector::Regex(regex::Regex::new(".").unwrap());
     for round in 0..300 {
         let ctxs: Vec<Ctx> = (0..1 + round % 9)
             .map(|k| {
@@ -245,8 +246,7 @@ fn attribution_matches_brute_force_on_random_nestings() {
             }
         }
         let doc = format!("{{\"traceEvents\": [{}]}}", evs.join(","));
-        let plan = Plan::new(Selector::Regex(regex::Regex::new(".").unwrap()))
-            .with(KernelsSpec::default());
+        let plan = Plan::new(every.clone()).with(KernelsSpec::default());
         let k = analyze_reader("t", doc.as_bytes(), &plan).kernels.unwrap();
         // Rows are in (start, file order) order.
         let mut order: Vec<usize> = (0..ctxs.len()).collect();

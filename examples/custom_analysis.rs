@@ -18,6 +18,7 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+use torchtrace::ledger::attribution::{attribute, context_queries, LaunchScope};
 use torchtrace::ledger::Kind;
 use torchtrace::report::{self, Cell, Format, Table};
 use torchtrace::trace::{Event, EventPos, Prefilter};
@@ -99,10 +100,10 @@ impl Analysis for EventsPerCategory {
         let Some(ledger) = trace.ledger else {
             return out;
         };
-        let steps = trace.steps;
-        for c in trace.contexts.iter(steps) {
-            let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
-            let work = ledger.work(lane, c.start, c.end());
+        // Each launch call in the innermost context holding it, as
+        // `kernels` attributes them (launch scope resolved per context).
+        let queries = context_queries(trace.steps, trace.contexts, ledger, LaunchScope::Auto);
+        for work in attribute(ledger, &queries).works {
             for &id in &work.activities {
                 match ledger.activities[id as usize].kind {
                     Kind::Kernel => out.context_kernels += 1,

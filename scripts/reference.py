@@ -327,14 +327,14 @@ def pair_one(path, context=None, context_regex=None, tokens=None, summary=None, 
 
     # measured contexts: (cpu event, GPU span ns, source), in file order of the CPU annotations
     ledger = gpu_ledger(evs) if gpu_span != "annotation" else None
+    works = attributed_works(selected, ledger) if ledger is not None else [None] * len(selected)
     measured = []
-    for c in selected:
+    for c, w in zip(selected, works):
         if gpu_span in ("annotation", "auto") and c.idx in ann:
             gs = ann[c.idx]
             measured.append((c, max(g.end for g in gs) - min(g.start for g in gs), "annotation"))
             continue
         if gpu_span in ("correlation", "auto"):
-            w = context_work(c, ledger)
             if w["acts"]:
                 measured.append((c, w["span"], "correlation"))
     if gpu_span == "annotation":
@@ -449,7 +449,8 @@ def gpu_ledger(evs):
     for k, ls in thr.items():
         ls.sort(key=lambda l: (l.start, l.idx))
         thr[k] = ([l.start for l in ls], ls)
-    return {"acts": acts, "thr": thr}
+    working = sorted((l for l in launch_of.values() if l.idx in acts), key=lambda l: l.idx)
+    return {"acts": acts, "thr": thr, "launches": working}
 
 
 def union(iv):
@@ -473,12 +474,59 @@ def median_of(vals):
 
 
 def context_work(c, ledger):
-    """The GPU work of context c (a CPU range): launch calls on c's (pid, tid) with c.start <= ts < c.end."""
+    """The GPU work held by context c alone (a CPU range): launch calls on c's (pid, tid) with
+    c.start <= ts < c.end. `attributed_works` gives each launch call to one context."""
     got = ledger["thr"].get((c.pid, c.tid))
     ls = []
     if got:
         starts, launches = got
         ls = launches[bisect.bisect_left(starts, c.start):bisect.bisect_left(starts, c.end)]
+    return work_from(ls, ledger)
+
+
+def scope_of(c, scope):
+    """The launch scope of context c: auto = process for ProfilerStep#N, thread otherwise."""
+    if scope == "auto":
+        return "process" if c.name.startswith("ProfilerStep#") else "thread"
+    return scope
+
+
+def holds(c, sc, l):
+    """Does context c (scope sc) hold launch call l?"""
+    return (l.pid == c.pid and (sc == "process" or l.tid == c.tid)
+            and c.start <= l.start < c.end)
+
+
+def attributed_works(ctxs, ledger, scope="auto"):
+    """Each launch call with >= 1 activity goes to the innermost context holding it: the latest
+    start, then the earliest end, then the later in file order. Plain loops (launches x contexts of
+    its pid): the reference trades speed for obviousness."""
+    scs = [scope_of(c, scope) for c in ctxs]
+    by_pid = {}
+    for i, c in enumerate(ctxs):
+        by_pid.setdefault(jkey(c.pid), []).append(i)
+    owned = [[] for _ in ctxs]
+    for l in ledger["launches"]:
+        best = None
+        for i in by_pid.get(jkey(l.pid), []):
+            c = ctxs[i]
+            if holds(c, scs[i], l):
+                key = (c.start, -c.end, c.idx)
+                if best is None or key > best[0]:
+                    best = (key, i)
+        if best is not None:
+            owned[best[1]].append(l)
+    out = []
+    for i, ls in enumerate(owned):
+        ls.sort(key=lambda l: (l.start, l.idx))
+        w = work_from(ls, ledger)
+        w["scope"] = scs[i]
+        out.append(w)
+    return out
+
+
+def work_from(ls, ledger):
+    """Counts, span, busy and latencies of the launch calls ls (each with >= 1 activity)."""
     pairs = [(a, l) for l in ls for a in ledger["acts"][l.idx]]
     acts = [a for a, _ in pairs]
     w = {
@@ -489,13 +537,15 @@ def context_work(c, ledger):
         "kernels": sum(1 for a in acts if act_kind(a) == "kernel"),
         "memcpys": sum(1 for a in acts if act_kind(a) == "memcpy"),
         "memsets": sum(1 for a in acts if act_kind(a) == "memset"),
-        "span": None, "busy": None, "idle": None, "latency": None,
+        "span": None, "busy": None, "idle": None, "latency": None, "to_start": None,
     }
     if acts:
         w["span"] = max(a.end for a in acts) - min(a.start for a in acts)
         w["busy"] = ulen([(a.start, a.end) for a in acts])
         w["idle"] = w["span"] - w["busy"]
-        w["latency"] = median_of([a.start - l.start for a, l in pairs])
+        # queue delay per launch call: first activity start - call end, clipped at 0
+        w["latency"] = median_of([max(0, min(a.start for a in ledger["acts"][l.idx]) - l.end) for l in ls])
+        w["to_start"] = median_of([a.start - l.start for a, l in pairs])
     return w
 
 
@@ -512,21 +562,22 @@ def context_work_bf(c, evs):
             continue
         mine = [a for a in evs if act_kind(a) is not None and a.corr == l.corr]
         if mine:
-            ls.append(l)
+            ls.append((l, mine))
             acts.extend((a, l) for a in mine)
     res = {"launches": len(ls),
-           "graph_launches": sum(1 for l in ls if l.name.startswith(GRAPH_PREFIXES)),
+           "graph_launches": sum(1 for l, _ in ls if l.name.startswith(GRAPH_PREFIXES)),
            "kernels": sum(1 for a, _ in acts if act_kind(a) == "kernel"),
            "memcpys": sum(1 for a, _ in acts if act_kind(a) == "memcpy"),
            "memsets": sum(1 for a, _ in acts if act_kind(a) == "memset"),
-           "span": None, "busy": None, "latency": None}
+           "span": None, "busy": None, "latency": None, "to_start": None}
     if acts:
         res["span"] = max(a.end for a, _ in acts) - min(a.start for a, _ in acts)
         # busy by elementary segments
         pts = sorted({x for a, _ in acts for x in (a.start, a.end)})
         res["busy"] = sum(y - x for x, y in zip(pts, pts[1:])
                           if any(a.start <= x and y <= a.end for a, _ in acts))
-        res["latency"] = median_of([a.start - l.start for a, l in acts])
+        res["latency"] = median_of([max(0, min(a.start for a in mine) - l.end) for l, mine in ls])
+        res["to_start"] = median_of([a.start - l.start for a, l in acts])
     return res
 
 
@@ -710,11 +761,12 @@ def ns_str(q):
     return None if q is None else frac_str(q)
 
 
-def kernels_one(path, context=None, context_regex=None, tokens=None, summary=None, top=10):
+def kernels_one(path, context=None, context_regex=None, tokens=None, summary=None, top=10,
+                launch_scope="auto"):
     evs = complete_events(load_trace(path))
     label, _, selected, _ = select_contexts(evs, context, context_regex)
     ledger = gpu_ledger(evs)
-    works = [(c, context_work(c, ledger)) for c in selected]
+    works = list(zip(selected, attributed_works(selected, ledger, launch_scope)))
     busy_ctx = [(c, w) for c, w in works if w["acts"]]
 
     tokens = resolve_tokens(path, tokens, summary)
@@ -728,11 +780,12 @@ def kernels_one(path, context=None, context_regex=None, tokens=None, summary=Non
     else:
         kpt = span_pt = busy_pt = None
 
-    # top kernels: each kernel activity once
+    # top kernels: each kernel activity is in one context at most
     seen = {}
     for _, w in busy_ctx:
         for a in w["acts"]:
             if act_kind(a) == "kernel":
+                assert a.idx not in seen
                 seen[a.idx] = a
     by_name = {}
     for a in seen.values():
@@ -763,6 +816,8 @@ def kernels_one(path, context=None, context_regex=None, tokens=None, summary=Non
             "gpu_span_ns": w["span"],
             "gpu_busy_ns": w["busy"],
             "launch_latency_ns": ns_str(w["latency"]),
+            "launch_to_activity_start_ns": ns_str(w["to_start"]),
+            "launch_scope": w["scope"],
         })
 
     res = {
@@ -782,6 +837,8 @@ def kernels_one(path, context=None, context_regex=None, tokens=None, summary=Non
         "gpu_busy_ms": stats_c(busys, ms),
         "gpu_idle_ms": stats_c([w["idle"] for _, w in busy_ctx], ms),
         "launch_latency_ms": stats_c([w["latency"] for _, w in busy_ctx], ms),
+        "launch_to_activity_start_ms": stats_c([w["to_start"] for _, w in busy_ctx], ms),
+        "launch_scope": scope_label(launch_scope, [w["scope"] for _, w in works]),
         "gpu_span_per_token_ms": fl(span_pt),
         "gpu_busy_per_token_ms": fl(busy_pt),
         "top_kernels": top_rows,
@@ -791,6 +848,18 @@ def kernels_one(path, context=None, context_regex=None, tokens=None, summary=Non
     return res, {"kpt": kpt, "span_pt": span_pt, "busy_pt": busy_pt}
 
 
+def scope_label(scope, scs):
+    """The launch scope as reported: the one given, or what auto resolved to."""
+    if scope != "auto":
+        return scope
+    p = sum(1 for s in scs if s == "process")
+    if p == 0:
+        return "thread"
+    if p == len(scs):
+        return "process"
+    return "auto (thread: %d, process: %d)" % (len(scs) - p, p)
+
+
 def cmd_kernels(a):
     if len(a.traces) > 2:
         sys.exit("kernels: at most two traces")
@@ -798,7 +867,7 @@ def cmd_kernels(a):
     for i, p in enumerate(a.traces):
         tok = a.tokens[i] if a.tokens and i < len(a.tokens) else None
         summ = a.summary[i] if a.summary and i < len(a.summary) else None
-        r, x = kernels_one(p, a.context, a.context_regex, tok, summ, a.top)
+        r, x = kernels_one(p, a.context, a.context_regex, tok, summ, a.top, a.launch_scope)
         out.append(r)
         exacts.append(x)
     comp = None
@@ -1314,9 +1383,31 @@ def self_test():
     ctxs = [e for e in evs if e.cat == "user_annotation"]
     w1, w2, w3 = (context_work(c, led) for c in ctxs)
     assert (w1["launches"], w1["graph_launches"], w1["kernels"], w1["memcpys"], w1["memsets"]) == (3, 1, 4, 1, 0), w1
-    assert (w1["span"], w1["busy"], w1["idle"], w1["latency"]) == (42000, 31000, 11000, 10000), w1
+    # queue delays (calls last 1 us): 110-101, 130-121, 151-150.999 -> median 9000 ns
+    assert (w1["span"], w1["busy"], w1["idle"], w1["latency"]) == (42000, 31000, 11000, 9000), w1
+    assert w1["to_start"] == 10000, w1
     assert (w2["launches"], w2["kernels"], w2["memsets"], w2["span"], w2["busy"]) == (1, 1, 1, 9999, 5001), w2
-    assert w2["latency"] == Fraction(5001, 2) and frac_str(w2["latency"]) == "2500.5"
+    # S2's memset starts 1 ns after its call starts, before the call ends: queue delay clipped to 0
+    assert w2["latency"] == 0, w2
+    assert w2["to_start"] == Fraction(5001, 2) and frac_str(w2["to_start"]) == "2500.5"
+    # disjoint contexts: attribution = what each holds
+    for c, w in zip(ctxs, attributed_works(ctxs, led)):
+        assert all(w[k] == context_work(c, led)[k] for k in ("launches", "kernels", "span", "busy", "latency"))
+    # nested contexts: innermost wins; ProfilerStep (auto: process scope) takes the autograd thread's launch
+    nest = _mk([
+        U("ProfilerStep#1", 0.0, 100.0, 11),                   # [0, 100) on tid 1
+        U("inner", 10.0, 20.0, 12),                            # [10, 30) on tid 1
+        U("inner", 10.0, 20.0, 13),                            # identical copy: the later in file order is inner
+        R("cudaLaunchKernel", 5.0, 21), R("cudaLaunchKernel", 15.0, 22),
+        R("cudaLaunchKernel", 50.0, 23, tid=2),                # autograd thread
+        A("k", 40.0, 1.0, 21), A("k", 41.0, 1.0, 22), A("k", 60.0, 1.0, 23),
+    ])
+    nled = gpu_ledger(nest)
+    nctx = [e for e in nest if e.cat == "user_annotation"]
+    ws = attributed_works(nctx, nled)
+    assert [w["kernels"] for w in ws] == [2, 0, 1] and ws[0]["scope"] == "process", ws
+    ws = attributed_works(nctx, nled, "thread")
+    assert [w["kernels"] for w in ws] == [1, 0, 1], ws
     assert w3["acts"] == [] and w3["span"] is None and w3["launches"] == 0
     for c in ctxs:
         w, b = context_work(c, led), context_work_bf(c, evs)
@@ -1336,24 +1427,28 @@ def self_test():
                                             "min": 1.0, "max": 4.0, "sum": 5.0}, r
         assert r["kernels_per_token"] == 1.0 and x["span_pt"] == Fraction(42000 + 9999, 5 * 10**6)
         assert r["gpu_busy_ms"]["sum"] == 0.036001 and r["gpu_idle_ms"]["max"] == 0.011
-        assert r["launch_latency_ms"]["median"] == float(Fraction(10000 + Fraction(5001, 2), 2 * 10**6))
+        assert r["launch_latency_ms"]["median"] == float(Fraction(9000 + 0, 2 * 10**6))
+        assert r["launch_to_activity_start_ms"]["median"] == float(Fraction(10000 + Fraction(5001, 2), 2 * 10**6))
+        assert r["launch_scope"] == "thread"
         assert [(k["name"], k["calls"]) for k in r["top_kernels"]] == [("gemm", 3), ("act", 1), ("norm", 1)], r
         assert r["top_kernels"][0]["share_pct"] == float(Fraction(30000 * 100, 36001))
         assert r["top_kernels"][0]["calls_per_context"] == 1.5 and r["top_kernels"][0]["median_us"] == 10.0
         assert r["timeline"]["busy_ms"] == 0.063001 and r["timeline"]["exposed_memcpy_ms"] == 0.006
         pc = r["per_context"]
         assert [c["start_ns"] for c in pc] == [100000, 150000, 300000]
-        assert pc[1]["launch_latency_ns"] == "2500.5" and pc[0]["launch_latency_ns"] == "10000"
+        assert pc[1]["launch_latency_ns"] == "0" and pc[0]["launch_latency_ns"] == "9000"
+        assert pc[1]["launch_to_activity_start_ns"] == "2500.5"
         assert pc[2] == {"start_ns": 300000, "cpu_ns": 10000, "launches": 0, "graph_launches": 0, "kernels": 0,
-                         "gpu_span_ns": None, "gpu_busy_ns": None, "launch_latency_ns": None}, pc
-        # nested selected contexts: top kernels count each activity once
+                         "gpu_span_ns": None, "gpu_busy_ns": None, "launch_latency_ns": None,
+                         "launch_to_activity_start_ns": None, "launch_scope": "thread"}, pc
+        # nested selected contexts: each launch in the innermost; outer [100,170) holds S1 and S2 only
         doc2 = ledger_doc + [U("outer", 100.0, 70.0, 50)]
         with open(p, "w") as f:
             json.dump({"traceEvents": doc2}, f)
         r, _ = kernels_one(p, context_regex="^(step|outer)$", top=1)
-        assert r["kernels"] == 10 and r["contexts_with_gpu_work"] == 3, r
-        assert r["top_kernels"] == [{"name": "gemm", "calls": 3, "calls_per_context": 1.0, "total_ms": 0.03,
-                                     "share_pct": float(Fraction(30000 * 100, 36001 + 36001)),
+        assert r["kernels"] == 5 and r["contexts_with_gpu_work"] == 2, r
+        assert r["top_kernels"] == [{"name": "gemm", "calls": 3, "calls_per_context": 1.5, "total_ms": 0.03,
+                                     "share_pct": float(Fraction(30000 * 100, 36001)),
                                      "median_us": 10.0}], r["top_kernels"]
         # zero GPU work: null stats, timeline nulls when the trace has no activity
         with open(p, "w") as f:
@@ -1433,6 +1528,7 @@ def main(argv=None):
     kp.add_argument("--tokens", type=int, action="append", help="completion tokens, one per trace in order")
     kp.add_argument("--summary", action="append", help="run summary file, one per trace in order")
     kp.add_argument("--top", type=int, default=10)
+    kp.add_argument("--launch-scope", choices=["auto", "thread", "process"], default="auto")
     tp = sub.add_parser("timeline")
     tp.add_argument("traces", nargs="+")
     sp = sub.add_parser("spancheck")

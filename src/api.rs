@@ -24,6 +24,7 @@ use crate::analyses::kernels::{Kernels, KernelsSpec, DEFAULT_TOP};
 use crate::analyses::pair::{GpuSpanSource, Pair, PairSpec};
 use crate::analysis::{self, Analysis, Plan, TraceResult};
 use crate::contexts::Selector;
+use crate::ledger::attribution::LaunchScope;
 use crate::progress::FileProgress;
 use crate::report::Format;
 use crate::runinfo::{Given, RunInfo};
@@ -78,6 +79,8 @@ pub struct KernelsOptions {
     pub given: Vec<Given>,
     /// How many kernels to list per trace.
     pub top: usize,
+    /// Which launch calls a context holds (`--launch-scope`).
+    pub launch_scope: LaunchScope,
     pub quiet: bool,
 }
 
@@ -87,6 +90,7 @@ impl Default for KernelsOptions {
             selector: Selector::Auto,
             given: Vec::new(),
             top: DEFAULT_TOP,
+            launch_scope: LaunchScope::Auto,
             quiet: false,
         }
     }
@@ -421,7 +425,11 @@ pub fn kernels(
         given: opts.given.clone(),
         quiet: opts.quiet,
     };
-    run::<Kernels>(paths, &common, &KernelsSpec { top: opts.top })
+    let options = KernelsSpec {
+        top: opts.top,
+        launch_scope: opts.launch_scope,
+    };
+    run::<Kernels>(paths, &common, &options)
 }
 
 /// `torchtrace hierarchy`: verifies containment chains and reports the

@@ -6,6 +6,7 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::api;
 use torchtrace::kernels;
+use torchtrace::ledger::attribution::LaunchScope;
 
 /// Follow each step context's launch calls (cudaLaunchKernel, cuLaunchKernel,
 /// cudaGraphLaunch, cudaMemcpyAsync, … and their hip counterparts) to the
@@ -13,14 +14,24 @@ use torchtrace::kernels;
 /// work of a step even when torch.compile or CUDA graphs leave it without a
 /// GPU annotation. With two traces, compare them (first = baseline/AR).
 ///
-/// Per context (a launch call lies in a context when it starts inside it on
-/// the same pid/tid, start ≤ ts < end; exact integer ns):
+/// Per context (a launch call lies in a context when it starts inside it,
+/// start ≤ ts < end, exact integer ns, on the same pid/tid, or with process
+/// launch scope on any thread of the same pid; see --launch-scope). A launch
+/// call lying in several selected contexts (ranges inside ranges, e.g.
+/// --context-regex . or `## Call CompiledFxGraph ##` inside a step) counts
+/// once, in the innermost: the one starting last (then ending first), as
+/// Kineto gives a launch to the innermost user range; so rows add up to the
+/// totals:
 ///   launches         launch calls that caused ≥1 GPU activity
 ///   graph launches   of those, cudaGraphLaunch/cuGraphLaunch/hipGraphLaunch
 ///   GPU span         last activity end − first activity start
 ///   GPU busy         length of the union of the activity intervals (all streams)
 ///   GPU idle         span − busy
-///   launch latency   activity start − its launch call's start (median per context)
+///   launch latency   queue delay: first activity start − launch call end,
+///                    clipped at 0 (median over the context's launch calls)
+///   launch→start     activity start − launch call start over every activity,
+///                    graph members included (median per context; JSON
+///                    launch_to_activity_start_ms)
 /// Statistics are over the contexts with GPU work; per token = Σ over those
 /// contexts / completion tokens. Top kernels: each kernel of the contexts
 /// once, by name: calls, total, share of Σ GPU busy, median duration.
@@ -54,9 +65,33 @@ pub struct KernelsArgs {
     /// Also list every selected context's GPU work.
     #[arg(long)]
     pub per_context: bool,
+    /// Which launch calls a context holds: those of its own thread, or of
+    /// any thread of its process inside its window (training steps launch
+    /// the backward pass from the autograd thread). auto: process for
+    /// `ProfilerStep#N` contexts, thread for all others (vLLM steps).
+    #[arg(long, value_enum, default_value_t = ScopeArg::Auto, value_name = "SCOPE")]
+    pub launch_scope: ScopeArg,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
+}
+
+/// `--launch-scope` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    Auto,
+    Thread,
+    Process,
+}
+
+impl From<ScopeArg> for LaunchScope {
+    fn from(s: ScopeArg) -> LaunchScope {
+        match s {
+            ScopeArg::Auto => LaunchScope::Auto,
+            ScopeArg::Thread => LaunchScope::Thread,
+            ScopeArg::Process => LaunchScope::Process,
+        }
+    }
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -65,7 +100,10 @@ pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
         quiet: global.quiet,
     };
-    let options = kernels::KernelsSpec { top: args.top };
+    let options = kernels::KernelsSpec {
+        top: args.top,
+        launch_scope: args.launch_scope.into(),
+    };
     let how = (args.format, args.per_context);
     super::run_command::<kernels::Kernels>(&args.traces, common, &options, how, global)
 }

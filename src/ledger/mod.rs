@@ -3,7 +3,9 @@
 //! Kineto tags every runtime/driver call and every GPU activity it caused
 //! with the same `args.correlation`; a CUDA-graph replay is one
 //! `cudaGraphLaunch` whose kernels all carry its correlation. A launch call
-//! lies in a range when it starts inside it on the same thread:
+//! lies in a range when it starts inside it on the same thread (or, with
+//! process launch scope, on any thread of the range's process; see
+//! [`super::attribution`], which also gives each launch call to one range):
 //!
 //! ```text
 //! CPU tid 7  [============ execute_context_0(0)_generation_1(1) ============)
@@ -12,15 +14,17 @@
 //! GPU s 7                  [k c=11)[k c=11)   [k c=11)
 //!                |<----------------- GPU span ------------>|
 //!                busy = |∪ activities| (streams together), idle = span − busy
-//!                launch latency = activity start − its launch call's ts
+//!                launch latency = first activity start − launch call end (≥ 0)
 //! ```
 //!
-//! Memory: one 32-byte record per launch call and per GPU activity, kept
+//! Memory: one 56-byte record per launch call (with its activity range) and
+//! one 32-byte record per GPU activity, kept
 //! until the end of the read (Kineto writes the CPU side first and the GPU
 //! activities after it, and nothing is sorted, so no activity can be
 //! attributed before the file ends). The timeline needs every activity
 //! interval anyway.
 
+pub mod attribution;
 pub mod intervals;
 
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
@@ -72,6 +76,8 @@ pub fn prefilter() -> Prefilter {
 #[derive(Debug, Clone, Copy)]
 struct Launch {
     ts: Ns,
+    /// ts + dur: when the call returned.
+    end: Ns,
     corr: i64,
     index: u64,
     lane: u32,
@@ -121,6 +127,7 @@ impl Collector {
             };
             self.launches.push(Launch {
                 ts: start,
+                end: start.saturating_add(ev.dur_or_zero()),
                 corr,
                 index: at.index,
                 lane: self.lanes.intern(ev.lane()),
@@ -147,8 +154,12 @@ pub struct Work {
     pub extent: Option<(Ns, Ns)>,
     /// Length of the union of the activity intervals.
     pub busy: i128,
-    /// Median of activity start − launch ts.
+    /// Median over its launch calls of the queue delay: first activity
+    /// start − launch call end, clipped at 0.
     pub latency_median: Option<Exact>,
+    /// Median over its activities of activity start − launch call start
+    /// (the figure `launch_latency` meant before; graph members included).
+    pub start_latency_median: Option<Exact>,
     /// Indices into [`Ledger::activities`].
     pub activities: Vec<u32>,
 }
@@ -170,14 +181,16 @@ pub struct Ledger {
     pub names: Interner,
     /// Launch calls sorted by (lane, ts, index).
     launches: Vec<Launch>,
-    /// Per lane id, its launch calls in `launches`.
-    by_lane: Vec<Range<usize>>,
-    /// Per launch call (same order): the first in file order with its
-    /// correlation, and so the owner of that correlation's activities.
-    owner: Vec<bool>,
+    /// Per launch call (same order): its activities in `activities`, empty
+    /// unless it is the first in file order with its correlation (the owner
+    /// of that correlation's activities).
+    acts: Vec<Range<usize>>,
     /// Activities sorted by (has_corr, corr, start, end).
     pub activities: Vec<Activity>,
     lane_ids: HashMap<(String, String), u32>,
+    /// Per lane id, the id of its pid (for process-wide launch scope).
+    lane_pid: Vec<u32>,
+    pid_ids: HashMap<String, u32>,
 }
 
 impl Ledger {
@@ -189,22 +202,33 @@ impl Ledger {
             mut activities,
         } = c;
         launches.sort_unstable_by_key(|l| (l.lane, l.ts, l.index));
-        let by_lane = lane_ranges(&launches, lanes.len());
         let owner = owners(&launches);
         activities.sort_unstable_by_key(|a| (a.has_corr, a.corr, a.start, a.end));
-        let lane_ids = (0..lanes.len() as u32)
-            .map(|id| {
-                let l = lanes.resolve(id);
-                ((l.pid.to_string(), l.tid.to_string()), id)
+        let acts = launches
+            .iter()
+            .zip(&owner)
+            .map(|(l, &own)| match own {
+                true => activity_range(&activities, l.corr),
+                false => 0..0,
             })
             .collect();
+        let mut pid_ids: HashMap<String, u32> = HashMap::new();
+        let mut lane_ids = HashMap::new();
+        let mut lane_pid = Vec::with_capacity(lanes.len());
+        for id in 0..lanes.len() as u32 {
+            let l = lanes.resolve(id);
+            let next = pid_ids.len() as u32;
+            lane_pid.push(*pid_ids.entry(l.pid.to_string()).or_insert(next));
+            lane_ids.insert((l.pid.to_string(), l.tid.to_string()), id);
+        }
         Ledger {
             names,
             launches,
-            by_lane,
-            owner,
+            acts,
             activities,
             lane_ids,
+            lane_pid,
+            pid_ids,
         }
     }
 
@@ -214,6 +238,12 @@ impl Ledger {
         self.lane_ids
             .get(&(pid.to_string(), tid.to_string()))
             .copied()
+    }
+
+    /// The pid id of a pid written as [`crate::model::ThreadPart`]'s
+    /// `Display` does, if any launch call ran in that process.
+    pub fn pid_of(&self, pid: &str) -> Option<u32> {
+        self.pid_ids.get(pid).copied()
     }
 
     /// The lane id of a [`Lane`].
@@ -226,57 +256,62 @@ impl Ledger {
         self.launches.len()
     }
 
-    /// The activities of correlation `corr`.
-    fn activities_of(&self, corr: i64) -> &[Activity] {
-        let key = |a: &Activity| (a.has_corr, a.corr);
-        let lo = self.activities.partition_point(|a| key(a) < (true, corr));
-        let hi = self.activities.partition_point(|a| key(a) <= (true, corr));
-        &self.activities[lo..hi]
+    /// Positions (in `launches`) of the launch calls that own ≥ 1 activity,
+    /// in (lane, ts, index) order.
+    pub(super) fn working_launches(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.launches.len() as u32).filter(|&i| !self.acts[i as usize].is_empty())
     }
 
-    /// The GPU work launched from `lane` during `[start, end)`.
-    pub fn work(&self, lane: Option<u32>, start: Ns, end: Ns) -> Work {
+    /// (lane, pid, ts, file index) of the launch call at position `i`.
+    pub(super) fn launch_at(&self, i: u32) -> (u32, u32, Ns, u64) {
+        let l = &self.launches[i as usize];
+        let pid = self.lane_pid.get(l.lane as usize).copied().unwrap_or(0);
+        (l.lane, pid, l.ts, l.index)
+    }
+
+    /// The GPU work of the launch calls at positions `calls` (each owning
+    /// ≥ 1 activity; from [`Ledger::working_launches`]).
+    pub(super) fn work_of(&self, calls: &[u32]) -> Work {
         let mut w = Work::default();
-        let Some(range) = lane.and_then(|l| self.by_lane.get(l as usize)) else {
-            return w;
-        };
-        let calls = &self.launches[range.clone()];
-        let lo = calls.partition_point(|l| l.ts < start);
-        let hi = calls.partition_point(|l| l.ts < end);
         let mut ivs: Vec<Iv> = Vec::new();
-        let mut latencies: Vec<i64> = Vec::new();
-        let owners = &self.owner[range.clone()];
-        for (l, _) in calls[lo..hi.max(lo)]
-            .iter()
-            .zip(&owners[lo..hi.max(lo)])
-            .filter(|(_, &own)| own)
-        {
-            let acts = self.activities_of(l.corr);
-            if acts.is_empty() {
+        let mut starts: Vec<i64> = Vec::new();
+        let mut queue: Vec<i64> = Vec::new();
+        for &i in calls {
+            let (l, range) = (&self.launches[i as usize], self.acts[i as usize].clone());
+            let acts = &self.activities[range.clone()];
+            let Some(first) = acts.iter().map(|a| a.start).min() else {
                 continue;
-            }
+            };
             w.launches += 1;
             w.graph_launches += u64::from(is_graph_launch(self.names.resolve(l.name)));
-            let base = self.offset_of(acts);
-            for (j, a) in acts.iter().enumerate() {
-                w.add(a, (base + j) as u32);
+            // Queue delay: how long the work waited after the call returned.
+            queue.push(first.0.saturating_sub(l.end.0).max(0));
+            for (j, a) in range.zip(acts) {
+                w.add(a, j as u32);
                 ivs.push((a.start, a.end));
-                if let Some(d) = a.start.0.checked_sub(l.ts.0) {
-                    latencies.push(d);
-                }
+                starts.push(a.start.0.saturating_sub(l.ts.0));
             }
         }
         w.busy = intervals::length(&intervals::union(ivs));
-        latencies.sort_unstable();
-        w.latency_median = (!latencies.is_empty()).then(|| median_sorted(&latencies));
+        w.latency_median = median_of(queue);
+        w.start_latency_median = median_of(starts);
         w
     }
+}
 
-    /// Index of a sub-slice's first element in `activities`.
-    fn offset_of(&self, sub: &[Activity]) -> usize {
-        let size = std::mem::size_of::<Activity>();
-        (sub.as_ptr() as usize - self.activities.as_ptr() as usize) / size
-    }
+/// The median of `v`, exact; `None` when empty.
+fn median_of(mut v: Vec<i64>) -> Option<Exact> {
+    v.sort_unstable();
+    (!v.is_empty()).then(|| median_sorted(&v))
+}
+
+/// The activities of correlation `corr` in `activities` (sorted by
+/// (has_corr, corr, …)).
+fn activity_range(activities: &[Activity], corr: i64) -> Range<usize> {
+    let key = |a: &Activity| (a.has_corr, a.corr);
+    let lo = activities.partition_point(|a| key(a) < (true, corr));
+    let hi = activities.partition_point(|a| key(a) <= (true, corr));
+    lo..hi.max(lo)
 }
 
 impl Work {
@@ -292,19 +327,6 @@ impl Work {
         });
         self.activities.push(id);
     }
-}
-
-/// Per lane id, the range of its launch calls (sorted by lane).
-fn lane_ranges(launches: &[Launch], lanes: usize) -> Vec<Range<usize>> {
-    let mut out = vec![0..0; lanes];
-    let mut i = 0;
-    while i < launches.len() {
-        let lane = launches[i].lane;
-        let j = i + launches[i..].partition_point(|l| l.lane == lane);
-        out[lane as usize] = i..j;
-        i = j;
-    }
-    out
 }
 
 /// For each launch call, whether it is the first in file order with its

@@ -34,6 +34,7 @@ pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};
 use crate::contexts::Selector;
+use crate::ledger::attribution::{self, Attribution, LaunchScope, Query};
 use crate::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
@@ -614,12 +615,27 @@ impl Collector {
 
     /// The GPU work launched by a function's outermost `calls` (each
     /// call's launches on its own thread, by correlation).
+    ///
+    /// Outermost calls of one thread never nest; should two overlap
+    /// partially (a broken stack, never written by PyTorch), a launch call
+    /// in both is counted once, in the later one, so the cost stays
+    /// O(n log n) ([`attribution`]) and `partially_overlapping_calls` says so.
     fn gpu_work(&self, calls: &[&Rec], ledger: &Ledger) -> FunctionGpu {
+        let queries: Vec<Query> = calls
+            .iter()
+            .map(|r| Query {
+                lane: ledger.lane_id(self.lanes.resolve(r.lane)),
+                pid: None,
+                scope: LaunchScope::Thread,
+                start: r.start,
+                end: r.end,
+                index: r.index,
+            })
+            .collect();
+        let Attribution { works, overlaps } = attribution::attribute(ledger, &queries);
         let mut busy: Vec<Ns> = Vec::new();
         let (mut kernels, mut with_work, mut sum) = (0u64, 0u64, 0i128);
-        for r in calls {
-            let lane = ledger.lane_id(self.lanes.resolve(r.lane));
-            let w = ledger.work(lane, r.start, r.end);
+        for w in &works {
             kernels += w.kernels;
             with_work += u64::from(w.has_gpu_work());
             sum += w.busy;
@@ -633,6 +649,7 @@ impl Collector {
             gpu_busy_median_ms: ExactSummary::of(&busy).map(|s| s.median.ms()),
             gpu_busy_sum_ns: sum,
             gpu_busy_per_token_ms: None,
+            partially_overlapping_calls: overlaps.partial,
         }
     }
 }
@@ -652,6 +669,15 @@ pub struct FunctionGpu {
     pub gpu_busy_sum_ns: i128,
     /// Σ GPU busy of the outermost calls / completion tokens.
     pub gpu_busy_per_token_ms: Option<f64>,
+    /// Outermost calls overlapping another partially (never written by
+    /// PyTorch): a launch call in both is counted in the later one. Shown
+    /// only when not 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub partially_overlapping_calls: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl TraceHierarchy {

@@ -14,12 +14,13 @@ pub mod timeline;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::ledger::attribution::{self, Attribution, LaunchScope, Overlaps, Query};
 use crate::ledger::{self, Kind, Ledger, Work};
 use crate::model::Ns;
 use crate::stats::{median_sorted, Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 pub use timeline::Timeline;
 
 /// How many kernels `top_kernels` lists by default.
@@ -31,11 +32,16 @@ pub const DEFAULT_TOP: usize = 10;
 pub struct KernelsSpec {
     /// Kernels listed in `top_kernels`.
     pub top: usize,
+    /// Which launch calls a context holds (`--launch-scope`).
+    pub launch_scope: LaunchScope,
 }
 
 impl Default for KernelsSpec {
     fn default() -> Self {
-        KernelsSpec { top: DEFAULT_TOP }
+        KernelsSpec {
+            top: DEFAULT_TOP,
+            launch_scope: LaunchScope::Auto,
+        }
     }
 }
 
@@ -47,6 +53,7 @@ impl Configures for KernelsSpec {
 /// GPU activities) over the step contexts, and the whole-trace timeline.
 pub struct Kernels {
     top: usize,
+    scope: LaunchScope,
 }
 
 impl Analysis for Kernels {
@@ -56,7 +63,10 @@ impl Analysis for Kernels {
     type Output = TraceKernels;
 
     fn start(config: &KernelsSpec) -> Self {
-        Kernels { top: config.top }
+        Kernels {
+            top: config.top,
+            scope: config.launch_scope,
+        }
     }
 
     fn ledger(_: &KernelsSpec) -> Need {
@@ -77,7 +87,7 @@ impl Analysis for Kernels {
     fn finish(self, trace: &Finished<'_>) -> TraceKernels {
         let empty = Ledger::default();
         let ledger = trace.ledger.unwrap_or(&empty);
-        let mut k = summarize(trace, ledger, self.top);
+        let mut k = summarize(trace, ledger, self.top, self.scope);
         if let Some(e) = trace.error_text() {
             k.complete = false;
             k.error = Some(e);
@@ -98,8 +108,15 @@ pub struct KernelRow {
     pub memsets: u64,
     pub gpu_span_ns: Option<i64>,
     pub gpu_busy_ns: Option<i64>,
-    /// Median launch→start latency; a half-integer for an even count.
+    /// Median queue delay (first activity start − launch call end, ≥ 0)
+    /// over its launch calls; a half-integer for an even count.
     pub launch_latency_ns: Option<f64>,
+    /// Median of activity start − launch call start over its activities.
+    #[serde(default)]
+    pub launch_to_activity_start_ns: Option<f64>,
+    /// The launch scope the context used: `thread` or `process`.
+    #[serde(default)]
+    pub launch_scope: String,
 }
 
 /// One kernel name among the contexts' kernels.
@@ -132,7 +149,17 @@ pub struct TraceKernels {
     pub gpu_span_ms: Summary,
     pub gpu_busy_ms: Summary,
     pub gpu_idle_ms: Summary,
+    /// Over the contexts' median queue delays (launch call end → first
+    /// activity start, clipped at 0).
     pub launch_latency_ms: Summary,
+    /// Over the contexts' medians of activity start − launch call start
+    /// (every activity, graph members included).
+    #[serde(default)]
+    pub launch_to_activity_start_ms: Summary,
+    /// Launch scope: `thread`, `process`, or `auto (thread: n, process: m)`
+    /// when `auto` resolved per context.
+    #[serde(default)]
+    pub launch_scope: String,
     pub gpu_span_per_token_ms: Option<f64>,
     pub gpu_busy_per_token_ms: Option<f64>,
     pub top_kernels: Vec<TopKernel>,
@@ -156,34 +183,75 @@ pub struct Sums {
 }
 
 /// Summarises the ledger over the trace's selected contexts.
-fn summarize(trace: &Finished<'_>, ledger: &Ledger, top: usize) -> TraceKernels {
-    let steps = trace.steps;
-    let works: Vec<Work> = trace
-        .contexts
-        .iter(steps)
-        .map(|c| {
-            let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
-            ledger.work(lane, c.start, c.end())
-        })
-        .collect();
+fn summarize(
+    trace: &Finished<'_>,
+    ledger: &Ledger,
+    top: usize,
+    scope: LaunchScope,
+) -> TraceKernels {
+    let qs = attribution::context_queries(trace.steps, trace.contexts, ledger, scope);
+    let Attribution { works, overlaps } = attribution::attribute(ledger, &qs);
     let rows: Vec<KernelRow> = trace
         .contexts
-        .iter(steps)
+        .iter(trace.steps)
         .zip(&works)
-        .map(|(c, w)| row(c.start, c.dur, w))
+        .zip(&qs)
+        .map(|((c, w), q)| row(c.start, c.dur, w, q.scope))
         .collect();
     let measured: Vec<&Work> = works.iter().filter(|w| w.has_gpu_work()).collect();
     let mut k = figures(trace, &measured, rows);
+    k.launch_scope = scope_label(scope, &qs);
     k.top_kernels = top_kernels(ledger, &measured, top, k.sums.busy_ns);
     let activities = ledger.activities.len() as u64;
     k.timeline = timeline::of(ledger)
         .map(|t| t.to_ms(activities))
         .unwrap_or_default();
-    k.notes = notes(trace, ledger, &works);
+    k.notes = notes(trace, ledger, &works, overlaps.nested);
+    k.notes.extend(overlap_notes(&overlaps, qs.len()));
     k
 }
 
-fn row(start: Ns, dur: Ns, w: &Work) -> KernelRow {
+/// The scope used: the one given, or what `auto` resolved to.
+fn scope_label(scope: LaunchScope, qs: &[Query]) -> String {
+    if scope != LaunchScope::Auto {
+        return scope.as_str().into();
+    }
+    let process = qs
+        .iter()
+        .filter(|q| q.scope == LaunchScope::Process)
+        .count();
+    match (process, qs.len() - process) {
+        (0, _) => "thread".into(),
+        (_, 0) => "process".into(),
+        (p, t) => format!("auto (thread: {t}, process: {p})"),
+    }
+}
+
+/// Says when selected contexts nest or overlap, and what was done.
+fn overlap_notes(o: &Overlaps, contexts: usize) -> Vec<String> {
+    let mut n = Vec::new();
+    if o.nested > 0 {
+        n.push(format!(
+            "{} of {contexts} selected contexts lie inside another selected context: each launch call (and its GPU work) is counted once, in the innermost context holding it",
+            o.nested
+        ));
+    }
+    if o.partial > 0 {
+        n.push(format!(
+            "{} selected contexts overlap another partially (neither holds the other; vLLM never writes this): a launch call in both goes to the one that starts later",
+            o.partial
+        ));
+    }
+    if o.across_scopes > 0 {
+        n.push(format!(
+            "{} launch call(s) lie both in a process-scope context and in a thread-scope one: each is counted in the one that starts later",
+            o.across_scopes
+        ));
+    }
+    n
+}
+
+fn row(start: Ns, dur: Ns, w: &Work, scope: LaunchScope) -> KernelRow {
     KernelRow {
         start_ns: start.0,
         cpu_ns: dur.0,
@@ -198,6 +266,8 @@ fn row(start: Ns, dur: Ns, w: &Work) -> KernelRow {
             .then(|| i64::try_from(w.busy).ok())
             .flatten(),
         launch_latency_ns: w.latency_median.map(Exact::ns),
+        launch_to_activity_start_ns: w.start_latency_median.map(Exact::ns),
+        launch_scope: scope.as_str().into(),
     }
 }
 
@@ -215,6 +285,10 @@ fn figures(trace: &Finished<'_>, measured: &[&Work], rows: Vec<KernelRow>) -> Tr
     let idle = ns(&|w| w.span().unwrap_or(0) - w.busy);
     let kernel_counts = ns(&|w| i128::from(w.kernels));
     let latencies: Vec<Exact> = measured.iter().filter_map(|w| w.latency_median).collect();
+    let to_start: Vec<Exact> = measured
+        .iter()
+        .filter_map(|w| w.start_latency_median)
+        .collect();
     let sums = Sums {
         kernels: sum(|w| w.kernels),
         span_ns: measured.iter().map(|w| w.span().unwrap_or(0)).sum(),
@@ -238,6 +312,8 @@ fn figures(trace: &Finished<'_>, measured: &[&Work], rows: Vec<KernelRow>) -> Tr
         gpu_busy_ms: Summary::of(&busy),
         gpu_idle_ms: Summary::of(&idle),
         launch_latency_ms: exact_summary_ms(&latencies),
+        launch_to_activity_start_ms: exact_summary_ms(&to_start),
+        launch_scope: String::new(),
         gpu_span_per_token_ms: None,
         gpu_busy_per_token_ms: None,
         top_kernels: Vec::new(),
@@ -297,14 +373,14 @@ fn exact_summary_ms(values: &[Exact]) -> Summary {
     }
 }
 
-/// The kernels of the contexts (each activity once), by name.
+/// The kernels of the contexts (each activity in one context), by name.
 fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> Vec<TopKernel> {
-    let mut seen: HashSet<u32> = HashSet::new();
+    // Attribution gives each activity to one context: no deduplication.
     let mut by_name: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     for w in measured {
         for &id in &w.activities {
             let a = &ledger.activities[id as usize];
-            if a.kind == Kind::Kernel && seen.insert(id) {
+            if a.kind == Kind::Kernel {
                 by_name
                     .entry(ledger.names.resolve(a.name))
                     .or_default()
@@ -335,14 +411,17 @@ fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> V
 }
 
 /// Notes on what a user might otherwise misread.
-fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work]) -> Vec<String> {
+fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work], nested: u64) -> Vec<String> {
     let mut notes = Vec::new();
     let without = works.iter().filter(|w| !w.has_gpu_work()).count();
     if !works.is_empty() && without > 0 {
-        notes.push(format!(
-            "{without} of {} step contexts launched no GPU work that the trace recorded",
-            works.len()
-        ));
+        // With nested contexts an outer one may have launched work that
+        // its selected inner contexts own: say so rather than "none".
+        let why = match nested {
+            0 => "launched no GPU work that the trace recorded",
+            _ => "have no GPU work of their own (none recorded, or all of it launched inside selected inner contexts)",
+        };
+        notes.push(format!("{without} of {} step contexts {why}", works.len()));
     }
     if ledger.launch_calls() == 0 && !ledger.activities.is_empty() {
         notes.push(

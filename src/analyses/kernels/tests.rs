@@ -78,8 +78,15 @@ fn the_drawing_per_context() {
     // Span 4..15 = 11 µs; busy [4,6) [8,12) [14,15) = 2 + 4 + 1 = 7 µs.
     assert_eq!(row.gpu_span_ns, Some(11_000));
     assert_eq!(row.gpu_busy_ns, Some(7_000));
-    // Latencies: 4−1 = 3, 8−2 = 6, 10−2 = 8, 14−2 = 12 → median (6+8)/2 = 7 µs.
-    assert_eq!(row.launch_latency_ns, Some(7_000.0));
+    // Queue delay per launch call (calls last 0.5 µs): memcpy 4 − 1.5 = 2.5,
+    // graph 8 − 2.5 = 5.5 (its first kernel) → median 4 µs.
+    assert_eq!(row.launch_latency_ns, Some(4_000.0));
+    // Start to start, per activity: 4−1 = 3, 8−2 = 6, 10−2 = 8, 14−2 = 12 → (6+8)/2 = 7 µs.
+    assert_eq!(row.launch_to_activity_start_ns, Some(7_000.0));
+    assert_eq!(
+        (row.launch_scope.as_str(), k.launch_scope.as_str()),
+        ("thread", "thread")
+    );
     assert_eq!(k.rows[1].gpu_span_ns, None);
     assert_eq!(k.gpu_idle_ms.median, Some(0.004));
     assert_eq!(k.kernels_per_context.median, Some(3.0));
@@ -159,4 +166,96 @@ fn memcpy_under_compute_is_not_exposed() {
     // The nccl memset is communication: 10..12 is exposed.
     assert_eq!(t.exposed_comm_ms, Some(0.002));
     assert_eq!(t.exposed_memcpy_ms, Some(0.0));
+}
+
+/// A small random-number generator for the brute-force comparison.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, m: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % m
+    }
+}
+
+/// (name, tid, start µs, dur µs) of a random context.
+type Ctx = (String, u64, u64, u64);
+
+/// The innermost context holding a launch at `ts` on `tid`, straight from
+/// the definition (auto scope: `ProfilerStep#` contexts see every thread).
+fn innermost(ctxs: &[Ctx], tid: u64, ts: u64) -> Option<usize> {
+    (0..ctxs.len())
+        .filter(|&i| {
+            let (name, ctid, s, d) = &ctxs[i];
+            let any_thread = name.starts_with("ProfilerStep#");
+            (any_thread || *ctid == tid) && *s <= ts && ts < s + d
+        })
+        // Latest start, then earliest end, then later in file order.
+        .max_by_key(|&i| (ctxs[i].2, std::cmp::Reverse(ctxs[i].2 + ctxs[i].3), i))
+}
+
+#[test]
+fn attribution_matches_brute_force_on_random_nestings() {
+    let mut r = Lcg(17);
+    let every = Selector::Regex(regex::Regex::new(".").unwrap());
+    for round in 0..300 {
+        let ctxs: Vec<Ctx> = (0..1 + round % 9)
+            .map(|k| {
+                let name = if r.next(4) == 0 {
+                    format!("ProfilerStep#{k}")
+                } else {
+                    "s".into()
+                };
+                (name, 1 + r.next(2), r.next(20), r.next(12))
+            })
+            .collect();
+        let mut evs: Vec<String> = ctxs
+            .iter()
+            .map(|(n, tid, s, d)| {
+                x(
+                    "user_annotation",
+                    n,
+                    *tid as i64,
+                    &s.to_string(),
+                    &d.to_string(),
+                    "",
+                )
+            })
+            .collect();
+        let mut want = vec![0u64; ctxs.len()];
+        for c in 0..r.next(25) {
+            let (tid, ts) = (1 + r.next(2), r.next(34));
+            evs.push(launch(
+                "cudaLaunchKernel",
+                tid as i64,
+                &ts.to_string(),
+                c as i64,
+            ));
+            evs.push(act(
+                "kernel",
+                "k",
+                &(ts + 1).to_string(),
+                "1",
+                Some(c as i64),
+            ));
+            if let Some(i) = innermost(&ctxs, tid, ts) {
+                want[i] += 1;
+            }
+        }
+        let doc = format!("{{\"traceEvents\": [{}]}}", evs.join(","));
+        let plan = Plan::new(every.clone()).with(KernelsSpec::default());
+        let k = analyze_reader("t", doc.as_bytes(), &plan)
+            .results
+            .take::<Kernels>()
+            .unwrap();
+        // Rows are in (start, file order) order.
+        let mut order: Vec<usize> = (0..ctxs.len()).collect();
+        order.sort_by_key(|&i| (ctxs[i].2, i));
+        let got: Vec<u64> = k.rows.iter().map(|row| row.kernels).collect();
+        let want: Vec<u64> = order.iter().map(|&i| want[i]).collect();
+        assert_eq!(got, want, "round {round}: {ctxs:?}");
+    }
 }

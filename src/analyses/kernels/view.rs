@@ -173,6 +173,15 @@ pub fn columns() -> Vec<Figure> {
     v.extend(stats("launch_latency", "launch latency (ms)", "_ms", |t| {
         &t.launch_latency_ms
     }));
+    v.extend(stats(
+        "launch_to_activity_start",
+        "launch→start (ms)",
+        "_ms",
+        |t| &t.launch_to_activity_start_ms,
+    ));
+    v.push(fig("launch_scope", "launch scope", |t| {
+        Cell::text(t.launch_scope.clone())
+    }));
     v.push(fig(
         "gpu_span_per_token_ms",
         "GPU span per token (ms)",
@@ -327,6 +336,8 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
             "gpu_span_ms",
             "gpu_busy_ms",
             "launch_latency_us",
+            "launch_to_activity_start_us",
+            "launch_scope",
         ],
     );
     let ms = |v: Option<i64>| Cell::opt_f(v.map(|n| n as f64 / 1e6), 3);
@@ -342,6 +353,8 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
                 ms(row.gpu_span_ns),
                 ms(row.gpu_busy_ns),
                 Cell::opt_f(row.launch_latency_ns.map(|n| n / 1e3), 3),
+                Cell::opt_f(row.launch_to_activity_start_ns.map(|n| n / 1e3), 3),
+                Cell::text(row.launch_scope.clone()),
             ]);
         }
     }

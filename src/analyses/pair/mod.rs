@@ -16,9 +16,11 @@
 
 pub mod view;
 
+use crate::analyses::hierarchy::index::{Enclosers, Iv};
 use crate::analysis::{self, Analysis, Configures, Finished, Need, Plan, TraceResult};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
+use crate::ledger::attribution::{self, LaunchScope};
 use crate::ledger::Ledger;
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
@@ -141,17 +143,14 @@ impl Analysis for Pair {
 }
 
 /// Each selected context's GPU span by launch correlation (same contexts,
-/// same order): the GPU work launched from its thread during it.
+/// same order), attributed as `kernels` does: each launch call in the
+/// innermost context holding it, launch scope `auto`.
 fn correlation_spans_of(trace: &Finished<'_>, ledger: &Ledger) -> Vec<Option<i64>> {
-    let steps = trace.steps;
-    trace
-        .contexts
-        .iter(steps)
-        .map(|c| {
-            let lane = ledger.lane_of(steps.names.resolve(c.lane.0), steps.names.resolve(c.lane.1));
-            let w = ledger.work(lane, c.start, c.end());
-            w.span().and_then(|s| i64::try_from(s).ok())
-        })
+    let qs = attribution::context_queries(trace.steps, trace.contexts, ledger, LaunchScope::Auto);
+    attribution::attribute(ledger, &qs)
+        .works
+        .iter()
+        .map(|w| w.span().and_then(|s| i64::try_from(s).ok()))
         .collect()
 }
 
@@ -405,12 +404,11 @@ fn context_rows(
         silent.sharing_contexts += ks.len() as u64;
         for &g in gpu.get(key).map(Vec::as_slice).unwrap_or(&[]) {
             silent.shared_annotations += 1;
-            let owner = ks
-                .iter()
-                .rev()
-                .find(|&&k| starts[k] <= g.start)
-                .unwrap_or(&ks[0]);
-            shares.entry(*owner).or_default().push(g);
+            // `ks` is in start order: one binary search, not a scan, so N
+            // contexts sharing one id with N annotations cost N log N.
+            let at = ks.partition_point(|&k| starts[k] <= g.start);
+            let owner = ks[at.saturating_sub(1)];
+            shares.entry(owner).or_default().push(g);
         }
     }
     for (k, c) in contexts.iter(steps).enumerate() {
@@ -540,29 +538,37 @@ fn span_note(r: &TracePairs, steps: &Steps, contexts: &Contexts, ledger: bool) -
 
 /// The most frequent user annotations nested inside the contexts without a
 /// GPU annotation (same lane), e.g. "`gpu_model_runner: forward` ×30".
+///
+/// Each inner range counts once, however many contexts hold it: one
+/// containment query per annotation ([`Enclosers`], O(n log n)), so many
+/// overlapping contexts cannot make this quadratic.
 fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
-    let mut by_lane: HashMap<(crate::model::Sym, crate::model::Sym), Vec<&Annotation>> =
-        HashMap::new();
-    for a in &steps.cpu {
-        by_lane.entry(a.lane).or_default().push(a);
-    }
-    for v in by_lane.values_mut() {
-        v.sort_by_key(|a| (a.start, a.index));
-    }
-    let mut counts: HashMap<&str, u64> = HashMap::new();
+    type LaneKey = (crate::model::Sym, crate::model::Sym);
+    let mut ctx_by_lane: HashMap<LaneKey, Vec<Iv>> = HashMap::new();
     for c in contexts.iter(steps) {
-        let Some(lane) = by_lane.get(&c.lane) else {
-            continue;
+        ctx_by_lane.entry(c.lane).or_default().push(Iv {
+            start: c.start,
+            end: c.end(),
+            id: c.index,
+        });
+    }
+    let held: HashMap<LaneKey, Enclosers> = ctx_by_lane
+        .into_iter()
+        .map(|(lane, ivs)| (lane, Enclosers::new(&ivs)))
+        .collect();
+    let mut counts: HashMap<&str, u64> = HashMap::new();
+    for a in steps
+        .cpu
+        .iter()
+        .filter(|a| !contexts.selected.contains(&a.name))
+    {
+        let iv = Iv {
+            start: a.start,
+            end: a.end(),
+            id: a.index,
         };
-        let lo = lane.partition_point(|a| a.start < c.start);
-        let hi = lane.partition_point(|a| a.start < c.end());
-        for a in &lane[lo..hi] {
-            if a.index != c.index
-                && a.end_exact() <= c.end_exact()
-                && !contexts.selected.contains(&a.name)
-            {
-                *counts.entry(steps.names.resolve(a.name)).or_default() += 1;
-            }
+        if held.get(&a.lane).is_some_and(|e| e.encloses(&iv)) {
+            *counts.entry(steps.names.resolve(a.name)).or_default() += 1;
         }
     }
     let mut v: Vec<(&str, u64)> = counts.into_iter().collect();

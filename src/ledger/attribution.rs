@@ -1,0 +1,332 @@
+//! Gives every launch call (and so every GPU activity) to at most one CPU
+//! range: the innermost of the ranges that hold it.
+//!
+//! A launch call is held by a range when it starts in the range's window
+//! (start ≤ ts < end) on the range's thread (launch scope `thread`) or on
+//! any thread of the range's process (scope `process`, for training steps
+//! whose GPU work is launched by the autograd thread). When several ranges
+//! hold it — a selector matching ranges inside ranges, torch.compile's
+//! `## Call CompiledFxGraph ##` inside a step — it goes to the *innermost*:
+//! the one that starts last (ties: the one that ends first, then the later
+//! in file order). That is the rule CUPTI and Kineto apply to user ranges
+//! (a launch carries the External id of the innermost open range, and only
+//! that range gets the `gpu_user_annotation`), so `kernels` agrees with the
+//! annotations, and per-range rows sum to the totals.
+//!
+//! ```text
+//! thread 7  [=========== step (selected) ===========)
+//!               [== forward (selected) ==)
+//!             L1      L2        L3             L4
+//! L1, L4 → step; L2, L3 → forward (both hold them; forward starts later)
+//! ```
+//!
+//! Cost: one sweep per group (thread or process) over ranges sorted by
+//! start and launch calls sorted by ts, with a max-heap of open ranges keyed
+//! by start; a range leaves the heap once a launch at or past its end is
+//! met, and launch times only grow, so each range is pushed and popped
+//! once: O((ranges + launches) log ranges), whatever the ranges' overlap
+//! (N identical ranges each holding all N launches were O(N²) when every
+//! range listed its own launches).
+
+use super::{Ledger, Work};
+use crate::contexts::{Contexts, Steps};
+use crate::model::Ns;
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// Which launch calls a range can hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LaunchScope {
+    /// `process` for `ProfilerStep#N` ranges (training: the autograd thread
+    /// launches the backward pass), `thread` for every other range (vLLM
+    /// steps launch from the thread that runs them).
+    #[default]
+    Auto,
+    /// Launch calls on the range's own pid and tid.
+    Thread,
+    /// Launch calls on any thread of the range's pid.
+    Process,
+}
+
+impl LaunchScope {
+    /// The scope a range named `name` gets: `thread` or `process`.
+    pub fn resolve(self, name: &str) -> LaunchScope {
+        match self {
+            LaunchScope::Auto if name.starts_with("ProfilerStep#") => LaunchScope::Process,
+            LaunchScope::Auto => LaunchScope::Thread,
+            s => s,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LaunchScope::Auto => "auto",
+            LaunchScope::Thread => "thread",
+            LaunchScope::Process => "process",
+        }
+    }
+}
+
+/// A CPU range asking for its GPU work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Query {
+    /// The range's lane id in the ledger (scope `thread`), `None` when no
+    /// launch call ran on its thread.
+    pub lane: Option<u32>,
+    /// The range's pid id in the ledger (scope `process`).
+    pub pid: Option<u32>,
+    /// `Thread` or `Process` (resolved; `Auto` is taken as `Thread`).
+    pub scope: LaunchScope,
+    pub start: Ns,
+    pub end: Ns,
+    /// Index in `traceEvents`: the last tie-break.
+    pub index: u64,
+}
+
+impl Query {
+    /// The group a range sweeps in, under `scope`.
+    fn group(&self, scope: LaunchScope) -> Option<u32> {
+        match (self.scope, scope) {
+            (LaunchScope::Process, LaunchScope::Process) => self.pid,
+            (LaunchScope::Process, _) | (_, LaunchScope::Process) => None,
+            _ => self.lane,
+        }
+    }
+
+    /// Larger = more inner: later start, then earlier end, then later in
+    /// file order.
+    fn depth(&self) -> (Ns, Reverse<Ns>, u64) {
+        (self.start, Reverse(self.end), self.index)
+    }
+}
+
+/// The selected step contexts as queries, each with its launch scope
+/// (`Auto` resolved per context by its name).
+pub fn context_queries(
+    steps: &Steps,
+    contexts: &Contexts,
+    ledger: &Ledger,
+    scope: LaunchScope,
+) -> Vec<Query> {
+    let names = &steps.names;
+    contexts
+        .iter(steps)
+        .map(|c| {
+            let (pid, tid) = (names.resolve(c.lane.0), names.resolve(c.lane.1));
+            Query {
+                lane: ledger.lane_of(pid, tid),
+                pid: ledger.pid_of(pid),
+                scope: scope.resolve(names.resolve(c.name)),
+                start: c.start,
+                end: c.end(),
+                index: c.index,
+            }
+        })
+        .collect()
+}
+
+/// How the ranges of one attribution overlap (for notes).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Overlaps {
+    /// Ranges lying inside another range of their group.
+    pub nested: u64,
+    /// Ranges overlapping another of their group partially (neither holds
+    /// the other): vLLM never writes these.
+    pub partial: u64,
+    /// Launch calls held both by a thread-scope and a process-scope range.
+    pub across_scopes: u64,
+}
+
+/// Each range's GPU work, each launch call counted in one range at most.
+#[derive(Debug, Clone, Default)]
+pub struct Attribution {
+    /// One per query, same order.
+    pub works: Vec<Work>,
+    pub overlaps: Overlaps,
+}
+
+/// Attributes the ledger's launch calls to `queries` (see the module docs).
+pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
+    let calls: Vec<u32> = ledger.working_launches().collect();
+    let by_thread = sweep(ledger, queries, &calls, LaunchScope::Thread);
+    let by_process = sweep(ledger, queries, &calls, LaunchScope::Process);
+    let mut overlaps = overlaps_of(queries, LaunchScope::Thread);
+    let p = overlaps_of(queries, LaunchScope::Process);
+    overlaps.nested += p.nested;
+    overlaps.partial += p.partial;
+    // (query, launch position): each launch once, sorted by query.
+    let mut owned: Vec<(u32, u32)> = Vec::new();
+    for (k, &call) in calls.iter().enumerate() {
+        let pick = match (by_thread[k], by_process[k]) {
+            (Some(t), Some(p)) => {
+                overlaps.across_scopes += 1;
+                let inner = queries[t as usize].depth() >= queries[p as usize].depth();
+                Some(if inner { t } else { p })
+            }
+            (t, p) => t.or(p),
+        };
+        if let Some(q) = pick {
+            owned.push((q, call));
+        }
+    }
+    owned.sort_unstable();
+    Attribution {
+        works: works_of(ledger, queries.len(), &owned),
+        overlaps,
+    }
+}
+
+/// Per query, the work of the launch calls it owns (`owned` sorted by query).
+fn works_of(ledger: &Ledger, n: usize, owned: &[(u32, u32)]) -> Vec<Work> {
+    let mut works = Vec::with_capacity(n);
+    let mut rest = owned;
+    for q in 0..n as u32 {
+        let take = rest.partition_point(|&(o, _)| o == q);
+        let calls: Vec<u32> = rest[..take].iter().map(|&(_, c)| c).collect();
+        works.push(ledger.work_of(&calls));
+        rest = &rest[take..];
+    }
+    works
+}
+
+/// A range open in the sweep: max-heap order = innermost first.
+type Open = ((Ns, Reverse<Ns>, u64), Ns, u32);
+
+/// For each launch position in `calls`, the innermost query of `scope`
+/// holding it.
+fn sweep(
+    ledger: &Ledger,
+    queries: &[Query],
+    calls: &[u32],
+    scope: LaunchScope,
+) -> Vec<Option<u32>> {
+    let mut out = vec![None; calls.len()];
+    let mut qs: Vec<(u32, Ns, u32)> = queries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, q)| Some((q.group(scope)?, q.start, i as u32)))
+        .collect();
+    if qs.is_empty() {
+        return out;
+    }
+    qs.sort_unstable();
+    // Launches by (group, ts); `calls` is in (lane, ts) order already.
+    let group_of = |c: u32| {
+        let (lane, pid, ts, index) = ledger.launch_at(c);
+        let g = if scope == LaunchScope::Process {
+            pid
+        } else {
+            lane
+        };
+        (g, ts, index)
+    };
+    let mut order: Vec<(u32, Ns, u64, usize)> = calls
+        .iter()
+        .enumerate()
+        .map(|(k, &c)| {
+            let (g, ts, index) = group_of(c);
+            (g, ts, index, k)
+        })
+        .collect();
+    if scope == LaunchScope::Process {
+        order.sort_unstable();
+    }
+    let mut heap: BinaryHeap<Open> = BinaryHeap::new();
+    let (mut next, mut group) = (0usize, None);
+    for (g, ts, _, k) in order {
+        if group != Some(g) {
+            heap.clear();
+            group = Some(g);
+            next += qs[next..].partition_point(|q| q.0 < g);
+        }
+        while let Some(&(qg, start, qi)) = qs.get(next) {
+            if qg != g || start > ts {
+                break;
+            }
+            let q = &queries[qi as usize];
+            heap.push((q.depth(), q.end, qi));
+            next += 1;
+        }
+        // Launch times only grow within a group: a range ending at or
+        // before this one can hold no later launch either.
+        while heap.peek().is_some_and(|top| top.1 <= ts) {
+            heap.pop();
+        }
+        out[k] = heap.peek().map(|top| top.2);
+    }
+    out
+}
+
+/// Counts nested and partially overlapping ranges within each group of
+/// `scope`: a sweep by (start, longest first) with a stack of open ranges.
+fn overlaps_of(queries: &[Query], scope: LaunchScope) -> Overlaps {
+    let mut qs: Vec<(u32, Ns, Reverse<Ns>, u64)> = queries
+        .iter()
+        .filter_map(|q| Some((q.group(scope)?, q.start, Reverse(q.end), q.index)))
+        .collect();
+    qs.sort_unstable();
+    let mut o = Overlaps::default();
+    let mut stack: Vec<(u32, Ns)> = Vec::new();
+    for (g, start, Reverse(end), _) in qs {
+        while stack
+            .last()
+            .is_some_and(|&(sg, send)| sg != g || send <= start)
+        {
+            stack.pop();
+        }
+        match stack.last() {
+            Some(&(_, send)) if end <= send => o.nested += 1,
+            Some(_) => o.partial += 1,
+            None => {}
+        }
+        // Zero-length ranges hold nothing and are held by nothing.
+        if end > start {
+            stack.push((g, end));
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn q(start: i64, end: i64, index: u64) -> Query {
+        Query {
+            lane: Some(0),
+            pid: Some(0),
+            scope: LaunchScope::Thread,
+            start: Ns(start),
+            end: Ns(end),
+            index,
+        }
+    }
+
+    #[test]
+    fn auto_scope_is_process_for_profiler_steps_only() {
+        assert_eq!(
+            LaunchScope::Auto.resolve("ProfilerStep#3"),
+            LaunchScope::Process
+        );
+        assert_eq!(
+            LaunchScope::Auto.resolve("execute_context_0(0)_generation_1(1)"),
+            LaunchScope::Thread
+        );
+        assert_eq!(
+            LaunchScope::Thread.resolve("ProfilerStep#3"),
+            LaunchScope::Thread
+        );
+    }
+
+    #[test]
+    fn overlap_counts_nested_and_partial() {
+        // [0,10) holds [2,5); [8,14) overlaps [0,10) partially.
+        let o = overlaps_of(&[q(0, 10, 0), q(2, 5, 1), q(8, 14, 2)], LaunchScope::Thread);
+        assert_eq!((o.nested, o.partial), (1, 1));
+        // Disjoint and touching ranges do not overlap.
+        let o = overlaps_of(&[q(0, 10, 0), q(10, 12, 1)], LaunchScope::Thread);
+        assert_eq!(o, Overlaps::default());
+    }
+}

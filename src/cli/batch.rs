@@ -76,6 +76,13 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
             "--shard {shard} with -o: a shard's output would lack the other shards' traces; write --records and run `torchtrace merge` over every shard's records"
         );
     }
+    // Held until the outputs are in place: a second batch on this OUTDIR
+    // is refused (exit 2) rather than interleaved.
+    let _lock = args
+        .out
+        .as_deref()
+        .map(batch::output::lock_outdir)
+        .transpose()?;
     let campaign = records::CampaignOptions {
         context: args.contexts.context.clone(),
         context_regex: args.contexts.context_regex.clone(),
@@ -123,10 +130,34 @@ fn write_records(
             files,
         )?);
     }
-    let f = std::fs::File::create(path)
-        .with_context(|| format!("{}: cannot create", path.display()))?;
-    records::write_records(std::io::BufWriter::new(f), header, files)
-        .with_context(|| format!("{}: cannot write", path.display()))
+    // A device or FIFO (/dev/stdout, a pipe) is written as it is.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| format!("{}: cannot open", path.display()))?;
+        return records::write_records(std::io::BufWriter::new(f), header, files)
+            .with_context(|| format!("{}: cannot write", path.display()));
+    }
+    // Written beside FILE and renamed over it at the end: FILE is never
+    // half this run's and half an earlier one's.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::File::create(&tmp)
+        .with_context(|| format!("{}: cannot create", tmp.display()))
+        .and_then(|f| {
+            records::write_records(std::io::BufWriter::new(f), header, files)
+                .with_context(|| format!("{}: cannot write", tmp.display()))
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("{}: cannot move into place", path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// How the outputs of a batch (or a merge) are written.
@@ -153,7 +184,7 @@ pub fn write_outputs(
     global: &GlobalArgs,
 ) -> anyhow::Result<Exit> {
     let figures = (!output.no_figures).then_some(output.image_format.into());
-    let written = batch::output::write_all(res, out, context, figures)?;
+    let written = batch::output::write_all_atomic(res, out, context, figures)?;
     for w in &written.warnings {
         eprintln!("torchtrace: warning: {w}");
     }

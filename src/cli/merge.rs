@@ -35,6 +35,7 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let _lock = torchtrace::batch::output::lock_outdir(&args.out)?;
     let sets = args
         .records
         .iter()

@@ -239,6 +239,15 @@ pub fn plan(input: &Input, skip: Option<&Path>) -> Plan {
 fn list_zip(path: &Path) -> Result<Vec<ZipMember>, String> {
     let f = File::open(path).map_err(|e| e.to_string())?;
     let mut z = zip::ZipArchive::new(BufReader::new(f)).map_err(|e| e.to_string())?;
+    // The zip reader keeps one entry per name: members sharing a name
+    // would vanish without a row. Refuse the archive instead.
+    if let Some(listed) = zip_entry_count(path).filter(|&n| n > z.len() as u64) {
+        return Err(format!(
+            "the archive lists {listed} entries but only {} distinct names: {} member(s) share a name with another and only one of each could be read; refused rather than drop one (rename the members)",
+            z.len(),
+            listed - z.len() as u64
+        ));
+    }
     let mut out = Vec::with_capacity(z.len());
     for index in 0..z.len() {
         let m = z
@@ -253,6 +262,43 @@ fn list_zip(path: &Path) -> Result<Vec<ZipMember>, String> {
         });
     }
     Ok(out)
+}
+
+/// The number of entries the end-of-central-directory record of a zip
+/// declares (zip64 included), if it can be found.
+fn zip_entry_count(path: &Path) -> Option<u64> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let tail_len = len.min(22 + 65535 + 20);
+    f.seek(SeekFrom::Start(len - tail_len)).ok()?;
+    let mut tail = vec![0u8; tail_len as usize];
+    f.read_exact(&mut tail).ok()?;
+    let at = tail
+        .windows(4)
+        .rposition(|w| w == b"PK\x05\x06")
+        .filter(|&a| a + 22 <= tail.len())?;
+    let u16_at = |b: &[u8], i: usize| u16::from_le_bytes([b[i], b[i + 1]]);
+    let count = u16_at(&tail, at + 10);
+    if count != u16::MAX {
+        return Some(u64::from(count));
+    }
+    // Zip64: the locator just before the record gives the zip64 record.
+    let loc = at.checked_sub(20)?;
+    if &tail[loc..loc + 4] != b"PK\x06\x07" {
+        return None;
+    }
+    let mut off = [0u8; 8];
+    off.copy_from_slice(&tail[loc + 8..loc + 16]);
+    f.seek(SeekFrom::Start(u64::from_le_bytes(off))).ok()?;
+    let mut rec = [0u8; 40];
+    f.read_exact(&mut rec).ok()?;
+    if &rec[..4] != b"PK\x06\x06" {
+        return None;
+    }
+    let mut n = [0u8; 8];
+    n.copy_from_slice(&rec[32..40]);
+    Some(u64::from_le_bytes(n))
 }
 
 impl Plan {

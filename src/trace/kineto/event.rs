@@ -47,14 +47,59 @@ struct KinetoArgs {
     finished: Option<bool>,
 }
 
+/// `args` must be an object: anything else (an array, a number, a
+/// string) is not read at all, never by position.
 impl<'de> Deserialize<'de> for Args {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let a = KinetoArgs::deserialize(d)?;
+        d.deserialize_any(ArgsVisitor)
+    }
+}
+
+struct ArgsVisitor;
+
+impl<'de> Visitor<'de> for ArgsVisitor {
+    type Value = Args;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Args, A::Error> {
+        let a = KinetoArgs::deserialize(de::value::MapAccessDeserializer::new(map))?;
         Ok(Args {
             external_id: a.external_id,
             correlation: a.correlation,
             finished: a.finished,
         })
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Args, A::Error> {
+        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
+        Ok(Args::default())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Args, E> {
+        Ok(Args::default())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Args, E> {
+        Ok(Args::default())
     }
 }
 

@@ -402,6 +402,12 @@ impl<'f, R: Read> Scanner<'f, R> {
     fn member(&mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
         let key = self.key()?;
         self.expect(b':', "`:`")?;
+        if key == "traceEvents" && meta.has_events {
+            meta.notes.push(format!(
+                "a second \"traceEvents\" key at byte {}: its events are not read (the first array is the trace; a JSON parser that keeps the last key would read the other one)",
+                self.offset(self.pos)
+            ));
+        }
         if key == "traceEvents" && !meta.has_events {
             return match self.peek()? {
                 Some(b'[') => {
@@ -418,6 +424,16 @@ impl<'f, R: Read> Scanner<'f, R> {
             let (s, e) = self.value(true)?;
             if let Holding::Value(key) = &self.holding {
                 meta.absorb(key, &self.buf[s..e]);
+            }
+            self.pos = e;
+        } else if matches!(self.peek()?, Some(b) if !matches!(b, b'{' | b'[' | b'"')) {
+            // A number or literal nobody reads: short, so it is held and
+            // checked (`"x": tru` is not JSON, whoever reads it).
+            self.holding = Holding::Value(key);
+            let (s, e) = self.value(true)?;
+            if serde_json::from_slice::<serde::de::IgnoredAny>(&self.buf[s..e]).is_err() {
+                let shown = clip(&self.buf[s..e]);
+                return Err(self.syntax(format!("`{shown}` is not a JSON value")));
             }
             self.pos = e;
         } else {

@@ -513,22 +513,28 @@ fn a_second_trace_events_key_is_noted() {
     assert!(strings(&v).contains("a second \"traceEvents\" key"), "{v}");
 }
 
-/// `args` that is not an object is not read: an array is never taken by
-/// position as External id and correlation.
+/// `args` that is not an object is an error naming the event, never read
+/// by position as External id and correlation (before, a step and its GPU
+/// annotation with `"args": [5]` were paired by "External id" 5).
 #[test]
-fn args_that_are_not_an_object_are_ignored() {
-    let d = doc(&[
-        STEP,
-        r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10.000, "dur": 5.000, "args": [0, 7]}"#,
-        r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20.000, "dur": 10.000, "args": [0, 7]}"#,
-        r#"{"ph": "X", "cat": "gpu_user_annotation", "name": "execute_context_0(0)_generation_1(1)", "pid": 0, "tid": 7, "ts": 19.000, "dur": 12.000, "args": [5]}"#,
-    ]);
-    let (code, v, err) = analyse("kernels", &d);
-    assert!(code == 0 || code == 1, "{err}");
-    assert_eq!(v["traces"][0]["kernels"], 0, "{v}");
-    assert_eq!(find(&v, "timeline").unwrap()["activities"], 1);
-    let (_, v, err) = analyse("pair", &d);
-    assert_eq!(v["traces"][0]["pairs"], 0, "{v}\n{err}");
+fn args_that_are_not_an_object_are_an_error() {
+    for args in ["[5]", "5", "\"x\""] {
+        let step = STEP.replace("{\"External id\": 5}", args);
+        let gpu = format!(
+            r#"{{"ph": "X", "cat": "gpu_user_annotation", "name": "execute_context_0(0)_generation_1(1)", "pid": 0, "tid": 7, "ts": 19.000, "dur": 12.000, "args": {args}}}"#
+        );
+        let (code, _, err) = analyse("pair", &doc(&[&step, &gpu]));
+        assert_eq!(code, 2, "{args}: {err}");
+        assert!(err.contains("event 0 at byte"), "{args}: {err}");
+        assert!(err.contains("expected an object"), "{args}: {err}");
+    }
+    let kernel = r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20.000, "dur": 10.000, "args": [0, 7]}"#;
+    let (code, _, err) = analyse("kernels", &doc(&[STEP, kernel]));
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("event 1 at byte"), "{err}");
+    let step = STEP.replace("{\"External id\": 5}", "null");
+    let (code, _, err) = analyse("pair", &doc(&[&step]));
+    assert!(code == 0 || code == 1, "null args: {err}");
 }
 
 /// A context without a start time (no `ts`, or `null`) is not a context,
@@ -578,7 +584,20 @@ fn invalid_json_in_an_unread_top_level_value_is_an_error() {
         assert_eq!(code, 2, "{bad}: {err}");
         assert!(err.contains("is not a JSON value"), "{bad}: {err}");
     }
-    for good in ["true", "-1.5e3", "null", "0"] {
+    for bad in ["[1 2]", "{\"a\" 1}", "[tru]", "{\"a\": [1,]}"] {
+        let d = format!("{{\"other\": {bad}, \"traceEvents\": [{STEP}]}}");
+        let (code, _, err) = analyse("pair", &d);
+        assert_eq!(code, 2, "{bad}: {err}");
+        assert!(err.contains("is not JSON either"), "{bad}: {err}");
+    }
+    for good in [
+        "true",
+        "-1.5e3",
+        "null",
+        "0",
+        "[1, {\"a\": [\"\\u00e9\"]}]",
+        "{}",
+    ] {
         let d = format!("{{\"traceName\": {good}, \"traceEvents\": [{STEP}]}}");
         let (code, _, err) = analyse("pair", &d);
         assert!(code == 0 || code == 1, "{good}: {err}");

@@ -47,11 +47,11 @@ struct KinetoArgs {
     finished: Option<bool>,
 }
 
-/// `args` must be an object: anything else (an array, a number, a
-/// string) is not read at all, never by position.
+/// `args` must be an object (or `null`): anything else — an array, a
+/// number, a string — is an error, never read by position.
 impl<'de> Deserialize<'de> for Args {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(ArgsVisitor)
+        d.deserialize_map(ArgsVisitor)
     }
 }
 
@@ -61,7 +61,7 @@ impl<'de> Visitor<'de> for ArgsVisitor {
     type Value = Args;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("an object")
+        f.write_str("an object (`args` is read by key, never by position)")
     }
 
     fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Args, A::Error> {
@@ -71,35 +71,6 @@ impl<'de> Visitor<'de> for ArgsVisitor {
             correlation: a.correlation,
             finished: a.finished,
         })
-    }
-
-    fn visit_seq<A: de::SeqAccess<'de>>(self, mut seq: A) -> Result<Args, A::Error> {
-        while seq.next_element::<de::IgnoredAny>()?.is_some() {}
-        Ok(Args::default())
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Args, E> {
-        Ok(Args::default())
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Args, E> {
-        Ok(Args::default())
     }
 }
 

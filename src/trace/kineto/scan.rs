@@ -436,13 +436,40 @@ impl<'f, R: Read> Scanner<'f, R> {
                 return Err(self.syntax(format!("`{shown}` is not a JSON value")));
             }
             self.pos = e;
-        } else {
+        } else if matches!(self.peek()?, Some(b'{' | b'[')) {
             // Nobody reads it: pass over it without holding it, whatever
-            // its size (a second "traceEvents", Chrome's systemTraceEvents).
+            // its size (a second "traceEvents", Chrome's systemTraceEvents),
+            // checking that it is JSON on the way.
+            self.skip_validated()?;
+        } else {
             let (_, e) = self.value(false)?;
             self.pos = e;
         }
         Ok(())
+    }
+
+    /// Passes over the array or object at `self.pos` without holding it,
+    /// validating it as JSON piece by piece.
+    fn skip_validated(&mut self) -> Result<(), ReadError> {
+        let mut v = super::validate::Validator::default();
+        loop {
+            match v.feed(&self.buf[self.pos..self.end]) {
+                Ok(Some(n)) => {
+                    self.pos += n;
+                    return Ok(());
+                }
+                Ok(None) => self.pos = self.end,
+                Err((k, why)) => {
+                    self.pos += k;
+                    return Err(self.syntax(format!(
+                        "a top-level value that is not read is not JSON either: {why}"
+                    )));
+                }
+            }
+            if !self.refill(self.pos)?.more {
+                return Err(self.truncated());
+            }
+        }
     }
 
     /// Reads an object key (a JSON string) and decodes it.

@@ -28,8 +28,9 @@ use torchtrace::batch::{self, records, Manifest};
 /// Markdown summary (or --format).
 ///
 /// Exit status: 0 ok; 1 when some input failed (each is reported with
-/// its reason; the rest complete); 2 on bad arguments or an unwritable
-/// OUTDIR.
+/// its reason; the rest complete); 2 on bad arguments, an unwritable
+/// OUTDIR, or an OUTDIR that another batch or merge is writing (OUTDIR is
+/// locked, and its files are replaced only once all are written).
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct BatchArgs {
@@ -78,11 +79,14 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     }
     // Held until the outputs are in place: a second batch on this OUTDIR
     // is refused (exit 2) rather than interleaved.
-    let _lock = args
+    let lock = args
         .out
         .as_deref()
         .map(batch::output::lock_outdir)
         .transpose()?;
+    if let Some(w) = lock.as_ref().and_then(|l| l.unlocked.as_deref()) {
+        eprintln!("torchtrace: warning: {w}");
+    }
     let campaign = records::CampaignOptions {
         context: args.contexts.context.clone(),
         context_regex: args.contexts.context_regex.clone(),

@@ -118,31 +118,46 @@ pub const TEMP_PREFIX: &str = ".torchtrace-tmp.";
 /// interleaving its files with this one's.
 #[derive(Debug)]
 pub struct OutLock {
-    _dir: std::fs::File,
+    _file: std::fs::File,
+    /// Set when the file system does not support locks: the run goes on
+    /// unlocked, and this says so (for a warning).
+    pub unlocked: Option<String>,
 }
 
 /// Creates OUTDIR if needed and locks it (an advisory `flock` on the
-/// directory itself, so no file is added to it); fails at once, without
-/// waiting, when another process holds the lock. Temporary directories
-/// that a killed run left behind are removed (the lock says nobody is
-/// writing them).
+/// directory itself, so no file is added to it; where a directory cannot
+/// be opened, as on Windows, on a `.torchtrace.lock` file in it); fails at
+/// once, without waiting, when another process holds the lock. Temporary
+/// directories that a killed run left behind are removed (the lock says
+/// nobody is writing them).
 pub fn lock_outdir(dir: &Path) -> anyhow::Result<OutLock> {
     std::fs::create_dir_all(dir)
         .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
-    let f = std::fs::File::open(dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot open: {e}", dir.display()))?;
-    match f.try_lock() {
-        Ok(()) => {}
+    let f = match std::fs::File::open(dir) {
+        Ok(f) => f,
+        Err(_) => {
+            let p = dir.join(".torchtrace.lock");
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&p)
+                .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", p.display()))?
+        }
+    };
+    let unlocked = match f.try_lock() {
+        Ok(()) => None,
         Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
             "{}: another torchtrace batch or merge is writing this output directory: wait for it to finish, or use another -o",
             dir.display()
         ),
-        Err(std::fs::TryLockError::Error(e)) => {
-            anyhow::bail!("{}: cannot lock: {e}", dir.display())
-        }
-    }
+        Err(std::fs::TryLockError::Error(e)) => Some(format!(
+            "{}: cannot be locked ({e}): a second run on it at the same time would not be stopped",
+            dir.display()
+        )),
+    };
     remove_stale_temps(dir);
-    Ok(OutLock { _dir: f })
+    Ok(OutLock { _file: f, unlocked })
 }
 
 /// Removes `TEMP_PREFIX*` directories directly under `dir`.

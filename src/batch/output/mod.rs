@@ -229,11 +229,18 @@ fn commit(tmp: &Path, dir: &Path, w: Written) -> anyhow::Result<Written> {
             .map_err(|e| anyhow::anyhow!("{}: cannot move into place: {e}", to.display()))
     };
     if has_figures {
-        if figs.is_dir() {
-            let old = tmp.join("figures.old");
+        let old = tmp.join("figures.old");
+        let moved = figs.is_dir();
+        if moved {
             mv(&figs, &old)?;
         }
-        mv(&tmp.join("figures"), &figs)?;
+        if let Err(e) = mv(&tmp.join("figures"), &figs) {
+            if moved {
+                // Put the old figures back: nothing was changed.
+                let _ = std::fs::rename(&old, &figs);
+            }
+            return Err(e);
+        }
     }
     for f in &files {
         mv(&tmp.join(f), &dir.join(f))?;

@@ -109,6 +109,9 @@ pub struct Steps {
     /// Begin (`ph` "B") CPU user annotations: B/E ranges are not
     /// supported; they are counted for a note.
     pub begin_events: u64,
+    /// Complete (`ph` "X") CPU user annotations without a `ts` (missing or
+    /// null): not contexts (no start), counted for a note.
+    pub no_ts: u64,
 }
 
 /// The raw-bytes test admitting both annotation categories (both end in
@@ -125,6 +128,8 @@ impl Steps {
             self.cpu.push(a);
         } else if ev.ph == "B" && ev.cat == "user_annotation" {
             self.begin_events += 1;
+        } else if ev.ph == "X" && ev.ts.is_none() && ev.cat == "user_annotation" {
+            self.no_ts += 1;
         }
     }
 }

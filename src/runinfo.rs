@@ -234,9 +234,27 @@ impl Manifest {
             .trim(csv::Trim::All)
             .from_path(path)
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let mut rows = Vec::new();
+        let mut rows: Vec<ManifestRow> = Vec::new();
+        // Line of the first row of each path: a second row with other
+        // values is an error (which one is meant?); an identical one is
+        // dropped.
+        let mut first: std::collections::HashMap<String, (usize, usize)> =
+            std::collections::HashMap::new();
         for (i, row) in rd.deserialize::<ManifestRow>().enumerate() {
-            rows.push(row.map_err(|e| anyhow::anyhow!("{}: row {}: {e}", path.display(), i + 2))?);
+            let row = row.map_err(|e| anyhow::anyhow!("{}: row {}: {e}", path.display(), i + 2))?;
+            match first.get(&row.path) {
+                Some(&(_, k)) if rows[k] == row => continue,
+                Some(&(line, _)) => anyhow::bail!(
+                    "{}: rows {line} and {} both give {:?} with different values: keep one",
+                    path.display(),
+                    i + 2,
+                    crate::trace::message::clip_str(&row.path)
+                ),
+                None => {
+                    first.insert(row.path.clone(), (i + 2, rows.len()));
+                    rows.push(row);
+                }
+            }
         }
         Ok(Manifest { rows })
     }

@@ -233,6 +233,11 @@ impl Results {
         }
     }
 
+    /// Whether the results of the analysis with this key are here.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.slots.iter().any(|s| s.entry.key == key)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }

@@ -619,9 +619,11 @@ pub fn merge_with(
         }
     }
     let (mut inputs, mut files, mut notes) = (Vec::new(), Vec::new(), Vec::new());
-    for sets in campaigns {
+    let mut campaign_of: Vec<usize> = Vec::new();
+    for (c, sets) in campaigns.into_iter().enumerate() {
         let offset = inputs.len();
         let (header, rows) = merge_campaign(sets)?;
+        campaign_of.extend(std::iter::repeat_n(c, header.inputs.len()));
         inputs.extend(header.inputs);
         notes.extend(header.notes);
         files.extend(rows.into_iter().map(|mut r| {
@@ -629,9 +631,162 @@ pub fn merge_with(
             r
         }));
     }
+    notes.extend(shared_traces(&mut files, &campaign_of));
     let mut res = super::finalize(inputs, files, opts);
     res.notes.extend(notes);
     Ok((res, context))
+}
+
+/// Worker traces that the records of several campaigns hold (the same
+/// trace given to two campaigns): counted once, as `batch` over all their
+/// PATHs would. Two rows are the same trace when they agree on size and on
+/// every figure (each context's exact times included), labels aside; the
+/// later row becomes `skipped`, "duplicate of FIRST", without figures.
+fn shared_traces(files: &mut [FileResult], campaign_of: &[usize]) -> Option<String> {
+    if campaign_of.last().is_none_or(|&c| c == 0) {
+        return None;
+    }
+    let campaign = |f: &FileResult| campaign_of.get(f.input).copied();
+    let mut first: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    let mut dups = 0usize;
+    for k in 0..files.len() {
+        let f = &files[k];
+        if f.kind != super::Kind::Worker || f.status != super::Status::Ok {
+            continue;
+        }
+        let Some(key) = trace_fingerprint(f) else {
+            continue;
+        };
+        match first.get(&key) {
+            Some(&j) if campaign(&files[j]) != campaign(&files[k]) => {
+                let why = format!(
+                    "duplicate of {} (in the records of another campaign)",
+                    files[j].path
+                );
+                let f = &mut files[k];
+                f.status = super::Status::Skipped;
+                f.error = Some(why);
+                f.results = Default::default();
+                dups += 1;
+            }
+            Some(_) => {}
+            None => {
+                first.insert(key, k);
+            }
+        }
+    }
+    (dups > 0).then(|| {
+        format!(
+            "{dups} worker trace(s) are in the records of more than one campaign (same size and figures): counted once, listed as skipped, \"duplicate of …\""
+        )
+    })
+}
+
+/// What identifies a trace's content in a record: its size and figures,
+/// labels blanked.
+fn trace_fingerprint(f: &FileResult) -> Option<String> {
+    if f.results.is_empty() {
+        return None;
+    }
+    let mut v = crate::record::with_internals(|| serde_json::to_value(&f.results).ok())?;
+    for (_, figures) in v.as_object_mut()?.iter_mut() {
+        if let Some(obj) = figures.as_object_mut() {
+            obj.remove("path");
+        }
+    }
+    serde_json::to_string(&(f.size, &v)).ok()
+}
+
+/// Every row must be one the campaign's plans can give: of an input it
+/// has, of a file or member its plan lists (a tar's members are not
+/// listed: their names must be safe), once; and a worker trace read
+/// without error carries its figures.
+fn check_rows(header: &Header, files: &[FileResult]) -> Result<(), RecordError> {
+    let bad = |f: &FileResult, what: String| {
+        RecordError::Mismatch(format!(
+            "campaign {}: the record of {:?} {what}: records edited, or of another campaign? (nothing was written)",
+            header.campaign,
+            crate::trace::message::clip_str(&f.path)
+        ))
+    };
+    let mut labels: Vec<Option<std::collections::HashSet<String>>> =
+        vec![None; header.inputs.len()];
+    let mut seen: std::collections::HashSet<(usize, &str, u64)> = std::collections::HashSet::new();
+    for f in files {
+        let (Some(input), Some(plan)) = (header.inputs.get(f.input), header.plans.get(f.input))
+        else {
+            return Err(bad(
+                f,
+                format!(
+                    "names input {} of a campaign of {} input(s)",
+                    f.input,
+                    header.inputs.len()
+                ),
+            ));
+        };
+        if !seen.insert((f.input, f.path.as_str(), f.ordinal)) {
+            return Err(bad(f, "is given twice".into()));
+        }
+        let whole = f.path == input.path;
+        let known = match plan {
+            Plan::Directory(dir, issues) => labels[f.input]
+                .get_or_insert_with(|| {
+                    dir.iter()
+                        .map(|d| input.label(&d.rel))
+                        .chain(issues.iter().map(|i| input.label(&i.rel)))
+                        .collect()
+                })
+                .contains(&f.path),
+            Plan::Zip(members) => {
+                whole
+                    || members.iter().any(|m| {
+                        m.index as u64 == f.ordinal
+                            && (f.status != super::Status::Ok
+                                || super::inputs::normalize_member(&m.name)
+                                    .is_ok_and(|rel| input.label(&rel) == f.path))
+                    })
+            }
+            Plan::Tar { .. } => {
+                whole
+                    || f.status != super::Status::Ok
+                    || f.path
+                        .strip_prefix(input.prefix.as_str())
+                        .is_some_and(|rel| {
+                            super::inputs::normalize_member(rel).is_ok_and(|n| n == rel)
+                        })
+            }
+            Plan::File { .. } | Plan::Broken(_) => whole,
+            Plan::Elsewhere => false,
+        };
+        if !known {
+            return Err(bad(
+                f,
+                format!(
+                    "is of a file that input {} ({}) does not hold",
+                    f.input,
+                    crate::trace::message::clip_str(&input.path)
+                ),
+            ));
+        }
+        if f.kind == super::Kind::Worker && f.status == super::Status::Ok {
+            // Every analysis of a batch's plan gives figures for a trace
+            // read without error.
+            let missing = crate::analyses::REGISTRY
+                .iter()
+                .filter(|e| e.add_to_fn().is_some())
+                .find(|e| !f.results.contains_key(e.key));
+            if let Some(e) = missing {
+                return Err(bad(
+                    f,
+                    format!(
+                        "says the trace was read without error but holds no figures (of {})",
+                        e.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The shards of one campaign: their rows, and failed rows for every
@@ -660,6 +815,7 @@ fn merge_campaign(sets: Vec<RecordSet>) -> Result<(Header, Vec<FileResult>), Rec
         }
         files.extend(s.files);
     }
+    check_rows(&header, &files)?;
     let mut by_input: Vec<run::RowsOf> = std::iter::repeat_with(Default::default)
         .take(header.inputs.len())
         .collect();

@@ -205,6 +205,10 @@ pub struct ZipMember {
     pub size: u64,
     pub compressed: u64,
     pub is_dir: bool,
+    /// Why it is not read: another member has its name, and the zip
+    /// reader sees only one of them (see `list_zip`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shadowed: Option<String>,
 }
 
 /// Lists an input; `skip`: a directory left out of walks (OUTDIR).
@@ -246,9 +250,138 @@ fn list_zip(path: &Path) -> Result<Vec<ZipMember>, String> {
             size: m.size(),
             compressed: m.compressed_size(),
             is_dir: m.is_dir(),
+            shadowed: None,
         });
     }
+    // The zip reader keeps one entry per name (the last): the others would
+    // vanish without a row. Each becomes a member of its own (an index past
+    // the reader's), reported as an error, never read.
+    let dir = zip_directory(path);
+    let listed = dir.as_ref().map_or(0, |d| d.count);
+    if listed > z.len() as u64 {
+        let hidden = dir
+            .as_ref()
+            .and_then(|d| shadowed_entries(path, d))
+            .filter(|h| h.len() as u64 == listed - z.len() as u64)
+            .ok_or_else(|| {
+                format!(
+                    "the archive lists {listed} entries but only {} distinct names, and its central directory could not be read to find which: refused rather than drop a member",
+                    z.len()
+                )
+            })?;
+        let why = "another member of this archive has the same name and a zip reader sees only one of them (the last): not analysed (rename the members)";
+        for (k, (name, size)) in hidden.into_iter().enumerate() {
+            out.push(ZipMember {
+                index: z.len() + k,
+                is_dir: name.ends_with('/'),
+                name,
+                size,
+                compressed: 0,
+                shadowed: Some(why.to_string()),
+            });
+        }
+    }
     Ok(out)
+}
+
+/// Where a zip's central directory is and how many entries it declares
+/// (from the end-of-central-directory record; zip64 included).
+#[derive(Debug)]
+struct ZipDirectory {
+    count: u64,
+    /// Absolute offset of the central directory's first entry.
+    start: u64,
+    size: u64,
+}
+
+fn zip_directory(path: &Path) -> Option<ZipDirectory> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = File::open(path).ok()?;
+    let len = f.metadata().ok()?.len();
+    let tail_len = len.min(22 + 65535 + 20);
+    let tail_at = len - tail_len;
+    f.seek(SeekFrom::Start(tail_at)).ok()?;
+    let mut tail = vec![0u8; tail_len as usize];
+    f.read_exact(&mut tail).ok()?;
+    let at = tail
+        .windows(4)
+        .rposition(|w| w == b"PK\x05\x06")
+        .filter(|&a| a + 22 <= tail.len())?;
+    let u16_at = |b: &[u8], i: usize| u64::from(u16::from_le_bytes([b[i], b[i + 1]]));
+    let u32_at =
+        |b: &[u8], i: usize| u64::from(u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]));
+    let u64_at = |b: &[u8], i: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[i..i + 8]);
+        u64::from_le_bytes(x)
+    };
+    let (count, size) = (u16_at(&tail, at + 10), u32_at(&tail, at + 12));
+    if count != 0xFFFF && size != 0xFFFF_FFFF {
+        // The directory ends where this record begins (prefixed archives too).
+        let end = tail_at + at as u64;
+        return Some(ZipDirectory {
+            count,
+            start: end.checked_sub(size)?,
+            size,
+        });
+    }
+    // Zip64: the locator just before the record gives the zip64 record.
+    let loc = at.checked_sub(20)?;
+    if &tail[loc..loc + 4] != b"PK\x06\x07" {
+        return None;
+    }
+    let rec_at = u64_at(&tail, loc + 8);
+    f.seek(SeekFrom::Start(rec_at)).ok()?;
+    let mut rec = [0u8; 56];
+    f.read_exact(&mut rec).ok()?;
+    if &rec[..4] != b"PK\x06\x06" {
+        return None;
+    }
+    let size = u64_at(&rec, 40);
+    Some(ZipDirectory {
+        count: u64_at(&rec, 32),
+        start: rec_at.checked_sub(size)?,
+        size,
+    })
+}
+
+/// The central-directory entries hidden behind a later one of the same
+/// name (every occurrence but the last), as (name, size), in directory
+/// order; `None` when the directory cannot be walked.
+fn shadowed_entries(path: &Path, dir: &ZipDirectory) -> Option<Vec<(String, u64)>> {
+    use std::io::{Seek, SeekFrom};
+    let mut f = BufReader::new(File::open(path).ok()?);
+    f.seek(SeekFrom::Start(dir.start)).ok()?;
+    let mut entries: Vec<(Vec<u8>, u64)> = Vec::new();
+    let mut last: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut read = 0u64;
+    for k in 0..dir.count {
+        let mut h = [0u8; 46];
+        f.read_exact(&mut h).ok()?;
+        if &h[..4] != b"PK\x01\x02" {
+            return None;
+        }
+        let u16_at = |i: usize| u16::from_le_bytes([h[i], h[i + 1]]) as usize;
+        let size = u64::from(u32::from_le_bytes([h[24], h[25], h[26], h[27]]));
+        let (name_len, extra, comment) = (u16_at(28), u16_at(30), u16_at(32));
+        let mut name = vec![0u8; name_len];
+        f.read_exact(&mut name).ok()?;
+        f.seek_relative((extra + comment) as i64).ok()?;
+        read += (46 + name_len + extra + comment) as u64;
+        if read > dir.size {
+            return None;
+        }
+        last.insert(name.clone(), k as usize);
+        entries.push((name, size));
+    }
+    Some(
+        entries
+            .into_iter()
+            .enumerate()
+            .filter(|(k, (name, _))| last.get(name) != Some(k))
+            .map(|(_, (name, size))| (String::from_utf8_lossy(&name).into_owned(), size))
+            .collect(),
+    )
 }
 
 impl Plan {
@@ -411,8 +544,10 @@ impl Plan {
                 .iter()
                 .map(
                     |m| match member_info(idx, input, &m.name, m.size, m.index as u64) {
-                        (info, None) => fail(info),
-                        (info, Some(unsafe_name)) => info.result(Status::Error, Some(unsafe_name)),
+                        (info, None) if m.shadowed.is_none() => fail(info),
+                        (info, why) => {
+                            info.result(Status::Error, why.or_else(|| m.shadowed.clone()))
+                        }
                     },
                 )
                 .collect(),
@@ -605,7 +740,7 @@ fn zip_member(
     opts: &BatchOptions,
 ) -> FileResult {
     let (info, safe) = member_info(idx, input, &m.name, m.size, m.index as u64);
-    if let Some(why) = safe {
+    if let Some(why) = safe.or_else(|| m.shadowed.clone()) {
         return info.result(Status::Error, Some(why));
     }
     if !matches!(info.kind, Kind::Worker | Kind::Summary) {

@@ -28,8 +28,9 @@ use torchtrace::batch::{self, records, Manifest};
 /// Markdown summary (or --format).
 ///
 /// Exit status: 0 ok; 1 when some input failed (each is reported with
-/// its reason; the rest complete); 2 on bad arguments or an unwritable
-/// OUTDIR.
+/// its reason; the rest complete); 2 on bad arguments, an unwritable
+/// OUTDIR, or an OUTDIR that another batch or merge is writing (OUTDIR is
+/// locked, and its files are replaced only once all are written).
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct BatchArgs {
@@ -75,6 +76,16 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         anyhow::bail!(
             "--shard {shard} with -o: a shard's output would lack the other shards' traces; write --records and run `torchtrace merge` over every shard's records"
         );
+    }
+    // Held until the outputs are in place: a second batch on this OUTDIR
+    // is refused (exit 2) rather than interleaved.
+    let lock = args
+        .out
+        .as_deref()
+        .map(batch::output::lock_outdir)
+        .transpose()?;
+    if let Some(w) = lock.as_ref().and_then(|l| l.unlocked.as_deref()) {
+        eprintln!("torchtrace: warning: {w}");
     }
     let campaign = records::CampaignOptions {
         context: args.contexts.context.clone(),
@@ -124,10 +135,34 @@ fn write_records(
             files,
         )?);
     }
-    let f = std::fs::File::create(path)
-        .with_context(|| format!("{}: cannot create", path.display()))?;
-    records::write_records(std::io::BufWriter::new(f), header, files)
-        .with_context(|| format!("{}: cannot write", path.display()))
+    // A device or FIFO (/dev/stdout, a pipe) is written as it is.
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .with_context(|| format!("{}: cannot open", path.display()))?;
+        return records::write_records(std::io::BufWriter::new(f), header, files)
+            .with_context(|| format!("{}: cannot write", path.display()));
+    }
+    // Written beside FILE and renamed over it at the end: FILE is never
+    // half this run's and half an earlier one's.
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(format!(".tmp.{}", std::process::id()));
+    let tmp = PathBuf::from(tmp);
+    let written = std::fs::File::create(&tmp)
+        .with_context(|| format!("{}: cannot create", tmp.display()))
+        .and_then(|f| {
+            records::write_records(std::io::BufWriter::new(f), header, files)
+                .with_context(|| format!("{}: cannot write", tmp.display()))
+        })
+        .and_then(|()| {
+            std::fs::rename(&tmp, path)
+                .with_context(|| format!("{}: cannot move into place", path.display()))
+        });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
 }
 
 /// How the outputs of a batch (or a merge) are written.
@@ -154,7 +189,7 @@ pub fn write_outputs(
     global: &GlobalArgs,
 ) -> anyhow::Result<Exit> {
     let figures = (!output.no_figures).then_some(output.image_format.into());
-    let written = batch::output::write_all(res, out, context, figures)?;
+    let written = batch::output::write_all_atomic(res, out, context, figures)?;
     for w in &written.warnings {
         eprintln!("torchtrace: warning: {w}");
     }

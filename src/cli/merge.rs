@@ -20,7 +20,10 @@ use torchtrace::batch::records;
 /// had been given together.
 ///
 /// Exit status: 0 ok; 1 when a trace failed or was not analysed; 2 when a
-/// records file is unreadable, of another schema, or the shards disagree.
+/// records file is unreadable, of another schema, or the shards disagree,
+/// when a record is given twice, is of a file the campaign does not hold,
+/// or says "ok" without figures, and when another batch or merge is
+/// writing OUTDIR. A trace in the records of two campaigns is counted once.
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct MergeArgs {
@@ -35,6 +38,10 @@ pub struct MergeArgs {
 }
 
 pub fn run(args: MergeArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let lock = torchtrace::batch::output::lock_outdir(&args.out)?;
+    if let Some(w) = &lock.unlocked {
+        eprintln!("torchtrace: warning: {w}");
+    }
     let sets = args
         .records
         .iter()

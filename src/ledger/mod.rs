@@ -66,10 +66,19 @@ pub fn is_graph_launch(name: &str) -> bool {
 }
 
 /// The raw-bytes test for launch calls and GPU activities: both carry
-/// `args.correlation`, and nothing else in a Kineto trace does, so one
-/// needle does it (nine category names cost nine passes over the text).
+/// `args.correlation`, and nothing else in a Kineto trace does; GPU
+/// activities written without one still belong to the timeline, so their
+/// category names are needles too (`"gpu_mem` stands for `gpu_memcpy` and
+/// `gpu_memset`).
 pub fn prefilter() -> Prefilter {
-    Prefilter::any_of(&["\"correlation\""])
+    Prefilter::any_of(&[
+        "\"correlation\"",
+        "\"kernel\"",
+        "\"gpu_mem",
+        "\"Kernel\"",
+        "\"Memcpy\"",
+        "\"Memset\"",
+    ])
 }
 
 /// A runtime/driver call with a correlation id.
@@ -191,6 +200,8 @@ pub struct Ledger {
     /// Per lane id, the id of its pid (for process-wide launch scope).
     lane_pid: Vec<u32>,
     pid_ids: HashMap<String, u32>,
+    /// Correlation ids used by launch calls of more than one process.
+    shared_correlations: u64,
 }
 
 impl Ledger {
@@ -203,6 +214,7 @@ impl Ledger {
         } = c;
         launches.sort_unstable_by_key(|l| (l.lane, l.ts, l.index));
         let owner = owners(&launches);
+        let shared_correlations = shared_across_processes(&launches, &lanes);
         activities.sort_unstable_by_key(|a| (a.has_corr, a.corr, a.start, a.end));
         let acts = launches
             .iter()
@@ -229,7 +241,16 @@ impl Ledger {
             lane_ids,
             lane_pid,
             pid_ids,
+            shared_correlations,
         }
+    }
+
+    /// Correlation ids that launch calls of more than one process carry
+    /// (traces of several processes in one file): their activities go to
+    /// the first launch in the file, as for any repeated id, since an
+    /// activity does not say which process launched it.
+    pub fn shared_correlations(&self) -> u64 {
+        self.shared_correlations
     }
 
     /// The lane id of (pid, tid) written as [`crate::model::ThreadPart`]'s
@@ -327,6 +348,25 @@ impl Work {
         });
         self.activities.push(id);
     }
+}
+
+/// How many correlation ids are carried by launch calls of more than one
+/// process (pid).
+fn shared_across_processes(launches: &[Launch], lanes: &LaneTable) -> u64 {
+    let mut by_corr: Vec<(i64, u32)> = launches.iter().map(|l| (l.corr, l.lane)).collect();
+    by_corr.sort_unstable();
+    let mut shared = 0u64;
+    let mut i = 0;
+    while i < by_corr.len() {
+        let corr = by_corr[i].0;
+        let j = i + by_corr[i..].partition_point(|&(c, _)| c == corr);
+        let pid = |k: usize| &lanes.resolve(by_corr[k].1).pid;
+        if (i + 1..j).any(|k| pid(k) != pid(i)) {
+            shared += 1;
+        }
+        i = j;
+    }
+    shared
 }
 
 /// For each launch call, whether it is the first in file order with its

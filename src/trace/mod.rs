@@ -140,6 +140,11 @@ pub struct Meta {
     pub display_time_unit: Option<String>,
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub has_events: bool,
+    /// What the reader passed over in the document's structure (a second
+    /// `traceEvents` key), for the analyses' notes; not serialized (the
+    /// notes carry it).
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 /// The outcome of a read that got to the end.

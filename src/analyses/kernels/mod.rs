@@ -412,7 +412,13 @@ fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> V
 
 /// Notes on what a user might otherwise misread.
 fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work], nested: u64) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes = trace.meta.notes.clone();
+    if ledger.shared_correlations() > 0 {
+        notes.push(format!(
+            "{} correlation id(s) are used by launch calls of more than one process: the GPU activities of each are given to its first launch in the file (an activity does not say which process launched it)",
+            ledger.shared_correlations()
+        ));
+    }
     let without = works.iter().filter(|w| !w.has_gpu_work()).count();
     if !works.is_empty() && without > 0 {
         // With nested contexts an outer one may have launched work that

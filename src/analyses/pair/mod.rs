@@ -83,6 +83,8 @@ pub struct Pair {
     names: Interner,
     gpu: Vec<Annotation>,
     mode: GpuSpanSource,
+    /// Complete GPU annotations without a `ts`: not paired, noted.
+    gpu_no_ts: u64,
 }
 
 impl Analysis for Pair {
@@ -123,6 +125,8 @@ impl Analysis for Pair {
         if ev.is_complete() && ev.cat == "gpu_user_annotation" {
             let a = Annotation::of(ev, at, &mut self.names);
             self.gpu.push(a);
+        } else if ev.ph == "X" && ev.ts.is_none() && ev.cat == "gpu_user_annotation" {
+            self.gpu_no_ts += 1;
         }
     }
 
@@ -133,6 +137,13 @@ impl Analysis for Pair {
         r.meta = trace.meta.clone();
         if let Some(n) = time_unit_note(trace.meta) {
             r.notes.push(n);
+        }
+        r.notes.extend(trace.meta.notes.iter().cloned());
+        if trace.steps.no_ts > 0 || self.gpu_no_ts > 0 {
+            r.notes.push(format!(
+                "missing or null \"ts\": {} CPU and {} GPU user annotation(s) have no start time: not counted as contexts or paired",
+                trace.steps.no_ts, self.gpu_no_ts
+            ));
         }
         if let Some(e) = trace.error_text() {
             r.complete = false;

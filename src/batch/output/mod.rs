@@ -108,3 +108,151 @@ pub fn write_all(
     write(dir, "report.md", &report, &mut w)?;
     Ok(w)
 }
+
+/// Prefix of the temporary directory [`write_all_atomic`] writes into,
+/// inside OUTDIR (so that renames stay on one file system).
+pub const TEMP_PREFIX: &str = ".torchtrace-tmp.";
+
+/// An exclusive lock on an output directory, held while it lives: a
+/// second `batch` or `merge` on the same OUTDIR is refused instead of
+/// interleaving its files with this one's.
+#[derive(Debug)]
+pub struct OutLock {
+    _file: std::fs::File,
+    /// Set when the file system does not support locks: the run goes on
+    /// unlocked, and this says so (for a warning).
+    pub unlocked: Option<String>,
+}
+
+/// Creates OUTDIR if needed and locks it (an advisory `flock` on the
+/// directory itself, so no file is added to it; where a directory cannot
+/// be opened, as on Windows, on a `.torchtrace.lock` file in it); fails at
+/// once, without waiting, when another process holds the lock. Temporary
+/// directories that a killed run left behind are removed (the lock says
+/// nobody is writing them).
+pub fn lock_outdir(dir: &Path) -> anyhow::Result<OutLock> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
+    let f = match std::fs::File::open(dir) {
+        Ok(f) => f,
+        Err(_) => {
+            let p = dir.join(".torchtrace.lock");
+            std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&p)
+                .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", p.display()))?
+        }
+    };
+    let unlocked = match f.try_lock() {
+        Ok(()) => None,
+        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
+            "{}: another torchtrace batch or merge is writing this output directory: wait for it to finish, or use another -o",
+            dir.display()
+        ),
+        Err(std::fs::TryLockError::Error(e)) => Some(format!(
+            "{}: cannot be locked ({e}): a second run on it at the same time would not be stopped",
+            dir.display()
+        )),
+    };
+    remove_stale_temps(dir);
+    Ok(OutLock { _file: f, unlocked })
+}
+
+/// Removes `TEMP_PREFIX*` directories directly under `dir`.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let stale = e.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+            && e.file_type().is_ok_and(|t| t.is_dir());
+        if stale {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// [`write_all`] without ever leaving a mix of two runs' outputs: every
+/// file is written into a temporary directory inside `dir` first, and only
+/// when all of them are written (and every target is checked to be
+/// replaceable) are they renamed into place, `figures/` as a whole,
+/// `results.json` last. A run killed or failing before that leaves the
+/// previous outputs as they were (and at most a temporary directory, which
+/// the next run removes); each rename is atomic, so no file is ever seen
+/// half written. The paths in the result are the final ones.
+pub fn write_all_atomic(
+    res: &BatchResult,
+    dir: &Path,
+    context: &str,
+    figures: Option<ImageFormat>,
+) -> anyhow::Result<Written> {
+    std::fs::create_dir_all(dir)
+        .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
+    let tmp = dir.join(format!("{TEMP_PREFIX}{}", std::process::id()));
+    if tmp.exists() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    let written = write_all(res, &tmp, context, figures).and_then(|w| commit(&tmp, dir, w));
+    let _ = std::fs::remove_dir_all(&tmp);
+    written
+}
+
+/// Moves what [`write_all`] wrote into `tmp` to `dir`.
+fn commit(tmp: &Path, dir: &Path, w: Written) -> anyhow::Result<Written> {
+    let name = |p: &Path| p.strip_prefix(tmp).map(Path::to_path_buf).ok();
+    let mut files: Vec<PathBuf> = w.files.iter().filter_map(|p| name(p)).collect();
+    // results.json last: once it is new, everything is.
+    files.sort_by_key(|f| f == Path::new("results.json"));
+    let has_figures = tmp.join("figures").is_dir();
+    for f in &files {
+        let to = dir.join(f);
+        if to.is_dir() {
+            anyhow::bail!(
+                "{}: is a directory, cannot replace it (nothing in {} was changed)",
+                to.display(),
+                dir.display()
+            );
+        }
+    }
+    let figs = dir.join("figures");
+    if has_figures && figs.exists() && !figs.is_dir() {
+        anyhow::bail!(
+            "{}: not a directory, cannot replace it (nothing in {} was changed)",
+            figs.display(),
+            dir.display()
+        );
+    }
+    let mv = |from: &Path, to: &Path| -> anyhow::Result<()> {
+        std::fs::rename(from, to)
+            .map_err(|e| anyhow::anyhow!("{}: cannot move into place: {e}", to.display()))
+    };
+    if has_figures {
+        let old = tmp.join("figures.old");
+        let moved = figs.is_dir();
+        if moved {
+            mv(&figs, &old)?;
+        }
+        if let Err(e) = mv(&tmp.join("figures"), &figs) {
+            if moved {
+                // Put the old figures back: nothing was changed.
+                let _ = std::fs::rename(&old, &figs);
+            }
+            return Err(e);
+        }
+    }
+    for f in &files {
+        mv(&tmp.join(f), &dir.join(f))?;
+    }
+    let fix = |v: Vec<PathBuf>| -> Vec<PathBuf> {
+        v.into_iter()
+            .map(|p| name(&p).map_or(p, |n| dir.join(n)))
+            .collect()
+    };
+    Ok(Written {
+        files: fix(w.files),
+        figures: fix(w.figures),
+        warnings: w.warnings,
+    })
+}

@@ -47,9 +47,25 @@ struct KinetoArgs {
     finished: Option<bool>,
 }
 
+/// `args` must be an object (or `null`): anything else — an array, a
+/// number, a string — is an error, never read by position.
 impl<'de> Deserialize<'de> for Args {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let a = KinetoArgs::deserialize(d)?;
+        d.deserialize_map(ArgsVisitor)
+    }
+}
+
+struct ArgsVisitor;
+
+impl<'de> Visitor<'de> for ArgsVisitor {
+    type Value = Args;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object (`args` is read by key, never by position)")
+    }
+
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Args, A::Error> {
+        let a = KinetoArgs::deserialize(de::value::MapAccessDeserializer::new(map))?;
         Ok(Args {
             external_id: a.external_id,
             correlation: a.correlation,

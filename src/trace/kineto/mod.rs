@@ -7,6 +7,7 @@ pub mod event;
 mod fast;
 mod meta;
 pub mod scan;
+mod validate;
 
 use super::{Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, ReadStats};
 use std::io::Read;

@@ -402,6 +402,12 @@ impl<'f, R: Read> Scanner<'f, R> {
     fn member(&mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
         let key = self.key()?;
         self.expect(b':', "`:`")?;
+        if key == "traceEvents" && meta.has_events {
+            meta.notes.push(format!(
+                "a second \"traceEvents\" key at byte {}: its events are not read (the first array is the trace; a JSON parser that keeps the last key would read the other one)",
+                self.offset(self.pos)
+            ));
+        }
         if key == "traceEvents" && !meta.has_events {
             return match self.peek()? {
                 Some(b'[') => {
@@ -420,13 +426,50 @@ impl<'f, R: Read> Scanner<'f, R> {
                 meta.absorb(key, &self.buf[s..e]);
             }
             self.pos = e;
-        } else {
+        } else if matches!(self.peek()?, Some(b) if !matches!(b, b'{' | b'[' | b'"')) {
+            // A number or literal nobody reads: short, so it is held and
+            // checked (`"x": tru` is not JSON, whoever reads it).
+            self.holding = Holding::Value(key);
+            let (s, e) = self.value(true)?;
+            if serde_json::from_slice::<serde::de::IgnoredAny>(&self.buf[s..e]).is_err() {
+                let shown = clip(&self.buf[s..e]);
+                return Err(self.syntax(format!("`{shown}` is not a JSON value")));
+            }
+            self.pos = e;
+        } else if matches!(self.peek()?, Some(b'{' | b'[')) {
             // Nobody reads it: pass over it without holding it, whatever
-            // its size (a second "traceEvents", Chrome's systemTraceEvents).
+            // its size (a second "traceEvents", Chrome's systemTraceEvents),
+            // checking that it is JSON on the way.
+            self.skip_validated()?;
+        } else {
             let (_, e) = self.value(false)?;
             self.pos = e;
         }
         Ok(())
+    }
+
+    /// Passes over the array or object at `self.pos` without holding it,
+    /// validating it as JSON piece by piece.
+    fn skip_validated(&mut self) -> Result<(), ReadError> {
+        let mut v = super::validate::Validator::default();
+        loop {
+            match v.feed(&self.buf[self.pos..self.end]) {
+                Ok(Some(n)) => {
+                    self.pos += n;
+                    return Ok(());
+                }
+                Ok(None) => self.pos = self.end,
+                Err((k, why)) => {
+                    self.pos += k;
+                    return Err(self.syntax(format!(
+                        "a top-level value that is not read is not JSON either: {why}"
+                    )));
+                }
+            }
+            if !self.refill(self.pos)?.more {
+                return Err(self.truncated());
+            }
+        }
     }
 
     /// Reads an object key (a JSON string) and decodes it.

@@ -344,6 +344,7 @@ fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work]) -> Vec<String> {
     if trace.contexts.is_empty() {
         notes.push("no step contexts: per-context figures are empty".into());
     }
+    notes.extend(crate::model::cut_note(&ledger.names, "kernel and launch"));
     notes
 }
 

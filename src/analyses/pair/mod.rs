@@ -273,6 +273,8 @@ impl Pair {
         }
         r.notes
             .extend(silent.notes(gpu.bad_dur, steps.begin_events));
+        r.notes
+            .extend(crate::model::cut_note(&steps.names, "annotation"));
         r
     }
 

@@ -150,3 +150,282 @@ fn distinct_long_names_are_stored_cut_in_bounded_memory() {
         "{notes}"
     );
 }
+
+/// The binary as a plain [`std::process::Command`] (for stdin and stdout
+/// of one's own), run in the crate root.
+fn std_bin() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("torchtrace"));
+    c.current_dir(root());
+    c
+}
+
+/// The one worker trace of the text AR sample.
+fn text_ar() -> String {
+    sample("text_ar")
+}
+
+/// Records of the text AR sample (`batch --records`), in `dir`.
+fn records_of_sample(dir: &Path) -> std::path::PathBuf {
+    let p = dir.join("r.jsonl");
+    let out = bin()
+        .args([
+            "batch",
+            "-q",
+            "--records",
+            p.to_str().unwrap(),
+            "sample_traces/text_ar",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    p
+}
+
+#[test]
+fn a_record_line_over_the_limit_is_an_error_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = records_of_sample(dir.path());
+    let out = bin()
+        .args(["merge", "-o", dir.path().join("o").to_str().unwrap()])
+        .arg(&p)
+        .env("TORCHTRACE_MAX_EVENT_SIZE", "1K")
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains(&format!(
+            "{}: line 2: the line is longer than the 1 KiB limit on one record line",
+            p.display()
+        )),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_huge_record_line_is_never_held_whole() {
+    // 768 MiB on one line through stdin, under a 640 MiB address-space
+    // limit: before, the line was read whole (and aborted).
+    let Some(bash) = ["/bin/bash", "/usr/bin/bash"]
+        .into_iter()
+        .find(|b| Path::new(b).exists())
+    else {
+        eprintln!("skipped: no bash for ulimit");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let p = records_of_sample(dir.path());
+    let header = std::fs::read_to_string(&p).unwrap();
+    let header = header.lines().next().unwrap().to_string();
+    let exe = assert_cmd::cargo::cargo_bin("torchtrace");
+    let script = format!("ulimit -v {VM_KIB} || exit 99; exec \"$0\" \"$@\"");
+    let mut child = std::process::Command::new(bash)
+        .arg("-c")
+        .arg(script)
+        .arg(exe)
+        .args(["merge", "-o", dir.path().join("o").to_str().unwrap(), "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        use std::io::Write;
+        let chunk = vec![b' '; 1 << 20];
+        let _ = writeln!(stdin, "{header}");
+        let _ = stdin.write_all(b"{\"file\": \"");
+        for _ in 0..768 {
+            if stdin.write_all(&chunk).is_err() {
+                return; // the reader stopped: what the test wants
+            }
+        }
+        let _ = stdin.write_all(b"\"}\n");
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("-: line 2: the line is longer than the 64 MiB limit on one record line"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_byte_order_mark_in_records_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = records_of_sample(dir.path());
+    let mut text = b"\xef\xbb\xbf".to_vec();
+    text.extend(std::fs::read(&p).unwrap());
+    std::fs::write(&p, text).unwrap();
+    let out = bin()
+        .args([
+            "merge",
+            "-q",
+            "--no-figures",
+            "-o",
+            dir.path().join("o").to_str().unwrap(),
+        ])
+        .arg(&p)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn a_parser_message_is_not_doubled() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("bad.jsonl");
+    std::fs::write(&p, "garbage\n").unwrap();
+    let out = bin()
+        .args(["merge", "-o", dir.path().join("o").to_str().unwrap()])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.matches("expected value at line 1 column 1").count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn shard_counts_are_bounded() {
+    for n in ["4294967297", "3000000000", "65537"] {
+        let out = bin()
+            .args([
+                "batch",
+                "--records",
+                "-",
+                "--shard",
+                &format!("1/{n}"),
+                "sample_traces/text_ar",
+            ])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{n}: {err}");
+        assert!(err.contains("K/N with 1 ≤ K ≤ N ≤ 65536"), "{n}: {err}");
+    }
+    // The largest count is accepted, and a shard past the units is empty.
+    let dir = tempfile::tempdir().unwrap();
+    let rec = dir.path().join("r.jsonl");
+    let out = bin()
+        .args([
+            "batch",
+            "-q",
+            "--records",
+            rec.to_str().unwrap(),
+            "--shard",
+            "65536/65536",
+        ])
+        .arg("sample_traces/text_ar")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(std::fs::read_to_string(&rec)
+        .unwrap()
+        .contains("{\"end\":{\"files\":0}}"));
+}
+
+#[test]
+fn a_records_header_with_too_many_shards_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = records_of_sample(dir.path());
+    let text = std::fs::read_to_string(&p).unwrap();
+    let bad = text.replacen("\"count\":1}", "\"count\":4294967297}", 1);
+    assert_ne!(bad, text, "the header names its shard count");
+    std::fs::write(&p, bad).unwrap();
+    let out = bin()
+        .args(["merge", "-o", dir.path().join("o").to_str().unwrap()])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("is not a shard"), "{err}");
+}
+
+#[test]
+fn plot_sizes_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o");
+    for (flag, v) in [
+        ("--width", "65536"),
+        ("--height", "4294967295"),
+        ("--width", "0"),
+    ] {
+        let out = bin()
+            .args(["plot", "-o", o.to_str().unwrap(), flag, v, &text_ar()])
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flag} {v}: {err}");
+        assert!(err.contains("is not in 16..=8192"), "{flag} {v}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn stdin_is_refused_twice() {
+    let t = text_ar();
+    for args in [
+        vec!["pair", "-", "-"],
+        vec!["kernels", "-", "-"],
+        vec!["hierarchy", "-", "-"],
+        vec!["plot", "-o", "/nonexistent/x", "-", "-"],
+        vec!["merge", "-o", "/nonexistent/x", "-", "-"],
+    ] {
+        let out = std_bin()
+            .args(&args)
+            .stdin(std::fs::File::open(root().join(&t)).unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("`-` (stdin) is given 2 times"),
+            "{args:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_full_stdout_says_stdout() {
+    let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") else {
+        eprintln!("skipped: no /dev/full");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().join("o");
+    let t = text_ar();
+    for args in [
+        vec!["pair", t.as_str()],
+        vec!["kernels", t.as_str()],
+        vec!["hierarchy", t.as_str()],
+        vec![
+            "plot",
+            "--format",
+            "svg",
+            "-o",
+            o.to_str().unwrap(),
+            t.as_str(),
+        ],
+    ] {
+        let out = std_bin()
+            .args(&args)
+            .stdout(full.try_clone().unwrap())
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.contains("cannot write to stdout: No space left on device"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}

@@ -100,7 +100,7 @@ pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     for n in &out.notes {
         note(global, &n.text);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout();
     out.report.write(&mut stdout, args.format.into())?;
     stdout.flush()?;
     super::incomplete(

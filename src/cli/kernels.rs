@@ -77,7 +77,7 @@ pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
             note(global, &n.text);
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout();
     out.report
         .write(&mut stdout, args.format.into(), args.per_context)?;
     stdout.flush()?;

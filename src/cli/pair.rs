@@ -96,7 +96,7 @@ pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     for n in &out.notes {
         note(global, &n.text);
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout();
     out.report
         .write(&mut stdout, args.format.into(), args.per_context)?;
     stdout.flush()?;

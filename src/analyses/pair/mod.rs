@@ -553,7 +553,7 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     v.iter()
         .take(3)
-        .map(|(n, c)| format!("`{n}` ×{c}"))
+        .map(|(n, c)| format!("`{}` ×{c}", crate::trace::message::clip_str(n)))
         .collect::<Vec<_>>()
         .join(", ")
 }

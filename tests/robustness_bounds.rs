@@ -364,7 +364,7 @@ fn plot_sizes_are_bounded() {
             .unwrap();
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{flag} {v}: {err}");
-        assert!(err.contains("is not in 16..=8192"), "{flag} {v}: {err}");
+        assert!(err.contains("is not in 1..=8192"), "{flag} {v}: {err}");
         assert!(!err.contains("panicked"), "{err}");
     }
 }
@@ -427,5 +427,213 @@ fn a_full_stdout_says_stdout() {
             "{args:?}: {err}"
         );
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn a_huge_cell_does_not_pad_every_row() {
+    // An auto-selected step name of 3 000 characters: every line of its
+    // table column was padded to it.
+    let name = format!("execute_1_context_0({})_generation_1(1)", "a".repeat(3000));
+    let events: Vec<String> = (0..20)
+        .map(|i| {
+            format!(
+                "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"{name}\", \"ts\": {}, \"dur\": 5, \"pid\": 1, \"tid\": 1, \"args\": {{\"External id\": {i}}}}}",
+                10 * i
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("wide.json");
+    std::fs::write(&p, format!("{{\"traceEvents\": [{}]}}", events.join(",\n"))).unwrap();
+    for sub in ["pair", "kernels"] {
+        let out = bin().args([sub, p.to_str().unwrap()]).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+        assert!(widest < 600, "{sub}: a line of {widest} characters");
+        assert!(text.contains("aaa…"), "{sub}: {text}");
+    }
+}
+
+#[test]
+fn messages_escape_and_cut_names_from_the_trace() {
+    // No step names: the problem lists the annotations, one with a
+    // terminal escape sequence and a NUL, one of 1 MiB.
+    let names = [
+        "\\u001b]0;pwned\\u0007\\u0000x".to_string(),
+        "b".repeat(1 << 20),
+    ];
+    let events: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            format!(
+                "{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"{n}\", \"ts\": {i}, \"dur\": 1, \"pid\": 1, \"tid\": 1}}"
+            )
+        })
+        .collect();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("names.json");
+    std::fs::write(&p, format!("{{\"traceEvents\": [{}]}}", events.join(","))).unwrap();
+    for sub in ["pair", "kernels", "hierarchy"] {
+        let out = bin().args([sub, p.to_str().unwrap()]).output().unwrap();
+        let err = stderr(&out);
+        assert!(
+            !err.contains('\u{1b}') && !err.contains('\0'),
+            "{sub}: {err:?}"
+        );
+        assert!(err.len() < 4096, "{sub}: {} bytes of stderr", err.len());
+        if sub != "hierarchy" {
+            assert_eq!(out.status.code(), Some(1), "{sub}: {err}");
+            assert!(err.contains("\\u{1b}]0;pwned\\u{7}\\0x ×1"), "{sub}: {err}");
+            assert!(
+                err.contains(&format!("{}… (", "b".repeat(80))),
+                "{sub}: {err}"
+            );
+        }
+    }
+}
+
+#[test]
+fn markdown_escapes_html_and_file_names() {
+    let out = bin()
+        .args(["kernels", "-f", "markdown", &text_ar()])
+        .output()
+        .unwrap();
+    let md = String::from_utf8_lossy(&out.stdout);
+    assert!(md.contains("std::array&lt;char*, 3ul>"), "{md}");
+    assert!(!md.contains("<char*"), "{md}");
+    // A campaign directory whose name holds HTML and a backtick.
+    let dir = tempfile::tempdir().unwrap();
+    let camp = dir.path().join("c`<img src=x>&|");
+    std::fs::create_dir(&camp).unwrap();
+    let t = text_ar();
+    let file = Path::new(&t).file_name().unwrap();
+    std::fs::copy(root().join(&t), camp.join(file)).unwrap();
+    let o = dir.path().join("o");
+    let out = bin()
+        .args([
+            "batch",
+            "-q",
+            "--no-figures",
+            "-o",
+            o.to_str().unwrap(),
+            camp.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let report = std::fs::read_to_string(o.join("report.md")).unwrap();
+    // Literal in a code span fenced past its backtick; escaped in cells.
+    let listed = format!("- ``{}`` (directory)", camp.display());
+    assert!(report.contains(&listed), "{report}");
+    assert_eq!(report.matches("<img").count(), 1, "{report}");
+    assert!(report.contains("| c`&lt;img src=x>&amp;\\| |"), "{report}");
+}
+
+/// The intact damaged-corpus trace as JSON text.
+fn intact_json() -> Vec<u8> {
+    use std::io::Read;
+    let gz = std::fs::read(root().join("tests/data/damaged/intact.gz")).unwrap();
+    let mut text = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut text)
+        .unwrap();
+    text
+}
+
+#[test]
+fn a_zip_crc_error_is_called_a_zip_one() {
+    use std::io::Write;
+    let text = intact_json();
+    let mut buf = std::io::Cursor::new(Vec::new());
+    {
+        let mut z = zip::ZipWriter::new(&mut buf);
+        let opts = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        z.start_file("run/w.pt.trace.json", opts).unwrap();
+        z.write_all(&text).unwrap();
+        z.finish().unwrap();
+    }
+    let mut bytes = buf.into_inner();
+    // Change one digit of the stored member: only the zip's CRC-32 sees it.
+    let at = bytes.windows(6).position(|w| w == b"\"ts\": ").unwrap() + 7;
+    bytes[at] = if bytes[at] == b'7' { b'8' } else { b'7' };
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.zip");
+    std::fs::write(&p, bytes).unwrap();
+    let o = dir.path().join("o");
+    let out = bin()
+        .args([
+            "batch",
+            "--no-figures",
+            "-o",
+            o.to_str().unwrap(),
+            p.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("zip member checksum mismatch (CRC-32)"),
+        "{err}"
+    );
+    assert!(!err.contains("gzip"), "{err}");
+}
+
+#[test]
+fn utf32_is_called_utf32() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"traceEvents\": []}";
+    for (name, bom, le) in [
+        ("le.json", &[0xff, 0xfe, 0, 0][..], true),
+        ("be.json", &[0, 0, 0xfe, 0xff][..], false),
+        ("nobom.json", &[][..], true),
+    ] {
+        let mut bytes = bom.to_vec();
+        for c in text.chars() {
+            let c = c as u32;
+            bytes.extend(if le { c.to_le_bytes() } else { c.to_be_bytes() });
+        }
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let out = bin().args(["pair", p.to_str().unwrap()]).output().unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{name}: {err}");
+        assert!(
+            err.contains("UTF-32 text, save it as UTF-8"),
+            "{name}: {err}"
+        );
+    }
+}
+
+#[test]
+fn bad_manifest_tokens_name_the_row_and_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m.csv");
+    for (v, shown) in [("-5", "-5"), ("1.5", "1.5"), ("many", "\"many\"")] {
+        std::fs::write(
+            &m,
+            format!("path,mode,workload,completion_tokens\ntext_ar,ar,text,{v}\n"),
+        )
+        .unwrap();
+        let out = bin()
+            .args(["batch", "-q", "--no-figures", "-o"])
+            .arg(dir.path().join("o"))
+            .arg("--manifest")
+            .arg(&m)
+            .arg("sample_traces/text_ar")
+            .output()
+            .unwrap();
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{v}: {err}");
+        assert!(
+            err.contains(&format!(
+                "m.csv: row 2: completion_tokens {shown} is not a token count"
+            )),
+            "{v}: {err}"
+        );
+        assert!(!err.contains("untagged"), "{v}: {err}");
     }
 }

@@ -56,17 +56,16 @@ pub struct PlotArgs {
     /// [default: sample_tokens>propose_draft_token_ids>proposer.propose and execute_model]
     #[arg(long, value_name = "A>B>C")]
     pub chain: Vec<String>,
-    /// Image width in pixels (16 to 8192).
-    #[arg(long, value_name = "W", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(MIN_SIDE..=MAX_SIDE))]
+    /// Image width in pixels (200 to 8192).
+    #[arg(long, value_name = "W", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=MAX_SIDE))]
     pub width: u32,
-    /// Image height in pixels (16 to 8192).
-    #[arg(long, value_name = "H", default_value_t = 800, value_parser = clap::value_parser!(u32).range(MIN_SIDE..=MAX_SIDE))]
+    /// Image height in pixels (150 to 8192).
+    #[arg(long, value_name = "H", default_value_t = 800, value_parser = clap::value_parser!(u32).range(1..=MAX_SIDE))]
     pub height: u32,
 }
 
-/// The smallest image side `--width`/`--height` accept, in pixels.
-pub const MIN_SIDE: i64 = 16;
-/// The largest: an 8192² RGB bitmap is 192 MiB (issue 17: 65536² panicked
+/// The largest image side `--width`/`--height` accept, in pixels (the
+/// smallest, 200×150, is the figures' own check): an 8192² RGB bitmap is 192 MiB (issue 17: 65536² panicked
 /// inside plotters, 2³²−1 hung).
 pub const MAX_SIDE: i64 = 8_192;
 

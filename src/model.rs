@@ -269,7 +269,8 @@ mod tests {
             "{shown}"
         );
         let exact = "x".repeat(MAX_NAME_BYTES);
-        assert_eq!(i.resolve(i.intern(&exact)), exact);
+        let e = i.intern(&exact);
+        assert_eq!(i.resolve(e), exact);
         assert_eq!(i.cut(), 2);
     }
 }

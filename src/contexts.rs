@@ -315,11 +315,12 @@ fn auto_select(steps: &Steps, found: &BTreeMap<Sym, (u64, steps::Step)>) -> Opti
 /// for messages.
 fn names_list(steps: &Steps, found: &BTreeMap<Sym, (u64, steps::Step)>) -> String {
     if !found.is_empty() {
-        return found
+        let shown: Vec<String> = found
             .iter()
-            .map(|(s, (c, _))| format!("{} ×{c}", steps.names.resolve(*s)))
-            .collect::<Vec<_>>()
-            .join(", ");
+            .take(LISTED)
+            .map(|(s, (c, _))| format!("{} ×{c}", shown_name(steps.names.resolve(*s))))
+            .collect();
+        return format!("{}{}", shown.join(", "), more(found.len()));
     }
     let mut all: BTreeMap<&str, u64> = BTreeMap::new();
     for a in &steps.cpu {
@@ -338,17 +339,29 @@ fn names_list(steps: &Steps, found: &BTreeMap<Sym, (u64, steps::Step)>) -> Strin
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let shown: Vec<String> = v
         .iter()
-        .take(12)
-        .map(|(n, c)| format!("{n} ×{c}"))
+        .take(LISTED)
+        .map(|(n, c)| format!("{} ×{c}", shown_name(n)))
         .collect();
-    let more = v.len().saturating_sub(12);
-    let tail = if more > 0 {
-        format!(" and {more} more")
-    } else {
-        String::new()
-    };
     format!(
-        "no vLLM step names; user_annotations: {}{tail}",
-        shown.join(", ")
+        "no vLLM step names; user_annotations: {}{}",
+        shown.join(", "),
+        more(v.len())
     )
+}
+
+/// How many names a message lists.
+const LISTED: usize = 12;
+
+/// ` and N more` when `total` names exceed [`LISTED`].
+fn more(total: usize) -> String {
+    match total.saturating_sub(LISTED) {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    }
+}
+
+/// A name from the trace as a message shows it: control characters
+/// escaped and cut to its first 80 bytes (`trace::message::clip_str`).
+fn shown_name(name: &str) -> String {
+    crate::trace::message::clip_str(name)
 }

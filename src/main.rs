@@ -19,8 +19,24 @@ fn main() -> ExitCode {
                     return ExitCode::SUCCESS;
                 }
             }
-            eprintln!("torchtrace: {err:#}");
+            eprintln!("torchtrace: {}", message(&err));
             ExitCode::from(2)
         }
     }
+}
+
+/// The error and its causes, `: `-separated, leaving out a cause whose
+/// text the message already holds (an error that quotes its source would
+/// otherwise show it twice: `expected value at line 1 column 1: expected
+/// value at line 1 column 1`).
+fn message(err: &anyhow::Error) -> String {
+    let mut out = err.to_string();
+    for cause in err.chain().skip(1) {
+        let text = cause.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+    }
+    out
 }

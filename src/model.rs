@@ -92,11 +92,21 @@ impl Span {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(pub u32);
 
+/// The longest name an [`Interner`] keeps whole, in bytes. Real Kineto
+/// names (templated kernel names included) are under 1 KiB; a longer one is
+/// kept as its first `MAX_NAME_BYTES` bytes and a [`cut_name`] marker, so
+/// distinct huge names cannot fill memory (issue 17).
+pub const MAX_NAME_BYTES: usize = 4096;
+
 /// A string interner: analyses keep many events of few distinct names.
+///
+/// Names longer than [`MAX_NAME_BYTES`] are stored cut ([`cut_name`]);
+/// [`Interner::cut`] counts them, for a note.
 #[derive(Debug, Default, Clone)]
 pub struct Interner {
     map: HashMap<Box<str>, Sym>,
     names: Vec<Box<str>>,
+    cut: usize,
 }
 
 impl Interner {
@@ -104,18 +114,38 @@ impl Interner {
         Self::default()
     }
 
+    /// The symbol of `s` (cut to [`MAX_NAME_BYTES`] first, see
+    /// [`cut_name`]), added when new.
     pub fn intern(&mut self, s: &str) -> Sym {
-        if let Some(&sym) = self.map.get(s) {
+        if s.len() <= MAX_NAME_BYTES {
+            if let Some(&sym) = self.map.get(s) {
+                return sym;
+            }
+            return self.add(s);
+        }
+        let cut = cut_name(s);
+        if let Some(&sym) = self.map.get(cut.as_str()) {
             return sym;
         }
+        self.cut += 1;
+        self.add(&cut)
+    }
+
+    /// Adds a name known to be absent.
+    fn add(&mut self, s: &str) -> Sym {
         let sym = Sym(self.names.len() as u32);
         self.names.push(s.into());
         self.map.insert(s.into(), sym);
         sym
     }
 
+    /// The symbol of `s` (cut as [`Interner::intern`] cuts it), if present.
     pub fn get(&self, s: &str) -> Option<Sym> {
-        self.map.get(s).copied()
+        if s.len() <= MAX_NAME_BYTES {
+            self.map.get(s).copied()
+        } else {
+            self.map.get(cut_name(s).as_str()).copied()
+        }
     }
 
     pub fn resolve(&self, sym: Sym) -> &str {
@@ -129,6 +159,43 @@ impl Interner {
     pub fn is_empty(&self) -> bool {
         self.names.is_empty()
     }
+
+    /// How many distinct names were longer than [`MAX_NAME_BYTES`] and are
+    /// stored cut.
+    pub fn cut(&self) -> usize {
+        self.cut
+    }
+}
+
+/// The note for names stored cut, when there are any: `what` says which
+/// names ("kernel and launch", "annotation").
+pub fn cut_note(interner: &Interner, what: &str) -> Option<String> {
+    let n = interner.cut();
+    (n > 0).then(|| {
+        format!(
+            "{n} distinct {what} name(s) longer than {MAX_NAME_BYTES} bytes are shown cut to their first {MAX_NAME_BYTES} bytes and a marker `…[cut: N bytes, fnv HASH]`"
+        )
+    })
+}
+
+/// A name longer than [`MAX_NAME_BYTES`] as it is stored: its first
+/// `MAX_NAME_BYTES` bytes (to a character boundary), then
+/// `…[cut: N bytes, fnv HHHHHHHHHHHHHHHH]` with the whole length and a
+/// 64-bit FNV-1a hash of the whole name, so that long names sharing their
+/// first 4 KiB stay apart. Shorter names are returned as they are.
+pub fn cut_name(s: &str) -> String {
+    if s.len() <= MAX_NAME_BYTES {
+        return s.to_string();
+    }
+    let mut end = MAX_NAME_BYTES;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in s.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{}…[cut: {} bytes, fnv {h:016x}]", &s[..end], s.len())
 }
 
 /// Interns whole lanes, so per-event storage is one `u32`.
@@ -182,5 +249,28 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(i.resolve(b), "propose");
         assert_eq!(i.get("nope"), None);
+        assert_eq!(i.cut(), 0);
+    }
+
+    #[test]
+    fn interner_cuts_long_names_and_keeps_them_apart() {
+        let mut i = Interner::new();
+        let a = format!("{}a", "é".repeat(MAX_NAME_BYTES));
+        let b = format!("{}b", "é".repeat(MAX_NAME_BYTES));
+        let (sa, sb) = (i.intern(&a), i.intern(&b));
+        assert_ne!(sa, sb);
+        assert_eq!(i.intern(&a), sa);
+        assert_eq!(i.get(&b), Some(sb));
+        assert_eq!(i.cut(), 2);
+        let shown = i.resolve(sa);
+        assert!(shown.len() < MAX_NAME_BYTES + 64, "{}", shown.len());
+        assert!(
+            shown.contains(&format!("…[cut: {} bytes, fnv ", a.len())),
+            "{shown}"
+        );
+        let exact = "x".repeat(MAX_NAME_BYTES);
+        let e = i.intern(&exact);
+        assert_eq!(i.resolve(e), exact);
+        assert_eq!(i.cut(), 2);
     }
 }

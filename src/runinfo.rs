@@ -210,22 +210,53 @@ fn empty_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, 
 /// A count written as text (CSV: blank → none) or as a number (the
 /// manifest inside a record's header, JSON).
 fn empty_none_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    // Every shape a CSV or JSON value can take, so that a wrong one gets a
+    // message naming it (not "did not match any variant of untagged enum").
     #[derive(serde::Deserialize)]
     #[serde(untagged)]
     enum Count {
         Number(u64),
+        Signed(i64),
+        Float(f64),
         Text(String),
+        Other(serde::de::IgnoredAny),
     }
+    let bad = |shown: &str| {
+        serde::de::Error::custom(format!(
+            "completion_tokens {shown} is not a token count (a whole number ≥ 0, or blank)"
+        ))
+    };
     match <Option<Count> as serde::Deserialize>::deserialize(d)? {
         None => Ok(None),
         Some(Count::Number(n)) => Ok(Some(n)),
+        Some(Count::Signed(n)) => Err(bad(&n.to_string())),
+        Some(Count::Float(x)) => Err(bad(&x.to_string())),
+        Some(Count::Other(_)) => Err(bad("(not a number)")),
         Some(Count::Text(s)) => {
             let s = s.trim();
             (!s.is_empty())
-                .then(|| s.parse::<u64>().map_err(serde::de::Error::custom))
+                .then(|| {
+                    s.parse::<u64>()
+                        .map_err(|_| bad(&format!("{:?}", crate::trace::message::clip_str(s))))
+                })
                 .transpose()
         }
     }
+}
+
+/// A manifest row that cannot be read, as one message: the file, the row
+/// (its line; the header is row 1) and what is wrong, without the CSV
+/// reader's own record and byte counts.
+fn row_error(path: &Path, row: usize, e: &csv::Error) -> anyhow::Error {
+    let row = e.position().map_or(row as u64, |p| p.line());
+    let what = match e.kind() {
+        csv::ErrorKind::Deserialize { err, .. } => match err.kind() {
+            csv::DeserializeErrorKind::Message(m) => m.clone(),
+            _ => err.to_string(),
+        },
+        _ => e.to_string(),
+    };
+    anyhow::anyhow!("{}: row {row}: {what}", path.display())
 }
 
 impl Manifest {
@@ -241,7 +272,7 @@ impl Manifest {
         let mut first: std::collections::HashMap<String, (usize, usize)> =
             std::collections::HashMap::new();
         for (i, row) in rd.deserialize::<ManifestRow>().enumerate() {
-            let row = row.map_err(|e| anyhow::anyhow!("{}: row {}: {e}", path.display(), i + 2))?;
+            let row = row.map_err(|e| row_error(path, i + 2, &e))?;
             match first.get(&row.path) {
                 Some(&(_, k)) if rows[k] == row => continue,
                 Some(&(line, _)) => anyhow::bail!(

@@ -433,6 +433,21 @@ def _merged(answer: Tuple[str, str, List[Tuple[str, str]], List[str]]) -> Dict[s
     return json.loads(results)
 
 
+def _check_record_list(records: Any) -> None:
+    """Refuses one record set or one path given where a list of them is
+    expected: iterating it would take its keys or characters for paths."""
+    if isinstance(records, dict):
+        what = "one record set (a dict)"
+    elif isinstance(records, (str, bytes, os.PathLike)):
+        what = "one path"
+    else:
+        return
+    raise TypeError(
+        f"merge() takes a list of record sets or records-file paths, not {what}: "
+        "wrap it in a list, e.g. merge([records], out_dir)"
+    )
+
+
 def merge(
     records: Iterable[Union[Records, PathLike]],
     out_dir: PathLike,
@@ -453,10 +468,13 @@ def merge(
         warned about (:class:`TorchtraceWarning`).
 
     Raises:
+        TypeError: ``records`` is one record set or one path, not a list of
+            them.
         ValueError: records of another schema, a shard given twice, records
             made with different options.
         OSError: a records file or ``out_dir`` cannot be read or written.
     """
+    _check_record_list(records)
     texts: List[str] = []
     paths: List[str] = []
     for r in records:

@@ -54,7 +54,7 @@ pub enum RecordError {
     Chain(#[from] crate::analyses::hierarchy::OptionsError),
     #[error("{0}")]
     Options(String),
-    #[error("{0:?} is not a shard: K/N with 1 ≤ K ≤ N (e.g. 2/8)")]
+    #[error("{0:?} is not a shard: K/N with 1 ≤ K ≤ N ≤ {MAX_SHARDS} (e.g. 2/8)")]
     Shard(String),
     #[error("{path}: cannot read: {source}")]
     Io {
@@ -157,16 +157,45 @@ impl CampaignOptions {
     }
 }
 
-/// `K/N`: the K-th of N shards, 1 ≤ K ≤ N.
+/// The most shards a campaign may be split into. Assigning units costs a
+/// word per shard, so N is bounded (issue 17: `--shard 1/4294967297`
+/// aborted); a campaign of more units than this is not one to shard finer.
+pub const MAX_SHARDS: usize = 65_536;
+
+/// `K/N`: the K-th of N shards, 1 ≤ K ≤ N ≤ [`MAX_SHARDS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(try_from = "RawShard")]
 pub struct Shard {
     pub index: usize,
     pub count: usize,
 }
 
+/// A shard as a records header writes it, checked into a [`Shard`].
+#[derive(Deserialize)]
+struct RawShard {
+    index: usize,
+    count: usize,
+}
+
+impl TryFrom<RawShard> for Shard {
+    type Error = RecordError;
+
+    fn try_from(r: RawShard) -> Result<Shard, RecordError> {
+        Shard::new(r.index, r.count)
+    }
+}
+
 impl Shard {
     /// The whole campaign.
     pub const ALL: Shard = Shard { index: 1, count: 1 };
+
+    /// The `index`-th of `count` shards, if 1 ≤ index ≤ count ≤ [`MAX_SHARDS`].
+    pub fn new(index: usize, count: usize) -> Result<Shard, RecordError> {
+        if index == 0 || index > count || count > MAX_SHARDS {
+            return Err(RecordError::Shard(format!("{index}/{count}")));
+        }
+        Ok(Shard { index, count })
+    }
 }
 
 impl std::str::FromStr for Shard {
@@ -179,10 +208,7 @@ impl std::str::FromStr for Shard {
             k.trim().parse().map_err(|_| bad())?,
             n.trim().parse().map_err(|_| bad())?,
         );
-        if index == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
+        Shard::new(index, count).map_err(|_| bad())
     }
 }
 
@@ -331,15 +357,14 @@ fn assign(units: &[(usize, Unit)], n: usize) -> Vec<usize> {
             .then_with(|| ia.cmp(ib))
             .then_with(|| a.cmp(&b))
     });
-    let mut load = vec![0u64; n];
+    // The lightest shard, ties to the lowest: a min-heap of (load, shard),
+    // so assigning is O(units · log n) whatever n is.
+    let mut load: std::collections::BinaryHeap<std::cmp::Reverse<(u64, usize)>> =
+        (0..n).map(|k| std::cmp::Reverse((0, k))).collect();
     let mut out = vec![0; units.len()];
     for u in order {
-        let (k, _) = load
-            .iter()
-            .enumerate()
-            .min_by_key(|&(k, &l)| (l, k))
-            .unwrap_or((0, &0));
-        load[k] = load[k].saturating_add(units[u].1.bytes);
+        let std::cmp::Reverse((l, k)) = load.pop().unwrap_or(std::cmp::Reverse((0, 0)));
+        load.push(std::cmp::Reverse((l.saturating_add(units[u].1.bytes), k)));
         out[u] = k + 1;
     }
     out
@@ -491,7 +516,118 @@ pub fn read_records(path: &Path) -> Result<RecordSet, RecordError> {
             std::fs::File::open(path).map_err(io)?,
         ))
     };
-    parse_lines(&shown, reader.lines().map(|l| l.map_err(io)))
+    let limit = crate::trace::default_max_event_bytes();
+    parse_lines(&shown, CappedLines::new(reader, limit, shown.clone()))
+}
+
+/// The lines of a records file, each at most `limit` bytes (the limit on
+/// one trace event, `TORCHTRACE_MAX_EVENT_SIZE`): a longer line is an
+/// error naming the file and line, read no further than the limit, so a
+/// huge line is never held whole. A UTF-8 byte-order mark before the first
+/// line is dropped.
+struct CappedLines<R> {
+    reader: R,
+    limit: u64,
+    shown: String,
+    line: usize,
+    done: bool,
+}
+
+impl<R: BufRead> CappedLines<R> {
+    fn new(reader: R, limit: u64, shown: String) -> Self {
+        CappedLines {
+            reader,
+            limit,
+            shown,
+            line: 0,
+            done: false,
+        }
+    }
+
+    /// The next line's bytes without its `\n`; `None` at the end.
+    fn next_bytes(&mut self) -> Result<Option<Vec<u8>>, RecordError> {
+        let mut buf = Vec::new();
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(source) => {
+                    return Err(RecordError::Io {
+                        path: self.shown.clone(),
+                        source,
+                    })
+                }
+            };
+            if chunk.is_empty() {
+                return Ok((!buf.is_empty()).then_some(buf));
+            }
+            let (take, end) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (i, true),
+                None => (chunk.len(), false),
+            };
+            if (buf.len() + take) as u64 > self.limit {
+                return Err(self.too_long());
+            }
+            buf.extend_from_slice(&chunk[..take]);
+            self.reader.consume(take + usize::from(end));
+            if end {
+                return Ok(Some(buf));
+            }
+        }
+    }
+
+    /// The error for a line over the limit.
+    fn too_long(&self) -> RecordError {
+        RecordError::Layout {
+            path: self.shown.clone(),
+            line: self.line,
+            what: format!(
+                "the line is longer than the {} limit on one record line (set {}, e.g. to 1G, to raise it)",
+                crate::trace::message::size(self.limit),
+                crate::trace::MAX_EVENT_SIZE_ENV
+            ),
+        }
+    }
+}
+
+impl<R: BufRead> Iterator for CappedLines<R> {
+    type Item = Result<String, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        self.line += 1;
+        let res = self.next_bytes().and_then(|bytes| {
+            let Some(mut bytes) = bytes else {
+                return Ok(None);
+            };
+            if self.line == 1 && bytes.starts_with(b"\xef\xbb\xbf") {
+                bytes.drain(..3);
+            }
+            if bytes.last() == Some(&b'\r') {
+                bytes.pop();
+            }
+            String::from_utf8(bytes)
+                .map(Some)
+                .map_err(|_| RecordError::Layout {
+                    path: self.shown.clone(),
+                    line: self.line,
+                    what: "not UTF-8 text".into(),
+                })
+        });
+        match res {
+            Ok(Some(text)) => Some(Ok(text)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
 }
 
 /// Parses record lines (`{"header":…}`, `{"file":…}`, `{"end":…}`).

@@ -757,7 +757,25 @@ fn zip_member(
     };
     match info.kind {
         Kind::Summary => summary_from_reader(info, file),
-        _ => trace_from_reader(info, file, opts),
+        _ => trace_from_reader(info, ZipCrc(file), opts),
+    }
+}
+
+/// A zip member's reader whose CRC-32 mismatch is tagged as the member's
+/// ([`crate::trace::MemberChecksumError`]): the zip crate reports it only
+/// as an `InvalidData` "Invalid checksum", which the trace reader would
+/// otherwise take for a gzip trailer mismatch.
+struct ZipCrc<R>(R);
+
+impl<R: Read> Read for ZipCrc<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read(buf).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::InvalidData && e.to_string().contains("checksum") {
+                std::io::Error::new(e.kind(), crate::trace::MemberChecksumError)
+            } else {
+                e
+            }
+        })
     }
 }
 

@@ -128,7 +128,7 @@ fn write_records(
     files: &[batch::FileResult],
 ) -> anyhow::Result<()> {
     if path == std::path::Path::new("-") {
-        let stdout = std::io::stdout().lock();
+        let stdout = super::stdout();
         return Ok(records::write_records(
             std::io::BufWriter::new(stdout),
             header,
@@ -197,7 +197,7 @@ pub fn write_outputs(
         note(global, n);
     }
 
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = super::stdout();
     batch::output::write_stdout(&mut stdout, res, context, output.format.into())?;
     stdout.flush()?;
     Ok(report_failures(

@@ -176,7 +176,7 @@ pub fn run_command<A: torchtrace::api::Command>(
             note(global, &n.text);
         }
     }
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = stdout();
     out.report
         .write_to(&mut stdout, format.into(), per_context)?;
     stdout.flush()?;
@@ -271,6 +271,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
     if let Some(bytes) = cli.global.max_event_size {
         torchtrace::trace::set_default_max_event_bytes(bytes);
     }
+    one_stdin(cli.command.inputs())?;
     match cli.command {
         Command::Pair(a) => pair::run(a, &cli.global),
         Command::Plot(a) => plot::run(a, &cli.global),
@@ -278,6 +279,66 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
         Command::Kernels(a) => kernels::run(a, &cli.global),
         Command::Merge(a) => merge::run(a, &cli.global),
+    }
+}
+
+impl Command {
+    /// The inputs named on the command line (traces, PATHs, records files).
+    fn inputs(&self) -> &[std::path::PathBuf] {
+        match self {
+            Command::Pair(a) => &a.traces,
+            Command::Plot(a) => &a.traces,
+            Command::Batch(a) => &a.paths,
+            Command::Hierarchy(a) => &a.traces,
+            Command::Kernels(a) => &a.traces,
+            Command::Merge(a) => &a.records,
+        }
+    }
+}
+
+/// Refuses `-` (stdin) given more than once: two readers would each get an
+/// arbitrary part of one stream (issue 17: `pair - -`).
+pub fn one_stdin(inputs: &[std::path::PathBuf]) -> anyhow::Result<()> {
+    let n = inputs.iter().filter(|p| p.as_os_str() == "-").count();
+    if n > 1 {
+        anyhow::bail!(
+            "`-` (stdin) is given {n} times: stdin can be read only once; give at most one input as `-` and the others as files"
+        );
+    }
+    Ok(())
+}
+
+/// Standard output for results: a write error says that it is stdout's
+/// (`cannot write to stdout: No space left on device (os error 28)`), with
+/// its kind kept (a closed pipe stays [`std::io::ErrorKind::BrokenPipe`]).
+pub fn stdout() -> Stdout {
+    Stdout(std::io::stdout().lock())
+}
+
+/// See [`stdout`].
+pub struct Stdout(std::io::StdoutLock<'static>);
+
+impl Stdout {
+    /// The error of a failed write, naming stdout.
+    fn named(e: std::io::Error) -> std::io::Error {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            return e;
+        }
+        std::io::Error::new(e.kind(), format!("cannot write to stdout: {e}"))
+    }
+}
+
+impl std::io::Write for Stdout {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf).map_err(Stdout::named)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        self.0.write_all(buf).map_err(Stdout::named)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush().map_err(Stdout::named)
     }
 }
 

@@ -4,6 +4,7 @@
 use super::{analyze_all, note, Exit, GlobalArgs, ImageFormatArg};
 use anyhow::{bail, Context};
 use clap::Args;
+use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::hierarchy::Hierarchy;
 use torchtrace::kernels::{Kernels, KernelsSpec};
@@ -57,13 +58,18 @@ pub struct PlotArgs {
     /// [default: sample_tokens>propose_draft_token_ids>proposer.propose and execute_model]
     #[arg(long, value_name = "A>B>C")]
     pub chain: Vec<String>,
-    /// Image width in pixels.
-    #[arg(long, value_name = "W", default_value_t = 1280)]
+    /// Image width in pixels (200 to 8192).
+    #[arg(long, value_name = "W", default_value_t = 1280, value_parser = clap::value_parser!(u32).range(1..=MAX_SIDE))]
     pub width: u32,
-    /// Image height in pixels.
-    #[arg(long, value_name = "H", default_value_t = 800)]
+    /// Image height in pixels (150 to 8192).
+    #[arg(long, value_name = "H", default_value_t = 800, value_parser = clap::value_parser!(u32).range(1..=MAX_SIDE))]
     pub height: u32,
 }
+
+/// The largest image side `--width`/`--height` accept, in pixels (the
+/// smallest, 200×150, is the figures' own check): an 8192² RGB bitmap is 192 MiB (issue 17: 65536² panicked
+/// inside plotters, 2³²−1 hung).
+pub const MAX_SIDE: i64 = 8_192;
 
 pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let selector = args.contexts.selector()?;
@@ -145,8 +151,9 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     }
     let size = (args.width, args.height);
     let files = plot::render_all(&input, &args.out, args.format.into(), size)?;
+    let mut stdout = super::stdout();
     for f in &files {
-        println!("{}", f.display());
+        writeln!(stdout, "{}", f.display())?;
     }
     if let Some(t) = input.traces.iter().find(|t| !t.pairs.complete) {
         bail!(

@@ -14,8 +14,42 @@ pub fn write<W: Write>(out: &mut W, tables: &[Table]) -> io::Result<()> {
     Ok(())
 }
 
-fn escape(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+/// Text for a Markdown table cell, heading or note: HTML (`<`, `&`) and the
+/// cell separator `|` escaped, line breaks made spaces, other control
+/// characters escaped (`\u{1b}`), so a name from a trace or a file name
+/// cannot inject markup or break the table.
+pub fn escape(s: &str) -> String {
+    let flat = s.replace(['\n', '\r'], " ");
+    let mut out = String::with_capacity(flat.len());
+    for c in crate::trace::message::escape(&flat).chars() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '<' => out.push_str("&lt;"),
+            '&' => out.push_str("&amp;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `s` as a Markdown code span: fenced by more backticks than any run
+/// inside it (CommonMark), control characters escaped and line breaks made
+/// spaces, so a file name shows literally whatever it holds.
+pub fn code(s: &str) -> String {
+    let s = crate::trace::message::escape(&s.replace(['\n', '\r'], " "));
+    let mut longest = 0;
+    let mut run = 0;
+    for c in s.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest + 1);
+    let pad = if s.starts_with('`') || s.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{s}{pad}{fence}")
 }
 
 pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
@@ -53,4 +87,21 @@ pub fn to_string(t: &Table) -> String {
     let mut buf = Vec::new();
     let _ = write_one(&mut buf, t);
     String::from_utf8_lossy(&buf).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_html_separators_and_controls() {
+        assert_eq!(
+            escape("a|b<script>&amp;\x1b[2J\nx"),
+            "a\\|b&lt;script>&amp;amp;\\u{1b}[2J x"
+        );
+        assert_eq!(code("plain.json"), "`plain.json`");
+        assert_eq!(code("a`b"), "``a`b``");
+        assert_eq!(code("`x"), "`` `x ``");
+        assert_eq!(code("n\u{0}l"), "`n\\0l`");
+    }
 }

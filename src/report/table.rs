@@ -1,8 +1,15 @@
 //! Aligned plain-text tables for the terminal: text left-aligned, numbers
-//! right-aligned, widths by character count.
+//! right-aligned, widths by character count. A cell longer than
+//! [`MAX_CELL_CHARS`] is cut with `…`, so one huge cell cannot pad every row
+//! of its column to its width (issue 17: a 179 KB trace printed 80 GB).
+//! CSV, JSON and Markdown keep cells whole.
 
 use super::Table;
 use std::io::{self, Write};
+
+/// The widest cell a terminal table shows, in characters; longer cells
+/// show their first `MAX_CELL_CHARS − 1` characters and `…`.
+pub const MAX_CELL_CHARS: usize = 200;
 
 pub fn write<W: Write>(out: &mut W, tables: &[Table]) -> io::Result<()> {
     for (i, t) in tables.iter().enumerate() {
@@ -21,14 +28,15 @@ pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
     let cells: Vec<Vec<String>> = t
         .rows
         .iter()
-        .map(|r| r.iter().map(|c| c.display()).collect())
+        .map(|r| r.iter().map(|c| ellipsize(c.display())).collect())
         .collect();
+    let headers: Vec<String> = t.headers.iter().map(|h| ellipsize(h.clone())).collect();
     let ncol = t.headers.len();
     let width = |c: usize| {
         cells
             .iter()
             .filter_map(|r| r.get(c))
-            .chain(std::iter::once(&t.headers[c]))
+            .chain(std::iter::once(&headers[c]))
             .map(|s| s.chars().count())
             .max()
             .unwrap_or(0)
@@ -55,7 +63,7 @@ pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
             .collect();
         writeln!(out, "{}", parts.join("  ").trim_end())
     };
-    line(&t.headers, out)?;
+    line(&headers, out)?;
     let rule: Vec<String> = widths.iter().map(|w| "─".repeat(*w)).collect();
     writeln!(out, "{}", rule.join("  "))?;
     for r in &cells {
@@ -65,6 +73,20 @@ pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
         writeln!(out, "  note: {n}")?;
     }
     Ok(())
+}
+
+/// `s` cut to [`MAX_CELL_CHARS`] characters, the last of them `…`.
+fn ellipsize(s: String) -> String {
+    match s.char_indices().nth(MAX_CELL_CHARS) {
+        None => s,
+        Some(_) => {
+            let end = s
+                .char_indices()
+                .nth(MAX_CELL_CHARS - 1)
+                .map_or(s.len(), |(i, _)| i);
+            format!("{}…", &s[..end])
+        }
+    }
 }
 
 fn pad(s: &str, w: usize, right: bool) -> String {
@@ -94,5 +116,26 @@ mod tests {
             s,
             "T\nname          n\n─────────  ────\nlong name     5\nx          12.3\n"
         );
+    }
+
+    #[test]
+    fn cuts_huge_cells() {
+        let mut t = Table::new("", &["name", "n"]);
+        t.row(vec![Cell::text("é".repeat(1_000_000)), Cell::Int(5)]);
+        t.row(vec![Cell::text("x"), Cell::Int(6)]);
+        t.row(vec![Cell::text("y".repeat(MAX_CELL_CHARS)), Cell::Int(7)]);
+        let mut buf = Vec::new();
+        write_one(&mut buf, &t).unwrap();
+        let s = String::from_utf8(buf).unwrap();
+        let widths: Vec<usize> = s.lines().map(|l| l.chars().count()).collect();
+        assert!(
+            widths.iter().all(|&w| w <= MAX_CELL_CHARS + 2 + 1),
+            "{widths:?}"
+        );
+        assert!(
+            s.contains(&format!("{}…  5", "é".repeat(MAX_CELL_CHARS - 1))),
+            "{s}"
+        );
+        assert!(s.contains(&format!("{}  7", "y".repeat(MAX_CELL_CHARS))));
     }
 }

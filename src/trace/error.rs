@@ -39,6 +39,10 @@ pub enum ReadError {
     /// so the events read from it cannot be trusted.
     #[error("gzip checksum mismatch (CRC-32 or length) after byte {offset} of the JSON text: the data is corrupt somewhere before it ({events} events were read from it, some may be wrong)")]
     Checksum { offset: u64, events: u64 },
+    /// An archive member's own checksum (a zip entry's CRC-32) does not
+    /// match: the member is corrupt somewhere before `offset`.
+    #[error("zip member checksum mismatch (CRC-32) after byte {offset} of the JSON text: the member is corrupt somewhere before it ({events} events were read from it, some may be wrong)")]
+    MemberChecksum { offset: u64, events: u64 },
     #[error("JSON ends early at byte {offset}, inside the trace ({events} events read intact)")]
     Truncated { offset: u64, events: u64 },
     #[error("invalid JSON at byte {offset} ({events} events read intact): {msg}")]
@@ -89,6 +93,7 @@ impl ReadError {
         match self {
             ReadError::Decode { events, .. }
             | ReadError::Checksum { events, .. }
+            | ReadError::MemberChecksum { events, .. }
             | ReadError::Truncated { events, .. }
             | ReadError::Syntax { events, .. }
             | ReadError::EventTooLarge { events, .. }
@@ -105,6 +110,7 @@ impl ReadError {
         match self {
             ReadError::Decode { offset, .. }
             | ReadError::Checksum { offset, .. }
+            | ReadError::MemberChecksum { offset, .. }
             | ReadError::Truncated { offset, .. }
             | ReadError::Syntax { offset, .. }
             | ReadError::BadEvent { offset, .. }
@@ -124,6 +130,12 @@ impl ReadError {
     /// gets its own variant, the rest (a cut or corrupt deflate stream) stay
     /// [`ReadError::Decode`].
     pub(crate) fn decode(source: io::Error, offset: u64, events: u64) -> ReadError {
+        if source
+            .get_ref()
+            .is_some_and(|e| e.is::<MemberChecksumError>())
+        {
+            return ReadError::MemberChecksum { offset, events };
+        }
         // flate2 reports a trailer mismatch only through its message.
         let text = source.to_string();
         if text.contains("checksum") {
@@ -137,6 +149,14 @@ impl ReadError {
         }
     }
 }
+
+/// The inner error of the `io::Error` an archive reader gives for a
+/// member whose own checksum does not match (made by `batch` from the zip
+/// reader's "Invalid checksum"), so that [`ReadError::decode`] reports a
+/// [`ReadError::MemberChecksum`], not a gzip one.
+#[derive(Debug, thiserror::Error)]
+#[error("zip member checksum mismatch (CRC-32)")]
+pub struct MemberChecksumError;
 
 /// A [`ReadError`] with the file it happened in. (The kind is part of the
 /// message, not a `source`, so `{:#}` prints it once.)

@@ -35,6 +35,14 @@ pub fn clip_str(text: &str) -> String {
     clip(text.as_bytes())
 }
 
+/// `text` with control characters and NULs escaped as [`clip`] escapes
+/// them, but never cut: for outputs (Markdown) that must show a name whole.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    escape_into(text, &mut out);
+    out
+}
+
 /// One byte of input, as a message shows it: `x`, `\0`, `\x1b`, `\xff`.
 pub fn show_byte(b: u8) -> String {
     match b {

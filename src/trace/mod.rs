@@ -32,7 +32,7 @@ mod prefilter;
 pub mod stream;
 pub mod time;
 
-pub use error::{ReadError, TraceError, MAX_EVENT_SIZE_ENV};
+pub use error::{MemberChecksumError, ReadError, TraceError, MAX_EVENT_SIZE_ENV};
 pub use event::{Args, Event, EventPos};
 pub use kineto::event::RawEvent;
 pub use prefilter::Prefilter;

@@ -78,6 +78,12 @@ pub fn sniff<R: BufRead>(r: &mut R) -> Result<Encoding, ReadError> {
     if head.is_empty() {
         return Err(ReadError::Empty);
     }
+    if wide_text(head).is_some() {
+        // `{` then NULs passes a first-character test, yet is UTF-16/32.
+        return Err(ReadError::NotTrace {
+            found: describe_head(head),
+        });
+    }
     match Format::of(head) {
         Some(Format::KinetoJson) => Ok(Encoding::Json),
         None => Err(ReadError::NotTrace {
@@ -89,13 +95,34 @@ pub fn sniff<R: BufRead>(r: &mut R) -> Result<Encoding, ReadError> {
 fn describe_head(head: &[u8]) -> String {
     let n = head.len().min(8);
     let hex: Vec<String> = head[..n].iter().map(|b| format!("{b:02x}")).collect();
-    let utf16 = head.starts_with(&[0xff, 0xfe]) || head.starts_with(&[0xfe, 0xff]);
-    let what = if utf16 {
-        ": UTF-16 text, save it as UTF-8"
-    } else {
-        ""
+    let what = match wide_text(head) {
+        Some(enc) => format!(": {enc} text, save it as UTF-8"),
+        None => String::new(),
     };
     format!("first bytes {}{what}", hex.join(" "))
+}
+
+/// `"UTF-32"` or `"UTF-16"` when the first bytes are such text: by its
+/// byte-order mark (UTF-32's LE mark `ff fe 00 00` begins with UTF-16's),
+/// else by the NULs around a first ASCII character.
+fn wide_text(head: &[u8]) -> Option<&'static str> {
+    let at = |i: usize| head.get(i).copied();
+    let ascii = |b: Option<u8>| b.is_some_and(|b| (1..0x80).contains(&b));
+    if head.starts_with(&[0xff, 0xfe, 0, 0]) || head.starts_with(&[0, 0, 0xfe, 0xff]) {
+        return Some("UTF-32");
+    }
+    if head.starts_with(&[0xff, 0xfe]) || head.starts_with(&[0xfe, 0xff]) {
+        return Some("UTF-16");
+    }
+    let (a, b, c, d) = (at(0), at(1), at(2), at(3));
+    let zero = |x: Option<u8>| x == Some(0);
+    if (ascii(a) && zero(b) && zero(c) && zero(d)) || (zero(a) && zero(b) && zero(c) && ascii(d)) {
+        return Some("UTF-32");
+    }
+    if (ascii(a) && zero(b)) || (zero(a) && ascii(b)) {
+        return Some("UTF-16");
+    }
+    None
 }
 
 /// Opens a path (or `-`) and returns a reader of the decompressed JSON text.
@@ -175,6 +202,20 @@ mod tests {
         );
         let err = read_all(b"\xff\xfe{\0}\0".to_vec()).unwrap_err();
         assert!(err.to_string().contains("UTF-16"), "{err}");
+        for (bytes, enc) in [
+            (&b"\xff\xfe\0\0{\0\0\0"[..], "UTF-32"),
+            (b"\0\0\xfe\xff\0\0\0{", "UTF-32"),
+            (b"{\0\0\0\"\0\0\0", "UTF-32"),
+            (b"\0\0\0{\0\0\0\"", "UTF-32"),
+            (b"{\0\"\0", "UTF-16"),
+            (b"\0{\0\"", "UTF-16"),
+        ] {
+            let e = sniff(&mut &bytes[..]).unwrap_err().to_string();
+            assert!(
+                e.contains(&format!(": {enc} text, save it as UTF-8")),
+                "{e}"
+            );
+        }
     }
 
     #[test]

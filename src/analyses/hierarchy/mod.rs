@@ -361,17 +361,7 @@ impl Collector {
             return;
         }
         let py = usize::from(ev.cat == "python_function");
-        if !self.cache[py].contains_key(&*ev.name) {
-            let hits: Box<[u32]> = self
-                .elements
-                .iter()
-                .enumerate()
-                .filter(|(_, e)| e.matches(&ev.name, py == 1))
-                .map(|(k, _)| k as u32)
-                .collect();
-            self.cache[py].insert((*ev.name).into(), hits);
-        }
-        let hits = &self.cache[py][&*ev.name];
+        let hits = self.hits(&ev.name, py);
         if hits.is_empty() {
             return;
         }
@@ -387,9 +377,29 @@ impl Collector {
         };
         let id = self.recs.len() as u32;
         self.recs.push(rec);
-        for &k in hits.iter() {
+        for &k in &hits {
             self.by_element[k as usize].push(id);
         }
+    }
+
+    /// The chain elements `name` matches (`py`: 1 for a python_function).
+    /// Names up to [`crate::model::MAX_NAME_BYTES`] are cached; longer ones
+    /// are matched afresh, so distinct huge names are never held.
+    fn hits(&mut self, name: &str, py: usize) -> Vec<u32> {
+        if let Some(h) = self.cache[py].get(name) {
+            return h.to_vec();
+        }
+        let hits: Vec<u32> = self
+            .elements
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.matches(name, py == 1))
+            .map(|(k, _)| k as u32)
+            .collect();
+        if name.len() <= crate::model::MAX_NAME_BYTES {
+            self.cache[py].insert(name.into(), hits.clone().into());
+        }
+        hits
     }
 
     /// The figures of every chain. `contexts` = (context name, count) for

@@ -438,6 +438,7 @@ fn notes(trace: &Finished<'_>, ledger: &Ledger, works: &[Work], nested: u64) -> 
     if trace.contexts.is_empty() {
         notes.push("no step contexts: per-context figures are empty".into());
     }
+    notes.extend(crate::model::cut_note(&ledger.names, "kernel and launch"));
     notes
 }
 

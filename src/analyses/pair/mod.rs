@@ -301,6 +301,8 @@ impl Pair {
         }
         r.notes
             .extend(silent.notes(gpu.bad_dur, steps.begin_events));
+        r.notes
+            .extend(crate::model::cut_note(&steps.names, "annotation"));
         r
     }
 
@@ -586,7 +588,7 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     v.iter()
         .take(3)
-        .map(|(n, c)| format!("`{n}` ×{c}"))
+        .map(|(n, c)| format!("`{}` ×{c}", crate::trace::message::clip_str(n)))
         .collect::<Vec<_>>()
         .join(", ")
 }

@@ -76,7 +76,11 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
     let count = |st: Status| res.records.iter().filter(|r| r.file.status == st).count();
     s.push_str("Inputs:\n\n");
     for i in &res.inputs {
-        s.push_str(&format!("- `{}` ({})\n", i.path, kind_name(i.kind)));
+        s.push_str(&format!(
+            "- {} ({})\n",
+            report::markdown::code(&i.path),
+            kind_name(i.kind)
+        ));
     }
     s.push_str(&format!(
         "\n{} files: {} ok, {} failed, {} skipped. Step contexts: {}. {} AR/MTP comparisons.\n\n",
@@ -84,7 +88,7 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
         count(Status::Ok),
         count(Status::Error),
         count(Status::Skipped),
-        context,
+        report::markdown::escape(context),
         res.comparisons.len()
     ));
     s.push_str(
@@ -132,6 +136,7 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
             if let Ok(rel) = f.strip_prefix(dir) {
                 let rel = rel.to_string_lossy().replace('\\', "/");
                 let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+                let (name, rel) = (link_text(&name), link_target(&rel));
                 if rel.ends_with(".png") || rel.ends_with(".svg") {
                     s.push_str(&format!("![{name}]({rel})\n\n"));
                 } else {
@@ -152,10 +157,32 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
     if !w.warnings.is_empty() {
         s.push_str("\n## Notes\n\n");
         for n in &w.warnings {
-            s.push_str(&format!("- {n}\n"));
+            s.push_str(&format!("- {}\n", report::markdown::escape(n)));
         }
     }
     s
+}
+
+/// A file name as a link's text: Markdown escaped, brackets too.
+fn link_text(name: &str) -> String {
+    report::markdown::escape(name)
+        .replace('[', "\\[")
+        .replace(']', "\\]")
+}
+
+/// A relative path as a link target: bytes that would end or break the
+/// target (space, parentheses, `<`, `>`, controls, non-ASCII) percent-encoded.
+fn link_target(rel: &str) -> String {
+    let mut out = String::with_capacity(rel.len());
+    for b in rel.bytes() {
+        match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'/' | b'.' | b'-' | b'_' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }
 
 fn kind_name(k: crate::batch::inputs::InputKind) -> &'static str {

@@ -119,7 +119,7 @@ impl Analysis for EventsPerCategory {
 /// Reads `trace` once through the library's driver and returns the
 /// figures with the report in `format`.
 pub fn analyze(trace: &Path, format: Format) -> Result<(Categories, String), String> {
-    let plan = Plan::new(Selector::Auto).add::<EventsPerCategory>(());
+    let plan = Plan::new(Selector::Auto).with_analysis::<EventsPerCategory>(());
     let mut result = analyze_path(trace, Default::default(), &plan);
     if let Some(e) = &result.error {
         return Err(e.to_string());

@@ -301,7 +301,7 @@ pub fn run<A: Command>(
 ) -> Result<Outcome<A::Report>, ApiError> {
     let given = given_per_trace(paths, &common.given, A::MAX_TRACES)?;
     let config = A::configure(options, &common.selector)?;
-    let plan = Plan::new(common.selector.clone()).add::<A>(config);
+    let plan = Plan::new(common.selector.clone()).with_analysis::<A>(config);
     let mut results = read_all(paths, common.quiet, |path, counter| {
         analysis::analyze_path(path, counter, &plan)
     })?;
@@ -383,7 +383,7 @@ pub(crate) fn add_json<A: Command>(
 ) -> Result<Plan, ApiError> {
     let options: A::Options = serde_json::from_value(options.clone())
         .map_err(|e| ApiError::Arguments(format!("{} options: {e}", A::NAME)))?;
-    Ok(plan.add::<A>(A::configure(&options, selector)?))
+    Ok(plan.with_analysis::<A>(A::configure(&options, selector)?))
 }
 
 /// The problem of a trace whose selected contexts are missing.

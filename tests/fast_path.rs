@@ -145,7 +145,7 @@ fn prefilters_change_nothing() {
                 .with(opts.clone())
         };
         let fast = analyze_path(&path, Arc::default(), &plan());
-        let plain = analyze_path(&path, Arc::default(), &plan().add::<AdmitAll>(()));
+        let plain = analyze_path(&path, Arc::default(), &plan().with_analysis::<AdmitAll>(()));
         assert_eq!(figures(&fast), figures(&plain), "{label}");
     }
 }

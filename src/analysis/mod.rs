@@ -211,11 +211,11 @@ impl Plan {
     /// Adds the analysis that `config` configures. Order does not
     /// matter: results are kept in registry order.
     pub fn with<C: Configures>(self, config: C) -> Plan {
-        self.add::<C::Analysis>(config)
+        self.with_analysis::<C::Analysis>(config)
     }
 
     /// Adds analysis `A` with its configuration.
-    pub fn add<A: Analysis>(mut self, config: A::Config) -> Plan {
+    pub fn with_analysis<A: Analysis>(mut self, config: A::Config) -> Plan {
         self.analyses.push(Box::new(ConfigOf::<A>(config)));
         self
     }

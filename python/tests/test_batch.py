@@ -64,8 +64,8 @@ def test_analyze_gives_the_records_batch_writes(work):
     ok = [f for f in rec["files"] if f["status"] == "ok" and f["results"].get("pairs")]
     assert len(ok) == 6, "six worker traces"
     text = next(f for f in ok if f["path"] == AR.removeprefix("campaign/"))
-    assert text["pairs"]["contexts"] == 64
-    assert text["kernels"]["kernels"] == 3008
+    assert text["results"]["pairs"]["contexts"] == 64
+    assert text["results"]["kernels"]["kernels"] == 3008
 
 
 def test_batch_equals_cli(work):
@@ -209,8 +209,8 @@ def test_analyze_a_corrupt_trace_is_a_record_with_where_and_what_was_read(work):
     assert f["status"] == "error"
     assert "after byte " in f["error"] and "events read intact" in f["error"]
     # The figures over the events read intact are kept, marked incomplete.
-    assert f["pairs"]["complete"] is False
-    assert f["pairs"]["contexts"] > 0
+    assert f["results"]["pairs"]["complete"] is False
+    assert f["results"]["pairs"]["contexts"] > 0
     with pytest.warns(torchtrace.TorchtraceWarning, match="x.pt.trace.json.gz"):
         doc = torchtrace.merge([rec], "out", figures=None)
     assert doc["failed"] == 1

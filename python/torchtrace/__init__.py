@@ -403,7 +403,8 @@ def analyze(
     Returns:
         ``{"header": {...}, "files": [...], "complete": True}``: each file's
         record has its ``path``, ``status`` (``ok``/``error``/``skipped``),
-        ``error`` and its ``pairs``, ``kernels`` and ``hierarchy`` figures.
+        ``error`` and ``results``: each analysis's figures by key (``pairs``,
+        ``hierarchy``, ``kernels``, ...).
         Pass record sets to :func:`merge`.
 
     Raises:

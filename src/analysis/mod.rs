@@ -102,6 +102,28 @@ pub trait Analysis: Send + Sized + 'static {
     /// after the read; `source` says where from): fill the per-token
     /// figures.
     fn set_tokens(_output: &mut Self::Output, _tokens: Option<u64>, _source: Option<&str>) {}
+    /// How its figures appear in each trace entry of `batch`'s
+    /// `results.json`: by default under its [`Analysis::KEY`], less what
+    /// the entry says already (`path`, `complete`, `error`).
+    fn in_results(output: &Self::Output) -> InResults {
+        let mut v = serde_json::to_value(output).unwrap_or(serde_json::Value::Null);
+        if let Some(m) = v.as_object_mut() {
+            for k in ["path", "complete", "error"] {
+                m.remove(k);
+            }
+        }
+        InResults::Nested(v)
+    }
+}
+
+/// An analysis's figures in a trace entry of `results.json`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InResults {
+    /// Under its key.
+    Nested(serde_json::Value),
+    /// Its keys among the entry's own (`pair`'s, as the entry has always
+    /// had them).
+    Flattened(serde_json::Map<String, serde_json::Value>),
 }
 
 /// An analysis's configuration names its analysis, so that

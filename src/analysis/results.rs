@@ -50,6 +50,7 @@ erased_serde::serialize_trait_object!(AnyOutput);
 type Decode =
     fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn AnyOutput>, erased_serde::Error>;
 type SetTokens = fn(&mut dyn AnyOutput, Option<u64>, Option<&str>);
+type InResultsFn = fn(&dyn AnyOutput) -> Option<super::InResults>;
 /// Adds an analysis to a plan, its options as JSON (checked, compiled).
 pub type AddTo = fn(
     super::Plan,
@@ -74,6 +75,7 @@ pub struct Entry {
     analysis: fn() -> TypeId,
     decode: Decode,
     set_tokens: SetTokens,
+    in_results: InResultsFn,
     command: Option<RunCommand>,
     add_to: Option<AddTo>,
 }
@@ -87,6 +89,7 @@ impl Entry {
             analysis: TypeId::of::<A>,
             decode: decode::<A>,
             set_tokens: set_tokens::<A>,
+            in_results: in_results::<A>,
             command: None,
             add_to: None,
         }
@@ -137,6 +140,10 @@ fn set_tokens<A: Analysis>(out: &mut dyn AnyOutput, tokens: Option<u64>, source:
     if let Some(out) = out.as_any_mut().downcast_mut::<A::Output>() {
         A::set_tokens(out, tokens, source);
     }
+}
+
+fn in_results<A: Analysis>(out: &dyn AnyOutput) -> Option<super::InResults> {
+    out.as_any().downcast_ref::<A::Output>().map(A::in_results)
 }
 
 fn registry() -> &'static [Entry] {
@@ -231,6 +238,15 @@ impl Results {
         for s in &mut self.slots {
             (s.entry.set_tokens)(&mut *s.value, tokens, source);
         }
+    }
+
+    /// Each result as a trace entry of `results.json` shows it
+    /// ([`Analysis::in_results`]), with its key, in registry order.
+    pub fn in_results(&self) -> Vec<(&'static str, super::InResults)> {
+        self.slots
+            .iter()
+            .filter_map(|s| (s.entry.in_results)(&*s.value).map(|j| (s.entry.key, j)))
+            .collect()
     }
 
     /// Whether the results of the analysis with this key are here.

@@ -57,7 +57,7 @@ pub struct HierarchyArgs {
     #[arg(long)]
     pub any_thread: bool,
     /// Uncontained children listed per link.
-    #[arg(long, value_name = "N", default_value_t = 5)]
+    #[arg(long, value_name = "N", default_value_t = torchtrace::hierarchy::DEFAULT_EXAMPLES)]
     pub examples: usize,
     #[command(flatten)]
     pub contexts: super::ContextArgs,

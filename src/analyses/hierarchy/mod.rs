@@ -32,7 +32,7 @@ pub mod index;
 
 pub mod view;
 
-use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::contexts::Selector;
 use crate::ledger::attribution::{self, Attribution, LaunchScope, Query};
 use crate::ledger::Ledger;
@@ -322,6 +322,19 @@ impl Analysis for Collector {
 
     fn set_tokens(out: &mut TraceHierarchy, tokens: Option<u64>, _source: Option<&str>) {
         out.set_tokens(tokens);
+    }
+
+    /// Under `hierarchy`, less what the trace entry says already, with
+    /// whether every link holds.
+    fn in_results(h: &TraceHierarchy) -> InResults {
+        let mut v = serde_json::to_value(h).unwrap_or(serde_json::Value::Null);
+        if let serde_json::Value::Object(m) = &mut v {
+            for k in ["path", "meta", "events", "complete", "error", "context"] {
+                m.remove(k);
+            }
+            m.insert("holds".into(), serde_json::Value::Bool(h.holds()));
+        }
+        InResults::Nested(v)
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceHierarchy {

@@ -13,7 +13,7 @@ pub mod timeline;
 
 pub mod view;
 
-use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::ledger::attribution::{self, Attribution, LaunchScope, Overlaps, Query};
 use crate::ledger::{self, Kind, Ledger, Work};
 use crate::model::Ns;
@@ -82,6 +82,25 @@ impl Analysis for Kernels {
 
     fn set_tokens(out: &mut TraceKernels, tokens: Option<u64>, source: Option<&str>) {
         out.set_tokens(tokens, source.map(str::to_string));
+    }
+
+    /// Under `kernels`, less what the trace entry (and pair's keys) say.
+    fn in_results(k: &TraceKernels) -> InResults {
+        let mut v = serde_json::to_value(k).unwrap_or(serde_json::Value::Null);
+        if let serde_json::Value::Object(m) = &mut v {
+            for key in [
+                "path",
+                "context",
+                "contexts",
+                "completion_tokens",
+                "tokens_source",
+                "complete",
+                "error",
+            ] {
+                m.remove(key);
+            }
+        }
+        InResults::Nested(v)
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceKernels {

@@ -17,7 +17,7 @@
 pub mod view;
 
 use crate::analyses::hierarchy::index::{Enclosers, Iv};
-use crate::analysis::{self, Analysis, Configures, Finished, Need, Plan, TraceResult};
+use crate::analysis::{self, Analysis, Configures, Finished, InResults, Need, Plan, TraceResult};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
 use crate::ledger::attribution::{self, LaunchScope};
@@ -115,6 +115,18 @@ impl Analysis for Pair {
 
     fn set_tokens(out: &mut TracePairs, tokens: Option<u64>, source: Option<&str>) {
         out.set_tokens(tokens, source.map(str::to_string));
+    }
+
+    /// Pair's keys are the trace entry's own (less `path` and `error`,
+    /// which the entry gives).
+    fn in_results(p: &TracePairs) -> InResults {
+        let mut m = match serde_json::to_value(p) {
+            Ok(serde_json::Value::Object(m)) => m,
+            _ => serde_json::Map::new(),
+        };
+        m.remove("path");
+        m.remove("error");
+        InResults::Flattened(m)
     }
 
     fn prefilter(&self) -> Prefilter {

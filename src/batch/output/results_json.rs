@@ -1,8 +1,9 @@
 //! `results.json` (and `--format json` on stdout): every trace with its
-//! run information, its `pair` figures and its hierarchy, the comparisons,
+//! run information and each analysis's figures (as the analysis puts them,
+//! [`crate::Analysis::in_results`], in registry order), the comparisons,
 //! the inputs and the notes.
 
-use crate::analyses::hierarchy::TraceHierarchy;
+use crate::analysis::InResults;
 use crate::batch::{BatchResult, Record};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -20,25 +21,39 @@ struct TraceJson<'a> {
     workload_source: Option<&'static str>,
     speculative_depth: Option<u64>,
     size_bytes: u64,
-    /// The trace's hierarchy figures (chains: links, functions), when read.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    hierarchy: Option<Value>,
-    /// The trace's GPU work by launch correlation (`kernels`' figures).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    kernels: Option<Value>,
-    /// The keys of the trace in `pair`'s JSON (less `path` and `error`,
-    /// given above).
+    /// Each analysis's figures under its key (`hierarchy`, `kernels`, …),
+    /// in registry order, when read.
     #[serde(flatten)]
-    pair: Map<String, Value>,
+    nested: Nested,
+    /// The analyses whose keys are the entry's own (`pair`'s: `contexts`,
+    /// `gpu_span_ms`, …).
+    #[serde(flatten)]
+    flattened: Map<String, Value>,
+}
+
+/// (key, figures) pairs written as map entries, in their order.
+struct Nested(Vec<(&'static str, Value)>);
+
+impl Serialize for Nested {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
 }
 
 fn trace_json(r: &Record) -> TraceJson<'_> {
-    let mut pair = match r.file.pairs().map(serde_json::to_value) {
-        Some(Ok(Value::Object(m))) => m,
-        _ => Map::new(),
-    };
-    pair.remove("path");
-    pair.remove("error");
+    let mut nested = Vec::new();
+    let mut flattened = Map::new();
+    for (key, figures) in r.file.results.in_results() {
+        match figures {
+            InResults::Nested(v) => nested.push((key, v)),
+            InResults::Flattened(m) => flattened.extend(m),
+        }
+    }
     TraceJson {
         path: &r.file.path,
         status: r.file.status.as_str(),
@@ -50,41 +65,9 @@ fn trace_json(r: &Record) -> TraceJson<'_> {
         workload_source: r.run.workload.as_ref().map(|w| w.source.kind()),
         speculative_depth: r.run.speculative_depth,
         size_bytes: r.file.size,
-        hierarchy: r.file.hierarchy().map(hierarchy_json),
-        kernels: r.file.kernels().map(kernels_json),
-        pair,
+        nested: Nested(nested),
+        flattened,
     }
-}
-
-/// A trace's hierarchy figures, less what the trace entry already says.
-fn hierarchy_json(h: &TraceHierarchy) -> Value {
-    let mut v = serde_json::to_value(h).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        for k in ["path", "meta", "events", "complete", "error", "context"] {
-            m.remove(k);
-        }
-        m.insert("holds".into(), Value::Bool(h.holds()));
-    }
-    v
-}
-
-/// A trace's kernels figures, less what the trace entry already says.
-fn kernels_json(k: &crate::analyses::kernels::TraceKernels) -> Value {
-    let mut v = serde_json::to_value(k).unwrap_or(Value::Null);
-    if let Value::Object(m) = &mut v {
-        for key in [
-            "path",
-            "context",
-            "contexts",
-            "completion_tokens",
-            "tokens_source",
-            "complete",
-            "error",
-        ] {
-            m.remove(key);
-        }
-    }
-    v
 }
 
 /// The whole `results.json` document (keys in this order).

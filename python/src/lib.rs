@@ -353,7 +353,10 @@ fn write_merged(
     out_dir: &std::path::Path,
     figures: Option<ImageFormat>,
 ) -> PyResult<Merged> {
-    let written = output::write_all(res, out_dir, context, figures)
+    // As the command line does: OUTDIR locked against a second writer,
+    // every output written aside and renamed into place.
+    let _lock = output::lock_outdir(out_dir).map_err(|e| PyOSError::new_err(format!("{e:#}")))?;
+    let written = output::write_all_atomic(res, out_dir, context, figures)
         .map_err(|e| PyOSError::new_err(format!("{e:#}")))?;
     let mut stdout = Vec::new();
     output::write_stdout(&mut stdout, res, context, torchtrace::Format::Markdown)

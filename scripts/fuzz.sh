@@ -7,7 +7,8 @@
 # Installs cargo-fuzz if missing (cargo install cargo-fuzz --locked), seeds
 # the corpus (fuzz/corpus/reader, git-ignored) from tests/data: every
 # fixture and damaged case up to 256 KB, gzip ones also decompressed, then
-# runs the `reader` target (fuzz/fuzz_targets/reader.rs) with
+# runs the `reader` and `analyses` targets (fuzz/fuzz_targets/), the budget
+# split between them, with
 # RUSTC_BOOTSTRAP=1 so a stable toolchain can build it (cargo-fuzz needs
 # nightly flags: -Zsanitizer=address and coverage instrumentation).
 #
@@ -53,10 +54,22 @@ if ((JOBS > 1)); then
     PAR=(-jobs="$JOBS" -workers="$JOBS")
 fi
 export RUSTC_BOOTSTRAP=1
-if ! cargo fuzz build reader; then
-    echo "fuzz: skipped: the fuzz target does not build here (libFuzzer needs a C++ compiler and the ASan runtime)" >&2
-    exit 0
-fi
-exec cargo fuzz run reader "$CORPUS" -- \
-    -max_total_time="$SECS" -max_len="$MAX_LEN" -print_final_stats=1 \
-    -timeout=20 -rss_limit_mb=2048 "${PAR[@]}"
+# Two targets share the budget: the reader (bytes → events) and the
+# analyses behind it (events → figures, records round trip), each from the
+# same seeds.
+TARGETS=(reader analyses)
+mkdir -p fuzz/corpus/analyses
+cp -n "$CORPUS"/* fuzz/corpus/analyses/ 2> /dev/null || true
+for t in "${TARGETS[@]}"; do
+    if ! cargo fuzz build "$t"; then
+        echo "fuzz: skipped: the fuzz target $t does not build here (libFuzzer needs a C++ compiler and the ASan runtime)" >&2
+        exit 0
+    fi
+done
+EACH=$(((SECS + ${#TARGETS[@]} - 1) / ${#TARGETS[@]}))
+for t in "${TARGETS[@]}"; do
+    echo "fuzz: $t for ${EACH}s" >&2
+    cargo fuzz run "$t" "fuzz/corpus/$t" -- \
+        -max_total_time="$EACH" -max_len="$MAX_LEN" -print_final_stats=1 \
+        -timeout=20 -rss_limit_mb=2048 "${PAR[@]}"
+done

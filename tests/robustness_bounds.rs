@@ -378,6 +378,9 @@ fn stdin_is_refused_twice() {
         vec!["hierarchy", "-", "-"],
         vec!["plot", "-o", "/nonexistent/x", "-", "-"],
         vec!["merge", "-o", "/nonexistent/x", "-", "-"],
+        // A run summary from stdin beside a trace from stdin.
+        vec!["pair", "-", "--summary", "-"],
+        vec!["kernels", "-", "--summary", "-"],
     ] {
         let out = std_bin()
             .args(&args)

@@ -284,21 +284,23 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
 
 impl Command {
     /// The inputs named on the command line (traces, PATHs, records files).
-    fn inputs(&self) -> &[std::path::PathBuf] {
+    /// Everything the command reads: its traces (or records) and the run
+    /// summaries given with `--summary`.
+    fn inputs(&self) -> Vec<&std::path::PathBuf> {
         match self {
-            Command::Pair(a) => &a.traces,
-            Command::Plot(a) => &a.traces,
-            Command::Batch(a) => &a.paths,
-            Command::Hierarchy(a) => &a.traces,
-            Command::Kernels(a) => &a.traces,
-            Command::Merge(a) => &a.records,
+            Command::Pair(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Plot(a) => a.traces.iter().collect(),
+            Command::Batch(a) => a.paths.iter().collect(),
+            Command::Hierarchy(a) => a.traces.iter().collect(),
+            Command::Kernels(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Merge(a) => a.records.iter().collect(),
         }
     }
 }
 
 /// Refuses `-` (stdin) given more than once: two readers would each get an
 /// arbitrary part of one stream (issue 17: `pair - -`).
-pub fn one_stdin(inputs: &[std::path::PathBuf]) -> anyhow::Result<()> {
+pub fn one_stdin(inputs: Vec<&std::path::PathBuf>) -> anyhow::Result<()> {
     let n = inputs.iter().filter(|p| p.as_os_str() == "-").count();
     if n > 1 {
         anyhow::bail!(

@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod hierarchy;
+pub mod iterations;
 pub mod kernels;
 pub mod merge;
 pub mod pair;
@@ -69,6 +70,7 @@ pub enum Command {
     Pair(pair::PairArgs),
     Hierarchy(hierarchy::HierarchyArgs),
     Kernels(kernels::KernelsArgs),
+    Iterations(iterations::IterationsArgs),
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
     Merge(merge::MergeArgs),
@@ -278,6 +280,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Batch(a) => batch::run(a, &cli.global),
         Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
         Command::Kernels(a) => kernels::run(a, &cli.global),
+        Command::Iterations(a) => iterations::run(a, &cli.global),
         Command::Merge(a) => merge::run(a, &cli.global),
     }
 }
@@ -291,6 +294,7 @@ impl Command {
             Command::Batch(a) => &a.paths,
             Command::Hierarchy(a) => &a.traces,
             Command::Kernels(a) => &a.traces,
+            Command::Iterations(a) => &a.traces,
             Command::Merge(a) => &a.records,
         }
     }

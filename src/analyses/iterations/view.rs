@@ -220,7 +220,7 @@ fn human_tables(r: &IterationsReport, labels: &[String], rows: bool) -> Vec<Tabl
     let mut tables = vec![t];
     if let Some(c) = &r.comparison {
         tables.push(comparison_table(c, labels));
-        tables.push(decomposition_table(c, labels));
+        tables.push(decomposition_table(c));
         tables.push(change_table(r, labels));
     }
     if rows {
@@ -251,15 +251,15 @@ fn comparison_table(c: &Comparison, labels: &[String]) -> Table {
     t
 }
 
-fn decomposition_table(c: &Comparison, labels: &[String]) -> Table {
+fn decomposition_table(c: &Comparison) -> Table {
     let mut t = Table::new(
         "Where the token progress goes: GPU busy per phase (g = P·Δ/C; Σ g = P − S_busy)",
         &[
             "phase",
-            &format!("{} busy/token (ms)", labels[0]),
-            &format!("{} busy/token (ms)", labels[1]),
-            &format!("{} busy/iteration (ms)", labels[0]),
-            &format!("{} busy/iteration (ms)", labels[1]),
+            "AR busy/token (ms)",
+            "MTP busy/token (ms)",
+            "AR busy/iteration (ms)",
+            "MTP busy/iteration (ms)",
             "Δ (extra busy / AR busy)",
             "gives back g",
         ],

@@ -14,7 +14,11 @@ fn frozen() -> Vec<(String, Vec<String>)> {
         .filter_map(|l| {
             let rest = l.strip_prefix("- `")?;
             let (file, cmd) = rest.split_once("`: `python3 scripts/reference_iterations.py ")?;
-            let args = cmd.strip_suffix('`')?.split(' ').map(str::to_string).collect();
+            let args = cmd
+                .strip_suffix('`')?
+                .split(' ')
+                .map(str::to_string)
+                .collect();
             Some((file.to_string(), args))
         })
         .collect()
@@ -58,13 +62,24 @@ fn text_ar_vs_mtp_real_figures() {
     let (ar, mtp) = (sample("text_ar"), sample("text_mtp"));
     let d = run_json(&["-q", "iterations", "-f", "json", &ar, &mtp], 0);
     let (a, m) = (&d["traces"][0], &d["traces"][1]);
-    assert_eq!((a["contexts"].as_u64(), a["iterations_closed"].as_u64()), (Some(64), Some(63)));
-    assert_eq!((m["contexts"].as_u64(), m["iterations_closed"].as_u64()), (Some(30), Some(29)));
+    assert_eq!(
+        (a["contexts"].as_u64(), a["iterations_closed"].as_u64()),
+        (Some(64), Some(63))
+    );
+    assert_eq!(
+        (m["contexts"].as_u64(), m["iterations_closed"].as_u64()),
+        (Some(30), Some(29))
+    );
     assert_eq!(a["completion_tokens"], 68);
     // MTP's drafter runs between step annotations: the draft phase exists
     // only there, and the drafter's graph does not become the repeating one.
     assert_eq!(a["per_token"]["phases"]["draft"]["gpu_busy_ms"], 0.0);
-    assert!(m["per_token"]["phases"]["draft"]["gpu_busy_ms"].as_f64().unwrap() > 0.06);
+    assert!(
+        m["per_token"]["phases"]["draft"]["gpu_busy_ms"]
+            .as_f64()
+            .unwrap()
+            > 0.06
+    );
     assert_eq!(m["graphs"]["repeating"]["kernels_per_replay"], 46);
     assert_eq!(m["graphs"]["repeating"]["replays"], 29);
     let c = &d["comparison"];
@@ -104,7 +119,12 @@ fn every_format_prints_and_rows_only_with_per_iteration() {
 fn bad_input_says_why_and_never_panics() {
     // No selected step.
     let out = bin()
-        .args(["iterations", "--context", "no such step", &sample("text_ar")])
+        .args([
+            "iterations",
+            "--context",
+            "no such step",
+            &sample("text_ar"),
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
@@ -120,10 +140,20 @@ fn bad_input_says_why_and_never_panics() {
     assert!(err.contains("completion tokens unknown"), "{err}");
     // No GPU work at all.
     let out = bin()
-        .args(["iterations", "--context-regex", ".", "tests/data/hta_cpu_only.pt.trace.json.gz"])
+        .args([
+            "iterations",
+            "--context-regex",
+            ".",
+            "tests/data/hta_cpu_only.pt.trace.json.gz",
+        ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     // Tokens unknown: figures null, exit 0.
     let d = run_json(

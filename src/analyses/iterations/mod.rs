@@ -490,7 +490,14 @@ fn measure(
         };
         let mut cands: Vec<Cand> = its
             .iter()
-            .map(|&i| (wins[i].start, wins[i].ctx_end, wins[i].index, Phase::Forward))
+            .map(|&i| {
+                (
+                    wins[i].start,
+                    wins[i].ctx_end,
+                    wins[i].index,
+                    Phase::Forward,
+                )
+            })
             .chain(
                 ranges
                     .iter()
@@ -665,7 +672,12 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
 
 /// Numbers the graphs by first appearance, picks the repeating one and
 /// its cadence.
-fn graph_figures(out: &mut TraceIterations, ledger: &Ledger, mut rs: Vec<Replay>, pick: Option<u64>) {
+fn graph_figures(
+    out: &mut TraceIterations,
+    ledger: &Ledger,
+    mut rs: Vec<Replay>,
+    pick: Option<u64>,
+) {
     rs.sort_unstable_by_key(|r| (r.ts, r.index));
     let mut ids: HashMap<&[Sym], u64> = HashMap::new();
     let numbers: Vec<u64> = rs
@@ -699,7 +711,12 @@ fn graph_figures(out: &mut TraceIterations, ledger: &Ledger, mut rs: Vec<Replay>
             .max_by(|a, b| {
                 (a.1 .0.len(), a.1 .1, Reverse(*a.0)).cmp(&(b.1 .0.len(), b.1 .1, Reverse(*b.0)))
             })
-            .map(|(&g, _)| (g, "most closed iterations, then GPU time, then number".into())),
+            .map(|(&g, _)| {
+                (
+                    g,
+                    "most closed iterations, then GPU time, then number".into(),
+                )
+            }),
     };
     let Some((g, why)) = chosen else {
         if let Some(g) = pick {
@@ -764,7 +781,10 @@ impl TraceIterations {
         self.completion_tokens = tokens;
         self.tokens_source = source;
         let s = &self.sums;
-        let (n, c) = (i128::from(self.contexts), i128::from(self.iterations_closed));
+        let (n, c) = (
+            i128::from(self.contexts),
+            i128::from(self.iterations_closed),
+        );
         let t = tokens.filter(|&t| t > 0).map(i128::from);
         self.tokens_per_iteration = t.filter(|_| n > 0).map(|t| Exact { num: t, den: n }.ns());
         let per = |x: i128| -> Option<Exact> {
@@ -916,8 +936,14 @@ pub fn compare(a: &TraceIterations, m: &TraceIterations) -> Comparison {
         baseline: a.path.clone(),
         candidate: m.path.clone(),
         token_progress_ratio: p,
-        s_wall: ratio(a.per_token_exact(a.sums.wall_ns), m.per_token_exact(m.sums.wall_ns)),
-        s_busy: ratio(a.per_token_exact(a.sums.busy_ns), m.per_token_exact(m.sums.busy_ns)),
+        s_wall: ratio(
+            a.per_token_exact(a.sums.wall_ns),
+            m.per_token_exact(m.sums.wall_ns),
+        ),
+        s_busy: ratio(
+            a.per_token_exact(a.sums.busy_ns),
+            m.per_token_exact(m.sums.busy_ns),
+        ),
         s_context: ratio(span(a), span(m)),
         iteration_cost_ratio: ratio(mean(m, m.sums.wall_ns), mean(a, a.sums.wall_ns)),
         busy_cost_ratio: c,

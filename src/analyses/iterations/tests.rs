@@ -21,7 +21,13 @@ fn x(cat: &str, name: &str, ts: &str, dur: &str, args: &str) -> String {
 }
 
 fn launch(name: &str, ts: &str, corr: i64) -> String {
-    x("cuda_runtime", name, ts, "0.5", &format!("\"correlation\":{corr}"))
+    x(
+        "cuda_runtime",
+        name,
+        ts,
+        "0.5",
+        &format!("\"correlation\":{corr}"),
+    )
 }
 
 fn k(name: &str, ts: &str, dur: &str, corr: i64) -> String {
@@ -34,7 +40,13 @@ fn drawing() -> Vec<String> {
     vec![
         x("user_annotation", STEP, "0", "10", ""),
         x("python_function", "x.py(1): sample_tokens", "12", "8", ""),
-        x("python_function", "x.py(2): propose_draft_token_ids", "14", "4", ""),
+        x(
+            "python_function",
+            "x.py(2): propose_draft_token_ids",
+            "14",
+            "4",
+            "",
+        ),
         x("user_annotation", STEP, "25", "5", ""),
         x("user_annotation", PREFILL, "40", "5", ""),
         x("user_annotation", STEP, "60", "5", ""),
@@ -72,14 +84,22 @@ fn the_drawing_per_iteration() {
     let t = run(&drawing(), IterationsSpec::default());
     assert_eq!((t.contexts, t.iterations_closed), (3, 2));
     let r0 = &t.rows[0];
-    assert_eq!((r0.start_ns, r0.wall_ns, r0.closed), (0, Some(25_000), true));
+    assert_eq!(
+        (r0.start_ns, r0.wall_ns, r0.closed),
+        (0, Some(25_000), true)
+    );
     // busy [3,8) ∪ [14,15) ∪ [16,17) ∪ [23,24) = 8 µs over the span 3..24.
     assert_eq!((r0.gpu_busy_ns, r0.gpu_idle_ns), (8_000, Some(13_000)));
     assert_eq!((r0.kernels, r0.launches, r0.graph_launches), (6, 5, 2));
     let busy = |p: &PhaseWork| p.gpu_busy_ns;
     let ph = &r0.phases;
     assert_eq!(
-        (busy(&ph.forward), busy(&ph.sample), busy(&ph.draft), busy(&ph.other)),
+        (
+            busy(&ph.forward),
+            busy(&ph.sample),
+            busy(&ph.draft),
+            busy(&ph.other)
+        ),
         (5_000, 1_000, 1_000, 1_000)
     );
     assert_eq!((ph.forward.kernels, ph.forward.graph_launches), (3, 1));
@@ -87,9 +107,15 @@ fn the_drawing_per_iteration() {
     assert_eq!(r0.context_span_ns, Some(5_000));
     // The prefill ends iteration 1; its launch L7 belongs to no iteration.
     let r1 = &t.rows[1];
-    assert_eq!((r1.wall_ns, r1.gpu_busy_ns, r1.kernels), (Some(15_000), 3_000, 2));
+    assert_eq!(
+        (r1.wall_ns, r1.gpu_busy_ns, r1.kernels),
+        (Some(15_000), 3_000, 2)
+    );
     let r2 = &t.rows[2];
-    assert_eq!((r2.wall_ns, r2.closed, r2.gpu_busy_ns), (None, false, 1_000));
+    assert_eq!(
+        (r2.wall_ns, r2.closed, r2.gpu_busy_ns),
+        (None, false, 1_000)
+    );
     assert!(t.notes.iter().any(|n| n.contains("open")), "{:?}", t.notes);
 }
 
@@ -108,7 +134,10 @@ fn the_drawing_per_token_and_graphs() {
     let rep = g.repeating.as_ref().unwrap();
     // Graph 0 (ga, gb) is replayed in both closed iterations; cadence 27 − 5.
     assert_eq!((rep.graph, rep.iterations, rep.replays), (0, 2, 2));
-    assert_eq!((rep.kernels_per_replay, rep.replays_per_token), (2, Some(1.0)));
+    assert_eq!(
+        (rep.kernels_per_replay, rep.replays_per_token),
+        (2, Some(1.0))
+    );
     assert_eq!(rep.cadence_ms_median, Some(0.022));
     // Picking the drafter's graph instead.
     let spec = IterationsSpec {
@@ -117,7 +146,10 @@ fn the_drawing_per_token_and_graphs() {
     };
     let t = run(&drawing(), spec);
     let rep = t.graphs.repeating.as_ref().unwrap();
-    assert_eq!((rep.graph, rep.replays, rep.cadence_ms_median), (1, 1, None));
+    assert_eq!(
+        (rep.graph, rep.replays, rep.cadence_ms_median),
+        (1, 1, None)
+    );
 }
 
 #[test]
@@ -138,15 +170,25 @@ fn compare_adds_up() {
 fn names_match_whole_or_function_part() {
     let l = vec!["sample_tokens".to_string()];
     assert!(name_in(&l, "sample_tokens", false));
-    assert!(name_in(&l, "vllm/v1/worker/gpu_model_runner.py(95): sample_tokens", true));
+    assert!(name_in(
+        &l,
+        "vllm/v1/worker/gpu_model_runner.py(95): sample_tokens",
+        true
+    ));
     assert!(!name_in(&l, "vllm/x.py(95): sample_tokens", false));
     assert!(!name_in(&l, "x.py(1): not_sample_tokens", true));
 }
 
 #[test]
 fn no_gpu_work_and_no_step_do_not_panic() {
-    let t = run(&[x("user_annotation", STEP, "0", "1", "")], IterationsSpec::default());
-    assert_eq!((t.contexts, t.iterations_closed, t.rows[0].gpu_busy_ns), (1, 0, 0));
+    let t = run(
+        &[x("user_annotation", STEP, "0", "1", "")],
+        IterationsSpec::default(),
+    );
+    assert_eq!(
+        (t.contexts, t.iterations_closed, t.rows[0].gpu_busy_ns),
+        (1, 0, 0)
+    );
     let t = run(&[], IterationsSpec::default());
     assert_eq!(t.contexts, 0);
 }

@@ -72,7 +72,12 @@ impl Command for Iterations {
     const MAX_TRACES: Option<usize> = Some(2);
 
     fn configure(options: &IterationsSpec, _: &Selector) -> Result<IterationsSpec, ApiError> {
-        if options.sample_names.iter().chain(&options.draft_names).any(String::is_empty) {
+        if options
+            .sample_names
+            .iter()
+            .chain(&options.draft_names)
+            .any(String::is_empty)
+        {
             return Err(ApiError::Arguments(
                 "iterations: a phase name may not be empty".into(),
             ));
@@ -184,7 +189,15 @@ pub fn columns() -> Vec<Figure> {
         fig(
             "repeating_replays_per_token",
             "repeating graph replays per token",
-            |t| Cell::opt_f(t.graphs.repeating.as_ref().and_then(|r| r.replays_per_token), 3),
+            |t| {
+                Cell::opt_f(
+                    t.graphs
+                        .repeating
+                        .as_ref()
+                        .and_then(|r| r.replays_per_token),
+                    3,
+                )
+            },
         ),
         fig(
             "repeating_kernels_per_replay",
@@ -194,7 +207,15 @@ pub fn columns() -> Vec<Figure> {
         fig(
             "repeating_cadence_ms_median",
             "repeating graph cadence, median (ms)",
-            |t| Cell::opt_f(t.graphs.repeating.as_ref().and_then(|r| r.cadence_ms_median), 4),
+            |t| {
+                Cell::opt_f(
+                    t.graphs
+                        .repeating
+                        .as_ref()
+                        .and_then(|r| r.cadence_ms_median),
+                    4,
+                )
+            },
         ),
     ]);
     v
@@ -238,12 +259,21 @@ fn comparison_table(c: &Comparison, labels: &[String]) -> Table {
         &["figure", "value"],
     );
     let rows: [(&str, Option<f64>); 6] = [
-        ("token progress ratio P (tokens per iteration, MTP / AR)", c.token_progress_ratio),
+        (
+            "token progress ratio P (tokens per iteration, MTP / AR)",
+            c.token_progress_ratio,
+        ),
         ("per-iteration wall cost (MTP / AR)", c.iteration_cost_ratio),
-        ("per-iteration GPU busy cost C (MTP / AR)", c.busy_cost_ratio),
+        (
+            "per-iteration GPU busy cost C (MTP / AR)",
+            c.busy_cost_ratio,
+        ),
         ("S_wall (wall per token, AR / MTP)", c.s_wall),
         ("S_busy (GPU busy per token, AR / MTP) = P / C", c.s_busy),
-        ("S_context (step contexts' GPU span per token, AR / MTP)", c.s_context),
+        (
+            "S_context (step contexts' GPU span per token, AR / MTP)",
+            c.s_context,
+        ),
     ];
     for (label, v) in rows {
         t.row(vec![label.into(), Cell::opt_f(v, 4)]);
@@ -300,7 +330,7 @@ fn change_table(r: &IterationsReport, labels: &[String]) -> Table {
     let (a, m) = (&r.traces[0], &r.traces[1]);
     let kernel_ms = |x: &TraceIterations| x.per_token.gpu_busy_ms;
     let figs: [(&str, fn(&TraceIterations) -> Option<f64>); 5] = [
-        ("kernel launches per token", |x| x.per_token.launches),
+        ("launch calls per token", |x| x.per_token.launches),
         ("graph replays per token", |x| x.graphs.replays_per_token),
         ("kernels per token", |x| x.per_token.kernels),
         ("GPU busy per token (ms)", kernel_ms),

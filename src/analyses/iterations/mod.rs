@@ -466,6 +466,10 @@ fn windows(trace: &Finished<'_>) -> Vec<Window> {
 /// A candidate phase range in the sweep: (start, end, index, phase).
 type Cand = (Ns, Ns, u64, Phase);
 
+/// An open range in the sweep: max-heap order = innermost first; its end
+/// and phase.
+type Open = ((Ns, Reverse<Ns>, u64), Ns, Phase);
+
 /// Measures every iteration: the windows, the launch calls of their lanes
 /// and the phase ranges.
 fn measure(
@@ -506,7 +510,7 @@ fn measure(
             )
             .collect();
         cands.sort_unstable_by_key(|c| (c.0, c.2));
-        let mut heap: BinaryHeap<((Ns, Reverse<Ns>, u64), Ns, Phase)> = BinaryHeap::new();
+        let mut heap: BinaryHeap<Open> = BinaryHeap::new();
         let mut next = 0usize;
         for call in ledger.lane_launches(lane_id) {
             let ts = call.ts;
@@ -575,7 +579,7 @@ fn measure(
     }
     let rows: Vec<IterationRow> = wins.iter().zip(accs).map(|(w, a)| row(w, a)).collect();
     let mut out = figures(trace, rows);
-    graph_figures(&mut out, ledger, replays, pick);
+    graph_figures(&mut out, replays, pick);
     out.notes = notes(trace, ledger, &out);
     out
 }
@@ -672,12 +676,7 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
 
 /// Numbers the graphs by first appearance, picks the repeating one and
 /// its cadence.
-fn graph_figures(
-    out: &mut TraceIterations,
-    ledger: &Ledger,
-    mut rs: Vec<Replay>,
-    pick: Option<u64>,
-) {
+fn graph_figures(out: &mut TraceIterations, mut rs: Vec<Replay>, pick: Option<u64>) {
     rs.sort_unstable_by_key(|r| (r.ts, r.index));
     let mut ids: HashMap<&[Sym], u64> = HashMap::new();
     let numbers: Vec<u64> = rs
@@ -741,7 +740,6 @@ fn graph_figures(
         .iter()
         .find(|&&(_, n)| n == g)
         .map_or(0, |&(k, _)| rs[k].kernels);
-    let _ = ledger;
     out.sums.repeating_replays = i128::from(*replays);
     out.graphs.repeating = Some(Repeating {
         graph: g,

@@ -321,6 +321,9 @@ fn decomposition_table(c: &Comparison) -> Table {
     t
 }
 
+/// A per-token figure of a trace.
+type Get = fn(&TraceIterations) -> Option<f64>;
+
 /// The paper's Table 5: relative change per token, MTP against AR.
 fn change_table(r: &IterationsReport, labels: &[String]) -> Table {
     let mut t = Table::new(
@@ -329,7 +332,7 @@ fn change_table(r: &IterationsReport, labels: &[String]) -> Table {
     );
     let (a, m) = (&r.traces[0], &r.traces[1]);
     let kernel_ms = |x: &TraceIterations| x.per_token.gpu_busy_ms;
-    let figs: [(&str, fn(&TraceIterations) -> Option<f64>); 5] = [
+    let figs: [(&str, Get); 5] = [
         ("launch calls per token", |x| x.per_token.launches),
         ("graph replays per token", |x| x.graphs.replays_per_token),
         ("kernels per token", |x| x.per_token.kernels),

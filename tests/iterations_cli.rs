@@ -171,3 +171,20 @@ fn unknown_option_is_refused_by_the_generic_entry() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn text_outputs_match_their_goldens() {
+    let (ar, mtp) = (sample("text_ar"), sample("text_mtp"));
+    for (fmt, name) in [
+        ("table", "iterations_text.table.txt"),
+        ("markdown", "iterations_text.md"),
+        ("csv", "iterations_text.csv"),
+    ] {
+        let out = bin()
+            .args(["iterations", "-q", "-f", fmt, &ar, &mtp])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        golden(name, &String::from_utf8(out.stdout).unwrap());
+    }
+}

@@ -77,6 +77,15 @@ def test_kernels_matches_cli():
     assert len(ar["top_kernels"]) == 3
 
 
+def test_iterations_matches_cli():
+    doc = torchtrace.iterations([AR, MTP], per_iteration=True)
+    assert doc == cli_json("iterations", str(AR), str(MTP), "--per-iteration")
+    ar, mtp = doc["traces"]
+    assert (ar["contexts"], ar["iterations_closed"], len(ar["rows"])) == (64, 63, 64)
+    assert mtp["graphs"]["repeating"]["kernels_per_replay"] == 46
+    assert torchtrace.run("iterations", AR) == torchtrace.iterations(AR)
+
+
 def test_hierarchy_matches_cli():
     doc = torchtrace.hierarchy([AR, MTP])
     assert doc == cli_json("hierarchy", str(AR), str(MTP))

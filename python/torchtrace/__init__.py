@@ -34,6 +34,7 @@ __all__ = [
     "analyses",
     "pair",
     "kernels",
+    "iterations",
     "hierarchy",
     "contexts",
     "to_frame",
@@ -224,6 +225,34 @@ def kernels(
         raise ValueError(f"top must be a non-negative integer, not {top!r}")
     return run("kernels", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_context, progress=progress, top=top)
+
+
+def iterations(
+    paths: Paths,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    per_iteration: bool = False,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Where each generated token's time goes over the whole decode loop, by
+    phase (forward, sample, draft, other), with CUDA-graph facts, as
+    ``torchtrace iterations -f json`` does: ``run("iterations", ...)``.
+
+    Args:
+        paths: one trace, or two: baseline (AR) then candidate (MTP).
+        context, context_regex, tokens, summaries, progress: as for :func:`run`.
+        per_iteration: add each trace's ``rows`` (one per iteration).
+        **options: ``sample_names``, ``draft_names`` (lists of range names),
+            ``graph`` (the repeating graph's number, instead of the rule's).
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
+    """
+    return run("iterations", paths, context=context, context_regex=context_regex, tokens=tokens,
+               summaries=summaries, per_context=per_iteration, progress=progress, **options)
 
 
 def hierarchy(

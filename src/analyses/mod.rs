@@ -6,6 +6,7 @@
 //! registry's order is the order of results in records and documents.
 
 pub mod hierarchy;
+pub mod iterations;
 pub mod kernels;
 pub mod pair;
 
@@ -16,4 +17,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<pair::Pair>(),
     Entry::command::<hierarchy::Hierarchy>(),
     Entry::command::<kernels::Kernels>(),
+    Entry::command::<iterations::Iterations>(),
 ];

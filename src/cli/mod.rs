@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod hierarchy;
+pub mod iterations;
 pub mod kernels;
 pub mod merge;
 pub mod pair;
@@ -69,6 +70,7 @@ pub enum Command {
     Pair(pair::PairArgs),
     Hierarchy(hierarchy::HierarchyArgs),
     Kernels(kernels::KernelsArgs),
+    Iterations(iterations::IterationsArgs),
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
     Merge(merge::MergeArgs),
@@ -278,6 +280,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Batch(a) => batch::run(a, &cli.global),
         Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
         Command::Kernels(a) => kernels::run(a, &cli.global),
+        Command::Iterations(a) => iterations::run(a, &cli.global),
         Command::Merge(a) => merge::run(a, &cli.global),
     }
 }
@@ -293,6 +296,7 @@ impl Command {
             Command::Batch(a) => a.paths.iter().collect(),
             Command::Hierarchy(a) => a.traces.iter().collect(),
             Command::Kernels(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Iterations(a) => a.traces.iter().chain(&a.summary).collect(),
             Command::Merge(a) => a.records.iter().collect(),
         }
     }

@@ -104,6 +104,18 @@ pub struct Activity {
     has_corr: bool,
 }
 
+/// A launch call and the GPU activities it caused ([`Ledger::lane_launches`]).
+#[derive(Debug, Clone, Copy)]
+pub struct LaunchCall<'a> {
+    pub ts: Ns,
+    /// ts + dur.
+    pub end: Ns,
+    /// Index in `traceEvents`.
+    pub index: u64,
+    pub name: &'a str,
+    pub activities: &'a [Activity],
+}
+
 /// Streaming state: the launch calls and activities seen so far.
 #[derive(Debug, Default)]
 pub struct Collector {
@@ -270,6 +282,28 @@ impl Ledger {
     /// The lane id of a [`Lane`].
     pub fn lane_id(&self, lane: &Lane) -> Option<u32> {
         self.lane_of(&lane.pid.to_string(), &lane.tid.to_string())
+    }
+
+    /// The launch calls on lane `lane` that own ≥ 1 GPU activity, in
+    /// (ts, file index) order, each with its activities (sorted by start,
+    /// end): what an analysis walking one thread's launches needs.
+    pub fn lane_launches(&self, lane: u32) -> impl Iterator<Item = LaunchCall<'_>> + '_ {
+        let lo = self.launches.partition_point(|l| l.lane < lane);
+        let hi = self.launches.partition_point(|l| l.lane <= lane);
+        (lo..hi.max(lo)).filter_map(move |i| {
+            let range = self.acts[i].clone();
+            if range.is_empty() {
+                return None;
+            }
+            let l = &self.launches[i];
+            Some(LaunchCall {
+                ts: l.ts,
+                end: l.end,
+                index: l.index,
+                name: self.names.resolve(l.name),
+                activities: &self.activities[range],
+            })
+        })
     }
 
     /// Launch calls kept (with a correlation id).

@@ -1,0 +1,953 @@
+//! Where each generated token's time goes over the whole decode loop
+//! (`torchtrace iterations`, issue 18), AR against MTP.
+//!
+//! The step annotation holds only `execute_model`'s part of an engine
+//! step; vLLM v1 then runs `sample_tokens` (and under MTP/EAGLE the drafter,
+//! `sample_tokens → propose_draft_token_ids → proposer.propose`) *between*
+//! step annotations. An iteration is a selected step context up to the next
+//! step annotation of any kind on its thread, so everything the engine does
+//! for one step is counted:
+//!
+//! ```text
+//! thread T  [== s_0 (decode) ==)  [sample_tokens [propose_draft_token_ids)) [== s_1 ==) … [== prefill ==)
+//!            L1 (forward)           L2 (sample)    L3 (draft)        L4 (other)
+//!           |<------------------------ iteration 0 ------------------------>|<-- it. 1 ->|
+//!           start(s_0)                                               b_0 = start(s_1)  b_1 = start(prefill)
+//! GPU        [k1)[k1')               [k2)           [k3)               [k4)
+//!           iteration 0: wall = b_0 − start(s_0); busy = |k1 ∪ k1' ∪ k2 ∪ k3 ∪ k4|,
+//!           forward = |k1 ∪ k1'|, sample = |k2|, draft = |k3|, other = |k4|;
+//!           idle = (last end − first start) − busy
+//! ```
+//!
+//! - A launch call (with GPU activity, graph launches included) on T whose
+//!   start lies in [start(s_i), b_i) belongs to iteration i, with all its
+//!   activities. The last selected context has no b when no step
+//!   annotation follows it: that iteration is *open* ([start, ∞)), reported
+//!   but left out of the means.
+//! - Its phase is the innermost (latest start, then earliest end, then later
+//!   in the file) range on T holding it (start ≤ ts < end) among: the step
+//!   context s_i (`forward`), a `user_annotation` or `python_function` whose
+//!   name (for a python_function, also the part after the last `"): "`) is
+//!   in the sampling list (`sample`) or the drafting list (`draft`);
+//!   `other` when none holds it.
+//! - Per token: mean over the closed iterations × n / T (n = selected
+//!   contexts, T = completion tokens).
+//! - CUDA graphs: a replay's signature is the ordered (start, end, name)
+//!   list of its activities' names; the repeating graph is the signature
+//!   replayed in the most closed iterations (ties: larger Σ activity
+//!   durations, then smaller number); cadence = median start-to-start
+//!   interval between its consecutive replays (first activity starts).
+//!
+//! Integer ns throughout, sums in i128; the phase sweep is the ledger's
+//! (a max-heap of open ranges, O((ranges + launches) log ranges)).
+
+pub mod view;
+
+use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::ledger::intervals::{self, Iv};
+use crate::ledger::{is_graph_launch, Kind, Ledger};
+use crate::model::{Ns, Sym};
+use crate::stats::{median_sorted, Exact};
+use crate::trace::{Event, EventPos, Prefilter};
+use serde::{Deserialize, Serialize};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+
+/// The default sampling range names.
+pub const SAMPLE_NAMES: [&str; 3] = [
+    "sample_tokens",
+    "gpu_model_runner: sample",
+    "gpu_model_runner: sample_tokens",
+];
+
+/// The default drafting range names.
+pub const DRAFT_NAMES: [&str; 4] = [
+    "propose_draft_token_ids",
+    "proposer.propose",
+    "gpu_model_runner: draft",
+    "gpu_model_runner: propose_draft_token_ids",
+];
+
+/// Options of the iterations analysis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IterationsSpec {
+    /// Range names whose GPU work is the `sample` phase.
+    pub sample_names: Vec<String>,
+    /// Range names whose GPU work is the `draft` phase (innermost wins, so
+    /// a drafter inside `sample_tokens` is `draft`).
+    pub draft_names: Vec<String>,
+    /// The graph (number by first appearance, from 0) to report as the
+    /// repeating one, instead of the one chosen by the rule.
+    pub graph: Option<u64>,
+}
+
+impl Default for IterationsSpec {
+    fn default() -> Self {
+        IterationsSpec {
+            sample_names: SAMPLE_NAMES.iter().map(|s| s.to_string()).collect(),
+            draft_names: DRAFT_NAMES.iter().map(|s| s.to_string()).collect(),
+            graph: None,
+        }
+    }
+}
+
+impl Configures for IterationsSpec {
+    type Analysis = Iterations;
+}
+
+/// A phase of an iteration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Phase {
+    Forward = 0,
+    Sample = 1,
+    Draft = 2,
+    Other = 3,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 4] = [Phase::Forward, Phase::Sample, Phase::Draft, Phase::Other];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Forward => "forward",
+            Phase::Sample => "sample",
+            Phase::Draft => "draft",
+            Phase::Other => "other",
+        }
+    }
+}
+
+/// Whether a range named `name` (of a python_function when `py`) has a
+/// name in `list`: equal, or its part after the last `"): "` is.
+pub fn name_in(list: &[String], name: &str, py: bool) -> bool {
+    let func = match (py, name.rfind("): ")) {
+        (true, Some(p)) => Some(&name[p + 3..]),
+        _ => None,
+    };
+    list.iter()
+        .any(|n| n == name || func.is_some_and(|f| f == n))
+}
+
+/// A sampling or drafting range kept from the stream.
+#[derive(Debug, Clone)]
+struct PhaseRange {
+    phase: Phase,
+    pid: String,
+    tid: String,
+    start: Ns,
+    end: Ns,
+    index: u64,
+}
+
+/// The streaming state: the sampling and drafting ranges.
+pub struct Iterations {
+    spec: IterationsSpec,
+    ranges: Vec<PhaseRange>,
+}
+
+impl Analysis for Iterations {
+    const NAME: &'static str = "iterations";
+    const KEY: &'static str = "iterations";
+    type Config = IterationsSpec;
+    type Output = TraceIterations;
+
+    fn start(config: &IterationsSpec) -> Self {
+        Iterations {
+            spec: config.clone(),
+            ranges: Vec::new(),
+        }
+    }
+
+    fn ledger(_: &IterationsSpec) -> Need {
+        Need::Yes
+    }
+
+    /// The phase names themselves (a python_function's name holds its
+    /// function name verbatim).
+    fn prefilter(&self) -> Prefilter {
+        let names: Vec<&str> = self
+            .spec
+            .sample_names
+            .iter()
+            .chain(&self.spec.draft_names)
+            .map(String::as_str)
+            .filter(|n| !n.is_empty())
+            .collect();
+        Prefilter::any_of(&names)
+    }
+
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if !ev.is_complete() {
+            return;
+        }
+        let py = match &*ev.cat {
+            "python_function" => true,
+            "user_annotation" => false,
+            _ => return,
+        };
+        let phase = if name_in(&self.spec.draft_names, &ev.name, py) {
+            Phase::Draft
+        } else if name_in(&self.spec.sample_names, &ev.name, py) {
+            Phase::Sample
+        } else {
+            return;
+        };
+        let start = ev.ts.unwrap_or_default();
+        self.ranges.push(PhaseRange {
+            phase,
+            pid: ev.pid.to_string(),
+            tid: ev.tid.to_string(),
+            start,
+            end: start.saturating_add(ev.dur_or_zero()),
+            index: at.index,
+        });
+    }
+
+    fn set_tokens(out: &mut TraceIterations, tokens: Option<u64>, source: Option<&str>) {
+        out.set_tokens(tokens, source.map(str::to_string));
+    }
+
+    fn finish(self, trace: &Finished<'_>) -> TraceIterations {
+        let empty = Ledger::default();
+        let ledger = trace.ledger.unwrap_or(&empty);
+        let mut out = measure(trace, ledger, &self.ranges, self.spec.graph);
+        if let Some(e) = trace.error_text() {
+            out.complete = false;
+            out.error = Some(e);
+        }
+        out
+    }
+}
+
+/// One phase's GPU work in one iteration.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PhaseWork {
+    pub gpu_busy_ns: i64,
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    pub launches: u64,
+    pub graph_launches: u64,
+}
+
+/// The four phases, in this order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Phases<T> {
+    pub forward: T,
+    pub sample: T,
+    pub draft: T,
+    pub other: T,
+}
+
+impl<T> Phases<T> {
+    pub fn get(&self, p: Phase) -> &T {
+        match p {
+            Phase::Forward => &self.forward,
+            Phase::Sample => &self.sample,
+            Phase::Draft => &self.draft,
+            Phase::Other => &self.other,
+        }
+    }
+
+    fn get_mut(&mut self, p: Phase) -> &mut T {
+        match p {
+            Phase::Forward => &mut self.forward,
+            Phase::Sample => &mut self.sample,
+            Phase::Draft => &mut self.draft,
+            Phase::Other => &mut self.other,
+        }
+    }
+
+    fn map<U>(&self, f: impl Fn(Phase, &T) -> U) -> Phases<U> {
+        Phases {
+            forward: f(Phase::Forward, &self.forward),
+            sample: f(Phase::Sample, &self.sample),
+            draft: f(Phase::Draft, &self.draft),
+            other: f(Phase::Other, &self.other),
+        }
+    }
+}
+
+/// One iteration (`--per-iteration`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IterationRow {
+    pub start_ns: i64,
+    /// b_i − start; `None` for the open iteration.
+    pub wall_ns: Option<i64>,
+    pub closed: bool,
+    pub gpu_busy_ns: i64,
+    /// (last activity end − first activity start) − busy; `None` without
+    /// GPU work.
+    pub gpu_idle_ns: Option<i64>,
+    pub kernels: u64,
+    pub memcpys: u64,
+    pub memsets: u64,
+    pub launches: u64,
+    pub graph_launches: u64,
+    /// GPU span of the work launched inside the step context itself (any
+    /// phase): what `kernels`' S_context sums.
+    pub context_span_ns: Option<i64>,
+    pub phases: Phases<PhaseWork>,
+}
+
+/// Per-token figures of one phase.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct PhaseToken {
+    pub gpu_busy_ms: Option<f64>,
+    pub kernels: Option<f64>,
+    pub launches: Option<f64>,
+}
+
+/// Per-token figures (mean over closed iterations × n / T).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerToken {
+    pub wall_ms: Option<f64>,
+    pub gpu_busy_ms: Option<f64>,
+    pub gpu_idle_ms: Option<f64>,
+    pub kernels: Option<f64>,
+    pub memcpys: Option<f64>,
+    pub memsets: Option<f64>,
+    pub launches: Option<f64>,
+    pub graph_launches: Option<f64>,
+    pub phases: Phases<PhaseToken>,
+}
+
+/// Means over the closed iterations.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerIteration {
+    pub wall_ms: Option<f64>,
+    pub gpu_busy_ms: Option<f64>,
+    pub kernels: Option<f64>,
+    pub launches: Option<f64>,
+    pub graph_launches: Option<f64>,
+    pub phases: Phases<PhaseToken>,
+}
+
+/// The repeating CUDA graph.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Repeating {
+    /// Its number (graphs numbered by first appearance, from 0).
+    pub graph: u64,
+    /// Closed iterations replaying it.
+    pub iterations: u64,
+    /// Its replays in closed iterations.
+    pub replays: u64,
+    pub replays_per_token: Option<f64>,
+    pub kernels_per_replay: u64,
+    /// Median start-to-start interval between its consecutive replays.
+    pub cadence_ms_median: Option<f64>,
+    pub chosen_by: String,
+}
+
+/// CUDA-graph figures (over closed iterations).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Graphs {
+    /// Graph replays in closed iterations.
+    pub replays: u64,
+    /// Distinct signatures among them.
+    pub distinct: u64,
+    pub replays_per_token: Option<f64>,
+    pub repeating: Option<Repeating>,
+}
+
+/// Exact sums over the closed iterations (and the context spans of all).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sums {
+    pub wall_ns: i128,
+    pub busy_ns: i128,
+    pub idle_ns: i128,
+    pub kernels: i128,
+    pub memcpys: i128,
+    pub memsets: i128,
+    pub launches: i128,
+    pub graph_launches: i128,
+    pub phase_busy_ns: [i128; 4],
+    pub phase_kernels: [i128; 4],
+    pub phase_launches: [i128; 4],
+    /// Repeating-graph replays in closed iterations.
+    pub repeating_replays: i128,
+    /// Σ context GPU span over every iteration with work in its context.
+    pub context_span_ns: i128,
+}
+
+/// The iterations figures of one trace.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TraceIterations {
+    pub path: String,
+    pub context: String,
+    /// n: selected step contexts (= iterations).
+    pub contexts: u64,
+    pub iterations_closed: u64,
+    pub completion_tokens: Option<u64>,
+    pub tokens_source: Option<String>,
+    /// T / n.
+    pub tokens_per_iteration: Option<f64>,
+    pub per_iteration: PerIteration,
+    pub per_token: PerToken,
+    pub graphs: Graphs,
+    pub notes: Vec<String>,
+    pub complete: bool,
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "crate::record::public")]
+    pub rows: Vec<IterationRow>,
+    #[serde(default, skip_serializing_if = "crate::record::public")]
+    pub sums: Sums,
+}
+
+/// One iteration's window and context, on its lane.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    lane: (Sym, Sym),
+    start: Ns,
+    /// `None`: open.
+    end: Option<Ns>,
+    ctx_end: Ns,
+    index: u64,
+}
+
+/// A replay kept for the graph figures.
+struct Replay {
+    iteration: usize,
+    ts: Ns,
+    index: u64,
+    first_start: Ns,
+    total_ns: i128,
+    kernels: u64,
+    signature: Vec<Sym>,
+}
+
+/// Per-iteration accumulator.
+#[derive(Default)]
+struct Acc {
+    all: Vec<Iv>,
+    phase: [Vec<Iv>; 4],
+    work: [PhaseWork; 4],
+    ctx: Option<(Ns, Ns)>,
+}
+
+/// The iteration windows: each selected context up to the next step
+/// annotation (vLLM step name, or a selected name) on its lane.
+fn windows(trace: &Finished<'_>) -> Vec<Window> {
+    let steps = trace.steps;
+    let mut bounds: HashMap<(Sym, Sym), Vec<(Ns, u64)>> = HashMap::new();
+    let mut is_step: HashMap<Sym, bool> = HashMap::new();
+    for a in &steps.cpu {
+        let step = *is_step.entry(a.name).or_insert_with(|| {
+            trace.contexts.selected.contains(&a.name)
+                || crate::steps::parse(steps.names.resolve(a.name)).is_some()
+        });
+        if step {
+            bounds.entry(a.lane).or_default().push((a.start, a.index));
+        }
+    }
+    for v in bounds.values_mut() {
+        v.sort_unstable();
+    }
+    trace
+        .contexts
+        .iter(steps)
+        .map(|c| {
+            let end = bounds.get(&c.lane).and_then(|v| {
+                let k = v.partition_point(|&b| b <= (c.start, c.index));
+                v.get(k).map(|b| b.0)
+            });
+            Window {
+                lane: c.lane,
+                start: c.start,
+                end,
+                ctx_end: c.end(),
+                index: c.index,
+            }
+        })
+        .collect()
+}
+
+/// A candidate phase range in the sweep: (start, end, index, phase).
+type Cand = (Ns, Ns, u64, Phase);
+
+/// An open range in the sweep: max-heap order = innermost first; its end
+/// and phase.
+type Open = ((Ns, Reverse<Ns>, u64), Ns, Phase);
+
+/// Measures every iteration: the windows, the launch calls of their lanes
+/// and the phase ranges.
+fn measure(
+    trace: &Finished<'_>,
+    ledger: &Ledger,
+    ranges: &[PhaseRange],
+    pick: Option<u64>,
+) -> TraceIterations {
+    let wins = windows(trace);
+    let mut accs: Vec<Acc> = (0..wins.len()).map(|_| Acc::default()).collect();
+    let mut replays: Vec<Replay> = Vec::new();
+    // Iterations by lane, in start order.
+    let mut by_lane: BTreeMap<(Sym, Sym), Vec<usize>> = BTreeMap::new();
+    for (i, w) in wins.iter().enumerate() {
+        by_lane.entry(w.lane).or_default().push(i);
+    }
+    let names = &trace.steps.names;
+    for (lane, its) in &by_lane {
+        let (pid, tid) = (names.resolve(lane.0), names.resolve(lane.1));
+        let Some(lane_id) = ledger.lane_of(pid, tid) else {
+            continue;
+        };
+        let mut cands: Vec<Cand> = its
+            .iter()
+            .map(|&i| {
+                (
+                    wins[i].start,
+                    wins[i].ctx_end,
+                    wins[i].index,
+                    Phase::Forward,
+                )
+            })
+            .chain(
+                ranges
+                    .iter()
+                    .filter(|r| r.pid == pid && r.tid == tid)
+                    .map(|r| (r.start, r.end, r.index, r.phase)),
+            )
+            .collect();
+        cands.sort_unstable_by_key(|c| (c.0, c.2));
+        let mut heap: BinaryHeap<Open> = BinaryHeap::new();
+        let mut next = 0usize;
+        for call in ledger.lane_launches(lane_id) {
+            let ts = call.ts;
+            // The iteration: the last one starting at or before ts.
+            let k = its.partition_point(|&i| wins[i].start <= ts);
+            let Some(&i) = k.checked_sub(1).and_then(|k| its.get(k)) else {
+                continue;
+            };
+            if wins[i].end.is_some_and(|e| ts >= e) {
+                continue;
+            }
+            while let Some(&(s, e, idx, p)) = cands.get(next) {
+                if s > ts {
+                    break;
+                }
+                heap.push(((s, Reverse(e), idx), e, p));
+                next += 1;
+            }
+            while heap.peek().is_some_and(|top| top.1 <= ts) {
+                heap.pop();
+            }
+            let phase = heap.peek().map_or(Phase::Other, |top| top.2);
+            let acc = &mut accs[i];
+            let graph = is_graph_launch(call.name);
+            let w = &mut acc.work[phase as usize];
+            w.launches += 1;
+            w.graph_launches += u64::from(graph);
+            let in_ctx = ts < wins[i].ctx_end;
+            let mut total: i128 = 0;
+            let mut kernels = 0u64;
+            for a in call.activities {
+                match a.kind {
+                    Kind::Kernel => w.kernels += 1,
+                    Kind::Memcpy => w.memcpys += 1,
+                    Kind::Memset => w.memsets += 1,
+                }
+                kernels += u64::from(a.kind == Kind::Kernel);
+                total += i128::from(a.end.0) - i128::from(a.start.0);
+                acc.all.push((a.start, a.end));
+                acc.phase[phase as usize].push((a.start, a.end));
+                if in_ctx {
+                    acc.ctx = Some(match acc.ctx {
+                        Some((s, e)) => (s.min(a.start), e.max(a.end)),
+                        None => (a.start, a.end),
+                    });
+                }
+            }
+            if graph {
+                let mut sig: Vec<(Ns, Ns, &str, Sym)> = call
+                    .activities
+                    .iter()
+                    .map(|a| (a.start, a.end, ledger.names.resolve(a.name), a.name))
+                    .collect();
+                sig.sort_unstable();
+                replays.push(Replay {
+                    iteration: i,
+                    ts,
+                    index: call.index,
+                    first_start: sig.first().map_or(ts, |s| s.0),
+                    total_ns: total,
+                    kernels,
+                    signature: sig.into_iter().map(|s| s.3).collect(),
+                });
+            }
+        }
+    }
+    let rows: Vec<IterationRow> = wins.iter().zip(accs).map(|(w, a)| row(w, a)).collect();
+    let mut out = figures(trace, rows);
+    graph_figures(&mut out, replays, pick);
+    out.notes = notes(trace, ledger, &out);
+    out
+}
+
+fn row(w: &Window, a: Acc) -> IterationRow {
+    let len = |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
+    let extent = a
+        .all
+        .iter()
+        .map(|iv| iv.0)
+        .min()
+        .zip(a.all.iter().map(|iv| iv.1).max());
+    let busy = len(a.all);
+    let mut phases = Phases::<PhaseWork>::default();
+    for (p, ivs) in Phase::ALL.into_iter().zip(a.phase) {
+        let mut pw = a.work[p as usize];
+        pw.gpu_busy_ns = len(ivs);
+        *phases.get_mut(p) = pw;
+    }
+    let sum = |f: fn(&PhaseWork) -> u64| a.work.iter().map(f).sum::<u64>();
+    IterationRow {
+        start_ns: w.start.0,
+        wall_ns: w.end.and_then(|e| e.0.checked_sub(w.start.0)),
+        closed: w.end.is_some(),
+        gpu_busy_ns: busy,
+        gpu_idle_ns: extent.and_then(|(s, e)| e.0.checked_sub(s.0)?.checked_sub(busy)),
+        kernels: sum(|p| p.kernels),
+        memcpys: sum(|p| p.memcpys),
+        memsets: sum(|p| p.memsets),
+        launches: sum(|p| p.launches),
+        graph_launches: sum(|p| p.graph_launches),
+        context_span_ns: a.ctx.and_then(|(s, e)| e.0.checked_sub(s.0)),
+        phases,
+    }
+}
+
+/// Sums over the closed iterations and the per-iteration means.
+fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
+    let mut s = Sums::default();
+    let closed: Vec<&IterationRow> = rows.iter().filter(|r| r.closed).collect();
+    for r in &closed {
+        s.wall_ns += i128::from(r.wall_ns.unwrap_or(0));
+        s.busy_ns += i128::from(r.gpu_busy_ns);
+        s.idle_ns += i128::from(r.gpu_idle_ns.unwrap_or(0));
+        s.kernels += i128::from(r.kernels);
+        s.memcpys += i128::from(r.memcpys);
+        s.memsets += i128::from(r.memsets);
+        s.launches += i128::from(r.launches);
+        s.graph_launches += i128::from(r.graph_launches);
+        for p in Phase::ALL {
+            let w = r.phases.get(p);
+            s.phase_busy_ns[p as usize] += i128::from(w.gpu_busy_ns);
+            s.phase_kernels[p as usize] += i128::from(w.kernels);
+            s.phase_launches[p as usize] += i128::from(w.launches);
+        }
+    }
+    s.context_span_ns = rows
+        .iter()
+        .filter_map(|r| r.context_span_ns)
+        .map(i128::from)
+        .sum();
+    let c = closed.len() as i128;
+    let mean = |num: i128| (c > 0).then_some(Exact { num, den: c });
+    let per_iteration = PerIteration {
+        wall_ms: mean(s.wall_ns).map(Exact::ms),
+        gpu_busy_ms: mean(s.busy_ns).map(Exact::ms),
+        kernels: mean(s.kernels).map(Exact::ns),
+        launches: mean(s.launches).map(Exact::ns),
+        graph_launches: mean(s.graph_launches).map(Exact::ns),
+        phases: Phases::default().map(|p, _: &()| PhaseToken {
+            gpu_busy_ms: mean(s.phase_busy_ns[p as usize]).map(Exact::ms),
+            kernels: mean(s.phase_kernels[p as usize]).map(Exact::ns),
+            launches: mean(s.phase_launches[p as usize]).map(Exact::ns),
+        }),
+    };
+    TraceIterations {
+        path: trace.path.to_string(),
+        context: trace.contexts.name.clone(),
+        contexts: rows.len() as u64,
+        iterations_closed: closed.len() as u64,
+        completion_tokens: None,
+        tokens_source: None,
+        tokens_per_iteration: None,
+        per_iteration,
+        per_token: PerToken::default(),
+        graphs: Graphs::default(),
+        notes: Vec::new(),
+        complete: true,
+        error: None,
+        rows,
+        sums: s,
+    }
+}
+
+/// Numbers the graphs by first appearance, picks the repeating one and
+/// its cadence.
+fn graph_figures(out: &mut TraceIterations, mut rs: Vec<Replay>, pick: Option<u64>) {
+    rs.sort_unstable_by_key(|r| (r.ts, r.index));
+    let mut ids: HashMap<&[Sym], u64> = HashMap::new();
+    let numbers: Vec<u64> = rs
+        .iter()
+        .map(|r| {
+            let next = ids.len() as u64;
+            *ids.entry(r.signature.as_slice()).or_insert(next)
+        })
+        .collect();
+    let closed: Vec<(usize, u64)> = rs
+        .iter()
+        .zip(&numbers)
+        .enumerate()
+        .filter(|(_, (r, _))| out.rows.get(r.iteration).is_some_and(|x| x.closed))
+        .map(|(k, (_, &g))| (k, g))
+        .collect();
+    // Per graph: (closed iterations replaying it, Σ durations, replays).
+    let mut per: BTreeMap<u64, (std::collections::BTreeSet<usize>, i128, u64)> = BTreeMap::new();
+    for &(k, g) in &closed {
+        let e = per.entry(g).or_default();
+        e.0.insert(rs[k].iteration);
+        e.1 += rs[k].total_ns;
+        e.2 += 1;
+    }
+    out.graphs.replays = closed.len() as u64;
+    out.graphs.distinct = per.len() as u64;
+    let chosen = match pick {
+        Some(g) => per.contains_key(&g).then_some((g, "option".to_string())),
+        None => per
+            .iter()
+            .max_by(|a, b| {
+                (a.1 .0.len(), a.1 .1, Reverse(*a.0)).cmp(&(b.1 .0.len(), b.1 .1, Reverse(*b.0)))
+            })
+            .map(|(&g, _)| {
+                (
+                    g,
+                    "most closed iterations, then GPU time, then number".into(),
+                )
+            }),
+    };
+    let Some((g, why)) = chosen else {
+        if let Some(g) = pick {
+            out.notes
+                .push(format!("graph {g} is not replayed in a closed iteration"));
+        }
+        return;
+    };
+    let (iters, _, replays) = &per[&g];
+    let mut starts: Vec<i64> = closed
+        .iter()
+        .filter(|&&(_, n)| n == g)
+        .map(|&(k, _)| rs[k].first_start.0)
+        .collect();
+    starts.sort_unstable();
+    let mut gaps: Vec<i64> = starts
+        .windows(2)
+        .filter_map(|w| w[1].checked_sub(w[0]))
+        .collect();
+    gaps.sort_unstable();
+    let kernels = closed
+        .iter()
+        .find(|&&(_, n)| n == g)
+        .map_or(0, |&(k, _)| rs[k].kernels);
+    out.sums.repeating_replays = i128::from(*replays);
+    out.graphs.repeating = Some(Repeating {
+        graph: g,
+        iterations: iters.len() as u64,
+        replays: *replays,
+        replays_per_token: None,
+        kernels_per_replay: kernels,
+        cadence_ms_median: (!gaps.is_empty()).then(|| median_sorted(&gaps).ms()),
+        chosen_by: why,
+    });
+}
+
+fn notes(trace: &Finished<'_>, ledger: &Ledger, out: &TraceIterations) -> Vec<String> {
+    let mut n = trace.meta.notes.clone();
+    n.extend(out.notes.iter().cloned());
+    let open = out.contexts - out.iterations_closed;
+    if open > 0 {
+        n.push(format!(
+            "{open} iteration(s) have no following step annotation on their thread (open): reported, not in the means"
+        ));
+    }
+    if out.contexts > 0 && out.iterations_closed == 0 {
+        n.push("no closed iteration: per-iteration and per-token figures are empty".into());
+    }
+    if ledger.launch_calls() == 0 {
+        n.push("no launch calls with a correlation: no GPU work can be attributed".into());
+    }
+    if out.graphs.replays == 0 {
+        n.push("no CUDA-graph replay in a closed iteration: graph figures are null".into());
+    }
+    n
+}
+
+impl TraceIterations {
+    /// Fills the per-token figures: mean over closed iterations × n / T.
+    pub fn set_tokens(&mut self, tokens: Option<u64>, source: Option<String>) {
+        self.completion_tokens = tokens;
+        self.tokens_source = source;
+        let s = &self.sums;
+        let (n, c) = (
+            i128::from(self.contexts),
+            i128::from(self.iterations_closed),
+        );
+        let t = tokens.filter(|&t| t > 0).map(i128::from);
+        self.tokens_per_iteration = t.filter(|_| n > 0).map(|t| Exact { num: t, den: n }.ns());
+        let per = |x: i128| -> Option<Exact> {
+            let den = c.checked_mul(t?)?;
+            (den > 0).then_some(Exact {
+                num: x.checked_mul(n)?,
+                den,
+            })
+        };
+        let ms = |x: i128| per(x).map(Exact::ms);
+        let cnt = |x: i128| per(x).map(Exact::ns);
+        self.per_token = PerToken {
+            wall_ms: ms(s.wall_ns),
+            gpu_busy_ms: ms(s.busy_ns),
+            gpu_idle_ms: ms(s.idle_ns),
+            kernels: cnt(s.kernels),
+            memcpys: cnt(s.memcpys),
+            memsets: cnt(s.memsets),
+            launches: cnt(s.launches),
+            graph_launches: cnt(s.graph_launches),
+            phases: Phases::default().map(|p, _: &()| PhaseToken {
+                gpu_busy_ms: ms(s.phase_busy_ns[p as usize]),
+                kernels: cnt(s.phase_kernels[p as usize]),
+                launches: cnt(s.phase_launches[p as usize]),
+            }),
+        };
+        let any = self.graphs.replays > 0;
+        self.graphs.replays_per_token = cnt(i128::from(self.graphs.replays)).filter(|_| any);
+        let rr = s.repeating_replays;
+        if let Some(r) = self.graphs.repeating.as_mut() {
+            r.replays_per_token = cnt(rr);
+        }
+    }
+
+    /// An exact per-token figure: x × n / (closed × T).
+    pub fn per_token_exact(&self, x: i128) -> Option<Exact> {
+        let t = i128::from(self.completion_tokens.filter(|&t| t > 0)?);
+        let den = i128::from(self.iterations_closed).checked_mul(t)?;
+        (den > 0).then_some(Exact {
+            num: x.checked_mul(i128::from(self.contexts))?,
+            den,
+        })
+    }
+}
+
+/// AR (baseline) against MTP (candidate).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    /// P_MTP / P_AR, P = completion tokens per iteration (T / n).
+    pub token_progress_ratio: Option<f64>,
+    /// Wall per token, AR / MTP.
+    pub s_wall: Option<f64>,
+    /// GPU busy per token, AR / MTP.
+    pub s_busy: Option<f64>,
+    /// GPU span per token of the step contexts' own launches, AR / MTP
+    /// (= `kernels`' S_context by correlation).
+    pub s_context: Option<f64>,
+    /// Mean wall per iteration, MTP / AR.
+    pub iteration_cost_ratio: Option<f64>,
+    /// Mean GPU busy per iteration, MTP / AR (C).
+    pub busy_cost_ratio: Option<f64>,
+    /// Per phase: how much of the token progress ratio its extra GPU busy
+    /// per iteration gives back; the four add up to P − S_busy.
+    pub decomposition: Vec<PhaseShare>,
+}
+
+/// One phase of the AR-vs-MTP decomposition.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PhaseShare {
+    pub phase: String,
+    pub baseline_busy_per_token_ms: Option<f64>,
+    pub candidate_busy_per_token_ms: Option<f64>,
+    pub baseline_busy_per_iteration_ms: Option<f64>,
+    pub candidate_busy_per_iteration_ms: Option<f64>,
+    /// Δ_p = (B_MTP,p − B_AR,p) / B_AR: its extra busy per iteration,
+    /// relative to AR's whole busy per iteration.
+    pub delta: Option<f64>,
+    /// g_p = P · Δ_p / C.
+    pub gives_back: Option<f64>,
+}
+
+/// An exact ratio (a/b)/(c/d) as f64, or `None`.
+fn ratio(a: Option<Exact>, b: Option<Exact>) -> Option<f64> {
+    let (a, b) = (a?, b?);
+    let num = a.num.checked_mul(b.den)?;
+    let den = a.den.checked_mul(b.num)?;
+    (den != 0).then(|| num as f64 / den as f64)
+}
+
+/// Compares two traces (first = baseline/AR). Decomposition, exactly:
+/// with P = P_MTP/P_AR, B = mean GPU busy per iteration and
+/// C = B_MTP/B_AR = 1 + Σ_p Δ_p, S_busy = P / C, so
+/// P − S_busy = P(C − 1)/C = Σ_p P·Δ_p/C = Σ_p g_p.
+pub fn compare(a: &TraceIterations, m: &TraceIterations) -> Comparison {
+    let tpi = |t: &TraceIterations| -> Option<Exact> {
+        let tokens = i128::from(t.completion_tokens.filter(|&x| x > 0)?);
+        (t.contexts > 0).then_some(Exact {
+            num: tokens,
+            den: i128::from(t.contexts),
+        })
+    };
+    let mean = |t: &TraceIterations, x: i128| -> Option<Exact> {
+        (t.iterations_closed > 0).then_some(Exact {
+            num: x,
+            den: i128::from(t.iterations_closed),
+        })
+    };
+    let span = |t: &TraceIterations| -> Option<Exact> {
+        let tokens = i128::from(t.completion_tokens.filter(|&x| x > 0)?);
+        Some(Exact {
+            num: t.sums.context_span_ns,
+            den: tokens,
+        })
+    };
+    let p = ratio(tpi(m), tpi(a));
+    let ba = mean(a, a.sums.busy_ns);
+    let bm = mean(m, m.sums.busy_ns);
+    let c = ratio(bm, ba);
+    let decomposition = Phase::ALL
+        .iter()
+        .map(|&ph| {
+            let k = ph as usize;
+            let pa = mean(a, a.sums.phase_busy_ns[k]);
+            let pm = mean(m, m.sums.phase_busy_ns[k]);
+            // Δ = (pm − pa) / ba, exact.
+            let delta = (|| {
+                let (pa, pm, ba) = (pa?, pm?, ba?);
+                let num = pm.num.checked_mul(pa.den)? - pa.num.checked_mul(pm.den)?;
+                let den = pm.den.checked_mul(pa.den)?;
+                ratio(Some(Exact { num, den }), Some(ba))
+            })();
+            PhaseShare {
+                phase: ph.as_str().into(),
+                baseline_busy_per_token_ms: a.per_token.phases.get(ph).gpu_busy_ms,
+                candidate_busy_per_token_ms: m.per_token.phases.get(ph).gpu_busy_ms,
+                baseline_busy_per_iteration_ms: pa.map(Exact::ms),
+                candidate_busy_per_iteration_ms: pm.map(Exact::ms),
+                delta,
+                gives_back: match (p, delta, c) {
+                    (Some(p), Some(d), Some(c)) if c != 0.0 => Some(p * d / c),
+                    _ => None,
+                },
+            }
+        })
+        .collect();
+    Comparison {
+        baseline: a.path.clone(),
+        candidate: m.path.clone(),
+        token_progress_ratio: p,
+        s_wall: ratio(
+            a.per_token_exact(a.sums.wall_ns),
+            m.per_token_exact(m.sums.wall_ns),
+        ),
+        s_busy: ratio(
+            a.per_token_exact(a.sums.busy_ns),
+            m.per_token_exact(m.sums.busy_ns),
+        ),
+        s_context: ratio(span(a), span(m)),
+        iteration_cost_ratio: ratio(mean(m, m.sums.wall_ns), mean(a, a.sums.wall_ns)),
+        busy_cost_ratio: c,
+        decomposition,
+    }
+}
+
+#[cfg(test)]
+mod tests;

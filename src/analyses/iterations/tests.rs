@@ -1,0 +1,194 @@
+//! The timeline of the module doc, built in code. One column is 1 µs.
+//!
+//! ```text
+//! tid 7  [= s_0 0..10 =)  [sample_tokens 12..20 [propose 14..18))  [= s_1 25..30 =)  [prefill 40..45)  [= s_2 60..65 =)
+//!         L1@1 G2@2         L3@13 (sample)  G4@15 (draft)   L5@22    G6@26              L7@41             L8@61
+//! GPU     k1 3..5, G2: ga 5..6 gb 6..8      samp 14..15     d 16..17  o 23..24  G6: ga 27..28 gb 28..30   pf 42..43   k 62..63
+//! iteration 0 = [0, 25), iteration 1 = [25, 40) (the prefill ends it), iteration 2 = [60, ∞): open
+//! ```
+
+use super::*;
+use crate::analysis::{analyze_reader, Plan};
+use crate::contexts::Selector;
+
+const STEP: &str = "execute_context_0(0)_generation_1(3)";
+const PREFILL: &str = "execute_context_1(96)_generation_0(0)";
+
+fn x(cat: &str, name: &str, ts: &str, dur: &str, args: &str) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":7,"ts":{ts},"dur":{dur},"args":{{{args}}}}}"#
+    )
+}
+
+fn launch(name: &str, ts: &str, corr: i64) -> String {
+    x(
+        "cuda_runtime",
+        name,
+        ts,
+        "0.5",
+        &format!("\"correlation\":{corr}"),
+    )
+}
+
+fn k(name: &str, ts: &str, dur: &str, corr: i64) -> String {
+    format!(
+        r#"{{"ph":"X","cat":"kernel","name":"{name}","pid":0,"tid":7,"ts":{ts},"dur":{dur},"args":{{"correlation":{corr}}}}}"#
+    )
+}
+
+fn drawing() -> Vec<String> {
+    vec![
+        x("user_annotation", STEP, "0", "10", ""),
+        x("python_function", "x.py(1): sample_tokens", "12", "8", ""),
+        x(
+            "python_function",
+            "x.py(2): propose_draft_token_ids",
+            "14",
+            "4",
+            "",
+        ),
+        x("user_annotation", STEP, "25", "5", ""),
+        x("user_annotation", PREFILL, "40", "5", ""),
+        x("user_annotation", STEP, "60", "5", ""),
+        launch("cudaLaunchKernel", "1", 1),
+        launch("cudaGraphLaunch", "2", 2),
+        launch("cudaLaunchKernel", "13", 3),
+        launch("cudaGraphLaunch", "15", 4),
+        launch("cudaLaunchKernel", "22", 5),
+        launch("cudaGraphLaunch", "26", 6),
+        launch("cudaLaunchKernel", "41", 7),
+        launch("cudaLaunchKernel", "61", 8),
+        k("k1", "3", "2", 1),
+        k("ga", "5", "1", 2),
+        k("gb", "6", "2", 2),
+        k("samp", "14", "1", 3),
+        k("d", "16", "1", 4),
+        k("o", "23", "1", 5),
+        k("ga", "27", "1", 6),
+        k("gb", "28", "2", 6),
+        k("pf", "42", "1", 7),
+        k("k", "62", "1", 8),
+    ]
+}
+
+fn run(events: &[String], spec: IterationsSpec) -> TraceIterations {
+    let doc = format!("{{\"traceEvents\": [{}]}}", events.join(","));
+    let plan = Plan::new(Selector::Auto).with(spec);
+    let mut r = analyze_reader("t", doc.as_bytes(), &plan);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    r.results.take::<Iterations>().unwrap()
+}
+
+#[test]
+fn the_drawing_per_iteration() {
+    let t = run(&drawing(), IterationsSpec::default());
+    assert_eq!((t.contexts, t.iterations_closed), (3, 2));
+    let r0 = &t.rows[0];
+    assert_eq!(
+        (r0.start_ns, r0.wall_ns, r0.closed),
+        (0, Some(25_000), true)
+    );
+    // busy [3,8) ∪ [14,15) ∪ [16,17) ∪ [23,24) = 8 µs over the span 3..24.
+    assert_eq!((r0.gpu_busy_ns, r0.gpu_idle_ns), (8_000, Some(13_000)));
+    assert_eq!((r0.kernels, r0.launches, r0.graph_launches), (6, 5, 2));
+    let busy = |p: &PhaseWork| p.gpu_busy_ns;
+    let ph = &r0.phases;
+    assert_eq!(
+        (
+            busy(&ph.forward),
+            busy(&ph.sample),
+            busy(&ph.draft),
+            busy(&ph.other)
+        ),
+        (5_000, 1_000, 1_000, 1_000)
+    );
+    assert_eq!((ph.forward.kernels, ph.forward.graph_launches), (3, 1));
+    assert_eq!((ph.draft.graph_launches, ph.sample.launches), (1, 1));
+    assert_eq!(r0.context_span_ns, Some(5_000));
+    // The prefill ends iteration 1; its launch L7 belongs to no iteration.
+    let r1 = &t.rows[1];
+    assert_eq!(
+        (r1.wall_ns, r1.gpu_busy_ns, r1.kernels),
+        (Some(15_000), 3_000, 2)
+    );
+    let r2 = &t.rows[2];
+    assert_eq!(
+        (r2.wall_ns, r2.closed, r2.gpu_busy_ns),
+        (None, false, 1_000)
+    );
+    assert!(t.notes.iter().any(|n| n.contains("open")), "{:?}", t.notes);
+}
+
+#[test]
+fn the_drawing_per_token_and_graphs() {
+    let mut t = run(&drawing(), IterationsSpec::default());
+    // n = 3, closed = 2, T = 3: per token = Σ / 2.
+    t.set_tokens(Some(3), None);
+    assert_eq!(t.per_token.wall_ms, Some(0.02));
+    assert_eq!(t.per_token.gpu_busy_ms, Some(0.0055));
+    assert_eq!(t.per_token.kernels, Some(4.0));
+    assert_eq!(t.per_token.phases.forward.gpu_busy_ms, Some(0.004));
+    let g = &t.graphs;
+    assert_eq!((g.replays, g.distinct), (3, 2));
+    assert_eq!(g.replays_per_token, Some(1.5));
+    let rep = g.repeating.as_ref().unwrap();
+    // Graph 0 (ga, gb) is replayed in both closed iterations; cadence 27 − 5.
+    assert_eq!((rep.graph, rep.iterations, rep.replays), (0, 2, 2));
+    assert_eq!(
+        (rep.kernels_per_replay, rep.replays_per_token),
+        (2, Some(1.0))
+    );
+    assert_eq!(rep.cadence_ms_median, Some(0.022));
+    // Picking the drafter's graph instead.
+    let spec = IterationsSpec {
+        graph: Some(1),
+        ..Default::default()
+    };
+    let t = run(&drawing(), spec);
+    let rep = t.graphs.repeating.as_ref().unwrap();
+    assert_eq!(
+        (rep.graph, rep.replays, rep.cadence_ms_median),
+        (1, 1, None)
+    );
+}
+
+#[test]
+fn compare_adds_up() {
+    let mut a = run(&drawing(), IterationsSpec::default());
+    a.set_tokens(Some(3), None);
+    let mut m = a.clone();
+    m.set_tokens(Some(9), None);
+    let c = compare(&a, &m);
+    assert_eq!(c.token_progress_ratio, Some(3.0));
+    assert_eq!(c.s_busy, Some(3.0));
+    assert_eq!(c.s_context, Some(3.0));
+    let g: f64 = c.decomposition.iter().filter_map(|d| d.gives_back).sum();
+    assert_eq!(g, 0.0);
+}
+
+#[test]
+fn names_match_whole_or_function_part() {
+    let l = vec!["sample_tokens".to_string()];
+    assert!(name_in(&l, "sample_tokens", false));
+    assert!(name_in(
+        &l,
+        "vllm/v1/worker/gpu_model_runner.py(95): sample_tokens",
+        true
+    ));
+    assert!(!name_in(&l, "vllm/x.py(95): sample_tokens", false));
+    assert!(!name_in(&l, "x.py(1): not_sample_tokens", true));
+}
+
+#[test]
+fn no_gpu_work_and_no_step_do_not_panic() {
+    let t = run(
+        &[x("user_annotation", STEP, "0", "1", "")],
+        IterationsSpec::default(),
+    );
+    assert_eq!(
+        (t.contexts, t.iterations_closed, t.rows[0].gpu_busy_ns),
+        (1, 0, 0)
+    );
+    let t = run(&[], IterationsSpec::default());
+    assert_eq!(t.contexts, 0);
+}

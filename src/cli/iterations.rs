@@ -1,0 +1,101 @@
+//! `torchtrace iterations`: where each generated token's time goes over the
+//! whole decode loop, by phase (forward, sample, draft, other), AR vs MTP.
+
+use super::{Exit, FormatArg, GlobalArgs};
+use clap::Args;
+use std::path::PathBuf;
+use torchtrace::analyses::iterations::{Iterations, IterationsSpec, DRAFT_NAMES, SAMPLE_NAMES};
+use torchtrace::api;
+
+/// Measure each decode iteration (a step context up to the next step
+/// annotation), split its GPU work into phases, and give per-token figures
+/// and CUDA-graph facts; with two traces, compare them (first = AR).
+///
+/// Definitions (integer ns; sums exact):
+///   iteration i     for the selected step contexts s_0..s_{n-1} (same selector
+///                   as `pair`) on thread T: [start(s_i), b_i), b_i = start of
+///                   the next step annotation of any kind (decode, prefill,
+///                   mixed: any vLLM step name, or a selected name) on T.
+///                   Without one the iteration is open: reported, not in means.
+///   attribution     a launch call (runtime/driver call with GPU activity by
+///                   correlation, graph launches included) on T starting in
+///                   [start(s_i), b_i) belongs to iteration i, with all its
+///                   kernels, memcpys and memsets.
+///   phase           the innermost CPU range on T holding the launch (start ≤
+///                   ts < end; innermost = latest start, then earliest end)
+///                   among: s_i itself → forward; a user_annotation or
+///                   python_function named in --sample-name → sample; in
+///                   --draft-name → draft (a python_function's name also
+///                   matches by its part after the last "): "); else other.
+///   wall            b_i − start(s_i)
+///   GPU busy        length of the union of the iteration's activities (all
+///                   streams), in total and per phase
+///   GPU idle        (last activity end − first activity start) − busy
+///   per token       mean over closed iterations × n / T (T = completion
+///                   tokens); with every iteration closed, Σ / T
+///   graphs          a replay's signature = its activities' names ordered by
+///                   start; equal signatures = one graph, numbered by first
+///                   appearance from 0. Repeating graph = replayed in the most
+///                   closed iterations (ties: larger Σ activity durations, then
+///                   smaller number; --graph picks another). Cadence = median
+///                   start-to-start interval of its consecutive replays (first
+///                   activity start). Null without graph replays.
+///   comparison      P = (T/n)_MTP / (T/n)_AR; S_wall, S_busy = per token
+///                   AR / MTP; S_context = Σ GPU span of the launches inside
+///                   the step contexts per token, AR / MTP (kernels' S_context
+///                   by correlation); C = mean busy per iteration MTP / AR;
+///                   Δ_p = (B_MTP,p − B_AR,p) / B_AR (so C = 1 + Σ Δ_p);
+///                   S_busy = P / C, and phase p gives back g_p = P·Δ_p / C of
+///                   the token progress: Σ g_p = P − S_busy.
+///
+/// Exit status: 0 ok; 1 when a trace lacks the selected context, has no closed
+/// iteration, or its iterations launched no GPU work; 2 on unreadable input.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct IterationsArgs {
+    /// One trace, or two: baseline (AR) then candidate (MTP). `-` reads stdin.
+    #[arg(required = true, num_args = 1..=2, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
+    /// Completion tokens, once per trace in order.
+    #[arg(long, value_name = "N")]
+    pub tokens: Vec<u64>,
+    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Vec<PathBuf>,
+    /// Also list every iteration.
+    #[arg(long)]
+    pub per_iteration: bool,
+    /// A sampling range name (repeatable; replaces the defaults).
+    #[arg(long = "sample-name", value_name = "NAME")]
+    pub sample_names: Vec<String>,
+    /// A drafting range name (repeatable; replaces the defaults).
+    #[arg(long = "draft-name", value_name = "NAME")]
+    pub draft_names: Vec<String>,
+    /// Report graph N (numbered by first appearance) as the repeating graph.
+    #[arg(long, value_name = "N")]
+    pub graph: Option<u64>,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+}
+
+pub fn run(args: IterationsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let common = api::Common {
+        selector: args.contexts.selector()?,
+        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
+        quiet: global.quiet,
+    };
+    let or = |given: Vec<String>, default: &[&str]| match given.is_empty() {
+        true => default.iter().map(|s| s.to_string()).collect(),
+        false => given,
+    };
+    let options = IterationsSpec {
+        sample_names: or(args.sample_names, &SAMPLE_NAMES),
+        draft_names: or(args.draft_names, &DRAFT_NAMES),
+        graph: args.graph,
+    };
+    let how = (args.format, args.per_iteration);
+    super::run_command::<Iterations>(&args.traces, common, &options, how, global)
+}

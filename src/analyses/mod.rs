@@ -5,6 +5,7 @@
 //! Adding an analysis = its folder + one line in [`REGISTRY`]. The
 //! registry's order is the order of results in records and documents.
 
+pub mod diff;
 pub mod hierarchy;
 pub mod kernels;
 pub mod pair;
@@ -16,4 +17,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<pair::Pair>(),
     Entry::command::<hierarchy::Hierarchy>(),
     Entry::command::<kernels::Kernels>(),
+    Entry::command::<diff::Diff>(),
 ];

@@ -8,6 +8,7 @@
 //! missing), 2 error (unreadable input, bad arguments).
 
 pub mod batch;
+pub mod diff;
 pub mod hierarchy;
 pub mod kernels;
 pub mod merge;
@@ -72,6 +73,7 @@ pub enum Command {
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
     Merge(merge::MergeArgs),
+    Diff(diff::DiffArgs),
 }
 
 /// How step contexts are chosen; the same flags on every subcommand.
@@ -279,6 +281,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
         Command::Kernels(a) => kernels::run(a, &cli.global),
         Command::Merge(a) => merge::run(a, &cli.global),
+        Command::Diff(a) => diff::run(a, &cli.global),
     }
 }
 
@@ -292,6 +295,7 @@ impl Command {
             Command::Hierarchy(a) => &a.traces,
             Command::Kernels(a) => &a.traces,
             Command::Merge(a) => &a.records,
+            Command::Diff(a) => &a.traces,
         }
     }
 }

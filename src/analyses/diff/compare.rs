@@ -326,7 +326,9 @@ pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
     let kernels: Vec<KernelDiff> = rows.into_iter().map(|(_, k)| k).collect();
     let families = families(b, c, &norm, &kernels);
     if common == 0 && !keys.is_empty() {
-        notes.push("the two sides run no kernel name in common: every row is added or removed".into());
+        notes.push(
+            "the two sides run no kernel name in common: every row is added or removed".into(),
+        );
     }
     for t in [b, c] {
         if t.activities == 0 {
@@ -465,20 +467,21 @@ fn graphs(b: &TraceDiff, c: &TraceDiff, norm: &Norm) -> Graphs {
         t.signatures.iter().map(|s| signature_names(t, s)).collect()
     };
     let (sb, sc) = (sigs(b), sigs(c));
-    let only = |t: &TraceDiff, mine: &[Vec<(String, String)>], other: &[Vec<(String, String)>], n| {
-        t.signatures
-            .iter()
-            .zip(mine)
-            .filter(|(_, names)| !other.contains(names))
-            .map(|(s, names)| OneSided {
-                kernels: s.names.len() as u64,
-                replays: s.replays,
-                replays_per_token: norm.count(s.replays, n),
-                first: names.first().map(|x| x.1.clone()),
-                last: names.last().map(|x| x.1.clone()),
-            })
-            .collect()
-    };
+    let only =
+        |t: &TraceDiff, mine: &[Vec<(String, String)>], other: &[Vec<(String, String)>], n| {
+            t.signatures
+                .iter()
+                .zip(mine)
+                .filter(|(_, names)| !other.contains(names))
+                .map(|(s, names)| OneSided {
+                    kernels: s.names.len() as u64,
+                    replays: s.replays,
+                    replays_per_token: norm.count(s.replays, n),
+                    first: names.first().map(|x| x.1.clone()),
+                    last: names.last().map(|x| x.1.clone()),
+                })
+                .collect()
+        };
     Graphs {
         baseline: graph_side(b, norm.nb, norm),
         candidate: graph_side(c, norm.nc, norm),
@@ -488,10 +491,11 @@ fn graphs(b: &TraceDiff, c: &TraceDiff, norm: &Norm) -> Graphs {
 }
 
 fn dominant(t: &TraceDiff, n: i128, norm: &Norm) -> Option<Dominant> {
-    let top = t
-        .names
-        .iter()
-        .max_by(|x, y| x.total_ns.cmp(&y.total_ns).then_with(|| y.name.cmp(&x.name)))?;
+    let top = t.names.iter().max_by(|x, y| {
+        x.total_ns
+            .cmp(&y.total_ns)
+            .then_with(|| y.name.cmp(&x.name))
+    })?;
     Some(Dominant {
         name: top.name.clone(),
         family: top.family.clone(),

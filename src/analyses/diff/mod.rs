@@ -52,18 +52,12 @@ pub const FAMILIES: [(&str, &str); 10] = [
         "normalisation",
         r"(layer|rms|group|batch|instance|l2)_?norm",
     ),
-    (
-        "gather/scatter/index",
-        r"gather|scatter|index|embedding",
-    ),
+    ("gather/scatter/index", r"gather|scatter|index|embedding"),
     (
         "reduction",
         r"reduce|reduction|argmax|argmin|softmax|cumsum|scan|segmented|triton_red_",
     ),
-    (
-        "copy/fill",
-        r"^memcpy|^memset|copy|fill|catarray|concat",
-    ),
+    ("copy/fill", r"^memcpy|^memset|copy|fill|catarray|concat"),
     (
         "elementwise",
         r"elementwise|triton_poi_|functor|gelu|silu|relu|act_and_mul|rotary|multi_tensor_apply",
@@ -298,8 +292,12 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     let (mut with_work, mut notes) = (0u64, trace.meta.notes.clone());
     match spec.scope {
         Scope::Steps => {
-            let qs =
-                attribution::context_queries(trace.steps, trace.contexts, ledger, spec.launch_scope);
+            let qs = attribution::context_queries(
+                trace.steps,
+                trace.contexts,
+                ledger,
+                spec.launch_scope,
+            );
             let att = attribution::attribute(ledger, &qs);
             for w in &att.works {
                 with_work += u64::from(w.has_gpu_work());
@@ -363,8 +361,11 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     for r in replays {
         let mut acts: Vec<&ledger::Activity> = ledger.activities[r].iter().collect();
         acts.sort_by(|x, y| {
-            (x.start, x.end, ledger.names.resolve(x.name))
-                .cmp(&(y.start, y.end, ledger.names.resolve(y.name)))
+            (x.start, x.end, ledger.names.resolve(x.name)).cmp(&(
+                y.start,
+                y.end,
+                ledger.names.resolve(y.name),
+            ))
         });
         let sig: Vec<u32> = acts
             .iter()
@@ -382,7 +383,10 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
         signatures[at].replays += 1;
     }
     if activities == 0 {
-        notes.push(format!("no GPU activity in the {} scope", spec.scope.as_str()));
+        notes.push(format!(
+            "no GPU activity in the {} scope",
+            spec.scope.as_str()
+        ));
     }
     notes.extend(crate::model::cut_note(&ledger.names, "kernel"));
     TraceDiff {

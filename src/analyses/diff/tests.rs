@@ -38,19 +38,37 @@ fn trace(path: &str, tokens: Option<u64>, names: Vec<NameRow>) -> TraceDiff {
 #[test]
 fn families_follow_the_table_first_match_wins() {
     let c = DiffConfig::new(DiffSpec::default()).unwrap();
-    assert_eq!(c.family("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"), "GEMM/GEMV");
+    assert_eq!(
+        c.family("nvjet_sm90_tst_64x8_64x16_4x1_v_bz_TNT"),
+        "GEMM/GEMV"
+    );
     assert_eq!(
         c.family("void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, cutlass::bfloat16_t>>"),
         "attention"
     );
-    assert_eq!(c.family("triton_per_fused_add_embedding_native_layer_norm_1"), "normalisation");
-    assert_eq!(c.family("triton_poi_fused_cat_embedding_0"), "gather/scatter/index");
+    assert_eq!(
+        c.family("triton_per_fused_add_embedding_native_layer_norm_1"),
+        "normalisation"
+    );
+    assert_eq!(
+        c.family("triton_poi_fused_cat_embedding_0"),
+        "gather/scatter/index"
+    );
     assert_eq!(c.family("triton_red_fused_argmax_5"), "reduction");
     assert_eq!(c.family("Memcpy DtoD (Device -> Device)"), "copy/fill");
     assert_eq!(c.family("Memset (Device)"), "copy/fill");
-    assert_eq!(c.family("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), "communication");
-    assert_eq!(c.family("cross_device_reduce_1stage<bf16, 2>"), "communication");
-    assert_eq!(c.family("void at::native::radixSortKVInPlace<>"), "sort/top-k");
+    assert_eq!(
+        c.family("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"),
+        "communication"
+    );
+    assert_eq!(
+        c.family("cross_device_reduce_1stage<bf16, 2>"),
+        "communication"
+    );
+    assert_eq!(
+        c.family("void at::native::radixSortKVInPlace<>"),
+        "sort/top-k"
+    );
     assert_eq!(c.family("triton_poi_fused_gelu_2"), "elementwise");
     assert_eq!(c.family("mystery"), "other");
     let user = DiffConfig::new(DiffSpec {
@@ -99,7 +117,10 @@ fn summary_parts_add_up_exactly() {
         s.call_count_units + s.duration_units + s.added_units - s.removed_units,
         s.total_units
     );
-    assert_eq!(s.total_units, (9007 + 1999 + 4242) * 3 - (7001 + 503 + 11) * 7);
+    assert_eq!(
+        s.total_units,
+        (9007 + 1999 + 4242) * 3 - (7001 + 503 + 11) * 7
+    );
     assert_eq!((s.common, s.added, s.removed), (2, 1, 1));
     assert_eq!(s.added_units, 4242 * 3);
     assert_eq!(s.removed_units, 11 * 7);
@@ -135,7 +156,10 @@ fn an_empty_side_and_disjoint_sets_are_notes() {
     let c = trace("c", Some(2), vec![row("k", 1, 5, "other")]);
     let d = compare(&b, &c);
     assert!(d.notes.iter().any(|n| n.contains("no GPU work")));
-    assert!(d.notes.iter().any(|n| n.contains("no kernel name in common")));
+    assert!(d
+        .notes
+        .iter()
+        .any(|n| n.contains("no kernel name in common")));
     assert_eq!(d.kernels[0].ratio, None);
     assert!(d.dominant.baseline.is_none());
 }

@@ -120,11 +120,7 @@ fn side_rows(c: &Comparison) -> Table {
         Cell::opt_i(b.completion_tokens),
         Cell::opt_i(d.completion_tokens),
     );
-    row(
-        "GPU activities",
-        b.kernels.into(),
-        d.kernels.into(),
-    );
+    row("GPU activities", b.kernels.into(), d.kernels.into());
     row(
         &format!("activities per {per}"),
         Cell::opt_f(b.kernels_per_token, 2),
@@ -234,7 +230,12 @@ fn kernels_table(c: &Comparison) -> Table {
         ..Default::default()
     };
     for k in c.kernels.iter().take(c.top) {
-        t.row(kernel_cells(k, ellipsize(&k.name, 60), &k.status, &k.family));
+        t.row(kernel_cells(
+            k,
+            ellipsize(&k.name, 60),
+            &k.status,
+            &k.family,
+        ));
     }
     let rest = &c.kernels[c.top.min(c.kernels.len())..];
     if !rest.is_empty() {
@@ -256,7 +257,10 @@ fn kernels_table(c: &Comparison) -> Table {
             f
         };
         let (b, d) = (sum(|k| &k.baseline), sum(|k| &k.candidate));
-        let (nb, nc) = (c.baseline.normaliser as i128, c.candidate.normaliser as i128);
+        let (nb, nc) = (
+            c.baseline.normaliser as i128,
+            c.candidate.normaliser as i128,
+        );
         let ms = |v: i128, n: i128| crate::stats::Exact { num: v, den: n }.ms();
         let share = |v: i128, total: i128| (total > 0).then(|| (v * 100) as f64 / total as f64);
         let fig = |x: Figures, n: i128, total: i128| Figures {
@@ -271,8 +275,7 @@ fn kernels_table(c: &Comparison) -> Table {
             kind: String::new(),
             family: String::new(),
             status: String::new(),
-            ratio: (b.time_ns > 0)
-                .then(|| (d.time_ns * nb) as f64 / (b.time_ns * nc) as f64),
+            ratio: (b.time_ns > 0).then(|| (d.time_ns * nb) as f64 / (b.time_ns * nc) as f64),
             delta_calls_per_token: None,
             delta_time_per_token_ms: Some(ms(delta, nb * nc)),
             baseline: fig(b, nb, c.baseline.gpu_time_ns),
@@ -328,7 +331,14 @@ fn graphs_table(c: &Comparison) -> Table {
     let per = per_label(c);
     let mut t = Table::new(
         "Graph replay signatures on one side only",
-        &["side", "activities", "replays", &format!("replays/{per}"), "first", "last"],
+        &[
+            "side",
+            "activities",
+            "replays",
+            &format!("replays/{per}"),
+            "first",
+            "last",
+        ],
     );
     for (label, list) in [
         ("baseline", &c.graphs.only_baseline),

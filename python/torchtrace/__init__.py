@@ -35,6 +35,7 @@ __all__ = [
     "pair",
     "kernels",
     "hierarchy",
+    "diff",
     "contexts",
     "to_frame",
     "pair_frame",
@@ -224,6 +225,35 @@ def kernels(
         raise ValueError(f"top must be a non-negative integer, not {top!r}")
     return run("kernels", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_context, progress=progress, top=top)
+
+
+def diff(
+    baseline: PathLike,
+    candidate: PathLike,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """What changed between two runs, kernel by kernel and per generated
+    token, as ``torchtrace diff BASELINE CANDIDATE -f json`` prints it:
+    ``run("diff", [baseline, candidate], ...)``.
+
+    Args:
+        baseline, candidate: the two traces (e.g. AR, then MTP).
+        context, context_regex, tokens, summaries, progress: as for :func:`run`.
+        **options: ``scope`` (``"steps"``, default, or ``"trace"``), ``top``
+            (table rows), ``families`` (a list of ``"NAME=REGEX"``, matched
+            before the built-in families), ``launch_scope``.
+
+    Returns:
+        ``{"baseline": {...}, "candidate": {...}, "scope", "normalisation",
+        "kernels": [...], "families": [...], "graphs", "dominant", "summary"}``.
+    """
+    return run("diff", [baseline, candidate], context=context, context_regex=context_regex,
+               tokens=tokens, summaries=summaries, progress=progress, **options)
 
 
 def hierarchy(

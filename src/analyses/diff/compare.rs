@@ -398,10 +398,13 @@ pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
     }
 }
 
+/// A family's name, kernel count and (calls, ns) per side.
+type FamilySums = (String, u64, [(u64, i128); 2]);
+
 /// Per family (table order, user families first), the sums of its names.
 fn families(b: &TraceDiff, c: &TraceDiff, norm: &Norm, kernels: &[KernelDiff]) -> Vec<FamilyDiff> {
     let order: Vec<&str> = b.family_table.iter().map(|f| f.family.as_str()).collect();
-    let mut by: BTreeMap<usize, (String, u64, [(u64, i128); 2])> = BTreeMap::new();
+    let mut by: BTreeMap<usize, FamilySums> = BTreeMap::new();
     for k in kernels {
         let at = order
             .iter()

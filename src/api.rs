@@ -220,6 +220,9 @@ pub trait Command: Analysis {
     /// Its problems are printed after the report, as notes (the report
     /// shows them already, e.g. hierarchy's broken links).
     const PROBLEMS_AFTER_REPORT: bool = false;
+    /// Whether `batch` runs it on every trace (a comparison of two traces,
+    /// such as `diff`, is not a per-file figure: off).
+    const IN_BATCH: bool = true;
     /// Checks the options and builds what the plan holds.
     fn configure(options: &Self::Options, selector: &Selector) -> Result<Self::Config, ApiError>;
     /// What one trace's figures (tokens set) make the subcommand say.

@@ -34,7 +34,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
@@ -84,6 +84,18 @@ def test_iterations_matches_cli():
     assert (ar["contexts"], ar["iterations_closed"], len(ar["rows"])) == (64, 63, 64)
     assert mtp["graphs"]["repeating"]["kernels_per_replay"] == 46
     assert torchtrace.run("iterations", AR) == torchtrace.iterations(AR)
+
+
+def test_diff_matches_cli():
+    doc = torchtrace.diff(AR, MTP, top=3, scope="trace", families=["mine=^nvjet"])
+    assert doc == cli_json("diff", str(AR), str(MTP), "--top", "3", "--scope", "trace",
+                           "--family", "mine=^nvjet")
+    doc = torchtrace.diff(AR, MTP)
+    assert doc == torchtrace.run("diff", [AR, MTP])
+    assert doc["scope"] == "steps" and doc["normalisation"] == "token"
+    s = doc["summary"]
+    assert (s["denominator"], s["total_units"]) == (68 * 68, -406297144)
+    assert s["call_count_units"] + s["duration_units"] + s["added_units"] - s["removed_units"] == s["total_units"]
 
 
 def test_hierarchy_matches_cli():

@@ -33,6 +33,7 @@ __all__ = [
     "run",
     "analyses",
     "pair",
+    "diff",
     "kernels",
     "iterations",
     "hierarchy",
@@ -292,6 +293,36 @@ def hierarchy(
                tokens=tokens, progress=progress, chains=_strings(chains) or [],
                categories=_strings(categories) or [], any_thread=any_thread,
                examples=examples, gpu_work=gpu_work)
+
+
+def diff(
+    baseline: PathLike,
+    candidate: PathLike,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """What changed between two runs, kernel by kernel and per generated
+    token, as ``torchtrace diff BASELINE CANDIDATE -f json`` prints it:
+    ``run("diff", [baseline, candidate], ...)``.
+
+    Args:
+        baseline, candidate: the two traces (e.g. AR, then MTP).
+        context, context_regex, tokens, summaries, progress: as for :func:`run`.
+        **options: ``scope`` (``"steps"``, default, or ``"trace"``), ``top``
+            (table rows), ``families`` (a list of ``"NAME=REGEX"``, matched
+            before the built-in families), ``launch_scope``.
+
+    Returns:
+        ``{"baseline": {...}, "candidate": {...}, "scope", "normalisation",
+        "kernels": [...], "families": [...], "graphs", "dominant", "summary"}``.
+    """
+    return run("diff", [baseline, candidate], context=context, context_regex=context_regex,
+               tokens=tokens, summaries=summaries, progress=progress, **options)
+
 
 
 def contexts(doc: Dict[str, Any]) -> List[Dict[str, Any]]:

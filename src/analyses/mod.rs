@@ -5,6 +5,7 @@
 //! Adding an analysis = its folder + one line in [`REGISTRY`]. The
 //! registry's order is the order of results in records and documents.
 
+pub mod diff;
 pub mod hierarchy;
 pub mod iterations;
 pub mod kernels;
@@ -18,4 +19,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<hierarchy::Hierarchy>(),
     Entry::command::<kernels::Kernels>(),
     Entry::command::<iterations::Iterations>(),
+    Entry::command::<diff::Diff>(),
 ];

@@ -100,7 +100,9 @@ impl Entry {
     pub const fn command<A: crate::api::Command>() -> Entry {
         let mut e = Entry::of::<A>();
         e.command = Some(crate::api::run_json::<A>);
-        e.add_to = Some(crate::api::add_json::<A>);
+        if A::IN_BATCH {
+            e.add_to = Some(crate::api::add_json::<A>);
+        }
         e
     }
 

@@ -8,6 +8,7 @@
 //! missing), 2 error (unreadable input, bad arguments).
 
 pub mod batch;
+pub mod diff;
 pub mod hierarchy;
 pub mod iterations;
 pub mod kernels;
@@ -74,6 +75,7 @@ pub enum Command {
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
     Merge(merge::MergeArgs),
+    Diff(diff::DiffArgs),
 }
 
 /// How step contexts are chosen; the same flags on every subcommand.
@@ -282,6 +284,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Kernels(a) => kernels::run(a, &cli.global),
         Command::Iterations(a) => iterations::run(a, &cli.global),
         Command::Merge(a) => merge::run(a, &cli.global),
+        Command::Diff(a) => diff::run(a, &cli.global),
     }
 }
 
@@ -298,6 +301,7 @@ impl Command {
             Command::Kernels(a) => a.traces.iter().chain(&a.summary).collect(),
             Command::Iterations(a) => a.traces.iter().chain(&a.summary).collect(),
             Command::Merge(a) => a.records.iter().collect(),
+            Command::Diff(a) => a.traces.iter().chain(&a.summary).collect(),
         }
     }
 }

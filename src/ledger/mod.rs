@@ -116,6 +116,14 @@ pub struct LaunchCall<'a> {
     pub activities: &'a [Activity],
 }
 
+impl Activity {
+    /// Whether it carried an integer `args.correlation` (a GPU activity in
+    /// the definitions' sense; one without is kept for the timeline only).
+    pub fn has_correlation(&self) -> bool {
+        self.has_corr
+    }
+}
+
 /// Streaming state: the launch calls and activities seen so far.
 #[derive(Debug, Default)]
 pub struct Collector {
@@ -309,6 +317,17 @@ impl Ledger {
     /// Launch calls kept (with a correlation id).
     pub fn launch_calls(&self) -> usize {
         self.launches.len()
+    }
+
+    /// Every graph replay of the trace (a `cudaGraphLaunch`-like launch call
+    /// owning ≥ 1 activity): its activities' positions in
+    /// [`Ledger::activities`] (sorted by start, then end).
+    pub fn graph_replays(&self) -> impl Iterator<Item = Range<usize>> + '_ {
+        self.launches
+            .iter()
+            .zip(&self.acts)
+            .filter(|(l, r)| !r.is_empty() && is_graph_launch(self.names.resolve(l.name)))
+            .map(|(_, r)| r.clone())
     }
 
     /// Positions (in `launches`) of the launch calls that own ≥ 1 activity,

@@ -1,0 +1,417 @@
+//! What changed between two runs, kernel by kernel and per generated token
+//! (`torchtrace diff BASELINE CANDIDATE`).
+//!
+//! Per trace (this analysis) the GPU activities of the chosen scope are
+//! grouped by exact name (memcpys and memsets by their kind and name:
+//! Kineto names them by copy kind, `Memcpy DtoD (Device -> Device)`):
+//! calls, Σ duration (exact ns), median duration; and every CUDA/HIP graph
+//! replay by its signature (the ordered names of its activities). The
+//! output is bounded by the distinct names and signatures, not by events.
+//! The comparison of a baseline (first trace) and a candidate (second) is
+//! [`compare`]. Definitions: docs/DEFINITIONS.md, "What changed (`diff`)".
+//!
+//! ```text
+//!  scope steps: ledger ─ context_queries + attribute (innermost, as kernels) ─ activities of the steps
+//!  scope trace: ledger ─ every activity with a correlation
+//!        └─ by (kind, name): calls, Σ dur, median ─ family (first matching pattern)
+//!        └─ graph launches owning activities: signature → replays
+//! ```
+
+pub mod view;
+
+use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::ledger::attribution::{self, LaunchScope};
+use crate::ledger::{self, Kind, Ledger};
+use crate::stats::median_sorted;
+use crate::trace::{Event, EventPos, Prefilter};
+use regex::{Regex, RegexBuilder};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+
+/// Rows the tables show before summing the rest.
+pub const DEFAULT_TOP: usize = 15;
+
+/// The kernel families, in match order (first match wins; patterns are
+/// case-insensitive regular expressions searched anywhere in the name).
+/// `--family NAME=REGEX` puts user patterns before these.
+pub const FAMILIES: [(&str, &str); 10] = [
+    (
+        "communication",
+        r"nccl|rccl|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|custom_?ar\b",
+    ),
+    (
+        "attention",
+        r"flash|fmha|sdpa|attention|attn|reshape_and_cache|paged_?kv|\bmla",
+    ),
+    (
+        "GEMM/GEMV",
+        r"gemm|gemv|nvjet|cublas|cutlass|xmma|wgmma|matmul|\bbmm|splitkreduce",
+    ),
+    ("sort/top-k", r"sort|topk|top_k|radix"),
+    (
+        "normalisation",
+        r"(layer|rms|group|batch|instance|l2)_?norm",
+    ),
+    ("gather/scatter/index", r"gather|scatter|index|embedding"),
+    (
+        "reduction",
+        r"reduce|reduction|argmax|argmin|softmax|cumsum|scan|segmented|triton_red_",
+    ),
+    ("copy/fill", r"^memcpy|^memset|copy|fill|catarray|concat"),
+    (
+        "elementwise",
+        r"elementwise|triton_poi_|functor|gelu|silu|relu|act_and_mul|rotary|multi_tensor_apply",
+    ),
+    ("other", r""),
+];
+
+/// Which GPU work a trace's table counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    /// The activities launched from the selected step contexts (the
+    /// decode steps by default), attributed as `kernels` does.
+    #[default]
+    Steps,
+    /// Every GPU activity of the trace (with a correlation).
+    Trace,
+}
+
+impl Scope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Steps => "steps",
+            Scope::Trace => "trace",
+        }
+    }
+}
+
+/// Options of the diff analysis (flags, Python keywords).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DiffSpec {
+    /// `steps` (default) or `trace`.
+    pub scope: Scope,
+    /// Rows of the per-kernel table before the rest is summed (tables
+    /// only: JSON lists every name).
+    pub top: usize,
+    /// User families, `NAME=REGEX`, matched before the built-in ones in
+    /// the order given.
+    pub families: Vec<String>,
+    /// Which launch calls a step context holds (as `kernels`).
+    pub launch_scope: LaunchScope,
+}
+
+impl Default for DiffSpec {
+    fn default() -> Self {
+        DiffSpec {
+            scope: Scope::Steps,
+            top: DEFAULT_TOP,
+            families: Vec::new(),
+            launch_scope: LaunchScope::Auto,
+        }
+    }
+}
+
+/// One family pattern, as the output records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FamilyPattern {
+    pub family: String,
+    pub pattern: String,
+}
+
+/// What a plan holds: the options with the family patterns compiled.
+#[derive(Debug, Clone)]
+pub struct DiffConfig {
+    pub spec: DiffSpec,
+    pub table: Vec<FamilyPattern>,
+    compiled: Vec<Regex>,
+}
+
+impl DiffConfig {
+    /// Checks and compiles the options (`NAME=REGEX` for every user family).
+    pub fn new(spec: DiffSpec) -> Result<DiffConfig, String> {
+        let mut table = Vec::new();
+        for f in &spec.families {
+            let Some((name, re)) = f.split_once('=') else {
+                return Err(format!("--family {f:?}: expected NAME=REGEX"));
+            };
+            if name.trim().is_empty() {
+                return Err(format!("--family {f:?}: the family name is empty"));
+            }
+            table.push(FamilyPattern {
+                family: name.trim().to_string(),
+                pattern: re.to_string(),
+            });
+        }
+        table.extend(FAMILIES.iter().map(|&(f, p)| FamilyPattern {
+            family: f.into(),
+            pattern: p.into(),
+        }));
+        let compiled = table
+            .iter()
+            .map(|f| {
+                RegexBuilder::new(&f.pattern)
+                    .case_insensitive(true)
+                    .size_limit(1 << 22)
+                    .build()
+                    .map_err(|e| format!("family {:?}: invalid regex: {e}", f.family))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(DiffConfig {
+            spec,
+            table,
+            compiled,
+        })
+    }
+
+    /// The family of a name: the first pattern that matches (`other`
+    /// matches everything).
+    pub fn family(&self, name: &str) -> &str {
+        self.compiled
+            .iter()
+            .position(|re| re.is_match(name))
+            .map_or("other", |i| self.table[i].family.as_str())
+    }
+}
+
+impl Configures for DiffConfig {
+    type Analysis = Diff;
+}
+
+/// One name's activities in a trace's scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NameRow {
+    pub name: String,
+    /// `kernel`, `memcpy` or `memset`.
+    pub kind: String,
+    pub family: String,
+    pub calls: u64,
+    /// Σ duration, exact ns.
+    pub total_ns: i128,
+    /// Median duration (a half-integer for an even count), ns.
+    pub median_ns: f64,
+}
+
+/// One graph replay signature: the ordered names of a replay's activities
+/// (indices into [`TraceDiff::names`]) and how often it was replayed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Signature {
+    pub replays: u64,
+    pub names: Vec<u32>,
+}
+
+/// The per-name table of one trace's scope.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceDiff {
+    pub path: String,
+    pub scope: String,
+    pub context: String,
+    pub contexts: u64,
+    pub contexts_with_gpu_work: u64,
+    pub completion_tokens: Option<u64>,
+    pub tokens_source: Option<String>,
+    /// Activities counted.
+    pub activities: u64,
+    /// Σ their durations, exact ns.
+    pub total_ns: i128,
+    /// By (kind, name).
+    pub names: Vec<NameRow>,
+    pub graph_replays: u64,
+    /// By first appearance.
+    pub signatures: Vec<Signature>,
+    /// The family table used (user patterns first).
+    pub family_table: Vec<FamilyPattern>,
+    /// The tables' row count (`top`).
+    pub top: usize,
+    pub notes: Vec<String>,
+    pub complete: bool,
+    pub error: Option<String>,
+}
+
+/// The diff analysis: one trace's per-name table.
+pub struct Diff {
+    config: DiffConfig,
+}
+
+impl Analysis for Diff {
+    const NAME: &'static str = "diff";
+    const KEY: &'static str = "diff";
+    type Config = DiffConfig;
+    type Output = TraceDiff;
+
+    fn start(config: &DiffConfig) -> Self {
+        Diff {
+            config: config.clone(),
+        }
+    }
+
+    fn ledger(_: &DiffConfig) -> Need {
+        Need::Yes
+    }
+
+    fn prefilter(&self) -> Prefilter {
+        ledger::prefilter()
+    }
+
+    /// Everything it reads is in the driver's ledger.
+    fn push(&mut self, _ev: &Event<'_>, _at: EventPos) {}
+
+    fn set_tokens(out: &mut TraceDiff, tokens: Option<u64>, source: Option<&str>) {
+        out.completion_tokens = tokens;
+        out.tokens_source = source.map(str::to_string);
+    }
+
+    fn finish(self, trace: &Finished<'_>) -> TraceDiff {
+        let empty = Ledger::default();
+        let ledger = trace.ledger.unwrap_or(&empty);
+        let mut d = table(trace, ledger, &self.config);
+        if let Some(e) = trace.error_text() {
+            d.complete = false;
+            d.error = Some(e);
+        }
+        d
+    }
+}
+
+fn kind_str(k: Kind) -> &'static str {
+    match k {
+        Kind::Kernel => "kernel",
+        Kind::Memcpy => "memcpy",
+        Kind::Memset => "memset",
+    }
+}
+
+/// The table of one trace: the activities in scope by (kind, name), and
+/// the graph replays in scope by signature.
+fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDiff {
+    let spec = &config.spec;
+    let n = ledger.activities.len();
+    // Which activities are in scope.
+    let mut in_scope = vec![false; n];
+    let (mut with_work, mut notes) = (0u64, trace.meta.notes.clone());
+    match spec.scope {
+        Scope::Steps => {
+            let qs = attribution::context_queries(
+                trace.steps,
+                trace.contexts,
+                ledger,
+                spec.launch_scope,
+            );
+            let att = attribution::attribute(ledger, &qs);
+            for w in &att.works {
+                with_work += u64::from(w.has_gpu_work());
+                for &id in &w.activities {
+                    in_scope[id as usize] = true;
+                }
+            }
+            if att.overlaps.nested > 0 {
+                notes.push(format!(
+                    "{} selected contexts lie inside another selected context: each launch call is counted once, in the innermost",
+                    att.overlaps.nested
+                ));
+            }
+            if trace.contexts.is_empty() {
+                notes.push("no step contexts: the steps scope is empty (try --scope trace)".into());
+            }
+        }
+        Scope::Trace => {
+            for (i, a) in ledger.activities.iter().enumerate() {
+                in_scope[i] = a.has_correlation();
+            }
+        }
+    }
+    // By (kind, name symbol): durations.
+    let mut by: BTreeMap<(Kind, &str), Vec<i64>> = BTreeMap::new();
+    for (a, _) in ledger.activities.iter().zip(&in_scope).filter(|(_, &s)| s) {
+        by.entry((a.kind, ledger.names.resolve(a.name)))
+            .or_default()
+            .push(a.end.0 - a.start.0);
+    }
+    let mut index: HashMap<(Kind, &str), u32> = HashMap::with_capacity(by.len());
+    let mut names = Vec::with_capacity(by.len());
+    let (mut activities, mut total_ns) = (0u64, 0i128);
+    for (i, ((kind, name), mut durs)) in by.into_iter().enumerate() {
+        durs.sort_unstable();
+        let total: i128 = durs.iter().map(|&d| i128::from(d)).sum();
+        activities += durs.len() as u64;
+        total_ns += total;
+        index.insert((kind, name), i as u32);
+        names.push(NameRow {
+            name: name.to_string(),
+            kind: kind_str(kind).into(),
+            family: config.family(name).to_string(),
+            calls: durs.len() as u64,
+            total_ns: total,
+            median_ns: median_sorted(&durs).ns(),
+        });
+    }
+    // Graph replays in scope, by signature (first appearance order).
+    let mut sig_ix: HashMap<Vec<u32>, usize> = HashMap::new();
+    let mut signatures: Vec<Signature> = Vec::new();
+    let mut graph_replays = 0u64;
+    let mut replays: Vec<std::ops::Range<usize>> = ledger
+        .graph_replays()
+        .filter(|r| in_scope[r.start])
+        .collect();
+    replays.sort_by_key(|r| {
+        let a = &ledger.activities[r.start];
+        (a.start, r.start)
+    });
+    for r in replays {
+        let mut acts: Vec<&ledger::Activity> = ledger.activities[r].iter().collect();
+        acts.sort_by(|x, y| {
+            (x.start, x.end, ledger.names.resolve(x.name)).cmp(&(
+                y.start,
+                y.end,
+                ledger.names.resolve(y.name),
+            ))
+        });
+        let sig: Vec<u32> = acts
+            .iter()
+            .map(|a| index[&(a.kind, ledger.names.resolve(a.name))])
+            .collect();
+        graph_replays += 1;
+        let next = signatures.len();
+        let at = *sig_ix.entry(sig.clone()).or_insert(next);
+        if at == next {
+            signatures.push(Signature {
+                replays: 0,
+                names: sig,
+            });
+        }
+        signatures[at].replays += 1;
+    }
+    if activities == 0 {
+        notes.push(format!(
+            "no GPU activity in the {} scope",
+            spec.scope.as_str()
+        ));
+    }
+    notes.extend(crate::model::cut_note(&ledger.names, "kernel"));
+    TraceDiff {
+        path: trace.path.to_string(),
+        scope: spec.scope.as_str().into(),
+        context: trace.contexts.name.clone(),
+        contexts: trace.contexts.len() as u64,
+        contexts_with_gpu_work: with_work,
+        completion_tokens: None,
+        tokens_source: None,
+        activities,
+        total_ns,
+        names,
+        graph_replays,
+        signatures,
+        family_table: config.table.clone(),
+        top: spec.top,
+        notes,
+        complete: true,
+        error: None,
+    }
+}
+
+pub mod compare;
+pub use compare::{compare, Comparison};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,109 @@
+//! `torchtrace diff BASELINE CANDIDATE`: what changed between two runs,
+//! kernel by kernel and per generated token.
+
+use super::{Exit, FormatArg, GlobalArgs};
+use clap::Args;
+use std::path::PathBuf;
+use torchtrace::analyses::diff::{self, Diff, DiffSpec, Scope};
+
+/// What changed between two runs (baseline first, e.g. AR; candidate second,
+/// e.g. MTP), kernel by kernel and per generated token.
+///
+/// Scope (--scope): steps (default) = the GPU activities launched from the
+/// selected step contexts (the decode steps by default), attributed by launch
+/// correlation exactly as `kernels` does (each launch call to the innermost
+/// selected context holding it; CUDA/HIP graph replays included); trace =
+/// every GPU activity of the trace (kernel, memcpy, memset with an integer
+/// args.correlation). The output says which.
+///
+/// Per kernel name: activities grouped by exact name (memcpys and memsets by
+/// kind and name, e.g. `Memcpy DtoD (Device -> Device)`). time = Σ activity
+/// durations (exact integer ns). Per side: calls per token = calls / N and
+/// time per token = time / N, with N = completion tokens; when a side's tokens
+/// are unknown, N = selected contexts of each side instead (said so: per
+/// context). Δ = candidate − baseline per token; ratio = candidate / baseline
+/// time per token; share = time / the side's Σ time. status: common (both
+/// sides), added (candidate only), removed (baseline only). Rows by |Δ time
+/// per token| descending; the table shows --top rows and sums the rest (JSON
+/// lists every name).
+///
+/// Families: each name gets the family of the first matching pattern
+/// (case-insensitive regex, searched anywhere); --family NAME=REGEX patterns
+/// come first, in the order given, then communication (nccl, rccl,
+/// cross_device_reduce, all_reduce, allgather, …), attention, GEMM/GEMV,
+/// sort/top-k, normalisation, gather/scatter/index, reduction, copy/fill,
+/// elementwise, other (the table: README, docs/DEFINITIONS.md; JSON
+/// family_table). Families sum to the totals exactly.
+///
+/// Graphs: replays = graph launch calls (cudaGraphLaunch, cuGraphLaunch,
+/// hipGraphLaunch) in scope owning ≥ 1 activity; a replay's signature = the
+/// names of its activities ordered by start (then end, name); activities per
+/// replay = Σ activities of the replays / replays; signatures present on one
+/// side only are listed.
+///
+/// Dominant kernel: each side's name with the largest time: calls, median
+/// duration, time per token.
+///
+/// Summary: with T, c a common kernel's time and calls, Δ = Σ T_c/N_c − Σ
+/// T_b/N_b = (a) Σ_common (c_c/N_c − c_b/N_b)·T_b/c_b (call counts at the
+/// baseline's mean duration) + (b) Σ_common c_c/N_c·(T_c/c_c − T_b/c_b)
+/// (durations at the candidate's call count) + (c) Σ_added T_c/N_c −
+/// Σ_removed T_b/N_b. Computed in integers of 1/(N_b·N_c) ns: (a) is rounded
+/// per kernel to that unit (half to even), (b) is the rest, so the parts add
+/// up to the total exactly (JSON summary.*_units).
+///
+/// Exit status: 0 ok; 1 when a trace lacks the selected context (steps
+/// scope); 2 on unreadable input or bad arguments.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct DiffArgs {
+    /// BASELINE then CANDIDATE. `-` reads stdin (once).
+    #[arg(required = true, num_args = 2, value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
+    /// Completion tokens, once per trace in order.
+    #[arg(long, value_name = "N")]
+    pub tokens: Vec<u64>,
+    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Vec<PathBuf>,
+    /// Which GPU work: the step contexts' (steps) or the whole trace's.
+    #[arg(long, value_enum, default_value_t = ScopeArg::Steps)]
+    pub scope: ScopeArg,
+    /// Kernel rows in the tables before the rest is summed.
+    #[arg(long, default_value_t = diff::DEFAULT_TOP, value_name = "N")]
+    pub top: usize,
+    /// A family of your own, NAME=REGEX (case-insensitive), matched before
+    /// the built-in ones; repeatable, first match wins.
+    #[arg(long = "family", value_name = "NAME=REGEX")]
+    pub families: Vec<String>,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+}
+
+/// `--scope` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ScopeArg {
+    Steps,
+    Trace,
+}
+
+pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let common = torchtrace::api::Common {
+        selector: args.contexts.selector()?,
+        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
+        quiet: global.quiet,
+    };
+    let options = DiffSpec {
+        scope: match args.scope {
+            ScopeArg::Steps => Scope::Steps,
+            ScopeArg::Trace => Scope::Trace,
+        },
+        top: args.top,
+        families: args.families,
+        ..DiffSpec::default()
+    };
+    super::run_command::<Diff>(&args.traces, common, &options, (args.format, false), global)
+}

@@ -629,3 +629,22 @@ fn invalid_json_in_an_unread_top_level_value_is_an_error() {
         assert!(code == 0 || code == 1, "{good}: {err}");
     }
 }
+
+/// A reader note (a second `traceEvents` key) is part of the figures'
+/// metadata: it survives the records' round trip, so a result read back
+/// equals the one written (found by the `analyses` fuzz target).
+#[test]
+fn a_reader_note_survives_the_records_round_trip() {
+    use torchtrace::pair::{Pair, PairSpec};
+    use torchtrace::{analyze_reader, KernelsSpec, Plan, Results, Selector};
+    let doc = r#"{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}], "traceEvents": []}"#;
+    let every = Selector::from_flags(None, Some(".")).unwrap();
+    let plan = Plan::new(every)
+        .with(PairSpec::default())
+        .with(KernelsSpec::default());
+    let r = analyze_reader("t", doc.as_bytes(), &plan);
+    assert_eq!(r.get::<Pair>().unwrap().meta.notes.len(), 1);
+    let text = torchtrace::record::with_internals(|| serde_json::to_string(&r.results)).unwrap();
+    let back: Results = serde_json::from_str(&text).unwrap();
+    assert!(back == r.results);
+}

@@ -141,9 +141,10 @@ pub struct Meta {
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub has_events: bool,
     /// What the reader passed over in the document's structure (a second
-    /// `traceEvents` key), for the analyses' notes; not serialized (the
-    /// notes carry it).
-    #[serde(skip)]
+    /// `traceEvents` key), for the analyses' notes; not in the public
+    /// JSON (the notes carry it), but in records, so that a result read
+    /// back equals the one written (the `analyses` fuzz target found it).
+    #[serde(default, skip_serializing_if = "crate::record::public")]
     pub notes: Vec<String>,
 }
 

@@ -1,5 +1,5 @@
 //! Fuzzes the analyses behind the reader: any bytes through the driver
-//! with every analysis of the registry (pair, hierarchy, kernels), step
+//! with the analyses batch and merge rest on (pair, hierarchy, kernels), step
 //! contexts chosen by the first byte (vLLM's automatic choice, or every
 //! user annotation: ranges inside ranges). It must never panic, and:
 //!

@@ -179,6 +179,12 @@ impl Document for Box<dyn Document> {
     }
 }
 
+/// A report's serde form as a JSON value (what every
+/// [`Document::json_value`] without per-context rows returns).
+pub fn json_of(report: &impl serde::Serialize) -> Result<serde_json::Value, ApiError> {
+    serde_json::to_value(report).map_err(|e| ApiError::Json(std::io::Error::other(e)))
+}
+
 /// What a subcommand takes besides its analysis's own options.
 #[derive(Debug, Clone, Default)]
 pub struct Common {

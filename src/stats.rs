@@ -206,6 +206,16 @@ pub fn upper_fence(sorted: &[f64]) -> Option<f64> {
     Some(q3 + 1.5 * (q3 - q1))
 }
 
+/// n / d of exact rationals as f64: (a/b) / (c/d) = (a·d) / (b·c), formed
+/// from the exact values; `None` when either is missing, d is zero or the
+/// products overflow.
+pub fn ratio(n: Option<Exact>, d: Option<Exact>) -> Option<f64> {
+    let (n, d) = (n?, d?);
+    let num = n.num.checked_mul(d.den)?;
+    let den = n.den.checked_mul(d.num)?;
+    (den != 0).then(|| num as f64 / den as f64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

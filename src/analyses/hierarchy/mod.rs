@@ -863,13 +863,7 @@ pub fn compare(base: &TraceHierarchy, cand: &TraceHierarchy) -> Comparison {
     }
 }
 
-/// n / d from exact rationals: (a/b) / (c/d) = (a·d) / (b·c).
-fn ratio(n: Option<Exact>, d: Option<Exact>) -> Option<f64> {
-    let (n, d) = (n?, d?);
-    let num = n.num.checked_mul(d.den)?;
-    let den = n.den.checked_mul(d.num)?;
-    (den != 0).then(|| num as f64 / den as f64)
-}
+use crate::stats::ratio;
 
 #[cfg(test)]
 mod tests;

@@ -138,7 +138,7 @@ impl Document for HierarchyReport {
         self.write(&mut out, format)
     }
     fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
-        serde_json::to_value(self).map_err(|e| ApiError::Json(io::Error::other(e)))
+        crate::api::json_of(self)
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
         let t = &self.traces;

@@ -866,13 +866,7 @@ pub struct PhaseShare {
     pub gives_back: Option<f64>,
 }
 
-/// An exact ratio (a/b)/(c/d) as f64, or `None`.
-fn ratio(a: Option<Exact>, b: Option<Exact>) -> Option<f64> {
-    let (a, b) = (a?, b?);
-    let num = a.num.checked_mul(b.den)?;
-    let den = a.den.checked_mul(b.num)?;
-    (den != 0).then(|| num as f64 / den as f64)
-}
+use crate::stats::ratio;
 
 /// Compares two traces (first = baseline/AR). Decomposition, exactly:
 /// with P = P_MTP/P_AR, B = mean GPU busy per iteration and

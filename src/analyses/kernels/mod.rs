@@ -494,12 +494,7 @@ pub struct Comparison {
 
 /// Compares two traces' kernels figures (ratios of exact values).
 pub fn compare(base: &TraceKernels, cand: &TraceKernels) -> Comparison {
-    let ratio = |n: Option<Exact>, d: Option<Exact>| -> Option<f64> {
-        let (n, d) = (n?, d?);
-        let num = n.num.checked_mul(d.den)?;
-        let den = n.den.checked_mul(d.num)?;
-        (den != 0).then(|| num as f64 / den as f64)
-    };
+    let ratio = crate::stats::ratio;
     let span = |t: &TraceKernels| t.per_token(t.sums.span_ns);
     let busy = |t: &TraceKernels| t.per_token(t.sums.busy_ns);
     let kernels = |t: &TraceKernels| t.per_token(i128::from(t.sums.kernels));

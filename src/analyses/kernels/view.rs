@@ -68,7 +68,7 @@ impl Document for KernelsReport {
                 self.traces.iter().map(|t| &t.rows),
             ))
         } else {
-            serde_json::to_value(self).map_err(|e| ApiError::Json(io::Error::other(e)))
+            crate::api::json_of(self)
         }
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {

@@ -687,13 +687,7 @@ pub struct Comparison {
 
 /// Compares two traces' figures.
 pub fn compare(base: &TracePairs, cand: &TracePairs) -> Comparison {
-    // Ratios are formed from the exact values: (a/b) / (c/d) = (a·d)/(b·c).
-    let ratio = |n: Option<Exact>, d: Option<Exact>| -> Option<f64> {
-        let (n, d) = (n?, d?);
-        let num = n.num.checked_mul(d.den)?;
-        let den = n.den.checked_mul(d.num)?;
-        (den != 0).then(|| num as f64 / den as f64)
-    };
+    let ratio = crate::stats::ratio;
     let per_token = |t: &TracePairs| -> Option<Exact> {
         let tok = t.completion_tokens.filter(|&k| k > 0)?;
         (t.measured > 0).then_some(Exact {

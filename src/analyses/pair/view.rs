@@ -124,7 +124,7 @@ impl Document for PairReport {
         if per_context {
             Ok(json_with_rows(self, self.traces.iter().map(|t| &t.rows)))
         } else {
-            serde_json::to_value(self).map_err(|e| ApiError::Json(io::Error::other(e)))
+            crate::api::json_of(self)
         }
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {

@@ -229,12 +229,25 @@ pub trait Command: Analysis {
     /// Whether `batch` runs it on every trace (a comparison of two traces,
     /// such as `diff`, is not a per-file figure: off).
     const IN_BATCH: bool = true;
+    /// A directory among the paths stands for the worker traces under it
+    /// (`ranks` reads a run's directory).
+    const TAKES_DIRECTORIES: bool = false;
+    /// A trace of which nothing could be read is reported (with its
+    /// error) rather than stopping the call: one rank's bad file must not
+    /// hide the others.
+    const KEEPS_UNREADABLE: bool = false;
     /// Checks the options and builds what the plan holds.
     fn configure(options: &Self::Options, selector: &Selector) -> Result<Self::Config, ApiError>;
     /// What one trace's figures (tokens set) make the subcommand say.
     fn said(output: &Self::Output, contexts: &crate::contexts::Contexts) -> Said;
     /// The report over every trace's figures, in trace order.
-    fn report(outputs: Vec<Self::Output>) -> Self::Report;
+    fn report(outputs: Vec<Self::Output>, config: &Self::Config) -> Self::Report;
+    /// What the report as a whole makes the subcommand say (an analysis
+    /// over groups of traces, such as `ranks`' runs); messages carry the
+    /// trace index `paths.len()`.
+    fn report_said(_report: &Self::Report) -> Said {
+        Said::default()
+    }
 }
 
 /// Reads each trace once with `read`, in parallel, with a progress bar per
@@ -242,6 +255,20 @@ pub trait Command: Analysis {
 /// error (the first one, in path order); one read in part keeps its error
 /// in [`TraceResult::error`].
 pub fn read_all<F>(paths: &[PathBuf], quiet: bool, read: F) -> Result<Vec<TraceResult>, ApiError>
+where
+    F: Fn(&Path, Arc<AtomicU64>) -> TraceResult + Sync,
+{
+    read_all_keeping(paths, quiet, false, read)
+}
+
+/// [`read_all`]; with `keep_unreadable`, a trace of which nothing could
+/// be read is returned with its error like one read in part.
+pub fn read_all_keeping<F>(
+    paths: &[PathBuf],
+    quiet: bool,
+    keep_unreadable: bool,
+    read: F,
+) -> Result<Vec<TraceResult>, ApiError>
 where
     F: Fn(&Path, Arc<AtomicU64>) -> TraceResult + Sync,
 {
@@ -258,7 +285,7 @@ where
     results
         .into_iter()
         .map(|mut r| match r.error.take() {
-            Some(e) if r.events == 0 => Err(e.into()),
+            Some(e) if r.events == 0 && !keep_unreadable => Err(e.into()),
             e => {
                 r.error = e;
                 Ok(r)
@@ -308,12 +335,21 @@ pub fn run<A: Command>(
     common: &Common,
     options: &A::Options,
 ) -> Result<Outcome<A::Report>, ApiError> {
+    let expanded;
+    let paths = match A::TAKES_DIRECTORIES {
+        true => {
+            expanded = expand_directories(paths)?;
+            &expanded[..]
+        }
+        false => paths,
+    };
     let given = given_per_trace(paths, &common.given, A::MAX_TRACES)?;
     let config = A::configure(options, &common.selector)?;
-    let plan = Plan::new(common.selector.clone()).with_analysis::<A>(config);
-    let mut results = read_all(paths, common.quiet, |path, counter| {
-        analysis::analyze_path(path, counter, &plan)
-    })?;
+    let plan = Plan::new(common.selector.clone()).with_analysis::<A>(config.clone());
+    let mut results =
+        read_all_keeping(paths, common.quiet, A::KEEPS_UNREADABLE, |path, counter| {
+            analysis::analyze_path(path, counter, &plan)
+        })?;
     let incomplete = first_incomplete(&mut results);
     let (mut problems, mut notes, mut outputs) = (Vec::new(), Vec::new(), Vec::new());
     for (i, ((mut res, path), given)) in results.into_iter().zip(paths).zip(&given).enumerate() {
@@ -328,12 +364,51 @@ pub fn run<A: Command>(
         notes.extend(said.notes.into_iter().map(message));
         outputs.push(out);
     }
+    let report = A::report(outputs, &config);
+    let said = A::report_said(&report);
+    let message = |text| Message {
+        trace: paths.len(),
+        text,
+    };
+    problems.extend(said.problems.into_iter().map(message));
+    notes.extend(said.notes.into_iter().map(message));
     Ok(Outcome {
-        report: A::report(outputs),
+        report,
         problems,
         notes,
         incomplete,
     })
+}
+
+/// Each directory among `paths` replaced by the worker traces under it
+/// (recursively, sorted by relative name; frontend and capture traces
+/// left out); files are kept as given.
+pub fn expand_directories(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ApiError> {
+    use crate::batch::inputs::{classify, walk, Kind};
+    let mut out = Vec::new();
+    for p in paths {
+        if !p.is_dir() {
+            out.push(p.clone());
+            continue;
+        }
+        let (files, _) = walk(p, None).map_err(|e| {
+            ApiError::Arguments(format!("{}: cannot list the directory: {e}", p.display()))
+        })?;
+        let before = out.len();
+        out.extend(
+            files
+                .into_iter()
+                .filter(|f| classify(&f.rel, false) == Kind::Worker)
+                .map(|f| f.path),
+        );
+        if out.len() == before {
+            return Err(ApiError::Arguments(format!(
+                "{}: no worker trace (*.pt.trace.json[.gz]) under the directory",
+                p.display()
+            )));
+        }
+    }
+    Ok(out)
 }
 
 /// A subcommand's outcome whatever its analysis: what [`run_named`] gives.

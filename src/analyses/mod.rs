@@ -10,6 +10,7 @@ pub mod hierarchy;
 pub mod iterations;
 pub mod kernels;
 pub mod pair;
+pub mod ranks;
 
 use crate::analysis::Entry;
 
@@ -20,4 +21,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<kernels::Kernels>(),
     Entry::command::<iterations::Iterations>(),
     Entry::command::<diff::Diff>(),
+    Entry::command::<ranks::Ranks>(),
 ];

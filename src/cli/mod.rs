@@ -15,6 +15,7 @@ pub mod kernels;
 pub mod merge;
 pub mod pair;
 pub mod plot;
+pub mod ranks;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -76,6 +77,7 @@ pub enum Command {
     Batch(batch::BatchArgs),
     Merge(merge::MergeArgs),
     Diff(diff::DiffArgs),
+    Ranks(ranks::RanksArgs),
 }
 
 /// How step contexts are chosen; the same flags on every subcommand.
@@ -170,7 +172,16 @@ pub fn run_command<A: torchtrace::api::Command>(
     use std::io::Write;
     use torchtrace::api::Document;
     let out = torchtrace::api::run::<A>(traces, &common, options)?;
-    for i in 0..traces.len() {
+    // Messages of the report as a whole (runs of ranks) carry the index
+    // past the last trace; a directory may stand for several traces.
+    let last = out
+        .problems
+        .iter()
+        .chain(&out.notes)
+        .map(|m| m.trace)
+        .max()
+        .unwrap_or(0);
+    for i in 0..=last.max(traces.len()) {
         if !A::PROBLEMS_AFTER_REPORT {
             for p in out.problems.iter().filter(|p| p.trace == i) {
                 eprintln!("torchtrace: {}", p.text);
@@ -285,6 +296,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Iterations(a) => iterations::run(a, &cli.global),
         Command::Merge(a) => merge::run(a, &cli.global),
         Command::Diff(a) => diff::run(a, &cli.global),
+        Command::Ranks(a) => ranks::run(a, &cli.global),
     }
 }
 
@@ -302,6 +314,7 @@ impl Command {
             Command::Iterations(a) => a.traces.iter().chain(&a.summary).collect(),
             Command::Merge(a) => a.records.iter().collect(),
             Command::Diff(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Ranks(a) => a.traces.iter().collect(),
         }
     }
 }

@@ -84,7 +84,7 @@ impl Command for Diff {
         }
     }
 
-    fn report(outputs: Vec<TraceDiff>) -> DiffReport {
+    fn report(outputs: Vec<TraceDiff>, _: &Self::Config) -> DiffReport {
         DiffReport::new(outputs)
     }
 }

@@ -179,7 +179,7 @@ impl Command for Hierarchy {
         said
     }
 
-    fn report(outputs: Vec<TraceHierarchy>) -> HierarchyReport {
+    fn report(outputs: Vec<TraceHierarchy>, _: &Self::Config) -> HierarchyReport {
         HierarchyReport::new(outputs)
     }
 }

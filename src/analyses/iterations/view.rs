@@ -112,7 +112,7 @@ impl Command for Iterations {
         Said { problems, notes }
     }
 
-    fn report(outputs: Vec<TraceIterations>) -> IterationsReport {
+    fn report(outputs: Vec<TraceIterations>, _: &Self::Config) -> IterationsReport {
         IterationsReport::new(outputs)
     }
 }

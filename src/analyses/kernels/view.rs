@@ -104,7 +104,7 @@ impl Command for Kernels {
         }
     }
 
-    fn report(outputs: Vec<TraceKernels>) -> KernelsReport {
+    fn report(outputs: Vec<TraceKernels>, _: &Self::Config) -> KernelsReport {
         KernelsReport::new(outputs)
     }
 }

@@ -163,7 +163,7 @@ impl Command for Pair {
         }
     }
 
-    fn report(outputs: Vec<TracePairs>) -> PairReport {
+    fn report(outputs: Vec<TracePairs>, _: &Self::Config) -> PairReport {
         PairReport::new(outputs)
     }
 }

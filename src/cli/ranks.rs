@@ -1,0 +1,121 @@
+//! `torchtrace ranks`: the traces of a multi-rank run side by side — per
+//! vLLM step, which rank made the others wait, and how long.
+
+use super::kernels::ScopeArg;
+use super::{Exit, FormatArg, GlobalArgs};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use torchtrace::analyses::ranks::{self, Align, Ranks, RanksSpec};
+use torchtrace::api;
+
+/// Group rank traces into runs, align their decode steps, match their
+/// collectives and find the stragglers: per step, the rank the others
+/// waited for, and how long.
+///
+/// Definitions (integer ns, every rank's times minus its applied offset):
+///   run             traces in one directory with one name prefix; the rank from
+///                   --rank-regex, vLLM's name ([prefix_]dp…_tp…_rank<r>.<ns> or
+///                   <id>-rank-<r>) or distributedInfo.rank. The k-th file of each
+///                   rank (by the name's time stamp) is profiler cycle k.
+///   steps           the selected step contexts (decode steps by default, as
+///                   `pair`), aligned by ordinal across the ranks while their
+///                   names agree (the name encodes the scheduler output). Other
+///                   vLLM step annotations (prefill, mixed) are aligned apart.
+///   collectives     GPU activities whose name matches nccl|rccl|
+///                   cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|
+///                   all_?to_?all|custom_?ar (case-insensitive; --collective adds
+///                   patterns), attributed to a step by launch correlation (graph
+///                   replays included, innermost range first, as `kernels`),
+///                   sorted by start. The k-th of step i is matched across ranks
+///                   (the fewest any rank has).
+///   clock offset    of rank r: lower median over matched collectives of
+///                   end_r − end_ref (ref = lowest rank); spread = lower median
+///                   |difference − offset|. Credible: ≥ 8 matches, spread ≤ 20 µs.
+///                   --align auto subtracts credible offsets; none keeps clocks.
+///   wait            of rank r at a collective: latest start − start_r; of a
+///                   step: Σ over its collectives. Arrival = start_r − earliest.
+///   straggler       of a step: the rank whose last arrivals imposed the most
+///                   (Σ latest − earliest start where it came last; ties: lowest
+///                   rank). Delay = the largest wait of the other ranks.
+///   flagged         delay > threshold = --threshold-us, or max(--floor-us,
+///                   --floor-step-pct % of the run's median decode-step GPU span,
+///                   median + --mad-k·MAD of the step delays).
+///   per rank        wait = Σ over aligned decode steps; per token = wait / the
+///                   run's completion tokens; share = wait / Σ GPU span of its
+///                   aligned decode steps.
+///
+/// Exit status: 0 ok; 1 when a trace lacks the selected context; 2 on bad
+/// arguments or when a trace could not be read to its end (the other ranks
+/// are still reported).
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct RanksArgs {
+    /// Rank traces, or directories holding them (any number, any runs).
+    #[arg(required = true, value_name = "TRACE|DIR")]
+    pub traces: Vec<PathBuf>,
+    #[command(flatten)]
+    pub contexts: super::ContextArgs,
+    /// Completion tokens of each run (overrides the run summaries).
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<u64>,
+    /// Also list every aligned decode step.
+    #[arg(long)]
+    pub per_step: bool,
+    /// A further collective pattern (regular expression; repeatable).
+    #[arg(long = "collective", value_name = "REGEX")]
+    pub collectives: Vec<String>,
+    /// The rank in the file name: the first capture group (or group `rank`).
+    #[arg(long, value_name = "REGEX")]
+    pub rank_regex: Option<String>,
+    /// Apply the measured clock offsets (auto: when credible) or not.
+    #[arg(long, value_enum, default_value_t = AlignArg::Auto)]
+    pub align: AlignArg,
+    /// A fixed straggler threshold in µs (overrides the derived one).
+    #[arg(long, value_name = "US")]
+    pub threshold_us: Option<u64>,
+    /// k of the derived threshold's median + k·MAD.
+    #[arg(long, default_value_t = ranks::DEFAULT_MAD_K, value_name = "K")]
+    pub mad_k: u32,
+    /// The derived threshold's absolute floor in µs.
+    #[arg(long, default_value_t = ranks::DEFAULT_FLOOR_NS / 1000, value_name = "US")]
+    pub floor_us: u64,
+    /// The derived threshold's floor, in % of the median decode-step GPU span.
+    #[arg(long, default_value_t = ranks::DEFAULT_FLOOR_STEP_PCT, value_name = "PCT")]
+    pub floor_step_pct: u32,
+    /// Which launch calls a step holds (as `kernels --launch-scope`).
+    #[arg(long, value_enum, default_value_t = ScopeArg::Auto, value_name = "SCOPE")]
+    pub launch_scope: ScopeArg,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum AlignArg {
+    Auto,
+    None,
+}
+
+pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let common = api::Common {
+        selector: args.contexts.selector()?,
+        given: Vec::new(),
+        quiet: global.quiet,
+    };
+    let options = RanksSpec {
+        collectives: args.collectives,
+        rank_regex: args.rank_regex,
+        align: match args.align {
+            AlignArg::Auto => Align::Auto,
+            AlignArg::None => Align::None,
+        },
+        threshold_ns: args.threshold_us.map(|u| u.saturating_mul(1000)),
+        mad_k: args.mad_k,
+        floor_ns: args.floor_us.saturating_mul(1000),
+        floor_step_pct: args.floor_step_pct,
+        launch_scope: args.launch_scope.into(),
+        tokens: args.tokens,
+    };
+    let how = (args.format, args.per_step);
+    super::run_command::<Ranks>(&args.traces, common, &options, how, global)
+}

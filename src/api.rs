@@ -541,10 +541,19 @@ mod tests {
     fn wrong_calls_are_argument_errors() {
         let p = PathBuf::from(HTA);
         let three = [p.clone(), p.clone(), p.clone()];
+        let quiet = Common {
+            quiet: true,
+            ..Default::default()
+        };
+        // diff compares two traces; pair takes any number (no comparison
+        // past two).
         assert!(matches!(
-            pair(&three, &PairOptions::default()),
+            run_named("diff", &three, &quiet, &serde_json::json!({})),
             Err(ApiError::Arguments(_))
         ));
+        let many = pair(&three, &PairOptions::default()).unwrap();
+        assert_eq!(many.report.traces.len(), 3);
+        assert!(many.report.comparison.is_none());
         assert!(matches!(
             kernels(&[], &KernelsOptions::default()),
             Err(ApiError::Arguments(_))

@@ -241,3 +241,36 @@ fn no_trace_in_a_directory_is_an_argument_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no worker trace"));
 }
+
+#[test]
+fn plot_draws_one_figure_per_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_string_lossy().into_owned();
+    let out = bin()
+        .args([
+            "ranks",
+            "-q",
+            "--plot",
+            &d,
+            "--plot-format",
+            "both",
+            TP2,
+            DLRM,
+        ])
+        .args(["--context-regex", "^(ProfilerStep#|execute_context_0)"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for stem in ["ranks_ar_plain", "ranks_dlrm_kineto"] {
+        assert!(dir.path().join(format!("{stem}.png")).exists(), "{stem}");
+        let svg = std::fs::read_to_string(dir.path().join(format!("{stem}.svg"))).unwrap();
+        assert!(svg.contains("rank 1"), "{stem}");
+    }
+    let svg = std::fs::read_to_string(dir.path().join("ranks_ar_plain.svg")).unwrap();
+    assert!(svg.contains("(17 flagged)"));
+}

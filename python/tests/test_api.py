@@ -98,6 +98,21 @@ def test_diff_matches_cli():
     assert s["call_count_units"] + s["duration_units"] + s["added_units"] - s["removed_units"] == s["total_units"]
 
 
+def test_ranks_matches_cli_and_finds_the_injected_stragglers():
+    tp2 = ROOT / "tests/data/tp2/ar_plain"
+    doc = torchtrace.ranks(tp2, per_step=True)
+    assert doc == cli_json("ranks", str(tp2), "--per-step")
+    (run,) = doc["runs"]
+    truth = json.loads((ROOT / "tests/data/tp2/GROUND_TRUTH.json").read_text())
+    injected = [(i["step"], i["rank"]) for i in truth["runs"]["ar_plain"]["injected"]]
+    assert [(s["step"], s["rank"]) for s in run["stragglers"]] == injected
+    assert [r["wait_ns"] for r in run["ranks"]] == [55912589, 2453328]
+    fixed = torchtrace.ranks(tp2, threshold_ns=3_000_000)
+    assert [s["step"] for s in fixed["runs"][0]["stragglers"]] == [119 + k for k in range(1, 6)] + [203]
+    with pytest.raises(ValueError):
+        torchtrace.ranks(tp2, no_such_option=1)
+
+
 def test_hierarchy_matches_cli():
     doc = torchtrace.hierarchy([AR, MTP])
     assert doc == cli_json("hierarchy", str(AR), str(MTP))

@@ -324,6 +324,37 @@ def diff(
                tokens=tokens, summaries=summaries, progress=progress, **options)
 
 
+def ranks(
+    paths: Paths,
+    context: Optional[str] = None,
+    context_regex: Optional[str] = None,
+    per_step: bool = False,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """The traces of multi-rank runs side by side, as ``torchtrace ranks -f
+    json`` prints it: ``run("ranks", ...)``. Per vLLM step, which rank the
+    others waited for at the step's collectives, and how long.
+
+    Args:
+        paths: rank traces, or directories holding them (grouped into runs by
+            directory, name prefix and profiler cycle).
+        context, context_regex, progress: as for :func:`run`.
+        per_step: add each run's ``steps`` (every aligned decode step).
+        **options: ``rank_regex`` (the rank in the file name: first capture
+            group), ``collectives`` (extra patterns), ``align`` (``"auto"`` or
+            ``"none"``), ``threshold_ns`` (fixed straggler threshold),
+            ``mad_k``, ``floor_ns``, ``floor_step_pct`` (the derived one),
+            ``tokens`` (completion tokens of every run), ``launch_scope``.
+
+    Returns:
+        ``{"runs": [{"run", "ranks", "offsets", "threshold", "stragglers",
+        "boundary", "steps"?, "notes", ...}]}``.
+    """
+    return run("ranks", paths, context=context, context_regex=context_regex,
+               per_context=per_step, progress=progress, **options)
+
+
 
 def contexts(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
     """The per-context rows of a :func:`pair` or :func:`kernels` document made

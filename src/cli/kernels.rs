@@ -48,8 +48,9 @@ use torchtrace::ledger::attribution::LaunchScope;
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct KernelsArgs {
-    /// One trace, or two: baseline (AR) then candidate (MTP). `-` reads stdin.
-    #[arg(required = true, num_args = 1..=2, value_name = "TRACE")]
+    /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
+    /// (side by side, e.g. the ranks of a run). `-` reads stdin.
+    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,

@@ -166,8 +166,21 @@ pub fn run_command<A: torchtrace::api::Command>(
     traces: &[std::path::PathBuf],
     common: torchtrace::api::Common,
     options: &A::Options,
+    how: (FormatArg, bool),
+    global: &GlobalArgs,
+) -> anyhow::Result<Exit> {
+    run_command_then::<A>(traces, common, options, how, global, |_| Ok(()))
+}
+
+/// [`run_command`], then `after` with the report once it is printed (to
+/// draw its figures, say).
+pub fn run_command_then<A: torchtrace::api::Command>(
+    traces: &[std::path::PathBuf],
+    common: torchtrace::api::Common,
+    options: &A::Options,
     (format, per_context): (FormatArg, bool),
     global: &GlobalArgs,
+    after: impl FnOnce(&A::Report) -> anyhow::Result<()>,
 ) -> anyhow::Result<Exit> {
     use std::io::Write;
     use torchtrace::api::Document;
@@ -195,6 +208,7 @@ pub fn run_command<A: torchtrace::api::Command>(
     out.report
         .write_to(&mut stdout, format.into(), per_context)?;
     stdout.flush()?;
+    after(&out.report)?;
     incomplete(out.report.completeness(), "figures above")?;
     if A::PROBLEMS_AFTER_REPORT {
         for p in &out.problems {

@@ -2,7 +2,7 @@
 //! vLLM step, which rank made the others wait, and how long.
 
 use super::kernels::ScopeArg;
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg};
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 use torchtrace::analyses::ranks::{self, Align, Ranks, RanksSpec};
@@ -85,6 +85,14 @@ pub struct RanksArgs {
     /// Which launch calls a step holds (as `kernels --launch-scope`).
     #[arg(long, value_enum, default_value_t = ScopeArg::Auto, value_name = "SCOPE")]
     pub launch_scope: ScopeArg,
+    /// Also draw each run's figure (rank × step heatmap of arrival delay,
+    /// stragglers marked; wait per token per rank) into DIR as
+    /// ranks_<run>.png|svg.
+    #[arg(long, value_name = "DIR")]
+    pub plot: Option<PathBuf>,
+    /// Image format of --plot.
+    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png)]
+    pub plot_format: ImageFormatArg,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -117,5 +125,16 @@ pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         tokens: args.tokens,
     };
     let how = (args.format, args.per_step);
-    super::run_command::<Ranks>(&args.traces, common, &options, how, global)
+    let (plot, fmt) = (args.plot, args.plot_format);
+    super::run_command_then::<Ranks>(&args.traces, common, &options, how, global, |report| {
+        let Some(dir) = plot else {
+            return Ok(());
+        };
+        let files =
+            torchtrace::plot::ranks::render_runs(&report.runs, &dir, fmt.into(), (1400, 800))?;
+        for f in files {
+            note(global, &format!("wrote {}", f.display()));
+        }
+        Ok(())
+    })
 }

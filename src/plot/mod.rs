@@ -13,6 +13,7 @@
 //! | `fig4_hierarchy_medians`     | median inclusive duration of each chain function (Table 9)      |
 //! | `fig5_cpu_vs_gpu_span`       | per-context CPU span against GPU span: GPU-bound vs launch-bound |
 //! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
+//! | `ranks_<run>`                | `ranks`: rank × step heatmap of arrival delay, stragglers marked; wait per token per rank |
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
@@ -26,6 +27,7 @@ mod hierarchy;
 mod input;
 mod layout;
 mod marks;
+pub mod ranks;
 mod scatter;
 mod summary;
 mod theme;

@@ -69,7 +69,6 @@ impl Document for IterationsReport {
 impl Command for Iterations {
     type Options = IterationsSpec;
     type Report = IterationsReport;
-    const MAX_TRACES: Option<usize> = Some(2);
 
     fn configure(options: &IterationsSpec, _: &Selector) -> Result<IterationsSpec, ApiError> {
         if options

@@ -83,7 +83,6 @@ impl Document for KernelsReport {
 impl Command for Kernels {
     type Options = KernelsSpec;
     type Report = KernelsReport;
-    const MAX_TRACES: Option<usize> = Some(2);
 
     fn configure(options: &KernelsSpec, _: &Selector) -> Result<KernelsSpec, ApiError> {
         Ok(*options)

@@ -139,7 +139,6 @@ impl Document for PairReport {
 impl Command for Pair {
     type Options = PairSpec;
     type Report = PairReport;
-    const MAX_TRACES: Option<usize> = Some(2);
 
     fn configure(options: &PairSpec, _: &Selector) -> Result<PairSpec, ApiError> {
         Ok(*options)

@@ -34,7 +34,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
@@ -185,7 +185,7 @@ def test_missing_file_names_the_path(tmp_path):
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: torchtrace.pair([AR, MTP, AR]),
+        lambda: torchtrace.run("diff", [AR, MTP, AR]),
         lambda: torchtrace.pair([]),
         lambda: torchtrace.pair(AR, context="a", context_regex="b"),
         lambda: torchtrace.pair(AR, context_regex="("),

@@ -186,7 +186,8 @@ def pair(
     ``torchtrace pair -f json`` does: ``run("pair", ...)``.
 
     Args:
-        paths: one trace, or two: baseline (AR) then candidate (MTP).
+        paths: one trace; two: baseline (AR) then candidate (MTP), compared;
+            or more, side by side (the ranks of a run, say).
         context, context_regex, tokens, summaries, per_context, progress: as
             for :func:`run`.
         gpu_span: ``"auto"``, ``"annotation"`` or ``"correlation"``.
@@ -214,7 +215,8 @@ def kernels(
     does: ``run("kernels", ...)``.
 
     Args:
-        paths: one trace, or two: baseline (AR) then candidate (MTP).
+        paths: one trace; two: baseline (AR) then candidate (MTP), compared;
+            or more, side by side (the ranks of a run, say).
         context, context_regex, tokens, summaries, per_context, progress: as
             for :func:`run`.
         top: how many kernels to list per trace.
@@ -243,7 +245,8 @@ def iterations(
     ``torchtrace iterations -f json`` does: ``run("iterations", ...)``.
 
     Args:
-        paths: one trace, or two: baseline (AR) then candidate (MTP).
+        paths: one trace; two: baseline (AR) then candidate (MTP), compared;
+            or more, side by side (the ranks of a run, say).
         context, context_regex, tokens, summaries, progress: as for :func:`run`.
         per_iteration: add each trace's ``rows`` (one per iteration).
         **options: ``sample_names``, ``draft_names`` (lists of range names),

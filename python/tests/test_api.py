@@ -107,7 +107,7 @@ def test_ranks_matches_cli_and_finds_the_injected_stragglers():
     injected = [(i["step"], i["rank"]) for i in truth["runs"]["ar_plain"]["injected"]]
     assert [(s["step"], s["rank"]) for s in run["stragglers"]] == injected
     assert [r["wait_ns"] for r in run["ranks"]] == [55912589, 2453328]
-    fixed = torchtrace.ranks(tp2, threshold_ns=3_000_000)
+    fixed = torchtrace.ranks(tp2, threshold_us=3000)
     assert [s["step"] for s in fixed["runs"][0]["stragglers"]] == [119 + k for k in range(1, 6)] + [203]
     with pytest.raises(ValueError):
         torchtrace.ranks(tp2, no_such_option=1)

@@ -346,8 +346,8 @@ def ranks(
         per_step: add each run's ``steps`` (every aligned decode step).
         **options: ``rank_regex`` (the rank in the file name: first capture
             group), ``collectives`` (extra patterns), ``align`` (``"auto"`` or
-            ``"none"``), ``threshold_ns`` (fixed straggler threshold),
-            ``mad_k``, ``floor_ns``, ``floor_step_pct`` (the derived one),
+            ``"none"``), ``threshold_us`` (fixed straggler threshold, µs),
+            ``mad_k``, ``floor_us``, ``floor_step_pct`` (the derived one),
             ``tokens`` (completion tokens of every run), ``launch_scope``.
 
     Returns:

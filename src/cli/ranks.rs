@@ -1,11 +1,10 @@
 //! `torchtrace ranks`: the traces of a multi-rank run side by side — per
 //! vLLM step, which rank made the others wait, and how long.
 
-use super::kernels::ScopeArg;
 use super::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg};
-use clap::{Args, ValueEnum};
+use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::ranks::{self, Align, Ranks, RanksSpec};
+use torchtrace::analyses::ranks::{Ranks, RanksSpec};
 use torchtrace::api;
 
 /// Group rank traces into runs, align their decode steps, match their
@@ -55,36 +54,11 @@ pub struct RanksArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
-    /// Completion tokens of each run (overrides the run summaries).
-    #[arg(long, value_name = "N")]
-    pub tokens: Option<u64>,
     /// Also list every aligned decode step.
     #[arg(long)]
     pub per_step: bool,
-    /// A further collective pattern (regular expression; repeatable).
-    #[arg(long = "collective", value_name = "REGEX")]
-    pub collectives: Vec<String>,
-    /// The rank in the file name: the first capture group (or group `rank`).
-    #[arg(long, value_name = "REGEX")]
-    pub rank_regex: Option<String>,
-    /// Apply the measured clock offsets (auto: when credible) or not.
-    #[arg(long, value_enum, default_value_t = AlignArg::Auto)]
-    pub align: AlignArg,
-    /// A fixed straggler threshold in µs (overrides the derived one).
-    #[arg(long, value_name = "US")]
-    pub threshold_us: Option<u64>,
-    /// k of the derived threshold's median + k·MAD.
-    #[arg(long, default_value_t = ranks::DEFAULT_MAD_K, value_name = "K")]
-    pub mad_k: u32,
-    /// The derived threshold's absolute floor in µs.
-    #[arg(long, default_value_t = ranks::DEFAULT_FLOOR_NS / 1000, value_name = "US")]
-    pub floor_us: u64,
-    /// The derived threshold's floor, in % of the median decode-step GPU span.
-    #[arg(long, default_value_t = ranks::DEFAULT_FLOOR_STEP_PCT, value_name = "PCT")]
-    pub floor_step_pct: u32,
-    /// Which launch calls a step holds (as `kernels --launch-scope`).
-    #[arg(long, value_enum, default_value_t = ScopeArg::Auto, value_name = "SCOPE")]
-    pub launch_scope: ScopeArg,
+    #[command(flatten)]
+    pub options: RanksSpec,
     /// Also draw each run's figure (rank × step heatmap of arrival delay,
     /// stragglers marked; wait per token per rank) into DIR as
     /// ranks_<run>.png|svg.
@@ -98,35 +72,15 @@ pub struct RanksArgs {
     pub format: FormatArg,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum AlignArg {
-    Auto,
-    None,
-}
-
 pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = api::Common {
         selector: args.contexts.selector()?,
         given: Vec::new(),
         quiet: global.quiet,
     };
-    let options = RanksSpec {
-        collectives: args.collectives,
-        rank_regex: args.rank_regex,
-        align: match args.align {
-            AlignArg::Auto => Align::Auto,
-            AlignArg::None => Align::None,
-        },
-        threshold_ns: args.threshold_us.map(|u| u.saturating_mul(1000)),
-        mad_k: args.mad_k,
-        floor_ns: args.floor_us.saturating_mul(1000),
-        floor_step_pct: args.floor_step_pct,
-        launch_scope: args.launch_scope.into(),
-        tokens: args.tokens,
-    };
     let how = (args.format, args.per_step);
     let (plot, fmt) = (args.plot, args.plot_format);
-    super::run_command_then::<Ranks>(&args.traces, common, &options, how, global, |report| {
+    super::run_command_then::<Ranks>(&args.traces, common, &args.options, how, global, |report| {
         let Some(dir) = plot else {
             return Ok(());
         };

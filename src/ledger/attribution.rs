@@ -37,6 +37,7 @@ use std::collections::BinaryHeap;
 
 /// Which launch calls a range can hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum LaunchScope {
     /// `process` for `ProfilerStep#N` ranges (training: the autograd thread

@@ -95,7 +95,7 @@ pub struct Threshold {
     pub mad_delay_ns: Option<Exact>,
     pub median_step_span_ns: Option<Exact>,
     pub mad_k: u32,
-    pub floor_ns: u64,
+    pub floor_us: u64,
     pub floor_step_pct: u32,
 }
 
@@ -475,17 +475,18 @@ fn threshold(steps: &[StepRow], cfg: &RanksConfig) -> Threshold {
         mad_delay_ns: mad,
         median_step_span_ns: span_median,
         mad_k: spec.mad_k,
-        floor_ns: spec.floor_ns,
+        floor_us: spec.floor_us,
         floor_step_pct: spec.floor_step_pct,
     };
-    if let Some(t) = spec.threshold_ns {
+    let us = |v: u64| Exact::int(i64::try_from(v.saturating_mul(1000)).unwrap_or(i64::MAX));
+    if let Some(t) = spec.threshold_us {
         return Threshold {
-            ns: Exact::int(i64::try_from(t).unwrap_or(i64::MAX)),
+            ns: us(t),
             rule: "fixed".into(),
             ..base
         };
     }
-    let floor = Exact::int(i64::try_from(spec.floor_ns).unwrap_or(i64::MAX));
+    let floor = us(spec.floor_us);
     let mut cands = vec![("floor", floor)];
     if let Some(s) = span_median {
         cands.push((

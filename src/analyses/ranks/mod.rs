@@ -49,17 +49,18 @@ pub const COLLECTIVE_PATTERN: &str = crate::analyses::diff::FAMILIES[0].1;
 
 /// Default k of the threshold's median + k·MAD.
 pub const DEFAULT_MAD_K: u32 = 10;
-/// Default absolute floor of the threshold (ns).
-pub const DEFAULT_FLOOR_NS: u64 = 100_000;
+/// Default absolute floor of the threshold (µs).
+pub const DEFAULT_FLOOR_US: u64 = 100;
 /// Default floor relative to the median decode-step GPU span (percent).
 pub const DEFAULT_FLOOR_STEP_PCT: u32 = 50;
 
 /// Whether measured clock offsets are applied.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Align {
-    /// Applied when credible (see [`align::MIN_MATCHED`],
-    /// [`align::MAX_SPREAD_NS`]).
+    /// Applied when credible: at least 8 matched collectives, spread at
+    /// most 20 µs (`align::MIN_MATCHED`, `align::MAX_SPREAD_NS`).
     #[default]
     Auto,
     /// Never: the traces' own clocks.
@@ -75,31 +76,49 @@ impl Align {
     }
 }
 
-/// Options of the ranks analysis (flags, Python keywords, records).
+/// Options of the ranks analysis, defined once: the flags of `torchtrace
+/// ranks` (clap derive, feature `cli`), Python keywords and records.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct RanksSpec {
-    /// Extra collective patterns (regular expressions), matched besides
-    /// [`COLLECTIVE_PATTERN`].
+    /// A further collective pattern (regular expression, case-insensitive;
+    /// repeatable), matched besides the built-in list.
+    #[cfg_attr(feature = "cli", arg(long = "collective", value_name = "REGEX"))]
     pub collectives: Vec<String>,
-    /// A regular expression over the file name whose first capture group
-    /// (or group `rank`) is the rank: for files not named as vLLM names
-    /// them and without `distributedInfo`.
+    /// The rank in the file name: the first capture group (or group
+    /// `rank`) of this regular expression; for files not named as vLLM
+    /// names them and without distributedInfo.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "REGEX"))]
     pub rank_regex: Option<String>,
-    /// Apply the measured clock offsets (`auto`) or not (`none`).
+    /// Apply the measured clock offsets (auto: when credible) or not.
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = Align::Auto))]
     pub align: Align,
-    /// A fixed straggler threshold (ns): overrides the derived one.
-    pub threshold_ns: Option<u64>,
+    /// A fixed straggler threshold in µs (overrides the derived one).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "US"))]
+    pub threshold_us: Option<u64>,
     /// k of the derived threshold's median + k·MAD of the step delays.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_MAD_K, value_name = "K"))]
     pub mad_k: u32,
-    /// The derived threshold's absolute floor (ns).
-    pub floor_ns: u64,
-    /// The derived threshold's floor as a percentage of the run's median
-    /// decode-step GPU span.
+    /// The derived threshold's absolute floor in µs.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_FLOOR_US, value_name = "US"))]
+    pub floor_us: u64,
+    /// The derived threshold's floor, in % of the run's median decode-step
+    /// GPU span.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, default_value_t = DEFAULT_FLOOR_STEP_PCT, value_name = "PCT")
+    )]
     pub floor_step_pct: u32,
-    /// Which launch calls a step holds (as `kernels`).
+    /// Which launch calls a step holds: those of its own thread, or of any
+    /// thread of its process (as `kernels --launch-scope`).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
+    )]
     pub launch_scope: LaunchScope,
-    /// The completion tokens of every run (overrides run summaries).
+    /// Completion tokens of each run (overrides the run summaries).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     pub tokens: Option<u64>,
 }
 
@@ -109,9 +128,9 @@ impl Default for RanksSpec {
             collectives: Vec::new(),
             rank_regex: None,
             align: Align::Auto,
-            threshold_ns: None,
+            threshold_us: None,
             mad_k: DEFAULT_MAD_K,
-            floor_ns: DEFAULT_FLOOR_NS,
+            floor_us: DEFAULT_FLOOR_US,
             floor_step_pct: DEFAULT_FLOOR_STEP_PCT,
             launch_scope: LaunchScope::Auto,
             tokens: None,

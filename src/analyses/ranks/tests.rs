@@ -201,34 +201,35 @@ fn waits_last_arrivers_and_delay_on_the_doc_timeline() {
         Some(crate::stats::Exact { num: 515, den: 2 })
     );
     assert!(r.stragglers.is_empty());
-    // A fixed threshold of 0.2 µs flags step 1 only.
+    // A fixed threshold of 1 µs flags step 1 (delay 5 µs) only.
     let r0 = trace(
         R0,
         vec![
             step(0, 900, &[(1000, 1100)]),
-            step(0, 1900, &[(2000, 2600)]),
+            step(0, 1900, &[(2000, 7100)]),
         ],
     );
     let r1 = trace(
         R1,
         vec![
             step(0, 905, &[(1010, 1100)]),
-            step(0, 2400, &[(2500, 2600)]),
+            step(0, 6900, &[(7000, 7100)]),
         ],
     );
     let spec = RanksSpec {
-        threshold_ns: Some(200),
+        threshold_us: Some(1),
         ..Default::default()
     };
     let r = report(&[r0, r1], spec);
+    assert_eq!(r.threshold.rule, "fixed");
     assert_eq!(r.stragglers.len(), 1);
     assert_eq!((r.stragglers[0].step, r.stragglers[0].rank), (1, 1));
     assert_eq!(r.ranks[1].straggler_steps, 1);
-    assert_eq!(r.ranks[1].imposed_ns, 500);
-    assert_eq!(r.ranks[0].wait_ns, 510);
-    // 510 ns over 10 tokens = 51 ns = 5.1e-5 ms (display figure).
+    assert_eq!(r.ranks[1].imposed_ns, 5000);
+    assert_eq!(r.ranks[0].wait_ns, 5010);
+    // 5010 ns over 10 tokens = 501 ns = 5.01e-4 ms (display figure).
     let per_token = r.ranks[0].wait_per_token_ms.unwrap();
-    assert!((per_token - 5.1e-5).abs() < 1e-15, "{per_token}");
+    assert!((per_token - 5.01e-4).abs() < 1e-15, "{per_token}");
 }
 
 /// Rank 1's clock runs 1 ms ahead: its collectives end 1 ms "later". The

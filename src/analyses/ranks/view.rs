@@ -214,7 +214,7 @@ fn ranks_table(r: &RunReport) -> Table {
         fmt_ms(th.median_delay_ns),
         fmt_ms(th.mad_delay_ns),
         fmt_ms(th.median_step_span_ns),
-        th.floor_ns / 1000,
+        th.floor_us,
         th.floor_step_pct,
         th.mad_k,
         r.wait_share.map_or("n/a".into(), |s| format!("{:.2} %", s * 100.0)),

@@ -235,6 +235,16 @@ pub trait Command: Analysis {
     fn said(output: &Self::Output, contexts: &crate::contexts::Contexts) -> Said;
     /// The report over every trace's figures, in trace order.
     fn report(outputs: Vec<Self::Output>) -> Self::Report;
+    /// Its section of a `batch` campaign's outputs (with `IN_BATCH`):
+    /// Markdown for `report.md`, CSV files and figures, from the
+    /// campaign's traces as batch grouped and matched them
+    /// ([`crate::analysis::campaign`]). `None` (the default): nothing
+    /// beyond the fixed outputs.
+    fn batch_section(
+        _campaign: &crate::analysis::Campaign<'_>,
+    ) -> Option<crate::analysis::Section> {
+        None
+    }
 }
 
 /// Reads each trace once with `read`, in parallel, with a progress bar per

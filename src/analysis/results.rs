@@ -64,6 +64,9 @@ pub type RunCommand = fn(
     &serde_json::Value,
 ) -> Result<crate::api::AnyOutcome, crate::api::ApiError>;
 
+/// Gives an analysis's section of a campaign's outputs (`batch`).
+pub type BatchSection = fn(&super::Campaign<'_>) -> Option<super::Section>;
+
 /// One line of the registry: what the code that names no analysis needs
 /// to know of one.
 #[derive(Clone, Copy)]
@@ -78,6 +81,7 @@ pub struct Entry {
     in_results: InResultsFn,
     command: Option<RunCommand>,
     add_to: Option<AddTo>,
+    section: Option<BatchSection>,
 }
 
 impl Entry {
@@ -92,6 +96,7 @@ impl Entry {
             in_results: in_results::<A>,
             command: None,
             add_to: None,
+            section: None,
         }
     }
 
@@ -102,8 +107,15 @@ impl Entry {
         e.command = Some(crate::api::run_json::<A>);
         if A::IN_BATCH {
             e.add_to = Some(crate::api::add_json::<A>);
+            e.section = Some(A::batch_section);
         }
         e
+    }
+
+    /// Its section of a campaign's outputs (`batch`'s report, files and
+    /// figures), if it runs in batch: [`crate::api::Command::batch_section`].
+    pub fn batch_section_fn(&self) -> Option<BatchSection> {
+        self.section
     }
 
     /// How to add it to a plan with options as JSON, if it has options

@@ -1,0 +1,99 @@
+//! The analyses' own sections of the outputs ([`crate::analysis::campaign`]):
+//! the campaign as they see it, built once from the batch's result, and
+//! each registry entry's section in registry order. This file names no
+//! analysis: a new one adds its batch output from its own folder.
+
+use crate::analysis::campaign::safe_name;
+use crate::analysis::{Campaign, CampaignTrace, Match, Section};
+use crate::batch::inputs::Kind;
+use crate::batch::{BatchResult, Status};
+use std::collections::HashMap;
+
+/// The names of the files batch writes itself (a section may not take one).
+pub const FIXED_FILES: [&str; 9] = [
+    "results.json",
+    "traces.csv",
+    "workloads.csv",
+    "workloads.md",
+    "gpu_work.csv",
+    "gpu_work.md",
+    "hierarchy.csv",
+    "hierarchy.md",
+    "report.md",
+];
+
+/// The campaign as the sections see it: worker traces read without error
+/// (in path order) and Table 8's matches between them.
+pub fn campaign(res: &BatchResult) -> Campaign<'_> {
+    let mut at: HashMap<usize, usize> = HashMap::new();
+    let mut traces = Vec::new();
+    for (i, r) in res.records.iter().enumerate() {
+        if r.file.kind == Kind::Worker && r.file.status == Status::Ok {
+            at.insert(i, traces.len());
+            traces.push(CampaignTrace {
+                path: &r.file.path,
+                results: &r.file.results,
+                run: &r.run,
+                rank: super::super::rank_key(r),
+            });
+        }
+    }
+    let matches = res
+        .comparisons
+        .iter()
+        .filter_map(|c| {
+            Some(Match {
+                workload: c.workload.clone(),
+                candidate_mode: c.candidate_mode.clone(),
+                baseline: *at.get(&c.baseline_index)?,
+                candidate: *at.get(&c.candidate_index)?,
+            })
+        })
+        .collect();
+    Campaign { traces, matches }
+}
+
+/// Every registry entry's section, in registry order; a section with an
+/// unsafe or taken file or figure name loses that file or figure, with a
+/// warning.
+pub fn sections(res: &BatchResult, warnings: &mut Vec<String>) -> Vec<Section> {
+    let c = campaign(res);
+    let mut taken: Vec<String> = FIXED_FILES.iter().map(|s| s.to_string()).collect();
+    let mut stems: Vec<String> = crate::plot::Figure::ALL
+        .iter()
+        .map(|f| f.file_stem().to_string())
+        .collect();
+    let mut out = Vec::new();
+    for e in crate::analyses::REGISTRY {
+        let Some(mut s) = e.batch_section_fn().and_then(|f| f(&c)) else {
+            continue;
+        };
+        s.files.retain(|f| {
+            let ok = safe_name(&f.name) && !taken.contains(&f.name);
+            if ok {
+                taken.push(f.name.clone());
+            } else {
+                warnings.push(format!(
+                    "{}: batch file name {:?} refused (not a plain fixed name, or taken)",
+                    e.name, f.name
+                ));
+            }
+            ok
+        });
+        s.figures.retain(|p| {
+            let stem = p.stem().to_string();
+            let ok = safe_name(&stem) && !stem.contains('.') && !stems.contains(&stem);
+            if ok {
+                stems.push(stem);
+            } else {
+                warnings.push(format!(
+                    "{}: figure name {stem:?} refused (not a plain fixed name, or taken)",
+                    e.name
+                ));
+            }
+            ok
+        });
+        out.push(s);
+    }
+    out
+}

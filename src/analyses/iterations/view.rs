@@ -115,6 +115,10 @@ impl Command for Iterations {
     fn report(outputs: Vec<TraceIterations>) -> IterationsReport {
         IterationsReport::new(outputs)
     }
+
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
 }
 
 type Figure = Column<TraceIterations>;

@@ -13,11 +13,11 @@
 //!      │                         │  files     → OUTDIR/<name> (fixed names)
 //!      │                         │  figures   → OUTDIR/figures/<stem>.png|svg
 //!      ▼                         ▼
-//!   the fixed outputs (Tables 8 and 9, gpu_work, figures 1–6) unchanged
+//!   the fixed outputs (Tables 8 and 9, figures 1–6) unchanged
 //! ```
 //!
 //! A section sees the campaign as batch grouped it, not as files: every
-//! worker trace read without error with its figures ([`CampaignTrace`]:
+//! worker trace with figures ([`CampaignTrace`]: read in full or in part,
 //! its results, run information — mode, workload — and rank), and the
 //! AR/candidate matches of each workload that Table 8 compares
 //! ([`Match`], rank by rank). An analysis over groups of traces (the
@@ -27,9 +27,13 @@ use super::{Analysis, Results};
 use crate::plot::Picture;
 use crate::runinfo::RunInfo;
 
-/// One worker trace of the campaign, read without error.
+/// One worker trace of the campaign with figures.
 #[derive(Debug, Clone, Copy)]
 pub struct CampaignTrace<'a> {
+    /// Read without error (status ok). `false`: read in part (status
+    /// error), its figures cover the events before the error; such a
+    /// trace is in no match and no group.
+    pub ok: bool,
     /// Its label (as `traces.csv` and `results.json` name it).
     pub path: &'a str,
     pub results: &'a Results,
@@ -70,7 +74,8 @@ pub struct Group {
 /// A campaign as a batch section sees it.
 #[derive(Debug, Clone, Default)]
 pub struct Campaign<'a> {
-    /// Every worker trace read without error, in path order.
+    /// Every worker trace with figures (read without error, or in part:
+    /// [`CampaignTrace::ok`]), in path order.
     pub traces: Vec<CampaignTrace<'a>>,
     /// The AR/candidate matches, in Table 8's order.
     pub matches: Vec<Match>,
@@ -97,11 +102,11 @@ impl<'a> Campaign<'a> {
             .collect()
     }
 
-    /// The traces with a workload and a mode, grouped by (workload, mode)
-    /// in that order (traces without either are left out).
+    /// The traces read without error that have a workload and a mode,
+    /// grouped by (workload, mode) in that order.
     pub fn groups(&self) -> Vec<Group> {
         let mut by: std::collections::BTreeMap<(&str, &str), Vec<usize>> = Default::default();
-        for (i, t) in self.traces.iter().enumerate() {
+        for (i, t) in self.traces.iter().enumerate().filter(|(_, t)| t.ok) {
             if let (Some(w), Some(m)) = (t.run.workload(), t.run.mode()) {
                 by.entry((w, m)).or_default().push(i);
             }

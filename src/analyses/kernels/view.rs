@@ -107,6 +107,10 @@ impl Command for Kernels {
     fn report(outputs: Vec<TraceKernels>) -> KernelsReport {
         KernelsReport::new(outputs)
     }
+
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
 }
 
 type Figure = Column<TraceKernels>;

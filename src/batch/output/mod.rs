@@ -1,11 +1,11 @@
 //! What a batch writes, one file per output: `results.json`
 //! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
-//! (Table 8, [`workloads`]), `gpu_work.csv`/`.md` ([`gpu_work`]),
-//! `hierarchy.csv`/`.md` (Table 9,
+//! (Table 8, [`workloads`]), `hierarchy.csv`/`.md` (Table 9,
 //! [`hierarchy`]), `figures/` ([`figures`]) and `report.md`
 //! ([`report_md`]) tying them together; plus stdout ([`stdout`]). After
 //! these fixed outputs, each analysis's own section ([`sections`]:
-//! `iterations.csv`, `diff.csv`, figures 7 and 8, their report sections),
+//! `gpu_work.csv`/`.md` of `kernels`, `iterations.csv`, `diff*.csv`,
+//! figures 7 and 8, their report sections),
 //! which this module writes without naming the analyses.
 //!
 //! Only fixed file names are written under OUTDIR (and figure names that
@@ -13,7 +13,6 @@
 //! used as a path.
 
 pub mod figures;
-pub mod gpu_work;
 pub mod hierarchy;
 pub mod report_md;
 pub mod results_json;
@@ -77,18 +76,6 @@ pub fn write_all(
     )?;
     let wl_md = report::markdown::to_string(&workloads_table(res, false));
     write(dir, "workloads.md", &wl_md, &mut w)?;
-    write(
-        dir,
-        "gpu_work.csv",
-        &report::csv::to_string(&gpu_work::gpu_work_table(res, true)),
-        &mut w,
-    )?;
-    let gw_md = format!(
-        "{}\n{}",
-        report::markdown::to_string(&gpu_work::gpu_work_table(res, false)),
-        report::markdown::to_string(&gpu_work::timeline_table(res))
-    );
-    write(dir, "gpu_work.md", &gw_md, &mut w)?;
     write(
         dir,
         "hierarchy.csv",

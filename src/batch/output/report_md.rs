@@ -124,20 +124,6 @@ pub fn report_md(
     );
     s.push_str("\n### ");
     s.push_str(report::markdown::to_string(&containment_table(res)).trim_start_matches("### "));
-    s.push_str("\n## ");
-    s.push_str(
-        report::markdown::to_string(&super::gpu_work::gpu_work_table(res, false))
-            .trim_start_matches("### "),
-    );
-    s.push_str(
-        "\nBy launch correlation: every launch call a step context makes (same thread, start inside it) \
-         joined by `correlation` to the kernels, memcpys and memsets it caused, CUDA-graph replays included. \
-         GPU busy = union of those activities; S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### ",
-    );
-    s.push_str(
-        report::markdown::to_string(&super::gpu_work::timeline_table(res))
-            .trim_start_matches("### "),
-    );
     for sec in sections.iter().filter(|s| !s.markdown.is_empty()) {
         s.push('\n');
         s.push_str(&sec.markdown);

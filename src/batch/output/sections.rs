@@ -10,27 +10,26 @@ use crate::batch::{BatchResult, Status};
 use std::collections::HashMap;
 
 /// The names of the files batch writes itself (a section may not take one).
-pub const FIXED_FILES: [&str; 9] = [
+pub const FIXED_FILES: [&str; 7] = [
     "results.json",
     "traces.csv",
     "workloads.csv",
     "workloads.md",
-    "gpu_work.csv",
-    "gpu_work.md",
     "hierarchy.csv",
     "hierarchy.md",
     "report.md",
 ];
 
-/// The campaign as the sections see it: worker traces read without error
-/// (in path order) and Table 8's matches between them.
+/// The campaign as the sections see it: worker traces with figures (in
+/// path order) and Table 8's matches between them (read without error).
 pub fn campaign(res: &BatchResult) -> Campaign<'_> {
     let mut at: HashMap<usize, usize> = HashMap::new();
     let mut traces = Vec::new();
     for (i, r) in res.records.iter().enumerate() {
-        if r.file.kind == Kind::Worker && r.file.status == Status::Ok {
+        if r.file.kind == Kind::Worker && !r.file.results.is_empty() {
             at.insert(i, traces.len());
             traces.push(CampaignTrace {
+                ok: r.file.status == Status::Ok,
                 path: &r.file.path,
                 results: &r.file.results,
                 run: &r.run,

@@ -245,6 +245,12 @@ pub trait Command: Analysis {
     ) -> Option<crate::analysis::Section> {
         None
     }
+    /// Its columns in `batch`'s `traces.csv` (one row per input file),
+    /// after the fixed ones, each key prefixed with `NAME_`; empty (the
+    /// default): none.
+    fn trace_columns() -> Vec<crate::views::Column<Self::Output>> {
+        Vec::new()
+    }
 }
 
 /// Reads each trace once with `read`, in parallel, with a progress bar per

@@ -181,6 +181,22 @@ fn sections_files_and_figures_with_the_references_figures() {
         assert_eq!(got["candidate_time_ns"], t("candidate"), "{name}");
     }
 
+    // traces.csv: each analysis's own columns (the registry hook).
+    let traces = csv_rows(&out.join("traces.csv"));
+    let ar = traces
+        .iter()
+        .find(|t| t["path"].starts_with("text_ar/") && t["kind"] == "worker")
+        .unwrap();
+    assert_eq!(
+        ar["iterations_wall_per_token_ms"],
+        of(&it, "text")["ar_wall_per_token_ms"]
+    );
+    assert_eq!(ar["iterations_contexts"], "64");
+    assert_eq!(ar["diff_gpu_time_ns"], "11041846");
+    assert_eq!(ar["diff_activities"], "3136");
+    let readme = traces.iter().find(|t| t["path"] == "README.md").unwrap();
+    assert_eq!(readme["iterations_wall_per_token_ms"], "");
+
     // The report's sections link their files; the figures are drawn.
     for s in [
         "## Decode iterations per workload",

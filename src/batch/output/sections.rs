@@ -96,3 +96,73 @@ pub fn sections(res: &BatchResult, warnings: &mut Vec<String>) -> Vec<Section> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::batch::records::CampaignOptions;
+    use std::path::Path;
+
+    /// The text workload's two traces: the campaign the sections see, and
+    /// the sections of the registry in its order.
+    #[test]
+    fn campaign_matches_groups_and_sections_of_the_text_pair() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+        let paths = [root.join("text_ar"), root.join("text_mtp")];
+        let opts = CampaignOptions::default().batch_options(true).unwrap();
+        let (res, _) = crate::batch::run_batch(&paths, &opts).unwrap();
+        let c = campaign(&res);
+        assert_eq!(c.traces.len(), 2);
+        assert!(c.traces.iter().all(|t| t.ok && t.rank == Some(0)));
+        assert_eq!(
+            c.matches,
+            vec![Match {
+                workload: "text".into(),
+                candidate_mode: "mtp".into(),
+                baseline: 0,
+                candidate: 1,
+            }]
+        );
+        let groups: Vec<(String, String, Vec<usize>)> = c
+            .groups()
+            .into_iter()
+            .map(|g| (g.workload, g.mode, g.traces))
+            .collect();
+        assert_eq!(
+            groups,
+            vec![
+                ("text".into(), "ar".into(), vec![0]),
+                ("text".into(), "mtp".into(), vec![1])
+            ]
+        );
+        let it = c.matched::<crate::analyses::iterations::Iterations>();
+        assert_eq!((it[0].1.contexts, it[0].2.contexts), (64, 30));
+        let mut warnings = Vec::new();
+        let s = sections(&res, &mut warnings);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let files: Vec<Vec<&str>> = s
+            .iter()
+            .map(|s| s.files.iter().map(|f| f.name.as_str()).collect())
+            .collect();
+        assert_eq!(
+            files,
+            vec![
+                vec!["gpu_work.csv", "gpu_work.md"],
+                vec!["iterations.csv"],
+                vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
+            ]
+        );
+        let stems: Vec<&str> = s
+            .iter()
+            .flat_map(|s| &s.figures)
+            .map(|p| p.stem())
+            .collect();
+        assert_eq!(
+            stems,
+            ["fig7_iterations_per_token", "fig8_gpu_time_by_family"]
+        );
+        assert!(s[2]
+            .markdown
+            .contains("| text | mtp | token | 0.1624 | 0.0745 | -0.0879 |"));
+    }
+}

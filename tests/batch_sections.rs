@@ -210,11 +210,17 @@ fn sections_files_and_figures_with_the_references_figures() {
         "[diff_kernels.csv](diff_kernels.csv)",
         "(figures/fig7_iterations_per_token.svg)",
         "(figures/fig8_gpu_time_by_family.svg)",
+        "(figures/fig7b_graph_cadence.svg)",
     ] {
         assert!(report.contains(s), "report lacks {s}");
     }
     let fig7 = fs::read_to_string(out.join("figures/fig7_iterations_per_token.svg")).unwrap();
     assert!(fig7.contains("S_wall = 1.14×") && fig7.contains("cadence 0.688 ms"));
+    // 7b: the cadence's distribution; its medians are the table's.
+    let fig7b = fs::read_to_string(out.join("figures/fig7b_graph_cadence.svg")).unwrap();
+    assert!(
+        fig7b.contains("\n0.688\n") && fig7b.contains("\n1.310\n") && fig7b.contains("+3 above")
+    );
     let fig8 = fs::read_to_string(out.join("figures/fig8_gpu_time_by_family.svg")).unwrap();
     assert!(fig8.contains("GEMM/GEMV") && fig8.contains("Δ = -0.088 ms/token"));
 

@@ -15,14 +15,15 @@
 //! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
 //!
 //! An analysis draws its own batch figures (`batch`'s `fig7_…`, `fig8_…`)
-//! through [`Picture`], most simply as a [`StackedBars`] built from its
-//! figures: see `crate::analysis::Section`.
+//! through [`Picture`], most simply as a [`StackedBars`] or [`BoxPlots`]
+//! built from its figures: see `crate::analysis::Section`.
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
 //! system font or fontconfig is needed. Drawing is deterministic: the
 //! same input gives the same bytes.
 
+mod boxes;
 mod common;
 mod distributions;
 mod gpu_work;
@@ -41,6 +42,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
+pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
 pub use input::{function_medians, Measured, Pairing};
 pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
 pub use theme::{series_color, SERIES};

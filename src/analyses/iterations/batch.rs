@@ -5,7 +5,8 @@
 //! per match, every per-trace figure of both sides, the exact sums and the
 //! comparison), and figure 7: GPU busy per token by phase, stacked up to
 //! the wall time per token, AR beside MTP, S_wall over each workload and
-//! the repeating graph's cadence under each bar.
+//! the repeating graph's cadence under each bar; and, when graphs are
+//! replayed, figure 7b: the cadence's distribution per trace.
 //!
 //! Every figure is [`super::compare`]'s, as `torchtrace iterations AR MTP`
 //! prints it: the two cannot disagree.
@@ -13,13 +14,18 @@
 use super::view::columns;
 use super::{compare, Comparison, Iterations, Phase, TraceIterations};
 use crate::analysis::{Campaign, Match, Section, SectionFile};
-use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars, SERIES};
+use crate::plot::{
+    series_color, BarGroup, BoxGroup, BoxPlots, BoxSeries, Picture, Segment, StackedBar,
+    StackedBars, SERIES,
+};
 use crate::report::{self, Cell, Table};
 
 /// The CSV file the section writes.
 pub const CSV: &str = "iterations.csv";
 /// Figure 7's file stem.
 pub const FIGURE: &str = "fig7_iterations_per_token";
+/// Figure 7b's (the cadence distribution; drawn when a trace has graphs).
+pub const CADENCE_FIGURE: &str = "fig7b_graph_cadence";
 
 /// One match with both sides' figures and their comparison.
 struct Row<'c> {
@@ -65,8 +71,46 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
             text: report::csv::to_string(&csv_table(&rows)),
             what: "decode iterations, AR vs MTP per workload".into(),
         }],
-        figures: vec![Box::new(figure(&rows))],
+        figures: figures(&rows),
     })
+}
+
+/// Figure 7, and 7b when some trace replays a repeating graph twice or more.
+fn figures(rows: &[Row]) -> Vec<Box<dyn Picture>> {
+    let mut v: Vec<Box<dyn Picture>> = vec![Box::new(figure(rows))];
+    let graphs = rows
+        .iter()
+        .any(|r| !r.ar.cadence_ns.is_empty() || !r.mtp.cadence_ns.is_empty());
+    if graphs {
+        v.push(Box::new(cadence_figure(rows)));
+    }
+    v
+}
+
+/// Figure 7b: every start-to-start interval of the repeating graph.
+fn cadence_figure(rows: &[Row]) -> BoxPlots {
+    let series = |x: &TraceIterations, mode: &str| BoxSeries {
+        label: crate::runinfo::Mode::display(mode),
+        mode: Some(mode.into()),
+        values: x.cadence_ns.iter().map(|&g| g as f64 / 1e6).collect(),
+    };
+    BoxPlots {
+        stem: CADENCE_FIGURE.into(),
+        title: "Cadence of the repeating CUDA graph".into(),
+        subtitle: "start-to-start interval between consecutive replays of each trace's repeating graph (first activity starts) · box: quartiles, whiskers 1.5 IQR, dots: every interval, text: median".into(),
+        y_desc: "interval between replays (ms)".into(),
+        groups: rows
+            .iter()
+            .map(|r| BoxGroup {
+                name: r.m.workload.clone(),
+                series: vec![series(r.ar, "ar"), series(r.mtp, &r.m.candidate_mode)],
+            })
+            .collect(),
+        empty: (
+            "no repeating CUDA graph".into(),
+            "the traces replay no graph twice in closed iterations".into(),
+        ),
+    }
 }
 
 fn summary_table(rows: &[Row]) -> Table {

@@ -226,8 +226,10 @@ pub trait Command: Analysis {
     /// Its problems are printed after the report, as notes (the report
     /// shows them already, e.g. hierarchy's broken links).
     const PROBLEMS_AFTER_REPORT: bool = false;
-    /// Whether `batch` runs it on every trace (a comparison of two traces,
-    /// such as `diff`, is not a per-file figure: off).
+    /// Whether `batch` runs it on every trace (and writes its section and
+    /// `traces.csv` columns). A comparison of two traces can run too: its
+    /// per-trace figures travel in records and its [`Command::batch_section`]
+    /// compares the matched pairs (`diff` does).
     const IN_BATCH: bool = true;
     /// Checks the options and builds what the plan holds.
     fn configure(options: &Self::Options, selector: &Selector) -> Result<Self::Config, ApiError>;

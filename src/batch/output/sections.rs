@@ -159,7 +159,11 @@ mod tests {
             .collect();
         assert_eq!(
             stems,
-            ["fig7_iterations_per_token", "fig8_gpu_time_by_family"]
+            [
+                "fig7_iterations_per_token",
+                "fig7b_graph_cadence",
+                "fig8_gpu_time_by_family"
+            ]
         );
         assert!(s[2]
             .markdown

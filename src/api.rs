@@ -226,8 +226,10 @@ pub trait Command: Analysis {
     /// Its problems are printed after the report, as notes (the report
     /// shows them already, e.g. hierarchy's broken links).
     const PROBLEMS_AFTER_REPORT: bool = false;
-    /// Whether `batch` runs it on every trace (a comparison of two traces,
-    /// such as `diff`, is not a per-file figure: off).
+    /// Whether `batch` runs it on every trace (and writes its section and
+    /// `traces.csv` columns). A comparison of two traces can run too: its
+    /// per-trace figures travel in records and its [`Command::batch_section`]
+    /// compares the matched pairs (`diff` does).
     const IN_BATCH: bool = true;
     /// A directory among the paths stands for the worker traces under it
     /// (`ranks` reads a run's directory).
@@ -247,6 +249,22 @@ pub trait Command: Analysis {
     /// trace index `paths.len()`.
     fn report_said(_report: &Self::Report) -> Said {
         Said::default()
+    }
+    /// Its section of a `batch` campaign's outputs (with `IN_BATCH`):
+    /// Markdown for `report.md`, CSV files and figures, from the
+    /// campaign's traces as batch grouped and matched them
+    /// ([`crate::analysis::campaign`]). `None` (the default): nothing
+    /// beyond the fixed outputs.
+    fn batch_section(
+        _campaign: &crate::analysis::Campaign<'_>,
+    ) -> Option<crate::analysis::Section> {
+        None
+    }
+    /// Its columns in `batch`'s `traces.csv` (one row per input file),
+    /// after the fixed ones, each key prefixed with `NAME_`; empty (the
+    /// default): none.
+    fn trace_columns() -> Vec<crate::views::Column<Self::Output>> {
+        Vec::new()
     }
 }
 

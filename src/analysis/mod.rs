@@ -22,8 +22,10 @@
 //! are read. A new analysis is a folder under `src/analyses/` implementing
 //! [`Analysis`], and one line in the registry (`crate::analyses::REGISTRY`).
 
+pub mod campaign;
 mod results;
 
+pub use campaign::{Campaign, CampaignTrace, Match, Section, SectionFile};
 pub use results::{AnyOutput, Entry, Results};
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};

@@ -64,6 +64,14 @@ pub type RunCommand = fn(
     &serde_json::Value,
 ) -> Result<crate::api::AnyOutcome, crate::api::ApiError>;
 
+/// Gives an analysis's section of a campaign's outputs (`batch`).
+pub type BatchSection = fn(&super::Campaign<'_>) -> Option<super::Section>;
+
+/// An analysis's `traces.csv` headers (`NAME_key`).
+pub type TraceHeads = fn() -> Vec<String>;
+/// Its `traces.csv` cells of one file's results (nulls when it did not run).
+pub type TraceCells = fn(&Results) -> Vec<crate::report::Cell>;
+
 /// One line of the registry: what the code that names no analysis needs
 /// to know of one.
 #[derive(Clone, Copy)]
@@ -78,6 +86,8 @@ pub struct Entry {
     in_results: InResultsFn,
     command: Option<RunCommand>,
     add_to: Option<AddTo>,
+    section: Option<BatchSection>,
+    trace_columns: Option<(TraceHeads, TraceCells)>,
 }
 
 impl Entry {
@@ -92,6 +102,8 @@ impl Entry {
             in_results: in_results::<A>,
             command: None,
             add_to: None,
+            section: None,
+            trace_columns: None,
         }
     }
 
@@ -102,8 +114,22 @@ impl Entry {
         e.command = Some(crate::api::run_json::<A>);
         if A::IN_BATCH {
             e.add_to = Some(crate::api::add_json::<A>);
+            e.section = Some(A::batch_section);
+            e.trace_columns = Some((trace_heads::<A>, trace_cells::<A>));
         }
         e
+    }
+
+    /// Its columns of `batch`'s `traces.csv`, if it runs in batch:
+    /// [`crate::api::Command::trace_columns`], type-erased.
+    pub fn trace_columns_fn(&self) -> Option<(TraceHeads, TraceCells)> {
+        self.trace_columns
+    }
+
+    /// Its section of a campaign's outputs (`batch`'s report, files and
+    /// figures), if it runs in batch: [`crate::api::Command::batch_section`].
+    pub fn batch_section_fn(&self) -> Option<BatchSection> {
+        self.section
     }
 
     /// How to add it to a plan with options as JSON, if it has options
@@ -136,6 +162,21 @@ fn decode<A: Analysis>(
 ) -> Result<Box<dyn AnyOutput>, erased_serde::Error> {
     let out: A::Output = erased_serde::deserialize(d)?;
     Ok(Box::new(out))
+}
+
+fn trace_heads<A: crate::api::Command>() -> Vec<String> {
+    A::trace_columns()
+        .iter()
+        .map(|c| format!("{}_{}", A::NAME, c.key))
+        .collect()
+}
+
+fn trace_cells<A: crate::api::Command>(r: &Results) -> Vec<crate::report::Cell> {
+    let cols = A::trace_columns();
+    match r.get::<A>() {
+        Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
+        None => vec![crate::report::Cell::Null; cols.len()],
+    }
 }
 
 fn set_tokens<A: Analysis>(out: &mut dyn AnyOutput, tokens: Option<u64>, source: Option<&str>) {

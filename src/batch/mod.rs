@@ -281,7 +281,7 @@ pub fn finalize(
 /// The rank of a trace: `rank<N>` in the vLLM file name
 /// (`dp0_pp0_tp0_dcp0_ep0_rank<N>.<id>.pt.trace.json.gz`), else the
 /// metadata's rank.
-fn rank_key(r: &Record) -> Option<i64> {
+pub(crate) fn rank_key(r: &Record) -> Option<i64> {
     let file = r.file.path.rsplit('/').next()?;
     let from_name = file.find("rank").and_then(|at| {
         let digits: String = file[at + 4..]

@@ -915,7 +915,7 @@ fn check_rows(header: &Header, files: &[FileResult]) -> Result<(), RecordError> 
                 return Err(bad(
                     f,
                     format!(
-                        "says the trace was read without error but holds no figures (of {})",
+                        "says the trace was read without error but holds no figures (of {}; records made by a torchtrace without that analysis in batch must be made again)",
                         e.name
                     ),
                 ));

@@ -15,11 +15,16 @@
 //! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
 //! | `ranks_<run>`                | `ranks`: rank × step heatmap of arrival delay, stragglers marked; wait per token per rank |
 //!
+//! An analysis draws its own batch figures (`batch`'s `fig7_…`, `fig8_…`)
+//! through [`Picture`], most simply as a [`StackedBars`] or [`BoxPlots`]
+//! built from its figures: see `crate::analysis::Section`.
+//!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
 //! system font or fontconfig is needed. Drawing is deterministic: the
 //! same input gives the same bytes.
 
+mod boxes;
 mod common;
 mod distributions;
 mod gpu_work;
@@ -29,6 +34,7 @@ mod layout;
 mod marks;
 pub mod ranks;
 mod scatter;
+mod stacked;
 mod summary;
 mod theme;
 mod timeline;
@@ -38,7 +44,49 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
+pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
 pub use input::{function_medians, Measured, Pairing};
+pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
+pub use theme::{series_color, SERIES};
+
+/// A figure drawn outside this module's fixed list (an analysis's batch
+/// section, [`crate::analysis::Section`]): its file stem, and how to
+/// draw it into a file (`.png` or `.svg` by the path's extension).
+pub trait Picture: Send + Sync {
+    /// The file name without extension; a fixed name of ASCII letters,
+    /// digits and `_` (batch refuses others).
+    fn stem(&self) -> &str;
+    /// Draws it into `path` at `size` pixels.
+    fn render(&self, path: &Path, size: (u32, u32)) -> Result<(), PlotError>;
+}
+
+/// Draws into a file with the backend its extension names (`svg`, else
+/// PNG): `png` and `svg` are the same drawing for each backend (a
+/// drawing function is generic over the backend, a closure cannot be).
+pub fn render_file<P, S>(path: &Path, size: (u32, u32), png: P, svg: S) -> Result<(), PlotError>
+where
+    P: FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> common::FigResult,
+    S: FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> common::FigResult,
+{
+    if size.0 < 200 || size.1 < 150 {
+        return Err(PlotError::Size(size.0, size.1));
+    }
+    common::register_fonts()?;
+    let draw_err = |e: Box<dyn std::error::Error + Send + Sync>| PlotError::Draw {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    };
+    if path.extension().and_then(|e| e.to_str()) == Some("svg") {
+        let root = SVGBackend::new(path, size).into_drawing_area();
+        svg(&root).map_err(draw_err)?;
+        root.present().map_err(|e| draw_err(e.into()))?;
+    } else {
+        let root = BitMapBackend::new(path, size).into_drawing_area();
+        png(&root).map_err(draw_err)?;
+        root.present().map_err(|e| draw_err(e.into()))?;
+    }
+    Ok(())
+}
 
 /// The chains whose functions figure 4 (and batch's Table 9) show by
 /// default: the hierarchy default chain plus the model step.
@@ -87,7 +135,8 @@ pub enum ImageFormat {
 }
 
 impl ImageFormat {
-    fn extensions(self) -> &'static [&'static str] {
+    /// The file extensions written, in order.
+    pub fn extensions(self) -> &'static [&'static str] {
         match self {
             ImageFormat::Png => &["png"],
             ImageFormat::Svg => &["svg"],
@@ -185,26 +234,8 @@ pub fn render_figure(
     path: &Path,
     size: (u32, u32),
 ) -> Result<(), PlotError> {
-    if size.0 < 200 || size.1 < 150 {
-        return Err(PlotError::Size(size.0, size.1));
-    }
-    common::register_fonts()?;
     let data = common::Prepared::new(input, size);
-    let draw_err = |e: Box<dyn std::error::Error + Send + Sync>| PlotError::Draw {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
-    let svg = path.extension().and_then(|e| e.to_str()) == Some("svg");
-    if svg {
-        let root = SVGBackend::new(path, size).into_drawing_area();
-        fig.draw(&root, &data).map_err(draw_err)?;
-        root.present().map_err(|e| draw_err(e.into()))?;
-    } else {
-        let root = BitMapBackend::new(path, size).into_drawing_area();
-        fig.draw(&root, &data).map_err(draw_err)?;
-        root.present().map_err(|e| draw_err(e.into()))?;
-    }
-    Ok(())
+    render_file(path, size, |r| fig.draw(r, &data), |r| fig.draw(r, &data))
 }
 
 /// Draws every figure into `dir` (created if needed) and returns the files

@@ -35,7 +35,30 @@ pub const OUTLIER_RED: RGBColor = RGBColor(214, 39, 40);
 pub const INK: RGBColor = RGBColor(30, 30, 30);
 pub const MUTED: RGBColor = RGBColor(90, 90, 90);
 
-/// The colour of a mode, the same in every figure./// The colour of a mode, the same in every figure.
+/// The colours of stacked series (phases, kernel families), in order;
+/// neither the modes' blue nor orange, so a segment is never read as a
+/// mode (bars are outlined in their mode's colour instead).
+pub const SERIES: [RGBColor; 12] = [
+    RGBColor(44, 160, 44),
+    RGBColor(148, 103, 189),
+    RGBColor(23, 190, 207),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(188, 189, 34),
+    RGBColor(214, 39, 40),
+    RGBColor(52, 73, 94),
+    RGBColor(0, 128, 128),
+    RGBColor(204, 170, 0),
+    RGBColor(127, 127, 127),
+    RGBColor(199, 199, 199),
+];
+
+/// The colour of series `i` (cycling).
+pub fn series_color(i: usize) -> RGBColor {
+    SERIES[i % SERIES.len()]
+}
+
+/// The colour of a mode, the same in every figure.
 pub fn mode_color(mode: Option<&str>) -> RGBColor {
     class_color(Mode::of_opt(mode))
 }

@@ -89,6 +89,16 @@ pub fn to_string(t: &Table) -> String {
     String::from_utf8_lossy(&buf).into_owned()
 }
 
+/// One table as a report section: its heading at `level` (`"##"`)
+/// instead of `###`.
+pub fn section(t: &Table, level: &str) -> String {
+    let s = to_string(t);
+    match s.strip_prefix("### ") {
+        Some(rest) => format!("{level} {rest}"),
+        None => s,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,6 +17,7 @@
 //!        └─ graph launches owning activities: signature → replays
 //! ```
 
+pub mod batch;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};

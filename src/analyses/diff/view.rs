@@ -67,7 +67,6 @@ impl Command for Diff {
     type Options = DiffSpec;
     type Report = DiffReport;
     const MAX_TRACES: Option<usize> = Some(2);
-    const IN_BATCH: bool = false;
 
     fn configure(options: &DiffSpec, _: &Selector) -> Result<DiffConfig, ApiError> {
         DiffConfig::new(options.clone()).map_err(ApiError::Arguments)
@@ -86,6 +85,38 @@ impl Command for Diff {
 
     fn report(outputs: Vec<TraceDiff>, _: &Self::Config) -> DiffReport {
         DiffReport::new(outputs)
+    }
+
+    /// Each trace's per-name table travels in records; the section
+    /// compares each workload's AR and MTP tables ([`super::batch`]).
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
+
+    /// A trace's totals in scope (`diff_activities`, …); the per-name
+    /// table is in `results.json` and `diff_kernels.csv`.
+    fn trace_columns() -> Vec<crate::views::Column<TraceDiff>> {
+        use crate::views::Column;
+        vec![
+            Column::new("scope", "scope", |t: &TraceDiff| {
+                Cell::text(t.scope.clone())
+            }),
+            Column::new("activities", "activities", |t: &TraceDiff| {
+                t.activities.into()
+            }),
+            Column::new("gpu_time_ns", "GPU time (ns)", |t: &TraceDiff| {
+                Cell::text(t.total_ns.to_string())
+            }),
+            Column::new("names", "distinct names", |t: &TraceDiff| {
+                t.names.len().into()
+            }),
+            Column::new("graph_replays", "graph replays", |t: &TraceDiff| {
+                t.graph_replays.into()
+            }),
+            Column::new("signatures", "replay signatures", |t: &TraceDiff| {
+                t.signatures.len().into()
+            }),
+        ]
     }
 }
 
@@ -369,6 +400,11 @@ fn human_tables(c: &Comparison) -> Vec<Table> {
 
 /// Machine tables: every kernel (names whole), every family, the summary.
 fn csv_tables(c: &Comparison) -> Vec<Table> {
+    vec![kernels_csv(c), families_csv(c), summary_csv(c)]
+}
+
+/// Every kernel, names whole (CSV).
+pub(super) fn kernels_csv(c: &Comparison) -> Table {
     let mut k = Table::new(
         "kernels",
         &[
@@ -411,6 +447,12 @@ fn csv_tables(c: &Comparison) -> Vec<Table> {
             Cell::opt_f(r.candidate.share_pct, 4),
         ]);
     }
+    k
+}
+
+/// Every family (CSV).
+pub(super) fn families_csv(c: &Comparison) -> Table {
+    let ns = |v: i128| Cell::text(v.to_string());
     let mut f = Table::new(
         "families",
         &[
@@ -438,6 +480,12 @@ fn csv_tables(c: &Comparison) -> Vec<Table> {
             Cell::opt_f(r.delta_time_per_token_ms, 9),
         ]);
     }
+    f
+}
+
+/// The summary line's exact parts (CSV).
+fn summary_csv(c: &Comparison) -> Table {
+    let ns = |v: i128| Cell::text(v.to_string());
     let s = &c.summary;
     let mut sum = Table::new(
         "summary",
@@ -474,5 +522,5 @@ fn csv_tables(c: &Comparison) -> Vec<Table> {
         ns(s.added_units),
         ns(s.removed_units),
     ]);
-    vec![k, f, sum]
+    sum
 }

@@ -41,6 +41,7 @@
 //! Integer ns throughout, sums in i128; the phase sweep is the ledger's
 //! (a max-heap of open ranges, O((ranges + launches) log ranges)).
 
+pub mod batch;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};
@@ -393,6 +394,11 @@ pub struct TraceIterations {
     pub rows: Vec<IterationRow>,
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub sums: Sums,
+    /// The repeating graph's start-to-start intervals (ns, sorted): the
+    /// cadence's distribution (batch's figure 7b; its median is
+    /// `graphs.repeating.cadence_ms_median`).
+    #[serde(default, skip_serializing_if = "crate::record::public")]
+    pub cadence_ns: Vec<i64>,
 }
 
 /// One iteration's window and context, on its lane.
@@ -671,6 +677,7 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
         error: None,
         rows,
         sums: s,
+        cadence_ns: Vec::new(),
     }
 }
 
@@ -741,6 +748,7 @@ fn graph_figures(out: &mut TraceIterations, mut rs: Vec<Replay>, pick: Option<u6
         .find(|&&(_, n)| n == g)
         .map_or(0, |&(k, _)| rs[k].kernels);
     out.sums.repeating_replays = i128::from(*replays);
+    out.cadence_ns.clone_from(&gaps);
     out.graphs.repeating = Some(Repeating {
         graph: g,
         iterations: iters.len() as u64,

@@ -11,6 +11,7 @@
 
 pub mod timeline;
 
+pub mod batch;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};

@@ -106,6 +106,10 @@ impl Command for Kernels {
     fn report(outputs: Vec<TraceKernels>, _: &Self::Config) -> KernelsReport {
         KernelsReport::new(outputs)
     }
+
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
 }
 
 type Figure = Column<TraceKernels>;

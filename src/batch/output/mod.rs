@@ -1,19 +1,22 @@
 //! What a batch writes, one file per output: `results.json`
 //! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
-//! (Table 8, [`workloads`]), `gpu_work.csv`/`.md` ([`gpu_work`]),
-//! `hierarchy.csv`/`.md` (Table 9,
+//! (Table 8, [`workloads`]), `hierarchy.csv`/`.md` (Table 9,
 //! [`hierarchy`]), `figures/` ([`figures`]) and `report.md`
-//! ([`report_md`]) tying them together; plus stdout ([`stdout`]).
+//! ([`report_md`]) tying them together; plus stdout ([`stdout`]). After
+//! these fixed outputs, each analysis's own section ([`sections`]:
+//! `gpu_work.csv`/`.md` of `kernels`, `iterations.csv`, `diff*.csv`,
+//! figures 7 and 8, their report sections),
+//! which this module writes without naming the analyses.
 //!
 //! Only fixed file names are written under OUTDIR (and figure names that
 //! the plot module derives from sanitized labels); no input name is ever
 //! used as a path.
 
 pub mod figures;
-pub mod gpu_work;
 pub mod hierarchy;
 pub mod report_md;
 pub mod results_json;
+pub mod sections;
 pub mod stdout;
 pub mod traces_csv;
 pub mod workloads;
@@ -75,18 +78,6 @@ pub fn write_all(
     write(dir, "workloads.md", &wl_md, &mut w)?;
     write(
         dir,
-        "gpu_work.csv",
-        &report::csv::to_string(&gpu_work::gpu_work_table(res, true)),
-        &mut w,
-    )?;
-    let gw_md = format!(
-        "{}\n{}",
-        report::markdown::to_string(&gpu_work::gpu_work_table(res, false)),
-        report::markdown::to_string(&gpu_work::timeline_table(res))
-    );
-    write(dir, "gpu_work.md", &gw_md, &mut w)?;
-    write(
-        dir,
         "hierarchy.csv",
         &report::csv::to_string(&hierarchy_table(res, true)),
         &mut w,
@@ -97,16 +88,47 @@ pub fn write_all(
         report::markdown::to_string(&containment_table(res))
     );
     write(dir, "hierarchy.md", &h_md, &mut w)?;
+    let sections = sections::sections(res, &mut w.warnings);
+    for f in sections.iter().flat_map(|s| &s.files) {
+        write(dir, &f.name, &f.text, &mut w)?;
+    }
     if let Some(fmt) = figures {
         let fig_dir = dir.join("figures");
         match figures::render_figures(res, &fig_dir, fmt) {
             Ok(f) => w.figures = f,
             Err(e) => w.warnings.push(format!("figures: {e:#}")),
         }
+        section_figures(&sections, &fig_dir, fmt, &mut w);
     }
-    let report = report_md::report_md(res, context, &w, dir);
+    let report = report_md::report_md(res, context, &w, dir, &sections);
     write(dir, "report.md", &report, &mut w)?;
     Ok(w)
+}
+
+/// Draws the sections' figures into `fig_dir` (after the fixed ones); a
+/// figure that cannot be drawn is a warning, as the fixed ones are.
+fn section_figures(
+    sections: &[crate::analysis::Section],
+    fig_dir: &Path,
+    fmt: ImageFormat,
+    w: &mut Written,
+) {
+    if let Err(e) = std::fs::create_dir_all(fig_dir) {
+        w.warnings.push(format!(
+            "figures: {}: cannot create: {e}",
+            fig_dir.display()
+        ));
+        return;
+    }
+    for p in sections.iter().flat_map(|s| &s.figures) {
+        for ext in fmt.extensions() {
+            let path = fig_dir.join(format!("{}.{ext}", p.stem()));
+            match p.render(&path, FIGURE_SIZE) {
+                Ok(()) => w.figures.push(path),
+                Err(e) => w.warnings.push(format!("figures: {e:#}")),
+            }
+        }
+    }
 }
 
 /// Prefix of the temporary directory [`write_all_atomic`] writes into,

@@ -71,7 +71,15 @@ fn traces_overview(res: &BatchResult) -> Table {
     t
 }
 
-pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> String {
+/// The report; `sections`: the analyses' own sections, after the fixed
+/// tables and before the figures.
+pub fn report_md(
+    res: &BatchResult,
+    context: &str,
+    w: &Written,
+    dir: &Path,
+    sections: &[crate::analysis::Section],
+) -> String {
     let mut s = String::from("# torchtrace batch report\n\n");
     let count = |st: Status| res.records.iter().filter(|r| r.file.status == st).count();
     s.push_str("Inputs:\n\n");
@@ -116,20 +124,10 @@ pub fn report_md(res: &BatchResult, context: &str, w: &Written, dir: &Path) -> S
     );
     s.push_str("\n### ");
     s.push_str(report::markdown::to_string(&containment_table(res)).trim_start_matches("### "));
-    s.push_str("\n## ");
-    s.push_str(
-        report::markdown::to_string(&super::gpu_work::gpu_work_table(res, false))
-            .trim_start_matches("### "),
-    );
-    s.push_str(
-        "\nBy launch correlation: every launch call a step context makes (same thread, start inside it) \
-         joined by `correlation` to the kernels, memcpys and memsets it caused, CUDA-graph replays included. \
-         GPU busy = union of those activities; S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### ",
-    );
-    s.push_str(
-        report::markdown::to_string(&super::gpu_work::timeline_table(res))
-            .trim_start_matches("### "),
-    );
+    for sec in sections.iter().filter(|s| !s.markdown.is_empty()) {
+        s.push('\n');
+        s.push_str(&sec.markdown);
+    }
     if !w.figures.is_empty() {
         s.push_str("\n## Figures\n\n");
         for f in &w.figures {

@@ -1,5 +1,6 @@
 //! `traces.csv`: one row per input file, whatever became of it; the pair
-//! and chain-function columns are those of the views.
+//! and chain-function columns are those of the views, then each analysis's
+//! own ([`crate::api::Command::trace_columns`], `NAME_key`).
 
 use crate::analyses::hierarchy::{FunctionStats, TraceHierarchy};
 use crate::batch::BatchResult;
@@ -60,6 +61,15 @@ pub fn traces_table(res: &BatchResult) -> Table {
     for n in &fnames {
         heads.extend(hcols.iter().map(|c| format!("{}[{n}]", c.key)));
     }
+    let hier_end = heads.len();
+    // The analyses' own columns (the registry hook), in registry order.
+    let extra: Vec<_> = crate::analyses::REGISTRY
+        .iter()
+        .filter_map(|e| e.trace_columns_fn())
+        .collect();
+    for (h, _) in &extra {
+        heads.extend(h());
+    }
     let mut t = Table {
         title: "traces".into(),
         headers: heads,
@@ -102,7 +112,10 @@ pub fn traces_table(res: &BatchResult) -> Table {
                     }
                 }
             }
-            None => row.resize(t.headers.len(), Cell::Null),
+            None => row.resize(hier_end, Cell::Null),
+        }
+        for (_, cells) in &extra {
+            row.extend(cells(&f.results));
         }
         t.row(row);
     }

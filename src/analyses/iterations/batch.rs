@@ -1,0 +1,390 @@
+//! `iterations` in `batch` (its [`crate::api::Command::batch_section`]):
+//! per workload, AR against MTP over the whole decode loop — report.md's
+//! "Decode iterations per workload" (the comparison, the per-phase
+//! decomposition, Table 5's per-token changes), `iterations.csv` (one row
+//! per match, every per-trace figure of both sides, the exact sums and the
+//! comparison), and figure 7: GPU busy per token by phase, stacked up to
+//! the wall time per token, AR beside MTP, S_wall over each workload and
+//! the repeating graph's cadence under each bar; and, when graphs are
+//! replayed, figure 7b: the cadence's distribution per trace.
+//!
+//! Every figure is [`super::compare`]'s, as `torchtrace iterations AR MTP`
+//! prints it: the two cannot disagree.
+
+use super::view::columns;
+use super::{compare, Comparison, Iterations, Phase, TraceIterations};
+use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::plot::{
+    series_color, BarGroup, BoxGroup, BoxPlots, BoxSeries, Picture, Segment, StackedBar,
+    StackedBars, SERIES,
+};
+use crate::report::{self, Cell, Table};
+
+/// The CSV file the section writes.
+pub const CSV: &str = "iterations.csv";
+/// Figure 7's file stem.
+pub const FIGURE: &str = "fig7_iterations_per_token";
+/// Figure 7b's (the cadence distribution; drawn when a trace has graphs).
+pub const CADENCE_FIGURE: &str = "fig7b_graph_cadence";
+
+/// One match with both sides' figures and their comparison.
+struct Row<'c> {
+    m: &'c Match,
+    ar: &'c TraceIterations,
+    mtp: &'c TraceIterations,
+    c: Comparison,
+}
+
+/// The section: `None` when no match has iterations figures on both sides.
+pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
+    let rows: Vec<Row> = campaign
+        .matched::<Iterations>()
+        .into_iter()
+        .map(|(m, ar, mtp)| Row {
+            m,
+            ar,
+            mtp,
+            c: compare(ar, mtp),
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut md = report::markdown::section(&summary_table(&rows), "##");
+    md.push_str(&format!(
+        "\nAn iteration is a selected decode step context up to the next step annotation on its thread, so \
+         `sample_tokens` and the MTP drafter (between step annotations) are counted; per token = mean over the \
+         closed iterations × n / T. P = tokens per iteration MTP/AR, S_wall and S_busy = wall and GPU busy per \
+         token AR/MTP, S_context as in Table 8 (launch correlation). Every row is `torchtrace iterations AR MTP`'s \
+         comparison. CSV: [{CSV}]({CSV}).\n\n"
+    ));
+    md.push_str(&report::markdown::section(
+        &decomposition_table(&rows),
+        "###",
+    ));
+    md.push('\n');
+    md.push_str(&report::markdown::section(&change_table(&rows), "###"));
+    Some(Section {
+        markdown: md,
+        files: vec![SectionFile {
+            name: CSV.into(),
+            text: report::csv::to_string(&csv_table(&rows)),
+            what: "decode iterations, AR vs MTP per workload".into(),
+        }],
+        figures: figures(&rows),
+    })
+}
+
+/// Figure 7, and 7b when some trace replays a repeating graph twice or more.
+fn figures(rows: &[Row]) -> Vec<Box<dyn Picture>> {
+    let mut v: Vec<Box<dyn Picture>> = vec![Box::new(figure(rows))];
+    let graphs = rows
+        .iter()
+        .any(|r| !r.ar.cadence_ns.is_empty() || !r.mtp.cadence_ns.is_empty());
+    if graphs {
+        v.push(Box::new(cadence_figure(rows)));
+    }
+    v
+}
+
+/// Figure 7b: every start-to-start interval of the repeating graph.
+fn cadence_figure(rows: &[Row]) -> BoxPlots {
+    let series = |x: &TraceIterations, mode: &str| BoxSeries {
+        label: crate::runinfo::Mode::display(mode),
+        mode: Some(mode.into()),
+        values: x.cadence_ns.iter().map(|&g| g as f64 / 1e6).collect(),
+    };
+    BoxPlots {
+        stem: CADENCE_FIGURE.into(),
+        title: "Cadence of the repeating CUDA graph".into(),
+        subtitle: "start-to-start interval between consecutive replays of each trace's repeating graph (first activity starts) · box: quartiles, whiskers 1.5 IQR, dots: every interval, text: median".into(),
+        y_desc: "interval between replays (ms)".into(),
+        groups: rows
+            .iter()
+            .map(|r| BoxGroup {
+                name: r.m.workload.clone(),
+                series: vec![series(r.ar, "ar"), series(r.mtp, &r.m.candidate_mode)],
+            })
+            .collect(),
+        empty: (
+            "no repeating CUDA graph".into(),
+            "the traces replay no graph twice in closed iterations".into(),
+        ),
+    }
+}
+
+fn summary_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "Decode iterations per workload (AR vs MTP, the whole decode loop)",
+        &[
+            "Workload",
+            "Mode",
+            "Iterations AR",
+            "Iterations MTP",
+            "Tokens/iter. AR",
+            "Tokens/iter. MTP",
+            "Wall/token AR (ms)",
+            "Wall/token MTP (ms)",
+            "GPU busy/token AR (ms)",
+            "GPU busy/token MTP (ms)",
+            "P",
+            "S_wall",
+            "S_busy",
+            "S_context",
+            "Graph cadence AR (ms)",
+            "Graph cadence MTP (ms)",
+        ],
+    );
+    let cadence = |x: &TraceIterations| {
+        Cell::opt_f(
+            x.graphs
+                .repeating
+                .as_ref()
+                .and_then(|r| r.cadence_ms_median),
+            4,
+        )
+    };
+    for r in rows {
+        let both = |f: &dyn Fn(&TraceIterations) -> Cell| [f(r.ar), f(r.mtp)];
+        let mut row = vec![
+            Cell::text(r.m.workload.clone()),
+            Cell::text(r.m.candidate_mode.clone()),
+        ];
+        row.extend(both(&|x| x.contexts.into()));
+        row.extend(both(&|x| Cell::opt_f(x.tokens_per_iteration, 3)));
+        row.extend(both(&|x| Cell::opt_f(x.per_token.wall_ms, 4)));
+        row.extend(both(&|x| Cell::opt_f(x.per_token.gpu_busy_ms, 4)));
+        for v in [
+            r.c.token_progress_ratio,
+            r.c.s_wall,
+            r.c.s_busy,
+            r.c.s_context,
+        ] {
+            row.push(Cell::opt_f(v, 3));
+        }
+        row.extend(both(&cadence));
+        t.row(row);
+    }
+    t
+}
+
+fn decomposition_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "Where the token progress goes, per workload (GPU busy per phase; g = P·Δ/C, Σ g = P − S_busy)",
+        &[
+            "Workload",
+            "Phase",
+            "AR busy/token (ms)",
+            "MTP busy/token (ms)",
+            "AR busy/iter. (ms)",
+            "MTP busy/iter. (ms)",
+            "Δ",
+            "g",
+        ],
+    );
+    for r in rows {
+        let w = || Cell::text(r.m.workload.clone());
+        for d in &r.c.decomposition {
+            t.row(vec![
+                w(),
+                Cell::text(d.phase.clone()),
+                Cell::opt_f(d.baseline_busy_per_token_ms, 4),
+                Cell::opt_f(d.candidate_busy_per_token_ms, 4),
+                Cell::opt_f(d.baseline_busy_per_iteration_ms, 4),
+                Cell::opt_f(d.candidate_busy_per_iteration_ms, 4),
+                Cell::opt_f(d.delta, 4),
+                Cell::opt_f(d.gives_back, 4),
+            ]);
+        }
+        let sum: Option<f64> = r.c.decomposition.iter().map(|d| d.gives_back).sum();
+        let mut total = vec![w(), Cell::text("total (P − S_busy)")];
+        total.extend((0..4).map(|_| Cell::text("")));
+        total.push(Cell::opt_f(r.c.busy_cost_ratio.map(|c| c - 1.0), 4));
+        total.push(Cell::opt_f(sum, 4));
+        t.row(total);
+    }
+    t.notes.push(
+        "B = mean GPU busy per closed iteration; Δ_p = (B_MTP,p − B_AR,p)/B_AR; C = B_MTP/B_AR = 1 + ΣΔ_p; \
+         S_busy = P/C, so P − S_busy = Σ_p P·Δ_p/C: the GPU busy time each phase adds per iteration gives back \
+         g_p of the token progress ratio P."
+            .into(),
+    );
+    t
+}
+
+/// A per-token figure of a trace.
+type Get = fn(&TraceIterations) -> Option<f64>;
+
+/// Table 5 of the paper: per token, MTP against AR.
+fn change_table(rows: &[Row]) -> Table {
+    let figs: [(&str, Get); 4] = [
+        ("Launches/token", |x| x.per_token.launches),
+        ("Graph replays/token", |x| x.graphs.replays_per_token),
+        ("Kernels/token", |x| x.per_token.kernels),
+        ("GPU busy/token (ms)", |x| x.per_token.gpu_busy_ms),
+    ];
+    let mut heads = vec!["Workload".to_string()];
+    for (name, _) in &figs {
+        heads.push(format!("{name} AR"));
+        heads.push(format!("{name} MTP"));
+        heads.push("change (%)".into());
+    }
+    let mut t = Table {
+        title: "Per token, MTP against AR (Table 5: launches, graph replays, kernels, GPU busy)"
+            .into(),
+        headers: heads,
+        ..Default::default()
+    };
+    for r in rows {
+        let mut row = vec![Cell::text(r.m.workload.clone())];
+        for (_, get) in &figs {
+            let (a, m) = (get(r.ar), get(r.mtp));
+            let change = match (a, m) {
+                (Some(x), Some(y)) if x != 0.0 => Some((y / x - 1.0) * 100.0),
+                _ => None,
+            };
+            row.extend([Cell::opt_f(a, 3), Cell::opt_f(m, 3), Cell::opt_f(change, 1)]);
+        }
+        t.row(row);
+    }
+    t
+}
+
+/// One row per match: both sides' figures (the subcommand's CSV columns,
+/// `ar_`/`mtp_` prefixed), their exact sums, and the comparison.
+fn csv_table(rows: &[Row]) -> Table {
+    let cols = columns();
+    let mut heads: Vec<String> = ["workload", "baseline", "candidate", "candidate_mode"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    for side in ["ar", "mtp"] {
+        heads.extend(cols.iter().map(|c| format!("{side}_{}", c.key)));
+        for k in ["closed_wall_ns", "closed_gpu_busy_ns", "context_span_ns"] {
+            heads.push(format!("{side}_{k}"));
+        }
+    }
+    heads.extend(
+        [
+            "token_progress_ratio",
+            "s_wall",
+            "s_busy",
+            "s_context",
+            "iteration_cost_ratio",
+            "busy_cost_ratio",
+        ]
+        .iter()
+        .map(|s| s.to_string()),
+    );
+    for p in Phase::ALL {
+        heads.push(format!("{}_delta", p.as_str()));
+        heads.push(format!("{}_gives_back", p.as_str()));
+    }
+    let mut t = Table {
+        title: "iterations".into(),
+        headers: heads,
+        ..Default::default()
+    };
+    let ns = |v: i128| Cell::text(v.to_string());
+    for r in rows {
+        let mut row = vec![
+            Cell::text(r.m.workload.clone()),
+            Cell::text(r.ar.path.clone()),
+            Cell::text(r.mtp.path.clone()),
+            Cell::text(r.m.candidate_mode.clone()),
+        ];
+        for x in [r.ar, r.mtp] {
+            row.extend(cols.iter().map(|c| c.cell(x)));
+            let s = &x.sums;
+            row.extend([ns(s.wall_ns), ns(s.busy_ns), ns(s.context_span_ns)]);
+        }
+        let c = &r.c;
+        for v in [
+            c.token_progress_ratio,
+            c.s_wall,
+            c.s_busy,
+            c.s_context,
+            c.iteration_cost_ratio,
+            c.busy_cost_ratio,
+        ] {
+            row.push(Cell::opt_f(v, 6));
+        }
+        for d in &c.decomposition {
+            row.extend([Cell::opt_f(d.delta, 6), Cell::opt_f(d.gives_back, 6)]);
+        }
+        t.row(row);
+    }
+    t
+}
+
+/// A side's bar: GPU busy per token of each phase, then the rest of the
+/// wall per token (the GPU not busy; 0 when the phases overlap more).
+fn bar(x: &TraceIterations, label: &str, mode: &str) -> StackedBar {
+    let phases: Option<Vec<f64>> = Phase::ALL
+        .iter()
+        .map(|&p| x.per_token.phases.get(p).gpu_busy_ms)
+        .collect();
+    let values = phases.zip(x.per_token.wall_ms).map(|(mut v, wall)| {
+        let busy: f64 = v.iter().sum();
+        v.push((wall - busy).max(0.0));
+        v
+    });
+    let cadence = x
+        .graphs
+        .repeating
+        .as_ref()
+        .and_then(|r| r.cadence_ms_median);
+    StackedBar {
+        label: label.into(),
+        mode: Some(mode.into()),
+        values,
+        top: x
+            .per_token
+            .wall_ms
+            .map_or_else(String::new, |w| format!("{w:.3} ms")),
+        below: cadence.map_or_else(|| "no graph".into(), |c| format!("cadence {c:.3} ms")),
+    }
+}
+
+/// Figure 7.
+fn figure(rows: &[Row]) -> StackedBars {
+    let mut segments: Vec<Segment> = Phase::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Segment {
+            name: format!("{} (GPU busy)", p.as_str()),
+            color: series_color(i),
+        })
+        .collect();
+    segments.push(Segment {
+        name: "GPU not busy".into(),
+        color: SERIES[SERIES.len() - 1],
+    });
+    let groups = rows
+        .iter()
+        .map(|r| BarGroup {
+            name: r.m.workload.clone(),
+            bars: vec![
+                bar(r.ar, "AR", "ar"),
+                bar(
+                    r.mtp,
+                    &crate::runinfo::Mode::display(&r.m.candidate_mode),
+                    &r.m.candidate_mode,
+                ),
+            ],
+            note: r.c.s_wall.map(|s| format!("S_wall = {s:.2}×")),
+        })
+        .collect();
+    StackedBars {
+        stem: FIGURE.into(),
+        title: "Wall time per generated token, by phase of the decode loop".into(),
+        subtitle: "iterations: a decode step up to the next step annotation · colours: GPU busy per token in each phase · grey: the rest of the wall time · under: median cadence of the repeating CUDA graph".into(),
+        y_desc: "time per generated token (ms)".into(),
+        segments,
+        groups,
+        empty: (
+            "no decode iterations per token".into(),
+            "needs completion-token counts and closed iterations (see `torchtrace iterations`)".into(),
+        ),
+    }
+}

@@ -274,3 +274,73 @@ fn plot_draws_one_figure_per_run() {
     let svg = std::fs::read_to_string(dir.path().join("ranks_ar_plain.svg")).unwrap();
     assert!(svg.contains("(17 flagged)"));
 }
+
+/// `batch` groups the rank files into one run (one row, not one per rank
+/// file), and `merge` over its records writes the same section.
+#[test]
+fn batch_groups_rank_files_into_runs_and_merge_agrees() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, merged) = (dir.path().join("out"), dir.path().join("merged"));
+    let rec = dir.path().join("r.jsonl");
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    let status = bin()
+        .args([
+            "batch",
+            "-q",
+            "tests/data/tp2",
+            "-o",
+            &s(&out),
+            "--records",
+            &s(&rec),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let runs = std::fs::read_to_string(out.join("ranks_runs.csv")).unwrap();
+    assert_eq!(runs.lines().count(), 2, "one run: {runs}");
+    assert!(runs
+        .lines()
+        .nth(1)
+        .unwrap()
+        .starts_with("ar,plain,ar_plain,2,"));
+    let stragglers = std::fs::read_to_string(out.join("ranks_stragglers.csv")).unwrap();
+    let steps: Vec<&str> = stragglers
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(3).unwrap())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "16", "33", "50", "67", "84", "101", "118", "120", "121", "122", "123", "124", "135",
+            "152", "169", "186", "203"
+        ]
+    );
+    let ranks = std::fs::read_to_string(out.join("ranks.csv")).unwrap();
+    assert!(ranks.contains(",55912589,243229662,"), "{ranks}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Ranks of each run"));
+    assert!(out.join("figures/fig9_ranks_ar_plain.png").exists());
+    let status = bin()
+        .args(["merge", "-q", &s(&rec), "-o", &s(&merged), "--no-figures"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        status.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    for f in ["ranks_runs.csv", "ranks.csv", "ranks_stragglers.csv"] {
+        assert_eq!(
+            std::fs::read_to_string(out.join(f)).unwrap(),
+            std::fs::read_to_string(merged.join(f)).unwrap(),
+            "{f}"
+        );
+    }
+}

@@ -198,7 +198,7 @@ pub fn render_run(run: &RunReport, path: &Path, size: (u32, u32)) -> Result<(), 
 
 /// A file stem for each run: `ranks_<last part of its label>`, made
 /// distinct (`_2`, `_3`, …) and safe as a file name.
-fn stems(runs: &[RunReport]) -> Vec<String> {
+pub fn stems(runs: &[RunReport]) -> Vec<String> {
     let mut seen = std::collections::HashMap::<String, usize>::new();
     runs.iter()
         .map(|r| {

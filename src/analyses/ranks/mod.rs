@@ -25,13 +25,14 @@
 //! Definitions: docs/DEFINITIONS.md, "Ranks of a run (`ranks`)".
 
 pub mod align;
+pub mod batch;
 pub mod runs;
 pub mod view;
 
 #[cfg(test)]
 mod tests;
 
-use crate::analysis::{Analysis, Configures, Finished, Need};
+use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::ledger::attribution::{self, LaunchScope, Query};
 use crate::ledger::Ledger;
 use crate::model::Ns;
@@ -246,6 +247,10 @@ pub struct RankTrace {
     /// between step annotations).
     pub collectives_outside_steps: u64,
     pub notes: Vec<String>,
+    /// The options it was read with (the run-level figures of `batch`
+    /// use them).
+    #[serde(default)]
+    pub options: RanksSpec,
 }
 
 /// Streaming state: everything comes from the driver's steps and ledger.
@@ -275,6 +280,20 @@ impl Analysis for Ranks {
 
     fn push(&mut self, _: &Event<'_>, _: EventPos) {}
 
+    /// In `results.json`, the trace's counts only: the steps and their
+    /// collectives are in records, the run-level figures in the section.
+    fn in_results(t: &RankTrace) -> InResults {
+        InResults::Nested(serde_json::json!({
+            "rank": t.info_rank,
+            "world_size": t.info_world_size,
+            "context": t.context,
+            "decode_steps": t.decode.len(),
+            "boundary_steps": t.boundary.len(),
+            "collectives": t.decode.iter().chain(&t.boundary).map(|s| s.collectives.len()).sum::<usize>(),
+            "collectives_outside_steps": t.collectives_outside_steps,
+        }))
+    }
+
     fn set_tokens(out: &mut RankTrace, tokens: Option<u64>, source: Option<&str>) {
         out.completion_tokens = tokens;
         out.tokens_source = source.map(str::to_string);
@@ -296,6 +315,7 @@ impl Analysis for Ranks {
             boundary: Vec::new(),
             collectives_outside_steps: 0,
             notes: trace.meta.notes.clone(),
+            options: self.config.spec.clone(),
         };
         if let Some(ledger) = trace.ledger {
             collect_steps(&mut out, trace, ledger, &self.config);

@@ -48,6 +48,7 @@ fn trace(path: &str, decode: Vec<RankStep>) -> RankTrace {
         boundary: Vec::new(),
         collectives_outside_steps: 0,
         notes: Vec::new(),
+        options: RanksSpec::default(),
     }
 }
 

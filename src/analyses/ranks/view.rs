@@ -94,7 +94,6 @@ impl Document for RanksReport {
 impl Command for Ranks {
     type Options = RanksSpec;
     type Report = RanksReport;
-    const IN_BATCH: bool = false;
     const TAKES_DIRECTORIES: bool = true;
     const KEEPS_UNREADABLE: bool = true;
 
@@ -126,6 +125,11 @@ impl Command for Ranks {
 
     fn report(outputs: Vec<RankTrace>, config: &RanksConfig) -> RanksReport {
         RanksReport::new(outputs, config)
+    }
+
+    /// The campaign's rank files grouped into runs ([`super::batch`]).
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
     }
 
     fn report_said(report: &RanksReport) -> Said {
@@ -314,7 +318,9 @@ fn steps_table(r: &RunReport, rows: &[StepRow], flagged: bool, title: &str) -> T
     t
 }
 
-fn csv_tables(runs: &[RunReport], steps: bool) -> Vec<Table> {
+/// The CSV tables: `runs`, `ranks`, `stragglers` and `steps` (boundary
+/// steps; decode steps too with `steps`).
+pub fn csv_tables(runs: &[RunReport], steps: bool) -> Vec<Table> {
     let mut rt = Table::new(
         "runs",
         &[

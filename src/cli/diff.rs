@@ -4,7 +4,7 @@
 use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::diff::{self, Diff, DiffSpec, Scope};
+use torchtrace::analyses::diff::{Diff, DiffSpec};
 
 /// What changed between two runs (baseline first, e.g. AR; candidate second,
 /// e.g. MTP), kernel by kernel and per generated token.
@@ -68,26 +68,11 @@ pub struct DiffArgs {
     /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
     #[arg(long, value_name = "FILE")]
     pub summary: Vec<PathBuf>,
-    /// Which GPU work: the step contexts' (steps) or the whole trace's.
-    #[arg(long, value_enum, default_value_t = ScopeArg::Steps)]
-    pub scope: ScopeArg,
-    /// Kernel rows in the tables before the rest is summed.
-    #[arg(long, default_value_t = diff::DEFAULT_TOP, value_name = "N")]
-    pub top: usize,
-    /// A family of your own, NAME=REGEX (case-insensitive), matched before
-    /// the built-in ones; repeatable, first match wins.
-    #[arg(long = "family", value_name = "NAME=REGEX")]
-    pub families: Vec<String>,
+    #[command(flatten)]
+    pub options: DiffSpec,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
-}
-
-/// `--scope` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ScopeArg {
-    Steps,
-    Trace,
 }
 
 pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -96,14 +81,11 @@ pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
         quiet: global.quiet,
     };
-    let options = DiffSpec {
-        scope: match args.scope {
-            ScopeArg::Steps => Scope::Steps,
-            ScopeArg::Trace => Scope::Trace,
-        },
-        top: args.top,
-        families: args.families,
-        ..DiffSpec::default()
-    };
-    super::run_command::<Diff>(&args.traces, common, &options, (args.format, false), global)
+    super::run_command::<Diff>(
+        &args.traces,
+        common,
+        &args.options,
+        (args.format, false),
+        global,
+    )
 }

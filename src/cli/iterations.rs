@@ -4,7 +4,7 @@
 use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::iterations::{Iterations, IterationsSpec, DRAFT_NAMES, SAMPLE_NAMES};
+use torchtrace::analyses::iterations::{Iterations, IterationsSpec};
 use torchtrace::api;
 
 /// Measure each decode iteration (a step context up to the next step
@@ -68,15 +68,8 @@ pub struct IterationsArgs {
     /// Also list every iteration.
     #[arg(long)]
     pub per_iteration: bool,
-    /// A sampling range name (repeatable; replaces the defaults).
-    #[arg(long = "sample-name", value_name = "NAME")]
-    pub sample_names: Vec<String>,
-    /// A drafting range name (repeatable; replaces the defaults).
-    #[arg(long = "draft-name", value_name = "NAME")]
-    pub draft_names: Vec<String>,
-    /// Report graph N (numbered by first appearance) as the repeating graph.
-    #[arg(long, value_name = "N")]
-    pub graph: Option<u64>,
+    #[command(flatten)]
+    pub options: IterationsSpec,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -88,15 +81,6 @@ pub fn run(args: IterationsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
         quiet: global.quiet,
     };
-    let or = |given: Vec<String>, default: &[&str]| match given.is_empty() {
-        true => default.iter().map(|s| s.to_string()).collect(),
-        false => given,
-    };
-    let options = IterationsSpec {
-        sample_names: or(args.sample_names, &SAMPLE_NAMES),
-        draft_names: or(args.draft_names, &DRAFT_NAMES),
-        graph: args.graph,
-    };
     let how = (args.format, args.per_iteration);
-    super::run_command::<Iterations>(&args.traces, common, &options, how, global)
+    super::run_command::<Iterations>(&args.traces, common, &args.options, how, global)
 }

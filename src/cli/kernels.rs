@@ -6,7 +6,6 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::api;
 use torchtrace::kernels;
-use torchtrace::ledger::attribution::LaunchScope;
 
 /// Follow each step context's launch calls (cudaLaunchKernel, cuLaunchKernel,
 /// cudaGraphLaunch, cudaMemcpyAsync, … and their hip counterparts) to the
@@ -60,39 +59,14 @@ pub struct KernelsArgs {
     /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
     #[arg(long, value_name = "FILE")]
     pub summary: Vec<PathBuf>,
-    /// How many kernels to list per trace.
-    #[arg(long, default_value_t = kernels::DEFAULT_TOP, value_name = "N")]
-    pub top: usize,
+    #[command(flatten)]
+    pub options: kernels::KernelsSpec,
     /// Also list every selected context's GPU work.
     #[arg(long)]
     pub per_context: bool,
-    /// Which launch calls a context holds: those of its own thread, or of
-    /// any thread of its process inside its window (training steps launch
-    /// the backward pass from the autograd thread). auto: process for
-    /// `ProfilerStep#N` contexts, thread for all others (vLLM steps).
-    #[arg(long, value_enum, default_value_t = ScopeArg::Auto, value_name = "SCOPE")]
-    pub launch_scope: ScopeArg,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
-}
-
-/// `--launch-scope` values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ScopeArg {
-    Auto,
-    Thread,
-    Process,
-}
-
-impl From<ScopeArg> for LaunchScope {
-    fn from(s: ScopeArg) -> LaunchScope {
-        match s {
-            ScopeArg::Auto => LaunchScope::Auto,
-            ScopeArg::Thread => LaunchScope::Thread,
-            ScopeArg::Process => LaunchScope::Process,
-        }
-    }
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -101,10 +75,6 @@ pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
         quiet: global.quiet,
     };
-    let options = kernels::KernelsSpec {
-        top: args.top,
-        launch_scope: args.launch_scope.into(),
-    };
     let how = (args.format, args.per_context);
-    super::run_command::<kernels::Kernels>(&args.traces, common, &options, how, global)
+    super::run_command::<kernels::Kernels>(&args.traces, common, &args.options, how, global)
 }

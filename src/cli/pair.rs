@@ -4,7 +4,6 @@ use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
 use torchtrace::api;
-use torchtrace::pair::GpuSpanSource;
 use torchtrace::pair::{Pair, PairSpec};
 
 /// Pair each step's CPU user_annotation with its gpu_user_annotation(s) by
@@ -54,32 +53,11 @@ pub struct PairArgs {
     /// Also list every selected context (start, CPU span, GPU span).
     #[arg(long)]
     pub per_context: bool,
-    /// Where a context's GPU span comes from: its GPU annotations when it
-    /// has any, else its launches' GPU work by correlation (auto); GPU
-    /// annotations only; or launch correlation only.
-    #[arg(long, value_enum, default_value_t = GpuSpanArg::Auto, value_name = "SOURCE")]
-    pub gpu_span: GpuSpanArg,
+    #[command(flatten)]
+    pub options: PairSpec,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
-}
-
-/// `--gpu-span` values (mapped onto [`GpuSpanSource`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum GpuSpanArg {
-    Auto,
-    Annotation,
-    Correlation,
-}
-
-impl From<GpuSpanArg> for GpuSpanSource {
-    fn from(a: GpuSpanArg) -> Self {
-        match a {
-            GpuSpanArg::Auto => GpuSpanSource::Auto,
-            GpuSpanArg::Annotation => GpuSpanSource::Annotation,
-            GpuSpanArg::Correlation => GpuSpanSource::Correlation,
-        }
-    }
 }
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -88,9 +66,6 @@ pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
         quiet: global.quiet,
     };
-    let options = PairSpec {
-        gpu_span: args.gpu_span.into(),
-    };
     let how = (args.format, args.per_context);
-    super::run_command::<Pair>(&args.traces, common, &options, how, global)
+    super::run_command::<Pair>(&args.traces, common, &args.options, how, global)
 }

@@ -68,6 +68,7 @@ pub const FAMILIES: [(&str, &str); 10] = [
 
 /// Which GPU work a trace's table counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// The activities launched from the selected step contexts (the
@@ -89,17 +90,25 @@ impl Scope {
 
 /// Options of the diff analysis (flags, Python keywords).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct DiffSpec {
-    /// `steps` (default) or `trace`.
+    /// Which GPU work: the step contexts' (steps) or the whole trace's.
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = Scope::Steps))]
     pub scope: Scope,
-    /// Rows of the per-kernel table before the rest is summed (tables
-    /// only: JSON lists every name).
+    /// Kernel rows in the tables before the rest is summed (JSON lists
+    /// every name).
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_TOP, value_name = "N"))]
     pub top: usize,
-    /// User families, `NAME=REGEX`, matched before the built-in ones in
-    /// the order given.
+    /// A family of your own, NAME=REGEX (case-insensitive), matched before
+    /// the built-in ones; repeatable, first match wins.
+    #[cfg_attr(feature = "cli", arg(long = "family", value_name = "NAME=REGEX"))]
     pub families: Vec<String>,
-    /// Which launch calls a step context holds (as `kernels`).
+    /// Which launch calls a step context holds (as `kernels --launch-scope`).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
+    )]
     pub launch_scope: LaunchScope,
 }
 

@@ -71,15 +71,27 @@ pub const DRAFT_NAMES: [&str; 4] = [
 
 /// Options of the iterations analysis.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct IterationsSpec {
-    /// Range names whose GPU work is the `sample` phase.
+    /// A sampling range name: its GPU work is the `sample` phase
+    /// (repeatable; replaces the defaults).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "sample-name", value_name = "NAME", default_values = SAMPLE_NAMES)
+    )]
     pub sample_names: Vec<String>,
-    /// Range names whose GPU work is the `draft` phase (innermost wins, so
-    /// a drafter inside `sample_tokens` is `draft`).
+    /// A drafting range name: its GPU work is the `draft` phase (innermost
+    /// wins, so a drafter inside `sample_tokens` is `draft`; repeatable;
+    /// replaces the defaults).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "draft-name", value_name = "NAME", default_values = DRAFT_NAMES)
+    )]
     pub draft_names: Vec<String>,
-    /// The graph (number by first appearance, from 0) to report as the
-    /// repeating one, instead of the one chosen by the rule.
+    /// Report graph N (numbered by first appearance, from 0) as the
+    /// repeating graph, instead of the one chosen by the rule.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     pub graph: Option<u64>,
 }
 

@@ -29,11 +29,19 @@ pub const DEFAULT_TOP: usize = 10;
 
 /// Options of the kernels analysis.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct KernelsSpec {
-    /// Kernels listed in `top_kernels`.
+    /// How many kernels to list per trace.
+    #[cfg_attr(feature = "cli", arg(long, default_value_t = DEFAULT_TOP, value_name = "N"))]
     pub top: usize,
-    /// Which launch calls a context holds (`--launch-scope`).
+    /// Which launch calls a context holds: those of its own thread, or of
+    /// any thread of its process inside its window (training steps launch
+    /// the backward pass from the autograd thread).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
+    )]
     pub launch_scope: LaunchScope,
 }
 

@@ -39,6 +39,7 @@ pub fn prefilter() -> Prefilter {
 
 /// Where a context's GPU span comes from (`--gpu-span`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 #[serde(rename_all = "lowercase")]
 pub enum GpuSpanSource {
     /// Its GPU annotations when it has any, else launch correlation.
@@ -62,9 +63,16 @@ impl GpuSpanSource {
 
 /// Options of pairing.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct PairSpec {
-    /// Where a context's GPU span comes from.
+    /// Where a context's GPU span comes from: its GPU annotations when it
+    /// has any, else its launches' GPU work by correlation (auto); GPU
+    /// annotations only; or launch correlation only.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long, value_enum, default_value_t = GpuSpanSource::Auto, value_name = "SOURCE")
+    )]
     pub gpu_span: GpuSpanSource,
 }
 

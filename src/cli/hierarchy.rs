@@ -45,29 +45,13 @@ pub struct HierarchyArgs {
     /// Trace files (`-` reads stdin). With two: baseline (AR) then candidate (MTP).
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
-    /// A chain "parent>child>grandchild"; repeat for several
-    /// [default: sample_tokens>propose_draft_token_ids>proposer.propose]
-    #[arg(long, value_name = "A>B>C")]
-    pub chain: Vec<String>,
-    /// Event category taking part; repeat for several (replaces the default
-    /// list cpu_op, user_annotation, python_function, Operator).
-    #[arg(long, value_name = "CAT")]
-    pub category: Vec<String>,
-    /// Containment across threads: ignore pid/tid.
-    #[arg(long)]
-    pub any_thread: bool,
-    /// Uncontained children listed per link.
-    #[arg(long, value_name = "N", default_value_t = torchtrace::hierarchy::DEFAULT_EXAMPLES)]
-    pub examples: usize,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
     /// Completion tokens, once per trace in order (for GPU busy per token).
     #[arg(long, value_name = "N")]
     pub tokens: Vec<u64>,
-    /// Skip the GPU work per function (containment and durations only:
-    /// reads only the chain's events, several times faster).
-    #[arg(long)]
-    pub no_gpu_work: bool,
+    #[command(flatten)]
+    pub options: ChainsSpec,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -79,14 +63,7 @@ pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         given: super::given(args.traces.len(), &args.tokens, &[])?,
         quiet: global.quiet,
     };
-    let options = ChainsSpec {
-        chains: args.chain.clone(),
-        categories: args.category.clone(),
-        any_thread: args.any_thread,
-        examples: args.examples,
-        gpu_work: !args.no_gpu_work,
-    };
     // Broken links come after the tables, as notes: the tables show them.
     let how = (args.format, false);
-    super::run_command::<Hierarchy>(&args.traces, common, &options, how, global)
+    super::run_command::<Hierarchy>(&args.traces, common, &args.options, how, global)
 }

@@ -179,17 +179,31 @@ impl HierarchyOptions {
 /// Python keywords, records); [`ChainsSpec::options`] checks and compiles
 /// them into [`HierarchyOptions`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct ChainsSpec {
-    /// Chains "a>b>c" (`re:RE` elements allowed); empty: [`DEFAULT_CHAIN`].
+    /// A chain "parent>child>grandchild" (`re:RE` elements match by
+    /// regex); repeat for several
+    /// [default: sample_tokens>propose_draft_token_ids>proposer.propose]
+    #[cfg_attr(feature = "cli", arg(long = "chain", value_name = "A>B>C"))]
     pub chains: Vec<String>,
-    /// Event categories taking part; empty: [`DEFAULT_CATEGORIES`].
+    /// Event category taking part; repeat for several (replaces the default
+    /// list cpu_op, user_annotation, python_function, Operator).
+    #[cfg_attr(feature = "cli", arg(long = "category", value_name = "CAT"))]
     pub categories: Vec<String>,
-    /// A parent on any thread of the same process contains the child.
+    /// Containment across threads: ignore pid/tid.
+    #[cfg_attr(feature = "cli", arg(long))]
     pub any_thread: bool,
     /// Uncontained children listed per link.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = DEFAULT_EXAMPLES))]
     pub examples: usize,
-    /// Also join each function's calls to the GPU work they launched.
+    /// Skip the GPU work per function (containment and durations only:
+    /// reads only the chain's events, several times faster). In Python and
+    /// records the field `gpu_work` (default true) says the opposite.
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "no-gpu-work", action = clap::ArgAction::SetFalse)
+    )]
     pub gpu_work: bool,
 }
 

@@ -256,6 +256,20 @@ pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
     kineto::event::parse_event(raw, at)
 }
 
+/// [`parse_event`] by serde_json alone (the generic path), to compare
+/// with the extractor in tests.
+#[doc(hidden)]
+pub fn parse_event_generic(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
+    kineto::event::parse_event_generic(raw, at)
+}
+
+/// The hand-written extractor alone: `None` where [`parse_event`] would
+/// use the generic path. For tests.
+#[doc(hidden)]
+pub fn extract_event(raw: &[u8]) -> Option<Event<'_>> {
+    kineto::extract::extract(raw)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

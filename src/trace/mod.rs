@@ -195,7 +195,22 @@ pub fn read_path_with(
         kind,
     };
     let src = open::open_decoded(path, progress).map_err(wrap)?;
-    read_decoded_with(src, opts, filter, meta, on_event).map_err(wrap)
+    if pipelined() {
+        kineto::pipelined::read(src, opts, filter, meta, on_event).map_err(wrap)
+    } else {
+        read_decoded_with(src, opts, filter, meta, on_event).map_err(wrap)
+    }
+}
+
+/// Turns the pipelined read of files off when set to `0` (for comparing
+/// the two; the output is the same).
+pub const PIPELINE_ENV: &str = "TORCHTRACE_PIPELINE";
+
+/// Whether files are read with the scanner on its own thread
+/// ([`kineto::pipelined`]): yes unless [`PIPELINE_ENV`] is `0`.
+pub fn pipelined() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(PIPELINE_ENV).map_or(true, |v| v.trim() != "0"))
 }
 
 /// Streams the events of a trace from any byte source (e.g. an archive

@@ -8,6 +8,7 @@ pub mod event;
 pub(crate) mod extract;
 mod fast;
 mod meta;
+pub mod pipelined;
 pub mod scan;
 mod validate;
 

@@ -142,6 +142,9 @@ pub(super) struct Scanner<'f, R> {
     pub(super) filter: &'f Prefilter,
     /// Per needle of `filter`: what the last search over the buffer found.
     pub(super) hits: Vec<Hit>,
+    /// What the last search with the filter's searcher of all needles
+    /// found, and the length of the needle found.
+    pub(super) set_hit: (Hit, u64),
     /// Whether to use the block scanner ([`Scanner::fast_events`]).
     pub(super) fast: bool,
     pub(super) buf: Vec<u8>,
@@ -172,6 +175,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             src,
             filter,
             hits: vec![Hit::default(); filter.finders.len()],
+            set_hit: (Hit::default(), 0),
             fast: true,
             buf: vec![0; BUF],
             pos: 0,

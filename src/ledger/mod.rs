@@ -524,8 +524,8 @@ fn median_of(mut v: Vec<i64>) -> Option<Exact> {
 /// (has_corr, corr, …)), as (first, count).
 fn activity_range(activities: &[Act], wide: &Wides, corr: i64) -> (u32, u32) {
     let key = |a: &Act| {
-        let k = wide.act_key(a);
-        (k.0, k.1)
+        let has = a.flags & HAS_CORR != 0;
+        (has, if has { wide.act_corr(a) } else { 0 })
     };
     let lo = activities.partition_point(|a| key(a) < (true, corr));
     let hi = activities.partition_point(|a| key(a) <= (true, corr));

@@ -97,22 +97,33 @@ impl Read for FailsAfter {
 /// source failed, and both reads must agree on it.
 #[test]
 fn bad_events_and_failing_sources_agree() {
-    for (events, bad_at) in [
-        (10usize, 8usize),
-        (3000, 2990),
-        (3000, 100),
-        (40_000, 39_999),
-        (40_000, 20_000),
+    // (events, the bad one, every how many events one of 1.5 MB: a batch
+    // the scanner waits for).
+    for (events, bad_at, big_every) in [
+        (10usize, 8usize, 0usize),
+        (3000, 2990, 0),
+        (3000, 100, 0),
+        (40_000, 39_999, 0),
+        (40_000, 20_000, 0),
+        (60, 40, 7),
+        (60, 59, 3),
+        (60, 1000, 2),
     ] {
         let mut doc = String::from("{\"traceEvents\": [\n");
+        let pad = "x".repeat(1_500_000);
         for i in 0..events {
             let ts = if i == bad_at {
                 "\"soon\"".to_string()
             } else {
                 format!("{i}.5")
             };
+            let extra = if big_every > 0 && i % big_every == 0 {
+                pad.as_str()
+            } else {
+                ""
+            };
             doc.push_str(&format!(
-                "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k{i}\", \"pid\": 0, \"tid\": 7, \"ts\": {ts}, \"dur\": 1, \"args\": {{\"correlation\": {i}}}}},\n"
+                "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k{i}\", \"pid\": 0, \"tid\": 7, \"ts\": {ts}, \"dur\": 1, \"args\": {{\"correlation\": {i}, \"pad\": \"{extra}\"}}}},\n"
             ));
         }
         // Cut: the source fails before the document ends.
@@ -131,7 +142,7 @@ fn bad_events_and_failing_sources_agree() {
                 let piped = record(|m, f| pipelined::read(src, &opts, &filter, m, f));
                 assert!(
                     serial == piped,
-                    "{events} events, bad {bad_at}, cut {tail}:\n{}\n---\n{}",
+                    "{events} events, bad {bad_at}, big every {big_every}, cut {tail}:\n{}\n---\n{}",
                     serial.lines().last().unwrap_or(""),
                     piped.lines().last().unwrap_or("")
                 );

@@ -6,8 +6,9 @@
 //!  gzip → 1 MB chunks ──────► block scanner + prefilter ──────► parse (extract / serde)
 //!                             admitted events copied into        → on_event, in file order
 //!                             batches of ~256 KB ─── channel ──►
-//!                             (DEPTH batches in flight; spent ◄── batches come back
-//!                             ones are reused)                    for reuse
+//!                             (DEPTH batches in flight, one   ◄── batches come back
+//!                             if it is large; spent ones are      for reuse
+//!                             reused)
 //!                             end: the scan's outcome + Meta ──►
 //! ```
 //!
@@ -32,9 +33,14 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 /// Admitted bytes per batch before it is sent.
 const BATCH_BYTES: usize = 256 << 10;
 
-/// Batches in flight (memory: about DEPTH × BATCH_BYTES, or one event
-/// when an event is larger).
+/// Batches in flight (memory: about DEPTH × BATCH_BYTES).
 const DEPTH: usize = 4;
+
+/// A batch this large (an event of several MB in it) is the only one in
+/// flight: the scanner waits until it is parsed and then frees it, so
+/// memory stays about one event (the limit) above the serial read's,
+/// however many large events follow one another.
+const BIG: usize = 4 * BATCH_BYTES;
 
 /// Admitted events, their bytes back to back.
 #[derive(Default)]
@@ -72,8 +78,10 @@ pub fn read<R: Read + Send>(
             .name("torchtrace-scan".into())
             .spawn_scoped(s, move || produce(src, opts, filter, full_tx, spent_rx));
         let outcome = consume(&full_rx, &spent_tx, meta, on_event);
-        // Unblocks a scanner still sending (after a parse error).
+        // Unblocks a scanner still sending, or waiting for a big batch
+        // (after a parse error).
         drop(full_rx);
+        drop(spent_tx);
         let joined = match scanner {
             Ok(h) => h.join().is_ok(),
             Err(_) => false,
@@ -133,7 +141,9 @@ fn produce<R: Read>(
                 next.bytes.clear();
                 next.events.clear();
                 let full_batch = std::mem::replace(&mut batch, next);
-                if full_ref.send(Msg::Events(full_batch)).is_err() {
+                let big = full_batch.bytes.capacity() >= BIG;
+                if full_ref.send(Msg::Events(full_batch)).is_err() || big && !big_came_back(&spent)
+                {
                     // The caller stopped (a parse error): so do we.
                     return Err(ReadError::Io(io::Error::other("reader gone")));
                 }
@@ -145,6 +155,19 @@ fn produce<R: Read>(
         return;
     }
     let _ = full.send(Msg::End(res, Box::new(meta)));
+}
+
+/// Waits until the caller has parsed the big batch just sent (it sends
+/// back every batch up to that one, in order, the big one waiting for room),
+/// dropping them; false when the caller stopped.
+fn big_came_back(spent: &Receiver<Batch>) -> bool {
+    loop {
+        match spent.recv() {
+            Ok(b) if b.bytes.capacity() >= BIG => return true,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+    }
 }
 
 /// After a bad event at `index` that came after the source failed: the
@@ -203,7 +226,13 @@ fn consume(
                     parsed += 1;
                     on_event(&ev, *at);
                 }
-                let _ = spent.try_send(batch);
+                if batch.bytes.capacity() >= BIG {
+                    // The scanner waits for it (see `big_came_back`); it
+                    // is gone when the scan has ended.
+                    let _ = spent.send(batch);
+                } else {
+                    let _ = spent.try_send(batch);
+                }
             }
             Msg::End(res, m) => {
                 *meta = *m;

@@ -180,3 +180,40 @@ fn read_stream_equals_read_path() {
         assert_eq!(meta, meta_b, "{}", path.display());
     }
 }
+
+/// The one-pass searcher of all needles hands an event to the per-needle
+/// finders when the leftmost needle runs past the event's end: a shorter
+/// needle may lie inside it (here `bcd` inside event 0, where `abcd"},{`
+/// starts first), and needles of one event found from an earlier one.
+#[test]
+fn needle_set_defers_when_the_leftmost_needle_overruns_the_event() {
+    // Long enough for the block scanner (64-byte blocks) to run.
+    let body = vec![r#"{"x": "abcd"},{"y": "ef"},{"z": "zz"},{"w": "bcdx"},{"v": "cd"}"#; 200];
+    let doc = format!("{{\"traceEvents\": [{}]}}", body.join(",\n"));
+    let doc = doc.as_bytes();
+    for needles in [
+        vec!["abcd\"},{", "bcd"],
+        vec!["abcd\"},{", "zz"],
+        vec!["\"},{\"y", "ef"],
+        vec!["cd\"}", "xyz", "d\"},{\"z"],
+    ] {
+        let filter = Prefilter::any_of(&needles);
+        let mut all = Vec::new();
+        let mut meta = Meta::default();
+        stream::scan(doc, &mut meta, &mut |raw, _| {
+            all.push(raw.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        let want: Vec<Vec<u8>> = all.into_iter().filter(|r| filter.admits(r)).collect();
+        let mut got = Vec::new();
+        let mut meta = Meta::default();
+        stream::scan_filtered(doc, &mut meta, &filter, &mut |raw, _| {
+            got.push(raw.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        assert!(!want.is_empty() && want.len() < 1000, "{needles:?}");
+        assert_eq!(got, want, "{needles:?}");
+    }
+}

@@ -17,12 +17,30 @@
 //!                launch latency = first activity start − launch call end (≥ 0)
 //! ```
 //!
-//! Memory: one 56-byte record per launch call (with its activity range) and
-//! one 32-byte record per GPU activity, kept
-//! until the end of the read (Kineto writes the CPU side first and the GPU
-//! activities after it, and nothing is sorted, so no activity can be
-//! attributed before the file ends). The timeline needs every activity
-//! interval anyway.
+//! Memory: every launch call and GPU activity is kept until the end of the
+//! read (Kineto writes the CPU side first and the GPU activities after it,
+//! and nothing is sorted, so no activity can be attributed before the file
+//! ends; the timeline needs every activity interval anyway). So the records
+//! are small: 40 bytes per launch call (56 before) and 24 per activity (32
+//! before), durations and correlation ids held as `u32` — what they are in
+//! every real trace: durations under 4.29 s, ids small non-negative
+//! integers issued in order — with an exact escape for anything else:
+//!
+//! ```text
+//! Launch (32 B)  | ts: i64 | index: u64 | dur: u32 | corr: u32 | lane: u32 | name: u32 |
+//!   + its activities in the ledger (8 B): | first: u32 | count: u32 |
+//! Act (24 B)     | start: i64 | dur: u32 | corr: u32 | name: u32 | kind: u8 | flags: u8 | pad |
+//!   (collected; once sorted by (has_corr, corr, start, end), each becomes an
+//!    Activity (24 B) | start: i64 | end: i64 | name: u32 | kind | has_corr | in place)
+//!
+//! dur == u32::MAX (launch) or the WIDE flag (activity): the real (dur, corr)
+//! are `wide[corr]`, exact i64s — a dur ≥ u32::MAX ns, or a correlation id
+//! outside 0..=u32::MAX (negative, huge):
+//!   Launch { dur: u32::MAX, corr: 0 } ──► wide[0] = Wide { dur: 5_000_000_000, corr: -7 }
+//! ```
+//!
+//! (`tests::the_record_layout_of_the_module_docs` checks the sizes and the
+//! escape.)
 
 pub mod attribution;
 pub mod intervals;
@@ -81,27 +99,118 @@ pub fn prefilter() -> Prefilter {
     ])
 }
 
-/// A runtime/driver call with a correlation id.
+/// A runtime/driver call with a correlation id (see the module docs).
 #[derive(Debug, Clone, Copy)]
 struct Launch {
     ts: Ns,
-    /// ts + dur: when the call returned.
-    end: Ns,
-    corr: i64,
     index: u64,
+    /// Its duration, or [`ESCAPE`]: then `wide[corr]` holds both.
+    dur: u32,
+    corr: u32,
     lane: u32,
     name: Sym,
 }
+
+/// Marks a launch whose duration and correlation are in `wide`.
+const ESCAPE: u32 = u32::MAX;
+
+/// A duration and correlation id that do not fit the compact records.
+#[derive(Debug, Clone, Copy)]
+struct Wide {
+    dur: i64,
+    corr: i64,
+}
+
+/// A kernel, memcpy or memset as collected (see the module docs).
+#[derive(Debug, Clone, Copy)]
+struct Act {
+    start: Ns,
+    dur: u32,
+    corr: u32,
+    name: Sym,
+    kind: Kind,
+    /// [`HAS_CORR`], [`WIDE`].
+    flags: u8,
+}
+
+/// The activity carried an integer `args.correlation`.
+const HAS_CORR: u8 = 1;
+/// Its duration and correlation are `wide[corr]`.
+const WIDE: u8 = 2;
 
 /// A kernel, memcpy or memset.
 #[derive(Debug, Clone, Copy)]
 pub struct Activity {
     pub start: Ns,
     pub end: Ns,
-    corr: i64,
     pub name: Sym,
     pub kind: Kind,
     has_corr: bool,
+}
+
+/// The `wide` entries and the compact fields' readers.
+#[derive(Debug, Default)]
+struct Wides(Vec<Wide>);
+
+impl Wides {
+    /// (dur, corr) as stored: compact when both fit, else an escape to a
+    /// new entry. `flag` is set in `flags` on escape.
+    fn store(&mut self, dur: i64, corr: i64) -> (u32, u32, bool) {
+        match (u32::try_from(dur), u32::try_from(corr)) {
+            (Ok(d), Ok(c)) if d != ESCAPE => (d, c, false),
+            _ => {
+                let at = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
+                self.0.push(Wide { dur, corr });
+                (ESCAPE, at, true)
+            }
+        }
+    }
+
+    fn get(&self, at: u32) -> Wide {
+        self.0
+            .get(at as usize)
+            .copied()
+            .unwrap_or(Wide { dur: 0, corr: 0 })
+    }
+
+    fn launch_dur(&self, l: &Launch) -> i64 {
+        match l.dur {
+            ESCAPE => self.get(l.corr).dur,
+            d => i64::from(d),
+        }
+    }
+
+    fn launch_corr(&self, l: &Launch) -> i64 {
+        match l.dur {
+            ESCAPE => self.get(l.corr).corr,
+            _ => i64::from(l.corr),
+        }
+    }
+
+    fn act_dur(&self, a: &Act) -> i64 {
+        match a.flags & WIDE {
+            0 => i64::from(a.dur),
+            _ => self.get(a.corr).dur,
+        }
+    }
+
+    fn act_corr(&self, a: &Act) -> i64 {
+        match a.flags & WIDE {
+            0 => i64::from(a.corr),
+            _ => self.get(a.corr).corr,
+        }
+    }
+
+    /// The sort key of activities: (has_corr, corr, start, end).
+    fn act_key(&self, a: &Act) -> (bool, i64, Ns, Ns) {
+        let has = a.flags & HAS_CORR != 0;
+        let corr = if has { self.act_corr(a) } else { 0 };
+        (has, corr, a.start, self.act_end(a))
+    }
+
+    fn act_end(&self, a: &Act) -> Ns {
+        a.start.saturating_add(Ns(self.act_dur(a)))
+    }
 }
 
 /// A launch call and the GPU activities it caused ([`Ledger::lane_launches`]).
@@ -130,7 +239,8 @@ pub struct Collector {
     names: Interner,
     lanes: LaneTable,
     launches: Vec<Launch>,
-    activities: Vec<Activity>,
+    activities: Vec<Act>,
+    wide: Wides,
 }
 
 impl Collector {
@@ -141,24 +251,29 @@ impl Collector {
             return;
         }
         let start = ev.ts.unwrap_or_default();
+        let dur = ev.dur_or_zero().0;
         if let Some(kind) = Kind::of_category(&ev.cat) {
-            self.activities.push(Activity {
+            let corr = ev.args.correlation;
+            let (dur, corr, wide) = self.wide.store(dur, corr.unwrap_or(0));
+            let has_corr = ev.args.correlation.is_some();
+            self.activities.push(Act {
                 start,
-                end: start.saturating_add(ev.dur_or_zero()),
-                corr: ev.args.correlation.unwrap_or(0),
+                dur,
+                corr,
                 name: self.names.intern(&ev.name),
                 kind,
-                has_corr: ev.args.correlation.is_some(),
+                flags: (u8::from(has_corr) * HAS_CORR) | (u8::from(wide) * WIDE),
             });
         } else if LAUNCH_CATEGORIES.contains(&&*ev.cat) {
             let Some(corr) = ev.args.correlation else {
                 return;
             };
+            let (dur, corr, _) = self.wide.store(dur, corr);
             self.launches.push(Launch {
                 ts: start,
-                end: start.saturating_add(ev.dur_or_zero()),
-                corr,
                 index: at.index,
+                dur,
+                corr,
                 lane: self.lanes.intern(ev.lane()),
                 name: self.names.intern(&ev.name),
             });
@@ -210,12 +325,14 @@ pub struct Ledger {
     pub names: Interner,
     /// Launch calls sorted by (lane, ts, index).
     launches: Vec<Launch>,
-    /// Per launch call (same order): its activities in `activities`, empty
-    /// unless it is the first in file order with its correlation (the owner
-    /// of that correlation's activities).
-    acts: Vec<Range<usize>>,
+    /// Per launch call (same order): its activities in `activities` (first,
+    /// count), empty unless it is the first in file order with its
+    /// correlation (the owner of that correlation's activities).
+    acts: Vec<(u32, u32)>,
     /// Activities sorted by (has_corr, corr, start, end).
     pub activities: Vec<Activity>,
+    /// Durations and correlation ids of launches that do not fit `u32`.
+    wide: Wides,
     lane_ids: HashMap<(String, String), u32>,
     /// Per lane id, the id of its pid (for process-wide launch scope).
     lane_pid: Vec<u32>,
@@ -230,18 +347,30 @@ impl Ledger {
             names,
             lanes,
             mut launches,
-            mut activities,
+            activities: mut collected,
+            wide,
         } = c;
         launches.sort_unstable_by_key(|l| (l.lane, l.ts, l.index));
-        let owner = owners(&launches);
-        let shared_correlations = shared_across_processes(&launches, &lanes);
-        activities.sort_unstable_by_key(|a| (a.has_corr, a.corr, a.start, a.end));
+        let owner = owners(&launches, &wide);
+        let shared_correlations = shared_across_processes(&launches, &lanes, &wide);
+        collected.sort_unstable_by_key(|a| wide.act_key(a));
         let acts = launches
             .iter()
             .zip(&owner)
             .map(|(l, &own)| match own {
-                true => activity_range(&activities, l.corr),
-                false => 0..0,
+                true => activity_range(&collected, &wide, wide.launch_corr(l)),
+                false => (0, 0),
+            })
+            .collect();
+        // In place: an Act and an Activity have the same size and alignment.
+        let activities: Vec<Activity> = collected
+            .into_iter()
+            .map(|a| Activity {
+                start: a.start,
+                end: wide.act_end(&a),
+                name: a.name,
+                kind: a.kind,
+                has_corr: a.flags & HAS_CORR != 0,
             })
             .collect();
         let mut pid_ids: HashMap<String, u32> = HashMap::new();
@@ -258,6 +387,7 @@ impl Ledger {
             launches,
             acts,
             activities,
+            wide,
             lane_ids,
             lane_pid,
             pid_ids,
@@ -299,14 +429,14 @@ impl Ledger {
         let lo = self.launches.partition_point(|l| l.lane < lane);
         let hi = self.launches.partition_point(|l| l.lane <= lane);
         (lo..hi.max(lo)).filter_map(move |i| {
-            let range = self.acts[i].clone();
+            let range = self.range(i);
             if range.is_empty() {
                 return None;
             }
             let l = &self.launches[i];
             Some(LaunchCall {
                 ts: l.ts,
-                end: l.end,
+                end: self.end_of(l),
                 index: l.index,
                 name: self.names.resolve(l.name),
                 activities: &self.activities[range],
@@ -319,21 +449,32 @@ impl Ledger {
         self.launches.len()
     }
 
+    /// The activities of the launch call at position `i`.
+    fn range(&self, i: usize) -> Range<usize> {
+        let (first, count) = self.acts[i];
+        first as usize..first as usize + count as usize
+    }
+
+    /// When a launch call returned: ts + dur.
+    fn end_of(&self, l: &Launch) -> Ns {
+        l.ts.saturating_add(Ns(self.wide.launch_dur(l)))
+    }
+
     /// Every graph replay of the trace (a `cudaGraphLaunch`-like launch call
     /// owning ≥ 1 activity): its activities' positions in
     /// [`Ledger::activities`] (sorted by start, then end).
     pub fn graph_replays(&self) -> impl Iterator<Item = Range<usize>> + '_ {
-        self.launches
-            .iter()
-            .zip(&self.acts)
-            .filter(|(l, r)| !r.is_empty() && is_graph_launch(self.names.resolve(l.name)))
-            .map(|(_, r)| r.clone())
+        (0..self.launches.len())
+            .filter(|&i| {
+                self.acts[i].1 > 0 && is_graph_launch(self.names.resolve(self.launches[i].name))
+            })
+            .map(|i| self.range(i))
     }
 
     /// Positions (in `launches`) of the launch calls that own ≥ 1 activity,
     /// in (lane, ts, index) order.
     pub(super) fn working_launches(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.launches.len() as u32).filter(|&i| !self.acts[i as usize].is_empty())
+        (0..self.launches.len() as u32).filter(|&i| self.acts[i as usize].1 > 0)
     }
 
     /// (lane, pid, ts, file index) of the launch call at position `i`.
@@ -351,7 +492,7 @@ impl Ledger {
         let mut starts: Vec<i64> = Vec::new();
         let mut queue: Vec<i64> = Vec::new();
         for &i in calls {
-            let (l, range) = (&self.launches[i as usize], self.acts[i as usize].clone());
+            let (l, range) = (&self.launches[i as usize], self.range(i as usize));
             let acts = &self.activities[range.clone()];
             let Some(first) = acts.iter().map(|a| a.start).min() else {
                 continue;
@@ -359,7 +500,7 @@ impl Ledger {
             w.launches += 1;
             w.graph_launches += u64::from(is_graph_launch(self.names.resolve(l.name)));
             // Queue delay: how long the work waited after the call returned.
-            queue.push(first.0.saturating_sub(l.end.0).max(0));
+            queue.push(first.0.saturating_sub(self.end_of(l).0).max(0));
             for (j, a) in range.zip(acts) {
                 w.add(a, j as u32);
                 ivs.push((a.start, a.end));
@@ -380,12 +521,17 @@ fn median_of(mut v: Vec<i64>) -> Option<Exact> {
 }
 
 /// The activities of correlation `corr` in `activities` (sorted by
-/// (has_corr, corr, …)).
-fn activity_range(activities: &[Activity], corr: i64) -> Range<usize> {
-    let key = |a: &Activity| (a.has_corr, a.corr);
+/// (has_corr, corr, …)), as (first, count).
+fn activity_range(activities: &[Act], wide: &Wides, corr: i64) -> (u32, u32) {
+    let key = |a: &Act| {
+        let has = a.flags & HAS_CORR != 0;
+        (has, if has { wide.act_corr(a) } else { 0 })
+    };
     let lo = activities.partition_point(|a| key(a) < (true, corr));
     let hi = activities.partition_point(|a| key(a) <= (true, corr));
-    lo..hi.max(lo)
+    // Work::activities holds u32 positions: a ledger holds < 2^32.
+    let first = u32::try_from(lo).unwrap_or(u32::MAX);
+    (first, u32::try_from(hi.max(lo) - lo).unwrap_or(0))
 }
 
 impl Work {
@@ -405,8 +551,11 @@ impl Work {
 
 /// How many correlation ids are carried by launch calls of more than one
 /// process (pid).
-fn shared_across_processes(launches: &[Launch], lanes: &LaneTable) -> u64 {
-    let mut by_corr: Vec<(i64, u32)> = launches.iter().map(|l| (l.corr, l.lane)).collect();
+fn shared_across_processes(launches: &[Launch], lanes: &LaneTable, wide: &Wides) -> u64 {
+    let mut by_corr: Vec<(i64, u32)> = launches
+        .iter()
+        .map(|l| (wide.launch_corr(l), l.lane))
+        .collect();
     by_corr.sort_unstable();
     let mut shared = 0u64;
     let mut i = 0;
@@ -424,18 +573,128 @@ fn shared_across_processes(launches: &[Launch], lanes: &LaneTable) -> u64 {
 
 /// For each launch call, whether it is the first in file order with its
 /// correlation id.
-fn owners(launches: &[Launch]) -> Vec<bool> {
+fn owners(launches: &[Launch], wide: &Wides) -> Vec<bool> {
     let mut order: Vec<u32> = (0..launches.len() as u32).collect();
     order.sort_unstable_by_key(|&k| {
         let l = &launches[k as usize];
-        (l.corr, l.index)
+        (wide.launch_corr(l), l.index)
     });
     let mut owner = vec![false; launches.len()];
     let mut prev: Option<i64> = None;
     for k in order {
-        let corr = launches[k as usize].corr;
+        let corr = wide.launch_corr(&launches[k as usize]);
         owner[k as usize] = prev != Some(corr);
         prev = Some(corr);
     }
     owner
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::ThreadPart;
+    use crate::trace::Args;
+    use std::borrow::Cow;
+    use std::mem::size_of;
+
+    fn event(
+        cat: &'static str,
+        name: &'static str,
+        ts: i64,
+        dur: i64,
+        corr: i64,
+    ) -> Event<'static> {
+        Event {
+            ph: Cow::Borrowed("X"),
+            cat: Cow::Borrowed(cat),
+            name: Cow::Borrowed(name),
+            pid: ThreadPart::Num(1),
+            tid: ThreadPart::Num(2),
+            ts: Some(Ns(ts)),
+            dur: Some(Ns(dur)),
+            args: Args {
+                correlation: Some(corr),
+                ..Args::default()
+            },
+        }
+    }
+
+    #[test]
+    fn the_record_layout_of_the_module_docs() {
+        assert_eq!(size_of::<Launch>(), 32);
+        assert_eq!(size_of::<(u32, u32)>(), 8);
+        assert_eq!(size_of::<Act>(), 24);
+        assert_eq!(size_of::<Activity>(), 24);
+        // The drawing's escape: a 5 s launch call with correlation -7, and
+        // what it launched; beside them compact ones, and a launch whose
+        // duration is exactly u32::MAX (the escape value itself).
+        let mut c = Collector::default();
+        let at = |index| EventPos { index, offset: 0 };
+        c.push(
+            &event("cuda_runtime", "cudaLaunchKernel", 100, 5_000_000_000, -7),
+            at(0),
+        );
+        c.push(
+            &event("cuda_runtime", "cudaLaunchKernel", 200, 10, 3),
+            at(1),
+        );
+        c.push(
+            &event(
+                "cuda_runtime",
+                "cudaGraphLaunch",
+                300,
+                i64::from(u32::MAX),
+                1 << 40,
+            ),
+            at(2),
+        );
+        c.push(
+            &event("kernel", "k_wide", 6_000_000_000, 5_000_000_000, -7),
+            at(3),
+        );
+        c.push(&event("kernel", "k", 250, 20, 3), at(4));
+        c.push(&event("gpu_memset", "m", 400, 1, 1 << 40), at(5));
+        assert_eq!(c.wide.0.len(), 4, "launches 0 and 2, activities 3 and 5");
+        assert_eq!((c.launches[0].dur, c.launches[0].corr), (ESCAPE, 0));
+        assert_eq!((c.launches[1].dur, c.launches[1].corr), (10, 3));
+        let l = c.finish();
+        type Call = (Ns, Ns, u64, Vec<(Ns, Ns)>);
+        let calls: Vec<Call> = l
+            .lane_launches(0)
+            .map(|c| {
+                (
+                    c.ts,
+                    c.end,
+                    c.index,
+                    c.activities.iter().map(|a| (a.start, a.end)).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                (
+                    Ns(100),
+                    Ns(5_000_000_100),
+                    0,
+                    vec![(Ns(6_000_000_000), Ns(11_000_000_000))]
+                ),
+                (Ns(200), Ns(210), 1, vec![(Ns(250), Ns(270))]),
+                (
+                    Ns(300),
+                    Ns(300 + i64::from(u32::MAX)),
+                    2,
+                    vec![(Ns(400), Ns(401))]
+                ),
+            ]
+        );
+        // Sorted by correlation: -7, 3, 2^40.
+        let names: Vec<&str> = l
+            .activities
+            .iter()
+            .map(|a| l.names.resolve(a.name))
+            .collect();
+        assert_eq!(names, ["k_wide", "k", "m"]);
+        assert_eq!(l.graph_replays().collect::<Vec<_>>(), vec![2..3]);
+    }
 }

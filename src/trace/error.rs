@@ -126,6 +126,23 @@ impl ReadError {
         }
     }
 
+    /// The same error with `events` events read (a read that stopped
+    /// earlier, at a bad event, after the source failed).
+    pub(crate) fn with_events(mut self, n: u64) -> ReadError {
+        match &mut self {
+            ReadError::Decode { events, .. }
+            | ReadError::Checksum { events, .. }
+            | ReadError::MemberChecksum { events, .. }
+            | ReadError::Truncated { events, .. }
+            | ReadError::Syntax { events, .. }
+            | ReadError::EventTooLarge { events, .. }
+            | ReadError::ValueTooLarge { events, .. }
+            | ReadError::TrailingData { events, .. } => *events = n,
+            _ => {}
+        }
+        self
+    }
+
     /// An error of the decompressing reader at `offset`: a checksum mismatch
     /// gets its own variant, the rest (a cut or corrupt deflate stream) stay
     /// [`ReadError::Decode`].

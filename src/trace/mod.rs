@@ -5,6 +5,8 @@
 //!  open.rs        bytes → encoding (gzip / JSON), inflate on its own thread (pipe.rs)
 //!  kineto/        Kineto's Chrome-trace JSON: top-level object, traceEvents scanning
 //!                 (scan.rs, with the block scanner fast.rs over classify.rs), event parsing
+//!                 (extract.rs by hand, event.rs by serde_json), and the pipelined read of
+//!                 files (pipelined.rs: the scanner on its own thread)
 //!  event.rs       the event model every format produces (Event, Args, EventPos)
 //!  prefilter.rs   the raw-bytes test that spares most events a parse
 //!  error.rs       ReadError: one variant per cause, offsets in the decompressed text
@@ -195,7 +197,22 @@ pub fn read_path_with(
         kind,
     };
     let src = open::open_decoded(path, progress).map_err(wrap)?;
-    read_decoded_with(src, opts, filter, meta, on_event).map_err(wrap)
+    if pipelined() {
+        kineto::pipelined::read(src, opts, filter, meta, on_event).map_err(wrap)
+    } else {
+        read_decoded_with(src, opts, filter, meta, on_event).map_err(wrap)
+    }
+}
+
+/// Turns the pipelined read of files off when set to `0` (for comparing
+/// the two; the output is the same).
+pub const PIPELINE_ENV: &str = "TORCHTRACE_PIPELINE";
+
+/// Whether files are read with the scanner on its own thread
+/// ([`kineto::pipelined`]): yes unless [`PIPELINE_ENV`] is `0`.
+pub fn pipelined() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var(PIPELINE_ENV).map_or(true, |v| v.trim() != "0"))
 }
 
 /// Streams the events of a trace from any byte source (e.g. an archive
@@ -254,6 +271,20 @@ pub fn read_decoded_with<R: Read>(
 /// the file, not in the event).
 pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
     kineto::event::parse_event(raw, at)
+}
+
+/// [`parse_event`] by serde_json alone (the generic path), to compare
+/// with the extractor in tests.
+#[doc(hidden)]
+pub fn parse_event_generic(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
+    kineto::event::parse_event_generic(raw, at)
+}
+
+/// The hand-written extractor alone: `None` where [`parse_event`] would
+/// use the generic path. For tests.
+#[doc(hidden)]
+pub fn extract_event(raw: &[u8]) -> Option<Event<'_>> {
+    kineto::extract::extract(raw)
 }
 
 #[cfg(test)]

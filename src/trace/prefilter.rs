@@ -1,6 +1,7 @@
 //! The prefilter: a cheap test on an event's raw bytes, before any parsing.
 //! Format-neutral: it sees bytes, whatever format they come from.
 
+use aho_corasick::packed;
 use memchr::memmem;
 
 /// A cheap test on an event's raw bytes: could it be one the analysis needs?
@@ -11,6 +12,10 @@ use memchr::memmem;
 #[derive(Debug, Clone, Default)]
 pub struct Prefilter {
     pub(crate) finders: Vec<memmem::Finder<'static>>,
+    /// All the needles in one SIMD searcher (Teddy), when there are
+    /// several: one pass over the text finds the leftmost of any, where
+    /// the finders take one pass each (seven for a full-parse analysis).
+    pub(crate) set: Option<packed::Searcher>,
 }
 
 impl Prefilter {
@@ -21,12 +26,28 @@ impl Prefilter {
 
     /// Admits events whose raw text contains any of `needles`.
     pub fn any_of<S: AsRef<str>>(needles: &[S]) -> Self {
-        Prefilter {
-            finders: needles
+        Prefilter::of_finders(
+            needles
                 .iter()
                 .map(|n| memmem::Finder::new(n.as_ref().as_bytes()).into_owned())
                 .collect(),
-        }
+        )
+    }
+
+    fn of_finders(finders: Vec<memmem::Finder<'static>>) -> Self {
+        // An empty needle matches everywhere: the finders handle it.
+        let set = (finders.len() > 1 && finders.iter().all(|f| !f.needle().is_empty()))
+            .then(|| {
+                let mut b = packed::Config::new()
+                    .match_kind(packed::MatchKind::LeftmostFirst)
+                    .builder();
+                for f in &finders {
+                    b.add(f.needle());
+                }
+                b.build()
+            })
+            .flatten();
+        Prefilter { finders, set }
     }
 
     /// Admits what either filter admits (all, when either admits all).
@@ -40,7 +61,7 @@ impl Prefilter {
                 finders.push(f.clone());
             }
         }
-        Prefilter { finders }
+        Prefilter::of_finders(finders)
     }
 
     pub fn admits(&self, raw: &[u8]) -> bool {

@@ -442,6 +442,47 @@ struct Acc {
     phase: [Vec<Iv>; 4],
     work: [PhaseWork; 4],
     ctx: Option<(Ns, Ns)>,
+    /// The intervals' figures once the iteration has all its activities.
+    sealed: Option<Sealed>,
+}
+
+/// What an iteration's row needs of its activity intervals: kept instead
+/// of them once it is complete, so that memory holds one iteration's
+/// intervals at a time rather than every activity of the trace (twice).
+#[derive(Clone, Copy)]
+struct Sealed {
+    extent: Option<(Ns, Ns)>,
+    busy: i64,
+    phase_busy: [i64; 4],
+}
+
+impl Acc {
+    /// Turns the intervals into their figures and frees them. Launch calls
+    /// come in ts order per lane and an iteration belongs to one lane, so
+    /// once a lane's sweep moves past an iteration nothing more is added
+    /// to it.
+    fn seal(&mut self) -> Sealed {
+        if let Some(s) = self.sealed {
+            debug_assert!(self.all.is_empty(), "activities after sealing");
+            return s;
+        }
+        let len =
+            |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
+        let all = std::mem::take(&mut self.all);
+        let extent = all
+            .iter()
+            .map(|iv| iv.0)
+            .min()
+            .zip(all.iter().map(|iv| iv.1).max());
+        let phases = std::mem::take(&mut self.phase);
+        let s = Sealed {
+            extent,
+            busy: len(all),
+            phase_busy: phases.map(len),
+        };
+        self.sealed = Some(s);
+        s
+    }
 }
 
 /// The iteration windows: each selected context up to the next step
@@ -530,6 +571,7 @@ fn measure(
         cands.sort_unstable_by_key(|c| (c.0, c.2));
         let mut heap: BinaryHeap<Open> = BinaryHeap::new();
         let mut next = 0usize;
+        let mut current: Option<usize> = None;
         for call in ledger.lane_launches(lane_id) {
             let ts = call.ts;
             // The iteration: the last one starting at or before ts.
@@ -540,6 +582,11 @@ fn measure(
             if wins[i].end.is_some_and(|e| ts >= e) {
                 continue;
             }
+            // The sweep has left the previous iteration for good.
+            if let Some(prev) = current.filter(|&p| p != i) {
+                accs[prev].seal();
+            }
+            current = Some(i);
             while let Some(&(s, e, idx, p)) = cands.get(next) {
                 if s > ts {
                     break;
@@ -602,19 +649,16 @@ fn measure(
     out
 }
 
-fn row(w: &Window, a: Acc) -> IterationRow {
-    let len = |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
-    let extent = a
-        .all
-        .iter()
-        .map(|iv| iv.0)
-        .min()
-        .zip(a.all.iter().map(|iv| iv.1).max());
-    let busy = len(a.all);
+fn row(w: &Window, mut a: Acc) -> IterationRow {
+    let Sealed {
+        extent,
+        busy,
+        phase_busy,
+    } = a.seal();
     let mut phases = Phases::<PhaseWork>::default();
-    for (p, ivs) in Phase::ALL.into_iter().zip(a.phase) {
+    for p in Phase::ALL {
         let mut pw = a.work[p as usize];
-        pw.gpu_busy_ns = len(ivs);
+        pw.gpu_busy_ns = phase_busy[p as usize];
         *phases.get_mut(p) = pw;
     }
     let sum = |f: fn(&PhaseWork) -> u64| a.work.iter().map(f).sum::<u64>();

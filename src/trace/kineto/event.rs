@@ -98,15 +98,34 @@ impl<'a> RawEvent<'a> {
 
 /// Parses one event's bytes (`raw`, found at `at`), with the event and a
 /// byte offset in the file in any error.
+///
+/// The common shape is read by the hand-written extractor
+/// ([`super::extract`]); anything it is unsure of, and every error, by
+/// serde_json ([`parse_event_generic`]). Both give the same events.
 pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
+    let ev = match super::extract::extract(raw) {
+        Some(ev) => ev,
+        None => return parse_event_generic(raw, at),
+    };
+    check_end(ev, at)
+}
+
+/// [`parse_event`] by serde_json alone: the generic path, also the
+/// reference the extractor is tested against.
+pub fn parse_event_generic(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
     let ev: RawEvent = serde_json::from_slice(raw).map_err(|e| {
         let byte = at.offset + serde_offset(raw, &e);
         bad_event(at, format!("{} at byte {byte}", serde_message(&e)))
     })?;
     let ts = time_field(ev.ts, "ts", raw, at)?;
     let dur = time_field(ev.dur, "dur", raw, at)?;
-    // Every analysis takes end = ts + dur: refuse what i64 ns cannot hold
-    // rather than saturate into a wrong end.
+    check_end(ev.into_event(ts, dur), at)
+}
+
+/// Every analysis takes end = ts + dur: an event whose end i64 ns cannot
+/// hold is refused rather than saturated into a wrong end.
+fn check_end(ev: Event<'_>, at: EventPos) -> Result<Event<'_>, ReadError> {
+    let (ts, dur) = (ev.ts, ev.dur);
     if let (Some(t), Some(d)) = (ts, dur) {
         if d.0 > 0 && t.0.checked_add(d.0).is_none() {
             return Err(bad_event(
@@ -115,7 +134,7 @@ pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
             ));
         }
     }
-    Ok(ev.into_event(ts, dur))
+    Ok(ev)
 }
 
 fn bad_event(at: EventPos, msg: String) -> ReadError {

@@ -186,9 +186,56 @@ impl<R: Read> Scanner<'_, R> {
         Ok(())
     }
 
+    /// What the one searcher of all needles says about `buf[s..e]`: the
+    /// leftmost occurrence of any needle at or after `s` starts past the
+    /// event (no), or lies inside it (yes); `None` when there is no such
+    /// searcher, or when that occurrence starts inside the event but runs
+    /// past its end (another, shorter needle may still lie inside: the
+    /// finders decide).
+    #[inline(always)]
+    fn set_says(&mut self, s: usize, e: usize) -> Option<bool> {
+        let set = self.filter.set.as_ref()?;
+        let (abs_s, abs_e) = (self.offset(s), self.offset(e));
+        let (mut h, mut len) = self.set_hit;
+        let covered = h.from <= abs_s
+            && if h.at == u64::MAX {
+                abs_e <= h.to
+            } else {
+                abs_s <= h.at
+            };
+        if !covered {
+            (h, len) = match set.find(&self.buf[s..self.end]) {
+                Some(m) => (
+                    Hit {
+                        from: abs_s,
+                        at: abs_s + m.start() as u64,
+                        to: 0,
+                    },
+                    m.len() as u64,
+                ),
+                None => (
+                    Hit {
+                        from: abs_s,
+                        at: u64::MAX,
+                        to: self.offset(self.end),
+                    },
+                    0,
+                ),
+            };
+            self.set_hit = (h, len);
+        }
+        if h.at == u64::MAX || h.at >= abs_e {
+            return Some(false);
+        }
+        (h.at + len <= abs_e).then_some(true)
+    }
+
     /// Whether `buf[s..e]` contains one of the filter's needles, from a
     /// search over the rest of the buffer that later events reuse.
     fn has_needle(&mut self, s: usize, e: usize) -> bool {
+        if let Some(decided) = self.set_says(s, e) {
+            return decided;
+        }
         let (abs_s, abs_e) = (self.offset(s), self.offset(e));
         for (i, f) in self.filter.finders.iter().enumerate() {
             let len = f.needle().len() as u64;

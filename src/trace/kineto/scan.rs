@@ -43,6 +43,9 @@ const BOM: &[u8] = b"\xef\xbb\xbf";
 /// The callback that receives each event's bytes.
 pub type OnEvent<'a> = dyn FnMut(&[u8], EventPos) -> Result<(), ReadError> + 'a;
 
+/// The callback told the metadata as the events array starts.
+pub(super) type OnStart<'a> = dyn FnMut(&Meta) + 'a;
+
 /// Reads a whole trace, calling `on_event` for every element of
 /// `traceEvents` and collecting top-level metadata into `meta`.
 pub fn scan<R: Read>(
@@ -75,7 +78,7 @@ pub fn scan_bytewise_with<R: Read>(
     let all = Prefilter::all();
     let mut s = Scanner::new(src, &all, opts);
     s.fast = false;
-    s.run(meta, on_event)
+    s.run(meta, &mut |_| {}, on_event)
 }
 
 /// Like [`scan`], but `on_event` sees only the events that `filter` admits
@@ -100,7 +103,21 @@ pub fn scan_with<R: Read>(
     filter: &Prefilter,
     on_event: &mut OnEvent<'_>,
 ) -> Result<u64, ReadError> {
-    Scanner::new(src, filter, opts).run(meta, on_event)
+    Scanner::new(src, filter, opts).run(meta, &mut |_| {}, on_event)
+}
+
+/// [`scan_with`], calling `on_start` with the metadata read so far just
+/// before the first event (it does not change while events are read: one
+/// `traceEvents` array is read, and keys after it come after its events).
+pub(super) fn scan_with_start<R: Read>(
+    src: R,
+    opts: &ReadOptions,
+    meta: &mut Meta,
+    filter: &Prefilter,
+    on_start: &mut OnStart<'_>,
+    on_event: &mut OnEvent<'_>,
+) -> Result<u64, ReadError> {
+    Scanner::new(src, filter, opts).run(meta, on_start, on_event)
 }
 
 /// What a refill did: how far indices into the buffer moved left, and
@@ -125,6 +142,9 @@ pub(super) struct Scanner<'f, R> {
     pub(super) filter: &'f Prefilter,
     /// Per needle of `filter`: what the last search over the buffer found.
     pub(super) hits: Vec<Hit>,
+    /// What the last search with the filter's searcher of all needles
+    /// found, and the length of the needle found.
+    pub(super) set_hit: (Hit, u64),
     /// Whether to use the block scanner ([`Scanner::fast_events`]).
     pub(super) fast: bool,
     pub(super) buf: Vec<u8>,
@@ -155,6 +175,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             src,
             filter,
             hits: vec![Hit::default(); filter.finders.len()],
+            set_hit: (Hit::default(), 0),
             fast: true,
             buf: vec![0; BUF],
             pos: 0,
@@ -171,8 +192,15 @@ impl<'f, R: Read> Scanner<'f, R> {
 
     /// The whole input: the document, then nothing but whitespace up to
     /// the end. Returns the number of events.
-    fn run(mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<u64, ReadError> {
-        let res = self.document(meta, on_event).and_then(|()| self.finish());
+    fn run(
+        mut self,
+        meta: &mut Meta,
+        on_start: &mut OnStart<'_>,
+        on_event: &mut OnEvent<'_>,
+    ) -> Result<u64, ReadError> {
+        let res = self
+            .document(meta, on_start, on_event)
+            .and_then(|()| self.finish());
         // Whatever the scan concluded after a read error (most often "JSON
         // ends early") is a consequence of it: report the cause.
         match self.failed.take() {
@@ -362,7 +390,12 @@ impl<'f, R: Read> Scanner<'f, R> {
         Ok(())
     }
 
-    fn document(&mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
+    fn document(
+        &mut self,
+        meta: &mut Meta,
+        on_start: &mut OnStart<'_>,
+        on_event: &mut OnEvent<'_>,
+    ) -> Result<(), ReadError> {
         self.skip_bom()?;
         match self.peek()? {
             Some(b'{') => self.pos += 1,
@@ -370,6 +403,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             Some(b'[') => {
                 self.pos += 1;
                 meta.has_events = true;
+                on_start(meta);
                 return self.events_array(on_event);
             }
             Some(b) => return Err(self.unexpected("`{`", b)),
@@ -385,7 +419,7 @@ impl<'f, R: Read> Scanner<'f, R> {
             return Ok(());
         }
         loop {
-            self.member(meta, on_event)?;
+            self.member(meta, on_start, on_event)?;
             match self.peek()? {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
@@ -399,7 +433,12 @@ impl<'f, R: Read> Scanner<'f, R> {
     }
 
     /// One `"key": value` of the top-level object.
-    fn member(&mut self, meta: &mut Meta, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
+    fn member(
+        &mut self,
+        meta: &mut Meta,
+        on_start: &mut OnStart<'_>,
+        on_event: &mut OnEvent<'_>,
+    ) -> Result<(), ReadError> {
         let key = self.key()?;
         self.expect(b':', "`:`")?;
         if key == "traceEvents" && meta.has_events {
@@ -413,6 +452,7 @@ impl<'f, R: Read> Scanner<'f, R> {
                 Some(b'[') => {
                     self.pos += 1;
                     meta.has_events = true;
+                    on_start(meta);
                     self.events_array(on_event)
                 }
                 Some(_) => Err(self.syntax("\"traceEvents\" is not an array".into())),
@@ -1019,7 +1059,7 @@ mod tests {
         let mut seen = Vec::new();
         let mut meta = Meta::default();
         let res = s
-            .document(&mut meta, &mut |raw, at| {
+            .document(&mut meta, &mut |_| {}, &mut |raw, at| {
                 seen.push((at.index, at.offset, raw.len()));
                 Ok(())
             })

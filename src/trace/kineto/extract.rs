@@ -1,0 +1,473 @@
+//! The hand-written event extractor: one event's bytes → [`Event`] for the
+//! common shape Kineto writes, without serde.
+//!
+//! serde_json deserializes every key of an event, and a kernel's `args`
+//! hold about fifteen (grid, block, occupancy, …) of which torchtrace reads
+//! one; launch calls and GPU activities are ~22 % of a vLLM trace's events
+//! and every analysis that builds the correlation ledger parses them all.
+//! This extractor reads the fields [`Event`] has (`ph`, `cat`, `name`,
+//! `pid`, `tid`, `ts`, `dur`, `args.{External id, correlation, finished}`)
+//! and passes over everything else, still checking that it is JSON.
+//!
+//! It is deliberately narrow: it answers `None` for anything it is not
+//! sure to read exactly as [`super::event::parse_event`] (serde_json) does,
+//! and the caller then uses that generic path, which also produces every
+//! error message. So it never accepts what serde would refuse, and never
+//! reads a value differently:
+//!
+//! ```text
+//!  extract(raw) ── Some(event) ─────────────────────────► same Event as serde
+//!       │
+//!       └─ None: invalid UTF-8, a backslash or a control byte in a string, a
+//!          duplicate known key, a number that is not a plain integer where
+//!          an id is read (or has > 18 digits, or is -0), a quoted or bad
+//!          time, `ph`/`cat`/`name` not a string, a `finished` that is not
+//!          a boolean, nesting deeper than 64, any JSON syntax error
+//!                      ──► serde_json (generic path) ──► Event or ReadError
+//! ```
+//!
+//! `tests/extract_props.rs` checks the two paths agree on random events and
+//! on every event of the real fixture traces.
+
+use super::super::event::{Args, Event};
+use super::super::time::parse_us;
+use crate::model::ThreadPart;
+use std::borrow::Cow;
+
+/// Deepest nesting passed over; deeper values go to the generic path.
+const MAX_DEPTH: u32 = 64;
+
+/// The most digits an id may have here (i64 holds any 18-digit integer).
+const MAX_INT_DIGITS: usize = 18;
+
+/// Reads `raw` (one complete event, `{` to `}`) when it has the common
+/// shape; `None` sends it to the generic path.
+pub fn extract(raw: &[u8]) -> Option<Event<'_>> {
+    // One UTF-8 check of the whole event (stricter than serde, which does
+    // not check strings it skips); substrings are then `&str` for free.
+    let text = std::str::from_utf8(raw).ok()?;
+    let mut c = Cursor {
+        s: text,
+        b: raw,
+        i: 0,
+    };
+    let f = c.event()?;
+    (c.i == raw.len()).then_some(())?;
+    let ts = f.ts.map(parse_us).transpose().ok()?;
+    let dur = f.dur.map(parse_us).transpose().ok()?;
+    Some(Event {
+        ph: Cow::Borrowed(f.ph.unwrap_or("")),
+        cat: Cow::Borrowed(f.cat.unwrap_or("")),
+        name: Cow::Borrowed(f.name.unwrap_or("")),
+        pid: f.pid.unwrap_or(ThreadPart::Num(0)),
+        tid: f.tid.unwrap_or(ThreadPart::Num(0)),
+        ts,
+        dur,
+        args: f.args,
+    })
+}
+
+/// The top-level fields as read; `None` means absent or `null`, as for
+/// serde's `Option` fields.
+#[derive(Default)]
+struct Fields<'a> {
+    ph: Option<&'a str>,
+    cat: Option<&'a str>,
+    name: Option<&'a str>,
+    pid: Option<ThreadPart>,
+    tid: Option<ThreadPart>,
+    ts: Option<&'a str>,
+    dur: Option<&'a str>,
+    args: Args,
+}
+
+/// A known key seen twice is serde's "duplicate field" error: the generic
+/// path reports it.
+fn once<T>(slot: &mut Option<T>, seen: &mut u16, bit: u16, v: Option<T>) -> Option<()> {
+    (*seen & bit == 0).then_some(())?;
+    *seen |= bit;
+    *slot = v;
+    Some(())
+}
+
+/// The position of the first `"`, `\` or control byte in `b`, eight
+/// bytes at a time (names are tens to hundreds of bytes: a `memchr` call
+/// per string, and a second pass for the other bytes, cost more).
+#[inline(always)]
+fn special(b: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES << 7;
+    // High bit of each byte of x that is zero (exact for the lowest one,
+    // which is all that is used).
+    let zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let mut chunks = b.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(word);
+        // Bytes below 0x20: x − 0x20 borrows and the high bit is clear.
+        let control = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+        let found =
+            control | zero(x ^ (ONES * u64::from(b'"'))) | zero(x ^ (ONES * u64::from(b'\\')));
+        if found != 0 {
+            return Some(at + (found.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&c| c < 0x20 || c == b'"' || c == b'\\')
+        .map(|k| at + k)
+}
+
+struct Cursor<'a> {
+    /// The event, valid UTF-8, and the same as bytes.
+    s: &'a str,
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    /// Skips JSON whitespace; the next byte, if any.
+    #[inline(always)]
+    fn ws(&mut self) -> Option<u8> {
+        while let Some(&c) = self.b.get(self.i) {
+            match c {
+                b' ' | b'\n' | b'\r' | b'\t' => self.i += 1,
+                _ => return Some(c),
+            }
+        }
+        None
+    }
+
+    /// Consumes `c` after whitespace.
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.ws()? == c).then(|| self.i += 1)
+    }
+
+    /// A string without escapes or control bytes (its content); the
+    /// cursor is on its opening quote.
+    #[inline(always)]
+    fn string(&mut self) -> Option<&'a str> {
+        let start = self.i + 1;
+        let end = start + special(self.b.get(start..)?)?;
+        // An escape would change the text; serde refuses control bytes.
+        (self.b[end] == b'"').then_some(())?;
+        self.i = end + 1;
+        self.s.get(start..end)
+    }
+
+    /// A JSON number's text, its grammar checked.
+    fn number(&mut self) -> Option<&'a str> {
+        let start = self.i;
+        if self.peek() == Some(b'-') {
+            self.i += 1;
+        }
+        match self.peek()? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.peek() == Some(b'.') {
+            self.i += 1;
+            self.some_digits()?;
+        }
+        if matches!(self.peek(), Some(b'e' | b'E')) {
+            self.i += 1;
+            if matches!(self.peek(), Some(b'+' | b'-')) {
+                self.i += 1;
+            }
+            self.some_digits()?;
+        }
+        self.s.get(start..self.i)
+    }
+
+    fn digits(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.i += 1;
+        }
+    }
+
+    fn some_digits(&mut self) -> Option<()> {
+        let from = self.i;
+        self.digits();
+        (self.i > from).then_some(())
+    }
+
+    /// `null`, `true` or `false` (the literal `word`).
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        let end = self.i + word.len();
+        (self.b.get(self.i..end)? == word).then(|| self.i = end)
+    }
+
+    /// Passes over any JSON value, checking its syntax.
+    fn skip(&mut self, depth: u32) -> Option<()> {
+        match self.ws()? {
+            b'"' => self.string().map(drop),
+            b'{' => self.skip_object(depth + 1),
+            b'[' => self.skip_array(depth + 1),
+            b'n' => self.literal(b"null"),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            _ => self.number().map(drop),
+        }
+    }
+
+    fn skip_object(&mut self, depth: u32) -> Option<()> {
+        (depth <= MAX_DEPTH).then_some(())?;
+        self.i += 1;
+        if self.ws()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            (self.ws()? == b'"').then_some(())?;
+            self.string()?;
+            self.eat(b':')?;
+            self.skip(depth)?;
+            if self.after_member(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    fn skip_array(&mut self, depth: u32) -> Option<()> {
+        (depth <= MAX_DEPTH).then_some(())?;
+        self.i += 1;
+        if self.ws()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.skip(depth)?;
+            if self.after_member(b']')? {
+                return Some(());
+            }
+        }
+    }
+
+    /// After a member: `,` (false: more follow) or `close` (true).
+    #[inline(always)]
+    fn after_member(&mut self, close: u8) -> Option<bool> {
+        let c = self.ws()?;
+        self.i += 1;
+        match c {
+            b',' => Some(false),
+            c if c == close => Some(true),
+            _ => None,
+        }
+    }
+
+    /// `{` key: value, … `}`, calling `member` with each key (the cursor
+    /// then on the value, whitespace skipped).
+    fn object(&mut self, mut member: impl FnMut(&mut Self, &'a str) -> Option<()>) -> Option<()> {
+        self.eat(b'{')?;
+        if self.ws()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            (self.ws()? == b'"').then_some(())?;
+            let key = self.string()?;
+            self.eat(b':')?;
+            self.ws()?;
+            member(self, key)?;
+            if self.after_member(b'}')? {
+                return Some(());
+            }
+        }
+    }
+
+    fn event(&mut self) -> Option<Fields<'a>> {
+        let mut f = Fields::default();
+        let mut seen = 0u16;
+        self.object(|c, key| match key {
+            "ph" => once(&mut f.ph, &mut seen, 1, c.text()?),
+            "cat" => once(&mut f.cat, &mut seen, 2, c.text()?),
+            "name" => once(&mut f.name, &mut seen, 4, c.text()?),
+            "pid" => once(&mut f.pid, &mut seen, 8, c.thread_part()?),
+            "tid" => once(&mut f.tid, &mut seen, 16, c.thread_part()?),
+            "ts" => once(&mut f.ts, &mut seen, 32, c.time()?),
+            "dur" => once(&mut f.dur, &mut seen, 64, c.time()?),
+            "args" => {
+                (seen & 128 == 0).then_some(())?;
+                seen |= 128;
+                f.args = c.args()?;
+                Some(())
+            }
+            _ => c.skip(1),
+        })?;
+        Some(f)
+    }
+
+    /// `ph`, `cat`, `name`: a string, or `null` (absent).
+    fn text(&mut self) -> Option<Option<&'a str>> {
+        match self.peek()? {
+            b'"' => self.string().map(Some),
+            b'n' => self.literal(b"null").map(|()| None),
+            _ => None,
+        }
+    }
+
+    /// `pid`, `tid`: an integer or a string; `null` is absent.
+    fn thread_part(&mut self) -> Option<Option<ThreadPart>> {
+        match self.peek()? {
+            b'"' => self.string().map(|s| Some(ThreadPart::Str(s.to_string()))),
+            b'n' => self.literal(b"null").map(|()| None),
+            _ => self.integer().map(|n| Some(ThreadPart::Num(n))),
+        }
+    }
+
+    /// `ts`, `dur`: a number's text; `null` is absent.
+    fn time(&mut self) -> Option<Option<&'a str>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            _ => self.number().map(Some),
+        }
+    }
+
+    /// A plain integer of at most [`MAX_INT_DIGITS`] digits (not `-0`:
+    /// serde reads that as a float).
+    fn integer(&mut self) -> Option<i64> {
+        let text = self.number()?;
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        let plain = digits.len() <= MAX_INT_DIGITS
+            && digits.bytes().all(|c| c.is_ascii_digit())
+            && text != "-0";
+        plain.then(|| text.parse().ok())?
+    }
+
+    /// `args`: an object (its three known keys read, the rest passed
+    /// over) or `null`.
+    fn args(&mut self) -> Option<Args> {
+        if self.peek()? == b'n' {
+            return self.literal(b"null").map(|()| Args::default());
+        }
+        let mut a = Args::default();
+        let mut seen = 0u16;
+        self.object(|c, key| match key {
+            "External id" => once(&mut a.external_id, &mut seen, 1, c.id()?),
+            "correlation" => once(&mut a.correlation, &mut seen, 2, c.id()?),
+            "finished" => once(&mut a.finished, &mut seen, 4, c.flag()?),
+            _ => c.skip(2),
+        })?;
+        Some(a)
+    }
+
+    /// An id as serde's lenient reading gives it for plain integers;
+    /// `null` and booleans are no id.
+    fn id(&mut self) -> Option<Option<i64>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            b't' => self.literal(b"true").map(|()| None),
+            b'f' => self.literal(b"false").map(|()| None),
+            _ => self.integer().map(Some),
+        }
+    }
+
+    /// `finished`: a boolean, or `null` (absent).
+    fn flag(&mut self) -> Option<Option<bool>> {
+        match self.peek()? {
+            b'n' => self.literal(b"null").map(|()| None),
+            b't' => self.literal(b"true").map(|()| Some(true)),
+            b'f' => self.literal(b"false").map(|()| Some(false)),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Ns;
+
+    fn ok(s: &str) -> Event<'_> {
+        extract(s.as_bytes()).unwrap_or_else(|| panic!("fell back: {s}"))
+    }
+
+    #[test]
+    fn kernel_event() {
+        let e = ok(r#"{
+    "ph": "X", "cat": "kernel", "name": "nvjet_sm90", "pid": 0, "tid": 7,
+    "ts": 5111125459464.567, "dur": 5.312,
+    "args": {
+      "External id": 3615,      "queued": 0, "device": 0, "blocks per SM": 0.727273,
+      "grid": [8, 12, 1], "correlation": 14339, "x": {"y": [null, true, false, -1.5e3, ""]}
+    }
+  }"#);
+        assert_eq!((&*e.ph, &*e.cat, &*e.name), ("X", "kernel", "nvjet_sm90"));
+        assert_eq!((e.pid, e.tid), (ThreadPart::Num(0), ThreadPart::Num(7)));
+        assert_eq!(e.ts, Some(Ns(5_111_125_459_464_567)));
+        assert_eq!(e.dur, Some(Ns(5_312)));
+        assert_eq!(e.args.external_id, Some(3615));
+        assert_eq!(e.args.correlation, Some(14339));
+    }
+
+    #[test]
+    fn nulls_are_absent() {
+        let e = ok(r#"{"ph": null, "pid": null, "tid": "Spans", "ts": null, "args": null}"#);
+        assert_eq!(e.ph, "");
+        assert_eq!(e.pid, ThreadPart::Num(0));
+        assert_eq!(e.tid, ThreadPart::Str("Spans".into()));
+        assert_eq!(e.ts, None);
+        let e = ok(r#"{"args": {"External id": null, "correlation": true, "finished": false}}"#);
+        assert_eq!(e.args.external_id, None);
+        assert_eq!(e.args.correlation, None);
+        assert_eq!(e.args.finished, Some(false));
+    }
+
+    #[test]
+    fn special_bytes_are_found_like_a_plain_loop_finds_them() {
+        let naive = |b: &[u8]| b.iter().position(|&c| c < 0x20 || c == b'"' || c == b'\\');
+        for len in 0..20 {
+            for at in 0..len {
+                for byte in 0..=255u8 {
+                    // Bytes that borrow in the word arithmetic around it.
+                    for fill in [b'a', 0x21, 0xff, 0x80] {
+                        let mut b = vec![fill; len];
+                        b[at] = byte;
+                        if at + 1 < len {
+                            b[at + 1] = 0x00;
+                        }
+                        assert_eq!(special(&b), naive(&b), "{b:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn unusual_shapes_fall_back() {
+        for s in [
+            r#"{"name": "a\"b"}"#,
+            r#"{"ph": "X", "ph": "X"}"#,
+            r#"{"args": {"correlation": 1, "correlation": 2}}"#,
+            r#"{"pid": -0}"#,
+            r#"{"pid": 1.0}"#,
+            r#"{"pid": 1234567890123456789}"#,
+            r#"{"ts": "1.5"}"#,
+            r#"{"ts": 01}"#,
+            r#"{"ts": 1e400}"#,
+            r#"{"name": 5}"#,
+            r#"{"args": {"finished": 1}}"#,
+            r#"{"args": {"correlation": "7"}}"#,
+            r#"{"args": []}"#,
+            r#"{"x": [1,]}"#,
+            r#"{"x": tru}"#,
+            r#"{"x": 1} "#,
+            "{\"name\": \"a\tb\"}",
+            r#"[1]"#,
+        ] {
+            assert!(extract(s.as_bytes()).is_none(), "{s}");
+        }
+        // Invalid UTF-8, even in a value nobody reads.
+        assert!(extract(b"{\"x\": \"\xff\"}").is_none());
+        assert!(extract("{\"name\": \"ünï\"}".as_bytes()).is_some());
+    }
+}

@@ -6,6 +6,8 @@
 #   bench/ledger.sh --smoke           # 1 copy (~6 MB), 1 run
 #   BASE=/path/to/old/torchtrace bench/ledger.sh 200 5
 #                                     # also times an older build, same run, interleaved
+#   PIN="taskset -c 0,1" bench/ledger.sh   # two cores of a larger machine
+#   SKIP_BUILD=1 SCALE=… TIME=bench/gnutime.py   # a machine without cargo, ../shared or GNU time
 #
 # Times, interleaved (round 1: every tool once, round 2: ...):
 #   zcat        zcat FILE > /dev/null                       (the yardstick)
@@ -42,7 +44,7 @@ else
     RUNS=${2:-5}
 fi
 
-SCALE="$ROOT/../shared/tools/scale_trace.py"
+SCALE=${SCALE:-"$ROOT/../shared/tools/scale_trace.py"}
 if ! command -v python3 > /dev/null; then
     echo "bench: skipped: python3 not found" >&2
     exit 0
@@ -56,12 +58,13 @@ if [[ -z $SRC || ! -f $SRC ]]; then
     echo "bench: skipped: no sample trace (set SRC=path/to/trace.json.gz)" >&2
     exit 0
 fi
-TIME=/usr/bin/time
+TIME=${TIME:-/usr/bin/time}
 if ! "$TIME" -v true > /dev/null 2>&1; then
     echo "bench: skipped: GNU time not found at /usr/bin/time (apt-get install -y time)" >&2
     exit 0
 fi
 
+PIN=${PIN:-}
 DATA=${DATA:-/tmp/torchtrace-bench}
 mkdir -p "$DATA"
 FILE="$DATA/$(basename "$(dirname "$SRC")")_x$COPIES.pt.trace.json.gz"
@@ -75,8 +78,10 @@ if [[ ! -f $FILE.size || $FILE.size -ot $FILE ]]; then
 fi
 BYTES=$(cat "$FILE.size")
 
-echo "bench: cargo build --release" >&2
-cargo build --release --quiet --bin torchtrace --example inflate
+if [[ -z ${SKIP_BUILD:-} ]]; then
+    echo "bench: cargo build --release" >&2
+    cargo build --release --quiet --bin torchtrace --example inflate
+fi
 
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
@@ -114,7 +119,8 @@ for ((r = 1; r <= RUNS; r++)); do
         name=${NAMES[$i]}
         t0=$(date +%s%N)
         status=0
-        "$TIME" -v -o "$OUT/time" sh -c "${CMDS[$i]}" || status=$?
+        # PIN: e.g. "taskset -c 0,1" (two cores of a larger machine).
+        $PIN "$TIME" -v -o "$OUT/time" sh -c "${CMDS[$i]}" || status=$?
         t1=$(date +%s%N)
         # Exit status 1 means "problems found": still a complete run.
         if ((status > 1)); then

@@ -35,6 +35,16 @@ fn heat(v: i64, max: i64) -> RGBColor {
     )
 }
 
+/// An axis tick at an integer position `v` names the rank drawn there;
+/// other ticks stay blank.
+fn rank_label(v: f64, ranks: &[u32]) -> String {
+    let r = v.round();
+    match (v - r).abs() < 1e-9 && r >= 0.0 && (r as usize) < ranks.len() {
+        true => format!("rank {}", ranks[r as usize]),
+        false => String::new(),
+    }
+}
+
 fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, run: &RunReport) -> FigResult
 where
     DB::ErrorType: 'static,
@@ -70,13 +80,7 @@ where
             (FAMILY, 13).into_font().color(&MUTED),
         )
         .build_cartesian_2d(0f64..n, -0.5f64..(nr as f64 + 0.3))?;
-    let label = |y: &f64| -> String {
-        let r = y.round();
-        match (y - r).abs() < 1e-9 && r >= 0.0 && (r as usize) < ranks.len() {
-            true => format!("rank {}", ranks[r as usize]),
-            false => String::new(),
-        }
-    };
+    let label = |y: &f64| rank_label(*y, &ranks);
     chart
         .configure_mesh()
         .disable_mesh()
@@ -144,13 +148,7 @@ where
         .y_label_area_size(70)
         .build_cartesian_2d(-0.5f64..(nr as f64 - 0.5), 0f64..top)?;
     let ranks: Vec<u32> = run.ranks.iter().map(|r| r.rank).collect();
-    let label = |x: &f64| -> String {
-        let r = x.round();
-        match (x - r).abs() < 1e-9 && r >= 0.0 && (r as usize) < ranks.len() {
-            true => format!("rank {}", ranks[r as usize]),
-            false => String::new(),
-        }
-    };
+    let label = |x: &f64| rank_label(*x, &ranks);
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -176,24 +174,7 @@ where
 
 /// Draws one run's figure into `path` (`png` or `svg` by extension).
 pub fn render_run(run: &RunReport, path: &Path, size: (u32, u32)) -> Result<(), PlotError> {
-    if size.0 < 200 || size.1 < 150 {
-        return Err(PlotError::Size(size.0, size.1));
-    }
-    register_fonts()?;
-    let draw_err = |e: Box<dyn std::error::Error + Send + Sync>| PlotError::Draw {
-        path: path.display().to_string(),
-        message: e.to_string(),
-    };
-    if path.extension().and_then(|e| e.to_str()) == Some("svg") {
-        let root = SVGBackend::new(path, size).into_drawing_area();
-        draw(&root, run).map_err(draw_err)?;
-        root.present().map_err(|e| draw_err(e.into()))?;
-    } else {
-        let root = BitMapBackend::new(path, size).into_drawing_area();
-        draw(&root, run).map_err(draw_err)?;
-        root.present().map_err(|e| draw_err(e.into()))?;
-    }
-    Ok(())
+    super::render_file(path, size, |root| draw(root, run), |root| draw(root, run))
 }
 
 /// A file stem for each run: `ranks_<last part of its label>`, made

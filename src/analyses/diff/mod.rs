@@ -296,10 +296,48 @@ fn kind_str(k: Kind) -> &'static str {
 /// the graph replays in scope by signature.
 fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDiff {
     let spec = &config.spec;
-    let n = ledger.activities.len();
-    // Which activities are in scope.
-    let mut in_scope = vec![false; n];
-    let (mut with_work, mut notes) = (0u64, trace.meta.notes.clone());
+    let mut notes = trace.meta.notes.clone();
+    let (in_scope, with_work) = scope_mask(trace, ledger, spec, &mut notes);
+    let rows = name_rows(ledger, &in_scope, config);
+    let (graph_replays, signatures) = replay_signatures(ledger, &in_scope, &rows.index);
+    if rows.activities == 0 {
+        notes.push(format!(
+            "no GPU activity in the {} scope",
+            spec.scope.as_str()
+        ));
+    }
+    notes.extend(crate::model::cut_note(&ledger.names, "kernel"));
+    TraceDiff {
+        path: trace.path.to_string(),
+        scope: spec.scope.as_str().into(),
+        context: trace.contexts.name.clone(),
+        contexts: trace.contexts.len() as u64,
+        contexts_with_gpu_work: with_work,
+        completion_tokens: None,
+        tokens_source: None,
+        activities: rows.activities,
+        total_ns: rows.total_ns,
+        names: rows.names,
+        graph_replays,
+        signatures,
+        family_table: config.table.clone(),
+        top: spec.top,
+        notes,
+        complete: true,
+        error: None,
+    }
+}
+
+/// Which activities of the ledger are in scope, and how many contexts
+/// have GPU work (steps scope).
+fn scope_mask(
+    trace: &Finished<'_>,
+    ledger: &Ledger,
+    spec: &DiffSpec,
+    notes: &mut Vec<String>,
+) -> (Vec<bool>, u64) {
+    let mut in_scope = vec![false; ledger.activities.len()];
+    let mut with_work = 0u64;
     match spec.scope {
         Scope::Steps => {
             let qs = attribution::context_queries(
@@ -331,23 +369,38 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
             }
         }
     }
-    // By (kind, name symbol): durations.
+    (in_scope, with_work)
+}
+
+/// The per-(kind, name) rows of the activities in scope, with each key's
+/// row number (for the replay signatures).
+struct NameRows<'l> {
+    names: Vec<NameRow>,
+    index: HashMap<(Kind, &'l str), u32>,
+    activities: u64,
+    total_ns: i128,
+}
+
+fn name_rows<'l>(ledger: &'l Ledger, in_scope: &[bool], config: &DiffConfig) -> NameRows<'l> {
     let mut by: BTreeMap<(Kind, &str), Vec<i64>> = BTreeMap::new();
-    for (a, _) in ledger.activities.iter().zip(&in_scope).filter(|(_, &s)| s) {
+    for (a, _) in ledger.activities.iter().zip(in_scope).filter(|(_, &s)| s) {
         by.entry((a.kind, ledger.names.resolve(a.name)))
             .or_default()
             .push(a.end.0 - a.start.0);
     }
-    let mut index: HashMap<(Kind, &str), u32> = HashMap::with_capacity(by.len());
-    let mut names = Vec::with_capacity(by.len());
-    let (mut activities, mut total_ns) = (0u64, 0i128);
+    let mut rows = NameRows {
+        names: Vec::with_capacity(by.len()),
+        index: HashMap::with_capacity(by.len()),
+        activities: 0,
+        total_ns: 0,
+    };
     for (i, ((kind, name), mut durs)) in by.into_iter().enumerate() {
         durs.sort_unstable();
         let total: i128 = durs.iter().map(|&d| i128::from(d)).sum();
-        activities += durs.len() as u64;
-        total_ns += total;
-        index.insert((kind, name), i as u32);
-        names.push(NameRow {
+        rows.activities += durs.len() as u64;
+        rows.total_ns += total;
+        rows.index.insert((kind, name), i as u32);
+        rows.names.push(NameRow {
             name: name.to_string(),
             kind: kind_str(kind).into(),
             family: config.family(name).to_string(),
@@ -356,7 +409,15 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
             median_ns: median_sorted(&durs).ns(),
         });
     }
-    // Graph replays in scope, by signature (first appearance order).
+    rows
+}
+
+/// Graph replays in scope and their signatures (first appearance order).
+fn replay_signatures(
+    ledger: &Ledger,
+    in_scope: &[bool],
+    index: &HashMap<(Kind, &str), u32>,
+) -> (u64, Vec<Signature>) {
     let mut sig_ix: HashMap<Vec<u32>, usize> = HashMap::new();
     let mut signatures: Vec<Signature> = Vec::new();
     let mut graph_replays = 0u64;
@@ -392,32 +453,7 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
         }
         signatures[at].replays += 1;
     }
-    if activities == 0 {
-        notes.push(format!(
-            "no GPU activity in the {} scope",
-            spec.scope.as_str()
-        ));
-    }
-    notes.extend(crate::model::cut_note(&ledger.names, "kernel"));
-    TraceDiff {
-        path: trace.path.to_string(),
-        scope: spec.scope.as_str().into(),
-        context: trace.contexts.name.clone(),
-        contexts: trace.contexts.len() as u64,
-        contexts_with_gpu_work: with_work,
-        completion_tokens: None,
-        tokens_source: None,
-        activities,
-        total_ns,
-        names,
-        graph_replays,
-        signatures,
-        family_table: config.table.clone(),
-        top: spec.top,
-        notes,
-        complete: true,
-        error: None,
-    }
+    (graph_replays, signatures)
 }
 
 pub mod compare;

@@ -234,11 +234,73 @@ fn side(t: &TraceDiff, n: i128, norm: &Norm) -> Side {
     }
 }
 
+/// The three parts of the per-token change, in units (module docs), and
+/// the name counts behind them.
+#[derive(Default)]
+struct Parts {
+    /// (a) call counts of common kernels at the baseline's mean duration.
+    calls: i128,
+    /// (b) durations of common kernels at the candidate's calls.
+    durations: i128,
+    /// (c) added names' time, and removed names' time.
+    added: i128,
+    removed: i128,
+    common_n: u64,
+    added_n: u64,
+    removed_n: u64,
+}
+
 /// Compares the baseline's table with the candidate's.
 pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
     let mut notes = Vec::new();
+    let (normalisation, nb, nc) = normalisation(b, c, &mut notes);
+    let norm = Norm {
+        nb: i128::from(nb),
+        nc: i128::from(nc),
+        ok: true,
+    };
+    let (kernels, parts, names) = kernel_rows(b, c, &norm);
+    let families = families(b, c, &norm, &kernels);
+    side_notes(b, c, &parts, names, &mut notes);
+    let per = match normalisation {
+        "token" => "token",
+        "context" => "context",
+        _ => "trace",
+    };
+    let total_units = c.total_ns * norm.nb - b.total_ns * norm.nc;
+    debug_assert_eq!(
+        parts.calls + parts.durations + parts.added - parts.removed,
+        total_units
+    );
+    Comparison {
+        baseline: side(b, norm.nb, &norm),
+        candidate: side(c, norm.nc, &norm),
+        scope: b.scope.clone(),
+        normalisation: normalisation.into(),
+        kernels,
+        families,
+        graphs: graphs(b, c, &norm),
+        dominant: DominantPair {
+            baseline: dominant(b, norm.nb, &norm),
+            candidate: dominant(c, norm.nc, &norm),
+        },
+        summary: summary(&parts, total_units, per, &norm),
+        family_table: b.family_table.clone(),
+        top: b.top,
+        notes,
+    }
+}
+
+/// What the per-token figures divide by: `("token", T_b, T_c)` when both
+/// sides know their completion tokens, else `("context", …)` with the
+/// selected contexts, else `("none", 1, 1)`; a note says which fallback.
+fn normalisation(
+    b: &TraceDiff,
+    c: &TraceDiff,
+    notes: &mut Vec<String>,
+) -> (&'static str, u64, u64) {
     let tok = |t: &TraceDiff| t.completion_tokens.filter(|&n| n > 0);
-    let (normalisation, nb, nc) = match (tok(b), tok(c)) {
+    match (tok(b), tok(c)) {
         (Some(x), Some(y)) => ("token", x, y),
         _ if b.contexts > 0 && c.contexts > 0 => {
             notes.push(format!(
@@ -258,98 +320,114 @@ pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
             notes.push("completion tokens unknown and a side has no contexts: figures are per trace (not normalised)".into());
             ("none", 1, 1)
         }
-    };
-    let norm = Norm {
-        nb: i128::from(nb),
-        nc: i128::from(nc),
-        ok: true,
-    };
+    }
+}
+
+/// Every (kind, name) of either side as a row, by |Δ time per token|
+/// descending (then name, kind), with the summary's parts summed over them
+/// and the number of distinct names.
+fn kernel_rows(b: &TraceDiff, c: &TraceDiff, norm: &Norm) -> (Vec<KernelDiff>, Parts, usize) {
     let key = |r: &NameRow| (r.kind.clone(), r.name.clone());
     let bmap: HashMap<(String, String), &NameRow> = b.names.iter().map(|r| (key(r), r)).collect();
     let cmap: HashMap<(String, String), &NameRow> = c.names.iter().map(|r| (key(r), r)).collect();
     let mut keys: Vec<(String, String)> = bmap.keys().chain(cmap.keys()).cloned().collect();
     keys.sort();
     keys.dedup();
-    // Family: the baseline's, else the candidate's (the same table).
-    let mut rows: Vec<(i128, KernelDiff)> = Vec::with_capacity(keys.len());
-    let (mut a_units, mut b_units, mut added_u, mut removed_u) = (0i128, 0i128, 0i128, 0i128);
-    let (mut common, mut added, mut removed) = (0u64, 0u64, 0u64);
-    for k in &keys {
-        let (rb, rc) = (bmap.get(k).copied(), cmap.get(k).copied());
-        let (cb, tb) = rb.map_or((0, 0), |r| (i128::from(r.calls), r.total_ns));
-        let (cc, tc) = rc.map_or((0, 0), |r| (i128::from(r.calls), r.total_ns));
-        let delta = tc * norm.nb - tb * norm.nc;
-        let status = match (rb, rc) {
-            (Some(_), Some(_)) => {
-                common += 1;
-                let a = round_div((cc * norm.nb - cb * norm.nc) * tb, cb);
-                a_units += a;
-                b_units += delta - a;
-                "common"
-            }
-            (None, _) => {
-                added += 1;
-                added_u += tc * norm.nb;
-                "added"
-            }
-            (_, None) => {
-                removed += 1;
-                removed_u += tb * norm.nc;
-                "removed"
-            }
-        };
-        let any = rb.or(rc).expect("a name of one side");
-        let ratio = (tb > 0).then(|| (tc * norm.nb) as f64 / (tb * norm.nc) as f64);
-        rows.push((
-            delta,
-            KernelDiff {
-                name: any.name.clone(),
-                kind: any.kind.clone(),
-                family: any.family.clone(),
-                status: status.into(),
-                baseline: figures(rb, b.total_ns, norm.nb, &norm),
-                candidate: figures(rc, c.total_ns, norm.nc, &norm),
-                delta_calls_per_token: Some(cc as f64 / nc as f64 - cb as f64 / nb as f64),
-                delta_time_per_token_ms: norm.units_ms(delta),
-                ratio,
-            },
-        ));
-    }
+    let mut parts = Parts::default();
+    let mut rows: Vec<(i128, KernelDiff)> = keys
+        .iter()
+        .filter_map(|k| {
+            let (rb, rc) = (bmap.get(k).copied(), cmap.get(k).copied());
+            kernel_row(rb, rc, b, c, norm, &mut parts)
+        })
+        .collect();
     rows.sort_by(|x, y| {
         y.0.abs()
             .cmp(&x.0.abs())
             .then_with(|| x.1.name.cmp(&y.1.name))
             .then_with(|| x.1.kind.cmp(&y.1.kind))
     });
-    let total_units = c.total_ns * norm.nb - b.total_ns * norm.nc;
-    debug_assert_eq!(a_units + b_units + added_u - removed_u, total_units);
-    let kernels: Vec<KernelDiff> = rows.into_iter().map(|(_, k)| k).collect();
-    let families = families(b, c, &norm, &kernels);
-    if common == 0 && !keys.is_empty() {
+    let rows = rows.into_iter().map(|(_, k)| k).collect();
+    (rows, parts, keys.len())
+}
+
+/// One name's row and its Δ in units (None only when neither side has it,
+/// which the caller's keys rule out); adds its share to `parts`. A common
+/// name's part (a) is rounded to a whole unit and (b) is the rest of its Δ.
+fn kernel_row(
+    rb: Option<&NameRow>,
+    rc: Option<&NameRow>,
+    b: &TraceDiff,
+    c: &TraceDiff,
+    norm: &Norm,
+    parts: &mut Parts,
+) -> Option<(i128, KernelDiff)> {
+    let any = rb.or(rc)?;
+    let (cb, tb) = rb.map_or((0, 0), |r| (i128::from(r.calls), r.total_ns));
+    let (cc, tc) = rc.map_or((0, 0), |r| (i128::from(r.calls), r.total_ns));
+    let delta = tc * norm.nb - tb * norm.nc;
+    let status = match (rb, rc) {
+        (Some(_), Some(_)) => {
+            parts.common_n += 1;
+            let a = round_div((cc * norm.nb - cb * norm.nc) * tb, cb);
+            parts.calls += a;
+            parts.durations += delta - a;
+            "common"
+        }
+        (None, _) => {
+            parts.added_n += 1;
+            parts.added += tc * norm.nb;
+            "added"
+        }
+        (_, None) => {
+            parts.removed_n += 1;
+            parts.removed += tb * norm.nc;
+            "removed"
+        }
+    };
+    let ratio = (tb > 0).then(|| (tc * norm.nb) as f64 / (tb * norm.nc) as f64);
+    let (nb, nc) = (norm.nb as f64, norm.nc as f64);
+    let row = KernelDiff {
+        name: any.name.clone(),
+        kind: any.kind.clone(),
+        family: any.family.clone(),
+        status: status.into(),
+        baseline: figures(rb, b.total_ns, norm.nb, norm),
+        candidate: figures(rc, c.total_ns, norm.nc, norm),
+        delta_calls_per_token: Some(cc as f64 / nc - cb as f64 / nb),
+        delta_time_per_token_ms: norm.units_ms(delta),
+        ratio,
+    };
+    Some((delta, row))
+}
+
+/// Notes on what makes the rows one-sided: no name in common, or a side
+/// with no GPU work in scope.
+fn side_notes(b: &TraceDiff, c: &TraceDiff, parts: &Parts, names: usize, notes: &mut Vec<String>) {
+    if parts.common_n == 0 && names > 0 {
         notes.push(
             "the two sides run no kernel name in common: every row is added or removed".into(),
         );
     }
-    for t in [b, c] {
+    for (t, other) in [(b, "added"), (c, "removed")] {
         if t.activities == 0 {
             notes.push(format!(
-                "{}: no GPU work in the {} scope: its side is empty (every name of the other side is {})",
-                t.path,
-                t.scope,
-                if std::ptr::eq(t, b) { "added" } else { "removed" }
+                "{}: no GPU work in the {} scope: its side is empty (every name of the other side is {other})",
+                t.path, t.scope,
             ));
         }
     }
-    let den = norm.nb * norm.nc;
+}
+
+/// The summary line and its exact arithmetic, per `per` (token, context
+/// or trace).
+fn summary(p: &Parts, total_units: i128, per: &str, norm: &Norm) -> Summary {
+    let (nb, nc) = (norm.nb, norm.nc);
+    let den = nb * nc;
     let u = |v: i128| norm.units_ms(v);
-    let per = if normalisation == "token" {
-        "token"
-    } else if normalisation == "context" {
-        "context"
-    } else {
-        "trace"
-    };
-    let summary = Summary {
+    let (a_units, b_units, added_u, removed_u) = (p.calls, p.durations, p.added, p.removed);
+    let (common, added, removed) = (p.common_n, p.added_n, p.removed_n);
+    Summary {
         total_delta_ms_per_token: u(total_units),
         call_count_change_ms_per_token: u(a_units),
         duration_change_ms_per_token: u(b_units),
@@ -366,8 +444,7 @@ pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
         added_units: added_u,
         removed_units: removed_u,
         arithmetic: format!(
-            "Δ per {per} = T_c/{nc} − T_b/{nb}; in units of 1/{den} ns: {total_units} = (a) {a_units} calls of common kernels at the baseline's mean duration + (b) {b_units} durations of common kernels at the candidate's calls + (c) {} added − {removed_u} removed",
-            added_u
+            "Δ per {per} = T_c/{nc} − T_b/{nb}; in units of 1/{den} ns: {total_units} = (a) {a_units} calls of common kernels at the baseline's mean duration + (b) {b_units} durations of common kernels at the candidate's calls + (c) {added_u} added − {removed_u} removed",
         ),
         text: format!(
             "GPU time per {per}: {:+.4} ms = {:+.4} ms (call counts of {common} common kernels) {:+.4} ms (their durations) {:+.4} ms ({added} added − {removed} removed kernels)",
@@ -376,25 +453,6 @@ pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
             ms(b_units, den),
             ms(added_u - removed_u, den),
         ),
-    };
-    let graphs = graphs(b, c, &norm);
-    let dominant = DominantPair {
-        baseline: dominant(b, norm.nb, &norm),
-        candidate: dominant(c, norm.nc, &norm),
-    };
-    Comparison {
-        baseline: side(b, norm.nb, &norm),
-        candidate: side(c, norm.nc, &norm),
-        scope: b.scope.clone(),
-        normalisation: normalisation.into(),
-        kernels,
-        families,
-        graphs,
-        dominant,
-        summary,
-        family_table: b.family_table.clone(),
-        top: b.top,
-        notes,
     }
 }
 

@@ -1,17 +1,21 @@
-//! The per-trace subcommands as library calls: [`pair`], [`kernels`] and
-//! [`hierarchy`] read one or more traces in parallel and return the report
-//! the subcommand prints, with the problems that make it exit 1 and the
-//! notes it prints on stderr. The command line and the Python package are
-//! both thin callers of these, so the figures cannot drift apart.
+//! The per-trace subcommands as library calls: [`run`]`::<A>` reads one or
+//! more traces in parallel and returns the report that analysis `A`'s
+//! subcommand prints, with the problems that make it exit 1 and the notes
+//! it prints on stderr; [`run_named`] does the same by the analysis's name
+//! with its options as JSON. The command line and the Python package are
+//! both thin callers of these, so the figures cannot drift apart. The
+//! options are the analysis's own (`PairSpec`, `KernelsSpec`, …: defined
+//! once, in its folder); [`Common`] holds what every subcommand takes.
 //!
 //! ```
 //! use std::path::PathBuf;
-//! use torchtrace::api::{self, Document, PairOptions};
+//! use torchtrace::api::{self, Common, Document};
+//! use torchtrace::{pair::Pair, PairSpec};
 //!
 //! let ar = PathBuf::from(
 //!     "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz",
 //! );
-//! let out = api::pair(&[ar], &PairOptions::default()).unwrap();
+//! let out = api::run::<Pair>(&[ar], &Common::default(), &PairSpec::default()).unwrap();
 //! assert!(out.problems.is_empty() && out.incomplete.is_none());
 //! assert_eq!(out.report.traces[0].contexts, 64);
 //! // The document `torchtrace pair -f json` prints.
@@ -19,18 +23,13 @@
 //! assert_eq!(doc["traces"][0]["completion_tokens"], 68);
 //! ```
 
-use crate::analyses::hierarchy::{ChainsSpec, Hierarchy, HierarchyOptions};
-use crate::analyses::kernels::{Kernels, KernelsSpec, DEFAULT_TOP};
-use crate::analyses::pair::{GpuSpanSource, Pair, PairSpec};
 use crate::analysis::{self, Analysis, Plan, TraceResult};
 use crate::contexts::Selector;
-use crate::ledger::attribution::LaunchScope;
 use crate::progress::FileProgress;
 use crate::report::Format;
 use crate::runinfo::{Given, RunInfo};
 use crate::summary::SummaryError;
 use crate::trace::TraceError;
-use crate::{HierarchyReport, KernelsReport, PairReport};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -56,56 +55,6 @@ pub enum ApiError {
     /// The report could not be turned into JSON.
     #[error("cannot write the JSON document: {0}")]
     Json(#[from] std::io::Error),
-}
-
-/// Options of [`pair`]: the flags of `torchtrace pair`.
-#[derive(Debug, Clone, Default)]
-pub struct PairOptions {
-    /// Which `user_annotation`s are the step contexts.
-    pub selector: Selector,
-    /// What is known about each trace's run (tokens, summary), in trace
-    /// order; missing entries are empty.
-    pub given: Vec<Given>,
-    /// Where a context's GPU span comes from.
-    pub gpu_span: GpuSpanSource,
-    /// No progress bars.
-    pub quiet: bool,
-}
-
-/// Options of [`kernels`]: the flags of `torchtrace kernels`.
-#[derive(Debug, Clone)]
-pub struct KernelsOptions {
-    pub selector: Selector,
-    pub given: Vec<Given>,
-    /// How many kernels to list per trace.
-    pub top: usize,
-    /// Which launch calls a context holds (`--launch-scope`).
-    pub launch_scope: LaunchScope,
-    pub quiet: bool,
-}
-
-impl Default for KernelsOptions {
-    fn default() -> Self {
-        KernelsOptions {
-            selector: Selector::Auto,
-            given: Vec::new(),
-            top: DEFAULT_TOP,
-            launch_scope: LaunchScope::Auto,
-            quiet: false,
-        }
-    }
-}
-
-/// Options of [`hierarchy`]: the flags of `torchtrace hierarchy`.
-#[derive(Debug, Clone)]
-pub struct ChainsOptions {
-    /// The chains, categories and step-context selector.
-    pub chains: HierarchyOptions,
-    pub given: Vec<Given>,
-    /// Also join each function's calls to the GPU work they launched
-    /// (off: containment and durations only, several times faster).
-    pub gpu_work: bool,
-    pub quiet: bool,
 }
 
 /// A message about one trace (its index in the call's paths); the text
@@ -195,6 +144,8 @@ pub struct Common {
     pub given: Vec<Given>,
     /// No progress bars.
     pub quiet: bool,
+    /// How the traces are read (the limit on one event).
+    pub read: crate::trace::ReadOptions,
 }
 
 /// What one trace's figures make the subcommand say.
@@ -363,7 +314,9 @@ pub fn run<A: Command>(
     };
     let given = given_per_trace(paths, &common.given, A::MAX_TRACES)?;
     let config = A::configure(options, &common.selector)?;
-    let plan = Plan::new(common.selector.clone()).with_analysis::<A>(config.clone());
+    let plan = Plan::new(common.selector.clone())
+        .reading(common.read)
+        .with_analysis::<A>(config.clone());
     let mut results =
         read_all_keeping(paths, common.quiet, A::KEEPS_UNREADABLE, |path, counter| {
             analysis::analyze_path(path, counter, &plan)
@@ -498,60 +451,16 @@ pub fn path_notes(path: &str, notes: &[String]) -> Vec<String> {
     notes.iter().map(|n| format!("{path}: {n}")).collect()
 }
 
-/// `torchtrace pair`: pairs each step's CPU annotation with its GPU
-/// annotation(s) in one or two traces (baseline first) and compares them.
-pub fn pair(paths: &[PathBuf], opts: &PairOptions) -> Result<Outcome<PairReport>, ApiError> {
-    let common = Common {
-        selector: opts.selector.clone(),
-        given: opts.given.clone(),
-        quiet: opts.quiet,
-    };
-    run::<Pair>(
-        paths,
-        &common,
-        &PairSpec {
-            gpu_span: opts.gpu_span,
-        },
-    )
-}
-
-/// `torchtrace kernels`: each step context's GPU work by launch
-/// correlation in one or two traces (baseline first), top kernels and the
-/// whole-trace timeline.
-pub fn kernels(
-    paths: &[PathBuf],
-    opts: &KernelsOptions,
-) -> Result<Outcome<KernelsReport>, ApiError> {
-    let common = Common {
-        selector: opts.selector.clone(),
-        given: opts.given.clone(),
-        quiet: opts.quiet,
-    };
-    let options = KernelsSpec {
-        top: opts.top,
-        launch_scope: opts.launch_scope,
-    };
-    run::<Kernels>(paths, &common, &options)
-}
-
-/// `torchtrace hierarchy`: verifies containment chains and reports the
-/// inclusive durations (and GPU work) of their functions. Its problems
-/// are the broken links; its notes the traces without step contexts.
-pub fn hierarchy(
-    paths: &[PathBuf],
-    opts: &ChainsOptions,
-) -> Result<Outcome<HierarchyReport>, ApiError> {
-    let common = Common {
-        selector: opts.chains.selector.clone(),
-        given: opts.given.clone(),
-        quiet: opts.quiet,
-    };
-    run::<Hierarchy>(paths, &common, &ChainsSpec::of(&opts.chains, opts.gpu_work))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyses::kernels::Kernels;
+    use crate::analyses::pair::{Pair, PairSpec};
+    use crate::{KernelsSpec, PairReport};
+
+    fn pair(paths: &[PathBuf], common: &Common) -> Result<Outcome<PairReport>, ApiError> {
+        run::<Pair>(paths, common, &PairSpec::default())
+    }
 
     const HTA: &str = "tests/data/hta_step_based_trace.json.gz";
 
@@ -569,14 +478,14 @@ mod tests {
             run_named("diff", &three, &quiet, &serde_json::json!({})),
             Err(ApiError::Arguments(_))
         ));
-        let many = pair(&three, &PairOptions::default()).unwrap();
+        let many = pair(&three, &quiet).unwrap();
         assert_eq!(many.report.traces.len(), 3);
         assert!(many.report.comparison.is_none());
         assert!(matches!(
-            kernels(&[], &KernelsOptions::default()),
+            run::<Kernels>(&[], &quiet, &KernelsSpec::default()),
             Err(ApiError::Arguments(_))
         ));
-        let opts = PairOptions {
+        let opts = Common {
             given: vec![Given::default(); 2],
             ..Default::default()
         };
@@ -586,7 +495,7 @@ mod tests {
     #[test]
     fn unreadable_trace_is_a_read_error_naming_it() {
         let missing = PathBuf::from("tests/data/no such trace.json.gz");
-        match pair(&[missing], &PairOptions::default()) {
+        match pair(&[missing], &Common::default()) {
             Err(ApiError::Read(e)) => {
                 assert_eq!(e.path, "tests/data/no such trace.json.gz");
                 assert_eq!((e.kind.offset(), e.kind.events_read()), (None, 0));
@@ -597,7 +506,7 @@ mod tests {
 
     #[test]
     fn missing_context_is_a_problem_and_json_matches_the_text() {
-        let opts = PairOptions {
+        let opts = Common {
             selector: Selector::Exact("no such step".into()),
             quiet: true,
             ..Default::default()

@@ -170,6 +170,7 @@ fn run(
         selector: selector(context.as_deref(), context_regex.as_deref())?,
         given: given(tokens, summaries),
         quiet: !progress,
+        read: Default::default(),
     };
     let outcome = run_detached(py, move || api::run_named(&name, &paths, &common, &options))?;
     answer(py, outcome, per_context)
@@ -339,7 +340,7 @@ fn merge(
             sets.push(records::parse_lines(&format!("records[{i}]"), lines).map_err(record_error)?);
         }
         for p in &paths {
-            sets.push(records::read_records(p).map_err(record_error)?);
+            sets.push(records::read_records(p, &Default::default()).map_err(record_error)?);
         }
         let (res, context) = records::merge(sets, true).map_err(record_error)?;
         write_merged(&res, &context, &out_dir, figures)

@@ -30,7 +30,7 @@ pub use results::{AnyOutput, Entry, Results};
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
 use crate::ledger::{self, Ledger};
-use crate::trace::{self, Event, EventPos, Meta, Prefilter, ReadError, TraceError};
+use crate::trace::{self, Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, TraceError};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;
@@ -209,9 +209,14 @@ impl<A: Analysis> Configured for ConfigOf<A> {
 }
 
 /// The analyses to run over each trace, and how step contexts are chosen.
+/// Cloning is cheap: the configurations are shared.
+#[derive(Clone)]
 pub struct Plan {
     pub selector: Selector,
-    analyses: Vec<Box<dyn Configured>>,
+    /// How the traces are read (the limit on one event); default:
+    /// [`ReadOptions::default`], the environment's or 64 MiB.
+    pub read: ReadOptions,
+    analyses: Vec<Arc<dyn Configured>>,
 }
 
 impl Debug for Plan {
@@ -228,8 +233,15 @@ impl Plan {
     pub fn new(selector: Selector) -> Plan {
         Plan {
             selector,
+            read: ReadOptions::default(),
             analyses: Vec::new(),
         }
+    }
+
+    /// The plan, reading its traces with `read` (e.g. `--max-event-size`).
+    pub fn reading(mut self, read: ReadOptions) -> Plan {
+        self.read = read;
+        self
     }
 
     /// Adds the analysis that `config` configures. Order does not
@@ -240,7 +252,7 @@ impl Plan {
 
     /// Adds analysis `A` with its configuration.
     pub fn with_analysis<A: Analysis>(mut self, config: A::Config) -> Plan {
-        self.analyses.push(Box::new(ConfigOf::<A>(config)));
+        self.analyses.push(Arc::new(ConfigOf::<A>(config)));
         self
     }
 
@@ -317,7 +329,8 @@ pub fn analyze_file(
 ) -> TraceResult {
     let read = |ledger: bool, progress: Arc<AtomicU64>| {
         drive(label, plan, ledger, |filter, meta, on_event| {
-            trace::read_path(path, filter, progress, meta, on_event).map_err(|e| e.kind)
+            trace::read_path_with(path, &plan.read, filter, progress, meta, on_event)
+                .map_err(|e| e.kind)
         })
     };
     match plan.ledger() {
@@ -341,7 +354,7 @@ pub fn analyze_file(
 pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult {
     let ledger = plan.ledger() != Need::No;
     drive(label, plan, ledger, |filter, meta, on_event| {
-        trace::read_stream(src, filter, meta, on_event)
+        trace::read_stream_with(src, &plan.read, filter, meta, on_event)
     })
 }
 

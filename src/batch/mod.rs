@@ -49,6 +49,13 @@ pub struct BatchOptions {
 }
 
 impl BatchOptions {
+    /// These options, reading every trace with `read` (the command line's
+    /// `--max-event-size`).
+    pub fn reading(mut self, read: crate::trace::ReadOptions) -> Self {
+        self.plan = std::sync::Arc::new(self.plan().clone().reading(read));
+        self
+    }
+
     /// The analyses run on every worker trace, from one read.
     pub fn plan(&self) -> &crate::analysis::Plan {
         &self.plan

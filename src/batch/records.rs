@@ -36,6 +36,7 @@ use super::{BatchOptions, BatchResult, FileResult, Manifest};
 use crate::analyses::hierarchy::Hierarchy;
 use crate::analysis::{Analysis, Plan as AnalysisPlan};
 use crate::plot::DEFAULT_PLOT_CHAINS;
+use crate::trace::ReadOptions;
 use crate::Selector;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -503,7 +504,7 @@ pub fn header_line(h: &Header) -> String {
 
 /// Reads a records file (`-`: stdin). A file that stops before its end
 /// line is kept, marked incomplete (its shard did not finish).
-pub fn read_records(path: &Path) -> Result<RecordSet, RecordError> {
+pub fn read_records(path: &Path, read: &ReadOptions) -> Result<RecordSet, RecordError> {
     let shown = path.display().to_string();
     let io = |source| RecordError::Io {
         path: shown.clone(),
@@ -516,8 +517,10 @@ pub fn read_records(path: &Path) -> Result<RecordSet, RecordError> {
             std::fs::File::open(path).map_err(io)?,
         ))
     };
-    let limit = crate::trace::default_max_event_bytes();
-    parse_lines(&shown, CappedLines::new(reader, limit, shown.clone()))
+    parse_lines(
+        &shown,
+        CappedLines::new(reader, read.max_event_bytes, shown.clone()),
+    )
 }
 
 /// The lines of a records file, each at most `limit` bytes (the limit on

@@ -94,7 +94,9 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         manifest: args.manifest.as_deref().map(Manifest::read).transpose()?,
         analyses: Default::default(),
     };
-    let mut opts = campaign.batch_options(global.quiet)?;
+    let mut opts = campaign
+        .batch_options(global.quiet)?
+        .reading(global.read_options());
     opts.exclude = args.out.as_deref().and_then(|o| o.canonicalize().ok());
     let header =
         records::plan_campaign(&args.paths, campaign, opts.exclude.as_deref())?.for_shard(shard);

@@ -76,11 +76,10 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = torchtrace::api::Common {
-        selector: args.contexts.selector()?,
-        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
-        quiet: global.quiet,
-    };
+    let common = global.common(
+        args.contexts.selector()?,
+        super::given(args.traces.len(), &args.tokens, &args.summary)?,
+    );
     super::run_command::<Diff>(
         &args.traces,
         common,

@@ -3,7 +3,6 @@
 use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::api;
 use torchtrace::hierarchy::{ChainsSpec, Hierarchy};
 
 /// Verify that events nest along chains `a>b>c` (every b inside some a,
@@ -58,11 +57,10 @@ pub struct HierarchyArgs {
 }
 
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = api::Common {
-        selector: args.contexts.selector()?,
-        given: super::given(args.traces.len(), &args.tokens, &[])?,
-        quiet: global.quiet,
-    };
+    let common = global.common(
+        args.contexts.selector()?,
+        super::given(args.traces.len(), &args.tokens, &[])?,
+    );
     // Broken links come after the tables, as notes: the tables show them.
     let how = (args.format, false);
     super::run_command::<Hierarchy>(&args.traces, common, &args.options, how, global)

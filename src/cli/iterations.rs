@@ -5,7 +5,6 @@ use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::iterations::{Iterations, IterationsSpec};
-use torchtrace::api;
 
 /// Measure each decode iteration (a step context up to the next step
 /// annotation), split its GPU work into phases, and give per-token figures
@@ -76,11 +75,10 @@ pub struct IterationsArgs {
 }
 
 pub fn run(args: IterationsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = api::Common {
-        selector: args.contexts.selector()?,
-        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
-        quiet: global.quiet,
-    };
+    let common = global.common(
+        args.contexts.selector()?,
+        super::given(args.traces.len(), &args.tokens, &args.summary)?,
+    );
     let how = (args.format, args.per_iteration);
     super::run_command::<Iterations>(&args.traces, common, &args.options, how, global)
 }

@@ -4,7 +4,6 @@
 use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::api;
 use torchtrace::kernels;
 
 /// Follow each step context's launch calls (cudaLaunchKernel, cuLaunchKernel,
@@ -70,11 +69,10 @@ pub struct KernelsArgs {
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = api::Common {
-        selector: args.contexts.selector()?,
-        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
-        quiet: global.quiet,
-    };
+    let common = global.common(
+        args.contexts.selector()?,
+        super::given(args.traces.len(), &args.tokens, &args.summary)?,
+    );
     let how = (args.format, args.per_context);
     super::run_command::<kernels::Kernels>(&args.traces, common, &args.options, how, global)
 }

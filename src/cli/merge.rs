@@ -45,7 +45,7 @@ pub fn run(args: MergeArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let sets = args
         .records
         .iter()
-        .map(|p| records::read_records(p))
+        .map(|p| records::read_records(p, &global.read_options()))
         .collect::<Result<Vec<_>, _>>()?;
     let (res, context) = records::merge(sets, global.quiet)?;
     write_outputs(&res, &context, &args.out, &args.report, global)

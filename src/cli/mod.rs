@@ -19,7 +19,8 @@ pub mod ranks;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use torchtrace::{Format, ImageFormat, Selector};
+use torchtrace::trace::ReadOptions;
+use torchtrace::{api, Format, ImageFormat, Selector};
 
 /// Analyze PyTorch Profiler (Kineto) traces from vLLM: pair CPU step
 /// annotations with their GPU spans, follow launches to the kernels they ran,
@@ -58,6 +59,25 @@ pub struct GlobalArgs {
     /// bounded on any input [default: 64M, or $TORCHTRACE_MAX_EVENT_SIZE]
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
     pub max_event_size: Option<u64>,
+}
+
+impl GlobalArgs {
+    /// What every per-trace subcommand takes besides its own options.
+    pub fn common(&self, selector: Selector, given: Vec<torchtrace::runinfo::Given>) -> api::Common {
+        api::Common {
+            selector,
+            given,
+            quiet: self.quiet,
+            read: self.read_options(),
+        }
+    }
+
+    /// How traces and records are read: `--max-event-size`, else the
+    /// environment's limit or the default.
+    pub fn read_options(&self) -> ReadOptions {
+        self.max_event_size
+            .map_or_else(ReadOptions::default, ReadOptions::with_max_event_bytes)
+    }
 }
 
 /// A byte size such as `64M`, `1G` or `1048576`.
@@ -296,9 +316,6 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             .num_threads(usize::from(n))
             .build_global()
             .with_context(|| format!("-j {n}: cannot start the worker threads"))?;
-    }
-    if let Some(bytes) = cli.global.max_event_size {
-        torchtrace::trace::set_default_max_event_bytes(bytes);
     }
     one_stdin(cli.command.inputs())?;
     match cli.command {

@@ -3,7 +3,6 @@
 use super::{Exit, FormatArg, GlobalArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::api;
 use torchtrace::pair::{Pair, PairSpec};
 
 /// Pair each step's CPU user_annotation with its gpu_user_annotation(s) by
@@ -61,11 +60,10 @@ pub struct PairArgs {
 }
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = api::Common {
-        selector: args.contexts.selector()?,
-        given: super::given(args.traces.len(), &args.tokens, &args.summary)?,
-        quiet: global.quiet,
-    };
+    let common = global.common(
+        args.contexts.selector()?,
+        super::given(args.traces.len(), &args.tokens, &args.summary)?,
+    );
     let how = (args.format, args.per_context);
     super::run_command::<Pair>(&args.traces, common, &args.options, how, global)
 }

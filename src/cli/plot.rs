@@ -93,6 +93,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     // One pass feeds every analysis: the correlation ledger, pairing (spans
     // by correlation where a step has no GPU annotation) and the chains.
     let plan = Plan::new(selector)
+        .reading(global.read_options())
         .with(KernelsSpec::default())
         .with(PairSpec::default())
         .with(hopts);

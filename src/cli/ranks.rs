@@ -5,7 +5,6 @@ use super::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg};
 use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::ranks::{Ranks, RanksSpec};
-use torchtrace::api;
 
 /// Group rank traces into runs, align their decode steps, match their
 /// collectives and find the stragglers: per step, the rank the others
@@ -73,11 +72,7 @@ pub struct RanksArgs {
 }
 
 pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = api::Common {
-        selector: args.contexts.selector()?,
-        given: Vec::new(),
-        quiet: global.quiet,
-    };
+    let common = global.common(args.contexts.selector()?, Vec::new());
     let how = (args.format, args.per_step);
     let (plot, fmt) = (args.plot, args.plot_format);
     super::run_command_then::<Ranks>(&args.traces, common, &args.options, how, global, |report| {

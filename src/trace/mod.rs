@@ -43,7 +43,7 @@ use flate2::bufread::MultiGzDecoder;
 use serde::Serialize;
 use std::io::{BufReader, Read};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 /// The default limit on one event (or one top-level value that is read).
@@ -79,34 +79,18 @@ impl ReadOptions {
     }
 }
 
-/// The process-wide default limit; 0 until first asked for.
-static DEFAULT_LIMIT: AtomicU64 = AtomicU64::new(0);
-
 /// The limit that [`ReadOptions::default`] (and so every `read_*` function
-/// without options) uses: what [`set_default_max_event_bytes`] set, else
-/// the environment variable [`MAX_EVENT_SIZE_ENV`] (`TORCHTRACE_MAX_EVENT_SIZE`,
-/// read by [`parse_size`]; ignored when it does not parse), else
-/// [`DEFAULT_MAX_EVENT_BYTES`].
+/// without options) uses: the environment variable [`MAX_EVENT_SIZE_ENV`]
+/// (`TORCHTRACE_MAX_EVENT_SIZE`, read by [`parse_size`]; ignored when it
+/// does not parse), else [`DEFAULT_MAX_EVENT_BYTES`]. There is no
+/// process-wide setter: a command-line limit travels in the options
+/// (an analysis [`Plan`](crate::analysis::Plan)'s `read`), so two callers
+/// in one process (tests, the Python package) never change each other's.
 pub fn default_max_event_bytes() -> u64 {
-    let set = DEFAULT_LIMIT.load(Ordering::Relaxed);
-    if set != 0 {
-        return set;
-    }
-    let from_env = std::env::var(MAX_EVENT_SIZE_ENV)
+    std::env::var(MAX_EVENT_SIZE_ENV)
         .ok()
         .and_then(|v| parse_size(&v))
-        .unwrap_or(DEFAULT_MAX_EVENT_BYTES);
-    // A concurrent setter wins over the environment.
-    match DEFAULT_LIMIT.compare_exchange(0, from_env, Ordering::Relaxed, Ordering::Relaxed) {
-        Ok(_) => from_env,
-        Err(set) => set,
-    }
-}
-
-/// Sets the process-wide default limit on one event (e.g. from a
-/// `--max-event-size` option); at least 1 byte.
-pub fn set_default_max_event_bytes(bytes: u64) {
-    DEFAULT_LIMIT.store(bytes.max(1), Ordering::Relaxed);
+        .unwrap_or(DEFAULT_MAX_EVENT_BYTES)
 }
 
 /// Parses a size: a whole number of bytes with an optional unit, `K`, `M`,

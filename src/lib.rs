@@ -67,6 +67,7 @@ pub mod runinfo;
 pub mod stats;
 pub mod steps;
 pub mod summary;
+pub mod text;
 pub mod trace;
 pub mod views;
 

@@ -100,22 +100,10 @@ pub fn json_with_rows<R: serde::Serialize>(
     v
 }
 
-/// Shortens in the middle: `head…tail`, `max` characters at most.
-pub fn ellipsize(s: &str, max: usize) -> String {
-    let chars: Vec<char> = s.chars().collect();
-    if chars.len() <= max {
-        return s.to_string();
-    }
-    let keep = (max - 1) / 2;
-    let head: String = chars[..keep].iter().collect();
-    let tail: String = chars[chars.len() - keep..].iter().collect();
-    format!("{head}…{tail}")
-}
-
 /// A short column label: the parent directory and the file's stem,
 /// shortened in the middle when long.
 pub fn short(path: &str) -> String {
-    let stem = ellipsize(&runinfo::file_stem(path), 24);
+    let stem = crate::text::ellipsize_middle(&runinfo::file_stem(path), 24);
     match Path::new(path).parent().and_then(|d| d.file_name()) {
         Some(dir) => format!("{}/{stem}", dir.to_string_lossy()),
         None => stem,

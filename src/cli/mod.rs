@@ -63,7 +63,11 @@ pub struct GlobalArgs {
 
 impl GlobalArgs {
     /// What every per-trace subcommand takes besides its own options.
-    pub fn common(&self, selector: Selector, given: Vec<torchtrace::runinfo::Given>) -> api::Common {
+    pub fn common(
+        &self,
+        selector: Selector,
+        given: Vec<torchtrace::runinfo::Given>,
+    ) -> api::Common {
         api::Common {
             selector,
             given,

@@ -1,13 +1,43 @@
 //! Where things go: the grouping of traces into workloads, the
-//! categorical trace axis, labels under it, value axes and their ranges.
+//! categorical trace axis, labels under it, value axes and their ranges,
+//! and what a legend lists (drawn by [`super::marks`]).
 
-use super::marks::{LegendItem, Mark};
 use super::theme::{class_color, Theme};
 use super::{PlotInput, PlotTrace};
 use crate::analyses::pair::Comparison;
 use crate::runinfo::Mode;
 use plotters::coord::types::RangedCoordf64;
-use plotters::prelude::{Cartesian2d, ChartContext};
+use plotters::prelude::{Cartesian2d, ChartContext, RGBColor};
+
+pub use crate::text::ellipsize_end as ellipsize;
+
+/// What a legend entry shows.
+#[derive(Debug, Clone)]
+pub enum Mark {
+    Box(RGBColor),
+    Dot(RGBColor),
+    Ring(RGBColor),
+    Dashed(RGBColor),
+    /// A black median bar.
+    Median,
+    Triangle(RGBColor),
+    Square(RGBColor),
+}
+
+#[derive(Debug, Clone)]
+pub struct LegendItem {
+    pub mark: Mark,
+    pub label: String,
+}
+
+impl LegendItem {
+    pub fn new(mark: Mark, label: impl Into<String>) -> Self {
+        LegendItem {
+            mark,
+            label: label.into(),
+        }
+    }
+}
 
 /// A chart with two float axes, as most panels are.
 pub type Chart2d<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
@@ -119,16 +149,6 @@ pub fn short_label(t: &PlotTrace) -> String {
         mode_name(t)
     } else {
         ellipsize(&t.label, 22)
-    }
-}
-
-pub fn ellipsize(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-        out.push('…');
-        out
     }
 }
 

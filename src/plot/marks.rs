@@ -1,39 +1,11 @@
-//! What is drawn: legend marks, the frame (title, subtitle, legend), the
+//! What is drawn (the legend's marks as [`super::layout`] lists them), the frame (title, subtitle, legend), the
 //! labels of the trace axis, the house grid, bars and empty states.
 
-use super::layout::{ellipsize, short_label, Prepared};
+use super::layout::{ellipsize, short_label, LegendItem, Mark, Prepared};
 use super::theme::*;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-
-/// What a legend entry shows.
-#[derive(Debug, Clone)]
-pub enum Mark {
-    Box(RGBColor),
-    Dot(RGBColor),
-    Ring(RGBColor),
-    Dashed(RGBColor),
-    /// A black median bar.
-    Median,
-    Triangle(RGBColor),
-    Square(RGBColor),
-}
-
-#[derive(Debug, Clone)]
-pub struct LegendItem {
-    pub mark: Mark,
-    pub label: String,
-}
-
-impl LegendItem {
-    pub fn new(mark: Mark, label: impl Into<String>) -> Self {
-        LegendItem {
-            mark,
-            label: label.into(),
-        }
-    }
-}
 
 /// Draws a legend mark centred at `c`.
 pub fn draw_mark<DB: DrawingBackend>(

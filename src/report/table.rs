@@ -5,6 +5,7 @@
 //! CSV, JSON and Markdown keep cells whole.
 
 use super::Table;
+use crate::text::ellipsize_end;
 use std::io::{self, Write};
 
 /// The widest cell a terminal table shows, in characters; longer cells
@@ -28,9 +29,17 @@ pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
     let cells: Vec<Vec<String>> = t
         .rows
         .iter()
-        .map(|r| r.iter().map(|c| ellipsize(c.display())).collect())
+        .map(|r| {
+            r.iter()
+                .map(|c| ellipsize_end(&c.display(), MAX_CELL_CHARS))
+                .collect()
+        })
         .collect();
-    let headers: Vec<String> = t.headers.iter().map(|h| ellipsize(h.clone())).collect();
+    let headers: Vec<String> = t
+        .headers
+        .iter()
+        .map(|h| ellipsize_end(h, MAX_CELL_CHARS))
+        .collect();
     let ncol = t.headers.len();
     let width = |c: usize| {
         cells
@@ -73,20 +82,6 @@ pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
         writeln!(out, "  note: {n}")?;
     }
     Ok(())
-}
-
-/// `s` cut to [`MAX_CELL_CHARS`] characters, the last of them `…`.
-fn ellipsize(s: String) -> String {
-    match s.char_indices().nth(MAX_CELL_CHARS) {
-        None => s,
-        Some(_) => {
-            let end = s
-                .char_indices()
-                .nth(MAX_CELL_CHARS - 1)
-                .map_or(s.len(), |(i, _)| i);
-            format!("{}…", &s[..end])
-        }
-    }
 }
 
 fn pad(s: &str, w: usize, right: bool) -> String {

@@ -15,7 +15,7 @@ use super::{compare, Diff};
 use crate::analysis::{Campaign, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
-use crate::views::ellipsize;
+use crate::text::ellipsize_middle as ellipsize;
 
 /// The summary CSV (one row per match).
 pub const CSV: &str = "diff.csv";

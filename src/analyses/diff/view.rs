@@ -6,7 +6,8 @@ use super::{compare, Diff, DiffConfig, DiffSpec, TraceDiff};
 use crate::api::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
-use crate::views::{ellipsize, short};
+use crate::text::ellipsize_middle as ellipsize;
+use crate::views::short;
 use serde::Serialize;
 use std::io::{self, Write};
 

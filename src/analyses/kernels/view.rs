@@ -9,7 +9,8 @@ use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
 use crate::stats::Summary;
-use crate::views::{ellipsize, Column};
+use crate::text::ellipsize_middle as ellipsize;
+use crate::views::Column;
 use serde::Serialize;
 use std::io::{self, Write};
 

@@ -62,12 +62,8 @@ pub struct DiffArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
-    /// Completion tokens, once per trace in order.
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
-    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
-    #[arg(long, value_name = "FILE")]
-    pub summary: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     #[command(flatten)]
     pub options: DiffSpec,
     /// Output format.
@@ -76,10 +72,7 @@ pub struct DiffArgs {
 }
 
 pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common(
-        args.contexts.selector()?,
-        super::given(args.traces.len(), &args.tokens, &args.summary)?,
-    );
+    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     super::run_command::<Diff>(
         &args.traces,
         common,

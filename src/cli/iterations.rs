@@ -58,12 +58,8 @@ pub struct IterationsArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
-    /// Completion tokens, once per trace in order.
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
-    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
-    #[arg(long, value_name = "FILE")]
-    pub summary: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     /// Also list every iteration.
     #[arg(long)]
     pub per_iteration: bool,
@@ -75,10 +71,7 @@ pub struct IterationsArgs {
 }
 
 pub fn run(args: IterationsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common(
-        args.contexts.selector()?,
-        super::given(args.traces.len(), &args.tokens, &args.summary)?,
-    );
+    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     let how = (args.format, args.per_iteration);
     super::run_command::<Iterations>(&args.traces, common, &args.options, how, global)
 }

@@ -52,12 +52,8 @@ pub struct KernelsArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
-    /// Completion tokens, once per trace in order.
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
-    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
-    #[arg(long, value_name = "FILE")]
-    pub summary: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     #[command(flatten)]
     pub options: kernels::KernelsSpec,
     /// Also list every selected context's GPU work.
@@ -69,10 +65,7 @@ pub struct KernelsArgs {
 }
 
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common(
-        args.contexts.selector()?,
-        super::given(args.traces.len(), &args.tokens, &args.summary)?,
-    );
+    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     let how = (args.format, args.per_context);
     super::run_command::<kernels::Kernels>(&args.traces, common, &args.options, how, global)
 }

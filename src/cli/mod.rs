@@ -76,6 +76,18 @@ impl GlobalArgs {
         }
     }
 
+    /// [`Self::common`] from the shared flags of a subcommand over `n`
+    /// traces: its contexts and its run information.
+    pub fn common_for(
+        &self,
+        n: usize,
+        contexts: &ContextArgs,
+        run: &RunArgs,
+    ) -> anyhow::Result<api::Common> {
+        let given = given(n, &run.tokens, &run.summary)?;
+        Ok(self.common(contexts.selector()?, given))
+    }
+
     /// How traces and records are read: `--max-event-size`, else the
     /// environment's limit or the default.
     pub fn read_options(&self) -> ReadOptions {
@@ -102,6 +114,18 @@ pub enum Command {
     Merge(merge::MergeArgs),
     Diff(diff::DiffArgs),
     Ranks(ranks::RanksArgs),
+}
+
+/// What is known about each trace's run; the same flags on `pair`,
+/// `kernels`, `iterations` and `diff`.
+#[derive(Debug, Args, Clone, Default)]
+pub struct RunArgs {
+    /// Completion tokens, once per trace in order.
+    #[arg(long, value_name = "N")]
+    pub tokens: Vec<u64>,
+    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
+    #[arg(long, value_name = "FILE")]
+    pub summary: Vec<std::path::PathBuf>,
 }
 
 /// How step contexts are chosen; the same flags on every subcommand.
@@ -341,14 +365,14 @@ impl Command {
     /// summaries given with `--summary`.
     fn inputs(&self) -> Vec<&std::path::PathBuf> {
         match self {
-            Command::Pair(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Pair(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Plot(a) => a.traces.iter().collect(),
             Command::Batch(a) => a.paths.iter().collect(),
             Command::Hierarchy(a) => a.traces.iter().collect(),
-            Command::Kernels(a) => a.traces.iter().chain(&a.summary).collect(),
-            Command::Iterations(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Kernels(a) => a.traces.iter().chain(&a.run.summary).collect(),
+            Command::Iterations(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Merge(a) => a.records.iter().collect(),
-            Command::Diff(a) => a.traces.iter().chain(&a.summary).collect(),
+            Command::Diff(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Ranks(a) => a.traces.iter().collect(),
         }
     }

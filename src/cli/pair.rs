@@ -43,12 +43,8 @@ pub struct PairArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
-    /// Completion tokens, once per trace in order.
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
-    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
-    #[arg(long, value_name = "FILE")]
-    pub summary: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: super::RunArgs,
     /// Also list every selected context (start, CPU span, GPU span).
     #[arg(long)]
     pub per_context: bool,
@@ -60,10 +56,7 @@ pub struct PairArgs {
 }
 
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common(
-        args.contexts.selector()?,
-        super::given(args.traces.len(), &args.tokens, &args.summary)?,
-    );
+    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     let how = (args.format, args.per_context);
     super::run_command::<Pair>(&args.traces, common, &args.options, how, global)
 }

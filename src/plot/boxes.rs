@@ -106,22 +106,17 @@ impl BoxPlots {
             );
             x += g.series.len() as f64;
         }
-        let mut chart = ChartBuilder::on(&body)
-            .margin(th.px(12.0))
-            .x_label_area_size(th.px(64.0))
-            .y_label_area_size(th.px(72.0))
-            .build_cartesian_2d(-0.6..(x - 1.0).max(0.0) + 0.6, 0.0..y1)?;
-        let prec = decimals(y1);
-        let yfmt = |v: &f64| format!("{v:.prec$}");
-        chart
-            .configure_mesh()
-            .x_labels(0)
-            .disable_x_mesh()
-            .y_labels(10)
-            .y_label_formatter(&yfmt)
-            .y_desc(self.y_desc.as_str())
-            .house(&th)
-            .draw()?;
+        let axes = ValueAxes {
+            caption: None,
+            margin: 12.0,
+            x_label_area: 64.0,
+            x: (-0.6, (x - 1.0).max(0.0) + 0.6),
+            y1,
+            y_labels: 10,
+            y_desc: self.y_desc.as_str(),
+            x_desc: None,
+        };
+        let mut chart = value_chart(&body, &th, &axes)?;
         for (g, gx) in self.groups.iter().zip(&xs) {
             for (s, &x) in g.series.iter().zip(gx) {
                 self.one(root, &mut chart, s, (x, y1), &th)?;

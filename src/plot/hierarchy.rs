@@ -69,23 +69,17 @@ where
             .collect();
         let top = vals.iter().flatten().map(|v| v.0).fold(0.0, f64::max);
         let y1 = if top > 0.0 { top * 1.3 } else { 1.0 };
-        let mut chart = ChartBuilder::on(area)
-            .caption(ellipsize(name, 60), th.caption())
-            .margin(th.px(10.0))
-            .x_label_area_size(th.px(50.0))
-            .y_label_area_size(th.px(72.0))
-            .build_cartesian_2d(x0..x1, 0.0..y1)?;
-        let prec = decimals(y1);
-        let yfmt = |v: &f64| format!("{v:.prec$}");
-        chart
-            .configure_mesh()
-            .x_labels(0)
-            .disable_x_mesh()
-            .y_labels(6)
-            .y_label_formatter(&yfmt)
-            .y_desc("median inclusive (ms)")
-            .house(&th)
-            .draw()?;
+        let axes = ValueAxes {
+            caption: Some(&ellipsize(name, 60)),
+            margin: 10.0,
+            x_label_area: 50.0,
+            x: (x0, x1),
+            y1,
+            y_labels: 6,
+            y_desc: "median inclusive (ms)",
+            x_desc: None,
+        };
+        let mut chart = value_chart(area, &th, &axes)?;
         let above = Pos::new(HPos::Center, VPos::Bottom);
         for (i, t) in data.input.traces.iter().enumerate() {
             let x = xs[i];

@@ -1,7 +1,7 @@
 //! What is drawn (the legend's marks as [`super::layout`] lists them), the frame (title, subtitle, legend), the
 //! labels of the trace axis, the house grid, bars and empty states.
 
-use super::layout::{ellipsize, short_label, LegendItem, Mark, Prepared};
+use super::layout::{decimals, ellipsize, short_label, Chart2d, LegendItem, Mark, Prepared};
 use super::theme::*;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -207,6 +207,55 @@ where
             .bold_line_style(RGBColor(222, 222, 222))
             .max_light_lines(1)
     }
+}
+
+/// The axes of a bar or box chart: a categorical trace axis over `x`
+/// without tick labels (the traces' labels are drawn under it by
+/// [`trace_axis_labels`]) and a value axis from 0 to `y1`, in the house
+/// style. Sizes are in the theme's unscaled pixels.
+pub struct ValueAxes<'s> {
+    pub caption: Option<&'s str>,
+    pub margin: f64,
+    pub x_label_area: f64,
+    pub x: (f64, f64),
+    pub y1: f64,
+    pub y_labels: usize,
+    pub y_desc: &'s str,
+    pub x_desc: Option<&'s str>,
+}
+
+/// A chart on `area` with [`ValueAxes`], its mesh drawn: what figures 3,
+/// 5, 6 and the sections' stacked bars and box plots draw their marks on.
+pub fn value_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    th: &Theme,
+    axes: &ValueAxes<'_>,
+) -> Result<Chart2d<'a, DB>, Box<dyn std::error::Error + Send + Sync>>
+where
+    DB::ErrorType: 'static,
+{
+    let mut builder = ChartBuilder::on(area);
+    if let Some(caption) = axes.caption {
+        builder.caption(caption, th.caption());
+    }
+    let mut chart = builder
+        .margin(th.px(axes.margin))
+        .x_label_area_size(th.px(axes.x_label_area))
+        .y_label_area_size(th.px(72.0))
+        .build_cartesian_2d(axes.x.0..axes.x.1, 0.0..axes.y1)?;
+    let prec = decimals(axes.y1);
+    let yfmt = |v: &f64| format!("{v:.prec$}");
+    let mut mesh = chart.configure_mesh();
+    mesh.x_labels(0)
+        .disable_x_mesh()
+        .y_labels(axes.y_labels)
+        .y_label_formatter(&yfmt)
+        .y_desc(axes.y_desc);
+    if let Some(x_desc) = axes.x_desc {
+        mesh.x_desc(x_desc);
+    }
+    mesh.house(th).draw()?;
+    Ok(chart)
 }
 
 /// Half the width of a bar, in units of the x axis (one unit per trace).

@@ -138,22 +138,17 @@ impl StackedBars {
         let bars = self.groups.iter().flat_map(|g| &g.bars);
         let top = bars.filter_map(Self::total).fold(0.0, f64::max);
         let y1 = if top > 0.0 { top * 1.32 } else { 1.0 };
-        let mut chart = ChartBuilder::on(area)
-            .margin(th.px(12.0))
-            .x_label_area_size(th.px(86.0))
-            .y_label_area_size(th.px(72.0))
-            .build_cartesian_2d(x0..x1, 0.0..y1)?;
-        let prec = decimals(y1);
-        let yfmt = |v: &f64| format!("{v:.prec$}");
-        chart
-            .configure_mesh()
-            .x_labels(0)
-            .disable_x_mesh()
-            .y_labels(10)
-            .y_label_formatter(&yfmt)
-            .y_desc(self.y_desc.as_str())
-            .house(&th)
-            .draw()?;
+        let axes = ValueAxes {
+            caption: None,
+            margin: 12.0,
+            x_label_area: 86.0,
+            x: (x0, x1),
+            y1,
+            y_labels: 10,
+            y_desc: self.y_desc.as_str(),
+            x_desc: None,
+        };
+        let mut chart = value_chart(area, &th, &axes)?;
         let above = Pos::new(HPos::Center, VPos::Bottom);
         let under = Pos::new(HPos::Center, VPos::Top);
         for (g, gx) in self.groups.iter().zip(&xs) {

@@ -86,24 +86,17 @@ where
     let vals: Vec<Option<f64>> = data.input.traces.iter().map(value).collect();
     let top = vals.iter().flatten().copied().fold(0.0, f64::max);
     let y1 = if top > 0.0 { top * 1.32 } else { 1.0 };
-    let mut chart = ChartBuilder::on(area)
-        .caption(caption, th.caption())
-        .margin(th.px(12.0))
-        .x_label_area_size(th.px(70.0))
-        .y_label_area_size(th.px(72.0))
-        .build_cartesian_2d(x0..x1, 0.0..y1)?;
-    let prec = decimals(y1);
-    let yfmt = |v: &f64| format!("{v:.prec$}");
-    chart
-        .configure_mesh()
-        .x_labels(0)
-        .disable_x_mesh()
-        .y_labels(10)
-        .y_label_formatter(&yfmt)
-        .y_desc(y_desc)
-        .x_desc("trace")
-        .house(&th)
-        .draw()?;
+    let axes = ValueAxes {
+        caption: Some(caption),
+        margin: 12.0,
+        x_label_area: 70.0,
+        x: (x0, x1),
+        y1,
+        y_labels: 10,
+        y_desc: y_desc,
+        x_desc: Some("trace"),
+    };
+    let mut chart = value_chart(area, &th, &axes)?;
     let above = Pos::new(HPos::Center, VPos::Bottom);
     for (i, t) in data.input.traces.iter().enumerate() {
         let x = xs[i];

@@ -93,7 +93,7 @@ where
         x: (x0, x1),
         y1,
         y_labels: 10,
-        y_desc: y_desc,
+        y_desc,
         x_desc: Some("trace"),
     };
     let mut chart = value_chart(area, &th, &axes)?;

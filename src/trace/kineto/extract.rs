@@ -354,8 +354,9 @@ impl<'a> Cursor<'a> {
             }
             _ => return None,
         }
-        let float = matches!(self.b.get(end), Some(b'.' | b'e' | b'E'));
-        (!float && !(neg && n == 0)).then_some(())?;
+        // A fraction or exponent makes it a float; so does `-0`.
+        let float = matches!(self.b.get(end), Some(b'.' | b'e' | b'E')) || (neg && n == 0);
+        (!float).then_some(())?;
         self.i = end;
         Some(if neg { -n } else { n })
     }

@@ -8,6 +8,7 @@
 #                                     # also times an older build, same run, interleaved
 #   PIN="taskset -c 0,1" bench/ledger.sh   # two cores of a larger machine
 #   SKIP_BUILD=1 SCALE=… TIME=bench/gnutime.py   # a machine without cargo, ../shared or GNU time
+#   ONLY="kernels iterations" bench/ledger.sh 200 7   # only these torchtrace commands (more runs, same time)
 #
 # Times, interleaved (round 1: every tool once, round 2: ...):
 #   zcat        zcat FILE > /dev/null                       (the yardstick)
@@ -100,6 +101,10 @@ TT_CMDS=(
 )
 add_tt() { # prefix binary
     for i in "${!TT_NAMES[@]}"; do
+        # ONLY="kernels iterations": just those torchtrace commands.
+        if [[ -n ${ONLY:-} && " $ONLY " != *" ${TT_NAMES[$i]} "* ]]; then
+            continue
+        fi
         local name="$1${TT_NAMES[$i]}" cmd=${TT_CMDS[$i]}
         cmd=${cmd//%TT%/$2}
         NAMES+=("$name")

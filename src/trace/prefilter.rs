@@ -35,6 +35,7 @@ impl Prefilter {
     }
 
     fn of_finders(finders: Vec<memmem::Finder<'static>>) -> Self {
+        let finders = without_redundant(finders);
         // An empty needle matches everywhere: the finders handle it.
         let set = (finders.len() > 1 && finders.iter().all(|f| !f.needle().is_empty()))
             .then(|| {
@@ -71,6 +72,29 @@ impl Prefilter {
     }
 }
 
+/// `finders` less every needle that contains another one (the first of
+/// equal ones is kept): text holding the longer holds the shorter, so the
+/// filter admits the same events with fewer needles to look for
+/// (`gpu_model_runner: sample_tokens` goes when `sample_tokens` is there).
+fn without_redundant(finders: Vec<memmem::Finder<'static>>) -> Vec<memmem::Finder<'static>> {
+    let needles: Vec<&[u8]> = finders.iter().map(|f| f.needle()).collect();
+    let redundant: Vec<bool> = needles
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            needles.iter().enumerate().any(|(j, m)| {
+                j != i && (m.len() < n.len() || (m == n && j < i)) && memmem::find(n, m).is_some()
+            })
+        })
+        .collect();
+    finders
+        .into_iter()
+        .zip(redundant)
+        .filter(|(_, r)| !r)
+        .map(|(f, _)| f)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +107,28 @@ mod tests {
         assert!(!f.admits(br#"{"cat": "python_function", "name": "x"}"#));
         assert!(f.admits(br#"{"cat": "user\u005fannotation"}"#));
         assert!(Prefilter::all().admits(b"{}"));
+    }
+
+    #[test]
+    fn a_needle_holding_another_goes_and_the_filter_admits_the_same() {
+        let f = Prefilter::any_of(&[
+            "gpu_model_runner: sample_tokens",
+            "sample_tokens",
+            "\"kernel\"",
+            "\"kernel\"",
+            "proposer.propose",
+        ]);
+        let kept: Vec<&[u8]> = f.finders.iter().map(|f| f.needle()).collect();
+        assert_eq!(
+            kept,
+            [&b"sample_tokens"[..], b"\"kernel\"", b"proposer.propose"]
+        );
+        assert!(f.admits(b"{\"name\": \"gpu_model_runner: sample_tokens\"}"));
+        assert!(f.admits(b"{\"cat\": \"kernel\"}"));
+        assert!(!f.admits(b"{\"name\": \"gpu_model_runner: sample\"}"));
+        // An empty needle admits everything, alone.
+        let all = Prefilter::any_of(&["", "x"]);
+        assert_eq!(all.finders.len(), 1);
+        assert!(all.admits(b"{}"));
     }
 }

@@ -46,8 +46,8 @@ pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};
 use crate::ledger::intervals::{self, Iv};
-use crate::ledger::{is_graph_launch, Kind, Ledger};
-use crate::model::{Ns, Sym};
+use crate::ledger::{is_graph_launch, Kind, LaunchCall, Ledger};
+use crate::model::{LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -142,12 +142,12 @@ pub fn name_in(list: &[String], name: &str, py: bool) -> bool {
         .any(|n| n == name || func.is_some_and(|f| f == n))
 }
 
-/// A sampling or drafting range kept from the stream.
-#[derive(Debug, Clone)]
+/// A sampling or drafting range kept from the stream, its lane interned
+/// (not its pid and tid as two strings).
+#[derive(Debug, Clone, Copy)]
 struct PhaseRange {
     phase: Phase,
-    pid: String,
-    tid: String,
+    lane: u32,
     start: Ns,
     end: Ns,
     index: u64,
@@ -156,6 +156,7 @@ struct PhaseRange {
 /// The streaming state: the sampling and drafting ranges.
 pub struct Iterations {
     spec: IterationsSpec,
+    lanes: LaneTable,
     ranges: Vec<PhaseRange>,
 }
 
@@ -168,6 +169,7 @@ impl Analysis for Iterations {
     fn start(config: &IterationsSpec) -> Self {
         Iterations {
             spec: config.clone(),
+            lanes: LaneTable::default(),
             ranges: Vec::new(),
         }
     }
@@ -209,8 +211,7 @@ impl Analysis for Iterations {
         let start = ev.ts.unwrap_or_default();
         self.ranges.push(PhaseRange {
             phase,
-            pid: ev.pid.to_string(),
-            tid: ev.tid.to_string(),
+            lane: self.lanes.intern(ev.lane()),
             start,
             end: start.saturating_add(ev.dur_or_zero()),
             index: at.index,
@@ -224,7 +225,7 @@ impl Analysis for Iterations {
     fn finish(self, trace: &Finished<'_>) -> TraceIterations {
         let empty = Ledger::default();
         let ledger = trace.ledger.unwrap_or(&empty);
-        let mut out = measure(trace, ledger, &self.ranges, self.spec.graph);
+        let mut out = measure(trace, ledger, &self.lanes, &self.ranges, self.spec.graph);
         if let Some(e) = trace.error_text() {
             out.complete = false;
             out.error = Some(e);
@@ -432,7 +433,8 @@ struct Replay {
     first_start: Ns,
     total_ns: i128,
     kernels: u64,
-    signature: Vec<Sym>,
+    /// Its signature's id in [`Signatures`].
+    signature: u32,
 }
 
 /// Per-iteration accumulator.
@@ -457,6 +459,35 @@ struct Sealed {
 }
 
 impl Acc {
+    /// Adds a launch call of phase `phase` (inside the step context itself
+    /// when `in_ctx`) and its activities; returns their Σ durations and
+    /// kernels (a graph replay's figures).
+    fn add(&mut self, call: &LaunchCall<'_>, phase: Phase, in_ctx: bool) -> (i128, u64) {
+        let w = &mut self.work[phase as usize];
+        w.launches += 1;
+        w.graph_launches += u64::from(is_graph_launch(call.name));
+        let mut total: i128 = 0;
+        let mut kernels = 0u64;
+        for a in call.activities {
+            match a.kind {
+                Kind::Kernel => w.kernels += 1,
+                Kind::Memcpy => w.memcpys += 1,
+                Kind::Memset => w.memsets += 1,
+            }
+            kernels += u64::from(a.kind == Kind::Kernel);
+            total += i128::from(a.end.0) - i128::from(a.start.0);
+            self.all.push((a.start, a.end));
+            self.phase[phase as usize].push((a.start, a.end));
+            if in_ctx {
+                self.ctx = Some(match self.ctx {
+                    Some((s, e)) => (s.min(a.start), e.max(a.end)),
+                    None => (a.start, a.end),
+                });
+            }
+        }
+        (total, kernels)
+    }
+
     /// Turns the intervals into their figures and frees them. Launch calls
     /// come in ts order per lane and an iteration belongs to one lane, so
     /// once a lane's sweep moves past an iteration nothing more is added
@@ -529,124 +560,191 @@ type Cand = (Ns, Ns, u64, Phase);
 /// and phase.
 type Open = ((Ns, Reverse<Ns>, u64), Ns, Phase);
 
+/// The phase sweep of one lane: its candidate ranges in start order and
+/// the ranges open at the last launch call.
+struct Sweep {
+    cands: Vec<Cand>,
+    next: usize,
+    heap: BinaryHeap<Open>,
+}
+
+impl Sweep {
+    fn new(mut cands: Vec<Cand>) -> Sweep {
+        cands.sort_unstable_by_key(|c| (c.0, c.2));
+        Sweep {
+            cands,
+            next: 0,
+            heap: BinaryHeap::new(),
+        }
+    }
+
+    /// The phase of a launch call at `ts` (calls come in ts order): the
+    /// innermost open range holding it, `other` when none does.
+    fn phase_at(&mut self, ts: Ns) -> Phase {
+        while let Some(&(s, e, idx, p)) = self.cands.get(self.next) {
+            if s > ts {
+                break;
+            }
+            self.heap.push(((s, Reverse(e), idx), e, p));
+            self.next += 1;
+        }
+        while self.heap.peek().is_some_and(|top| top.1 <= ts) {
+            self.heap.pop();
+        }
+        self.heap.peek().map_or(Phase::Other, |top| top.2)
+    }
+}
+
+/// The graph signatures met so far, each kept once: a replay holds the
+/// id of its signature (ids in order of first insertion; numbers by
+/// first appearance in time are given later, by [`graph_figures`]).
+#[derive(Default)]
+struct Signatures(HashMap<Vec<Sym>, u32>);
+
+impl Signatures {
+    fn id(&mut self, sig: Vec<Sym>) -> u32 {
+        let next = self.0.len() as u32;
+        *self.0.entry(sig).or_insert(next)
+    }
+}
+
+/// What the sweep over every lane fills: one accumulator per iteration
+/// and the graph replays.
+struct Measured {
+    accs: Vec<Acc>,
+    replays: Vec<Replay>,
+    sigs: Signatures,
+}
+
 /// Measures every iteration: the windows, the launch calls of their lanes
 /// and the phase ranges.
 fn measure(
     trace: &Finished<'_>,
     ledger: &Ledger,
+    lanes: &LaneTable,
     ranges: &[PhaseRange],
     pick: Option<u64>,
 ) -> TraceIterations {
     let wins = windows(trace);
-    let mut accs: Vec<Acc> = (0..wins.len()).map(|_| Acc::default()).collect();
-    let mut replays: Vec<Replay> = Vec::new();
+    let mut m = Measured {
+        accs: (0..wins.len()).map(|_| Acc::default()).collect(),
+        replays: Vec::new(),
+        sigs: Signatures::default(),
+    };
     // Iterations by lane, in start order.
     let mut by_lane: BTreeMap<(Sym, Sym), Vec<usize>> = BTreeMap::new();
     for (i, w) in wins.iter().enumerate() {
         by_lane.entry(w.lane).or_default().push(i);
     }
+    // The phase ranges' lanes as the step index writes them.
+    let shown: Vec<(String, String)> = (0..lanes.len() as u32)
+        .map(|id| {
+            let l = lanes.resolve(id);
+            (l.pid.to_string(), l.tid.to_string())
+        })
+        .collect();
     let names = &trace.steps.names;
     for (lane, its) in &by_lane {
         let (pid, tid) = (names.resolve(lane.0), names.resolve(lane.1));
         let Some(lane_id) = ledger.lane_of(pid, tid) else {
             continue;
         };
-        let mut cands: Vec<Cand> = its
-            .iter()
-            .map(|&i| {
-                (
-                    wins[i].start,
-                    wins[i].ctx_end,
-                    wins[i].index,
-                    Phase::Forward,
-                )
-            })
-            .chain(
-                ranges
-                    .iter()
-                    .filter(|r| r.pid == pid && r.tid == tid)
-                    .map(|r| (r.start, r.end, r.index, r.phase)),
-            )
-            .collect();
-        cands.sort_unstable_by_key(|c| (c.0, c.2));
-        let mut heap: BinaryHeap<Open> = BinaryHeap::new();
-        let mut next = 0usize;
-        let mut current: Option<usize> = None;
-        for call in ledger.lane_launches(lane_id) {
-            let ts = call.ts;
-            // The iteration: the last one starting at or before ts.
-            let k = its.partition_point(|&i| wins[i].start <= ts);
-            let Some(&i) = k.checked_sub(1).and_then(|k| its.get(k)) else {
-                continue;
-            };
-            if wins[i].end.is_some_and(|e| ts >= e) {
-                continue;
-            }
-            // The sweep has left the previous iteration for good.
-            if let Some(prev) = current.filter(|&p| p != i) {
-                accs[prev].seal();
-            }
-            current = Some(i);
-            while let Some(&(s, e, idx, p)) = cands.get(next) {
-                if s > ts {
-                    break;
-                }
-                heap.push(((s, Reverse(e), idx), e, p));
-                next += 1;
-            }
-            while heap.peek().is_some_and(|top| top.1 <= ts) {
-                heap.pop();
-            }
-            let phase = heap.peek().map_or(Phase::Other, |top| top.2);
-            let acc = &mut accs[i];
-            let graph = is_graph_launch(call.name);
-            let w = &mut acc.work[phase as usize];
-            w.launches += 1;
-            w.graph_launches += u64::from(graph);
-            let in_ctx = ts < wins[i].ctx_end;
-            let mut total: i128 = 0;
-            let mut kernels = 0u64;
-            for a in call.activities {
-                match a.kind {
-                    Kind::Kernel => w.kernels += 1,
-                    Kind::Memcpy => w.memcpys += 1,
-                    Kind::Memset => w.memsets += 1,
-                }
-                kernels += u64::from(a.kind == Kind::Kernel);
-                total += i128::from(a.end.0) - i128::from(a.start.0);
-                acc.all.push((a.start, a.end));
-                acc.phase[phase as usize].push((a.start, a.end));
-                if in_ctx {
-                    acc.ctx = Some(match acc.ctx {
-                        Some((s, e)) => (s.min(a.start), e.max(a.end)),
-                        None => (a.start, a.end),
-                    });
-                }
-            }
-            if graph {
-                let mut sig: Vec<(Ns, Ns, &str, Sym)> = call
-                    .activities
-                    .iter()
-                    .map(|a| (a.start, a.end, ledger.names.resolve(a.name), a.name))
-                    .collect();
-                sig.sort_unstable();
-                replays.push(Replay {
-                    iteration: i,
-                    ts,
-                    index: call.index,
-                    first_start: sig.first().map_or(ts, |s| s.0),
-                    total_ns: total,
-                    kernels,
-                    signature: sig.into_iter().map(|s| s.3).collect(),
-                });
-            }
-        }
+        let on_lane = ranges.iter().filter(|r| {
+            let (p, t) = &shown[r.lane as usize];
+            p == pid && t == tid
+        });
+        let sweep = Sweep::new(candidates(&wins, its, on_lane));
+        measure_lane(&mut m, ledger, lane_id, &wins, its, sweep);
     }
-    let rows: Vec<IterationRow> = wins.iter().zip(accs).map(|(w, a)| row(w, a)).collect();
+    let rows: Vec<IterationRow> = wins.iter().zip(m.accs).map(|(w, a)| row(w, a)).collect();
     let mut out = figures(trace, rows);
-    graph_figures(&mut out, replays, pick);
+    graph_figures(&mut out, m.replays, pick);
     out.notes = notes(trace, ledger, &out);
     out
+}
+
+/// A lane's candidate phase ranges: its step contexts (`forward`) and the
+/// sampling and drafting ranges on it.
+fn candidates<'a>(
+    wins: &[Window],
+    its: &[usize],
+    ranges: impl Iterator<Item = &'a PhaseRange>,
+) -> Vec<Cand> {
+    its.iter()
+        .map(|&i| {
+            let w = &wins[i];
+            (w.start, w.ctx_end, w.index, Phase::Forward)
+        })
+        .chain(ranges.map(|r| (r.start, r.end, r.index, r.phase)))
+        .collect()
+}
+
+/// The iteration (of `its`, on one lane, in start order) a launch call at
+/// `ts` belongs to: the last one starting at or before it, unless it has
+/// ended by then.
+fn iteration_of(wins: &[Window], its: &[usize], ts: Ns) -> Option<usize> {
+    let k = its.partition_point(|&i| wins[i].start <= ts);
+    let i = *its.get(k.checked_sub(1)?)?;
+    match wins[i].end {
+        Some(e) if ts >= e => None,
+        _ => Some(i),
+    }
+}
+
+/// Sweeps one lane's launch calls (in ts order) into its iterations.
+fn measure_lane(
+    m: &mut Measured,
+    ledger: &Ledger,
+    lane_id: u32,
+    wins: &[Window],
+    its: &[usize],
+    mut sweep: Sweep,
+) {
+    let mut current: Option<usize> = None;
+    for call in ledger.lane_launches(lane_id) {
+        let Some(i) = iteration_of(wins, its, call.ts) else {
+            continue;
+        };
+        // The sweep has left the previous iteration for good.
+        if let Some(prev) = current.filter(|&p| p != i) {
+            m.accs[prev].seal();
+        }
+        current = Some(i);
+        let phase = sweep.phase_at(call.ts);
+        let in_ctx = call.ts < wins[i].ctx_end;
+        let (total, kernels) = m.accs[i].add(&call, phase, in_ctx);
+        if is_graph_launch(call.name) {
+            let r = replay(ledger, &call, &mut m.sigs, i, total, kernels);
+            m.replays.push(r);
+        }
+    }
+}
+
+/// A graph replay's record: its signature is the ordered (start, end,
+/// name) list of its activities' names.
+fn replay(
+    ledger: &Ledger,
+    call: &LaunchCall<'_>,
+    sigs: &mut Signatures,
+    iteration: usize,
+    total_ns: i128,
+    kernels: u64,
+) -> Replay {
+    let mut sig: Vec<(Ns, Ns, &str, Sym)> = call
+        .activities
+        .iter()
+        .map(|a| (a.start, a.end, ledger.names.resolve(a.name), a.name))
+        .collect();
+    sig.sort_unstable();
+    Replay {
+        iteration,
+        ts: call.ts,
+        index: call.index,
+        first_start: sig.first().map_or(call.ts, |s| s.0),
+        total_ns,
+        kernels,
+        signature: sigs.id(sig.into_iter().map(|s| s.3).collect()),
+    }
 }
 
 fn row(w: &Window, mut a: Acc) -> IterationRow {
@@ -741,12 +839,12 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
 /// its cadence.
 fn graph_figures(out: &mut TraceIterations, mut rs: Vec<Replay>, pick: Option<u64>) {
     rs.sort_unstable_by_key(|r| (r.ts, r.index));
-    let mut ids: HashMap<&[Sym], u64> = HashMap::new();
+    let mut ids: HashMap<u32, u64> = HashMap::new();
     let numbers: Vec<u64> = rs
         .iter()
         .map(|r| {
             let next = ids.len() as u64;
-            *ids.entry(r.signature.as_slice()).or_insert(next)
+            *ids.entry(r.signature).or_insert(next)
         })
         .collect();
     let closed: Vec<(usize, u64)> = rs

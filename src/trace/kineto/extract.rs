@@ -333,14 +333,32 @@ impl<'a> Cursor<'a> {
     }
 
     /// A plain integer of at most [`MAX_INT_DIGITS`] digits (not `-0`:
-    /// serde reads that as a float).
+    /// serde reads that as a float), read in one pass (pid, tid and the
+    /// ids: several per event). A fraction or an exponent is `None`, as
+    /// is a leading zero's grammar error later (`01`: the cursor stops
+    /// after the `0`, as [`Cursor::number`] does).
     fn integer(&mut self) -> Option<i64> {
-        let text = self.number()?;
-        let digits = text.strip_prefix('-').unwrap_or(text);
-        let plain = digits.len() <= MAX_INT_DIGITS
-            && digits.bytes().all(|c| c.is_ascii_digit())
-            && text != "-0";
-        plain.then(|| text.parse().ok())?
+        let neg = self.peek() == Some(b'-');
+        let start = self.i + usize::from(neg);
+        let mut end = start;
+        let mut n: i64 = 0;
+        match self.b.get(end)? {
+            b'0' => end += 1,
+            b'1'..=b'9' => {
+                while let Some(&c @ b'0'..=b'9') = self.b.get(end) {
+                    // 18 digits cannot overflow an i64.
+                    (end - start < MAX_INT_DIGITS).then_some(())?;
+                    n = n * 10 + i64::from(c - b'0');
+                    end += 1;
+                }
+            }
+            _ => return None,
+        }
+        // A fraction or exponent makes it a float; so does `-0`.
+        let float = matches!(self.b.get(end), Some(b'.' | b'e' | b'E')) || (neg && n == 0);
+        (!float).then_some(())?;
+        self.i = end;
+        Some(if neg { -n } else { n })
     }
 
     /// `args`: an object (its three known keys read, the rest passed
@@ -439,6 +457,30 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    #[test]
+    fn integers_read_in_one_pass_as_the_number_grammar_reads_them() {
+        let id = |s: &str| extract(format!(r#"{{"pid": {s}}}"#).as_bytes()).map(|e| e.pid);
+        for (s, want) in [
+            ("0", Some(0)),
+            ("7", Some(7)),
+            ("-7", Some(-7)),
+            ("123456789012345678", Some(123_456_789_012_345_678)),
+            ("-123456789012345678", Some(-123_456_789_012_345_678)),
+            ("1234567890123456789", None),
+            ("-0", None),
+            ("-00", None),
+            ("01", None),
+            ("1.0", None),
+            ("1e3", None),
+            ("1E3", None),
+            ("-", None),
+            ("- 1", None),
+            ("+1", None),
+        ] {
+            assert_eq!(id(s), want.map(ThreadPart::Num), "{s}");
         }
     }
 

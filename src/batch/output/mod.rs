@@ -1,33 +1,29 @@
 //! What a batch writes, one file per output: `results.json`
-//! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
-//! (Table 8, [`workloads`]), `hierarchy.csv`/`.md` (Table 9,
-//! [`hierarchy`]), `figures/` ([`figures`]) and `report.md`
-//! ([`report_md`]) tying them together; plus stdout ([`stdout`]). After
-//! these fixed outputs, each analysis's own section ([`sections`]:
+//! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `figures/`
+//! ([`figures`]: figures 1–6) and `report.md` ([`report_md`]) tying them
+//! together; plus stdout ([`stdout`]). Besides these fixed outputs, each
+//! analysis's own section ([`sections`], in registry order: Table 8's
+//! `workloads.csv`/`.md` of `pair`, Table 9's `hierarchy.csv`/`.md`,
 //! `gpu_work.csv`/`.md` of `kernels`, `iterations.csv`, `diff*.csv`,
-//! figures 7 and 8, their report sections),
-//! which this module writes without naming the analyses.
+//! `ranks*.csv`, figures 7–9, their report sections), which this module
+//! writes without naming the analyses.
 //!
 //! Only fixed file names are written under OUTDIR (and figure names that
 //! the plot module derives from sanitized labels); no input name is ever
 //! used as a path.
 
 pub mod figures;
-pub mod hierarchy;
 pub mod report_md;
 pub mod results_json;
 pub mod sections;
 pub mod stdout;
 pub mod traces_csv;
-pub mod workloads;
 
 pub use figures::{plot_input, FIGURE_SIZE};
-pub use hierarchy::{containment_table, hierarchy_table};
 pub use report_md::problems_table;
 pub use results_json::{results_json, ResultsDoc};
 pub use stdout::{stdout_markdown, write_stdout};
-pub use traces_csv::{function_names, traces_table};
-pub use workloads::workloads_table;
+pub use traces_csv::traces_table;
 
 use super::BatchResult;
 use crate::plot::ImageFormat;
@@ -68,26 +64,6 @@ pub fn write_all(
         &report::csv::to_string(&traces_table(res)),
         &mut w,
     )?;
-    write(
-        dir,
-        "workloads.csv",
-        &report::csv::to_string(&workloads_table(res, true)),
-        &mut w,
-    )?;
-    let wl_md = report::markdown::to_string(&workloads_table(res, false));
-    write(dir, "workloads.md", &wl_md, &mut w)?;
-    write(
-        dir,
-        "hierarchy.csv",
-        &report::csv::to_string(&hierarchy_table(res, true)),
-        &mut w,
-    )?;
-    let h_md = format!(
-        "{}\n{}",
-        report::markdown::to_string(&hierarchy_table(res, false)),
-        report::markdown::to_string(&containment_table(res))
-    );
-    write(dir, "hierarchy.md", &h_md, &mut w)?;
     let sections = sections::sections(res, &mut w.warnings);
     for f in sections.iter().flat_map(|s| &s.files) {
         write(dir, &f.name, &f.text, &mut w)?;

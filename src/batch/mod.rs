@@ -20,7 +20,7 @@ use crate::analyses::kernels::{Kernels, TraceKernels};
 use crate::analyses::pair::{self, Comparison, Pair, Selector, TracePairs};
 use crate::analysis::{Analysis, Results};
 use crate::runinfo::{Evidence, Mode, RunInfo};
-pub use crate::runinfo::{Manifest, ManifestRow};
+pub use crate::runinfo::{Manifest, ManifestError, ManifestRow};
 use crate::summary::{self, RunSummary};
 use inputs::{Input, InputKind, Kind};
 use serde::{Deserialize, Serialize};

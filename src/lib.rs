@@ -68,6 +68,7 @@ pub mod stats;
 pub mod steps;
 pub mod summary;
 pub mod trace;
+pub mod tracefile;
 pub mod views;
 
 pub use analyses::hierarchy::view::HierarchyReport;

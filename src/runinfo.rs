@@ -1,6 +1,8 @@
 //! Run information: completion tokens, decoding mode and workload of a
 //! trace, each with where it came from, resolved the same way for every
-//! subcommand and `batch`; the trace-name suffixes and the trace labels.
+//! subcommand and `batch`; and the trace labels. (Trace-file naming —
+//! suffixes, stems, which summary belongs to a trace — is
+//! [`crate::tracefile`]'s, re-exported here.)
 //!
 //! Precedence (the first source that has the value wins, per value):
 //!
@@ -24,34 +26,8 @@ use crate::summary::{self, RunSummary, SummaryError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// The trace-file suffixes, longest first: a trace's stem is its name
-/// without the first one that leaves something, and its run summary is
-/// `<stem>.summary.json`.
-pub const TRACE_SUFFIXES: [&str; 5] = [
-    ".pt.trace.json.gz",
-    ".pt.trace.json",
-    ".json.gz",
-    ".json",
-    ".gz",
-];
-
-/// A trace file name without its trace suffix (the name itself when it
-/// has none).
-pub fn trace_stem(name: &str) -> &str {
-    TRACE_SUFFIXES
-        .iter()
-        .find_map(|s| name.strip_suffix(s).filter(|stem| !stem.is_empty()))
-        .unwrap_or(name)
-}
-
-/// The stem of the last component of a path or label.
-pub fn file_stem(path: &str) -> String {
-    let name = Path::new(path)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string());
-    trace_stem(&name).to_string()
-}
+// Trace-file naming has its own home; these names stay here for callers.
+pub use crate::tracefile::{file_stem, trace_stem, TRACE_SUFFIXES};
 
 /// A decoding mode's class: what colours a trace and makes it a baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -512,11 +488,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stems_and_modes() {
-        assert_eq!(trace_stem("a.1.pt.trace.json.gz"), "a.1");
-        assert_eq!(trace_stem("t.json"), "t");
-        assert_eq!(trace_stem(".json"), ".json");
-        assert_eq!(file_stem("d/x.json.gz"), "x");
+    fn modes_and_labels() {
         assert_eq!(Mode::normalize(" Autoregressive "), "ar");
         assert_eq!(Mode::of("EAGLE"), Mode::Mtp);
         assert_eq!(Mode::of("baseline"), Mode::Ar);

@@ -42,11 +42,11 @@ pub(super) fn summary_from_reader<R: Read>(info: EntryInfo, src: R) -> FileResul
 /// to it by `finalize`); `shown`: the PATH as given, which names it (a
 /// distributed task opens the trace by its absolute path).
 pub(super) fn summary_beside(trace: &Path, shown: &str) -> Option<crate::batch::SummaryBeside> {
-    let p = summary::summary_path_for(trace)?;
+    let p = crate::tracefile::summary_path_for(trace)?;
     if !p.is_file() {
         return None;
     }
-    let label = summary::summary_path_for(Path::new(shown)).unwrap_or_else(|| p.clone());
+    let label = crate::tracefile::summary_path_for(Path::new(shown)).unwrap_or_else(|| p.clone());
     Some(crate::batch::SummaryBeside {
         label: label.display().to_string(),
         summary: summary::read(&p).map_err(|e| e.to_string()),

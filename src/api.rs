@@ -182,6 +182,15 @@ pub trait Command: Analysis {
     /// per-trace figures travel in records and its [`Command::batch_section`]
     /// compares the matched pairs (`diff` does).
     const IN_BATCH: bool = true;
+    /// Its `traces.csv` keys are written as they are, without the `NAME_`
+    /// prefix: `pair`'s and `hierarchy`'s columns, older than the prefix,
+    /// keep the names users' scripts read.
+    const LEGACY_TRACE_KEYS: bool = false;
+    /// Its section's entry in `report.md`'s opening `Files:` line, after
+    /// `results.json` and `traces.csv` (`pair`: `[workloads.csv](workloads.csv)
+    /// / [workloads.md](workloads.md) (Table 8)`); `None` (the default): its
+    /// files are linked from its own section only.
+    const BATCH_LISTED: Option<&'static str> = None;
     /// A directory among the paths stands for the worker traces under it
     /// (`ranks` reads a run's directory).
     const TAKES_DIRECTORIES: bool = false;
@@ -211,11 +220,26 @@ pub trait Command: Analysis {
     ) -> Option<crate::analysis::Section> {
         None
     }
+    /// What `batch` prints on stdout for the campaign (the first registry
+    /// entry with one is printed); `None` (the default): nothing.
+    fn batch_stdout(
+        _campaign: &crate::analysis::Campaign<'_>,
+    ) -> Option<crate::analysis::Headline> {
+        None
+    }
     /// Its columns in `batch`'s `traces.csv` (one row per input file),
-    /// after the fixed ones, each key prefixed with `NAME_`; empty (the
-    /// default): none.
+    /// after the fixed ones, each key prefixed with `NAME_` (unless
+    /// [`Command::LEGACY_TRACE_KEYS`]); empty (the default): none.
     fn trace_columns() -> Vec<crate::views::Column<Self::Output>> {
         Vec::new()
+    }
+    /// Its `traces.csv` columns when they depend on the campaign (one
+    /// column per chain function any trace has, say): `outputs` are its
+    /// figures of every file, in path order. Default: [`Command::trace_columns`].
+    fn campaign_trace_columns(
+        _outputs: &[&Self::Output],
+    ) -> Vec<crate::views::Column<Self::Output>> {
+        Self::trace_columns()
     }
 }
 

@@ -69,6 +69,7 @@ pub mod steps;
 pub mod summary;
 pub mod text;
 pub mod trace;
+pub mod tracefile;
 pub mod views;
 
 pub use analyses::hierarchy::view::HierarchyReport;

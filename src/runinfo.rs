@@ -1,6 +1,8 @@
 //! Run information: completion tokens, decoding mode and workload of a
 //! trace, each with where it came from, resolved the same way for every
-//! subcommand and `batch`; the trace-name suffixes and the trace labels.
+//! subcommand and `batch`; and the trace labels. (Trace-file naming —
+//! suffixes, stems, which summary belongs to a trace — is
+//! [`crate::tracefile`]'s, re-exported here.)
 //!
 //! Precedence (the first source that has the value wins, per value):
 //!
@@ -24,34 +26,8 @@ use crate::summary::{self, RunSummary, SummaryError};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
-/// The trace-file suffixes, longest first: a trace's stem is its name
-/// without the first one that leaves something, and its run summary is
-/// `<stem>.summary.json`.
-pub const TRACE_SUFFIXES: [&str; 5] = [
-    ".pt.trace.json.gz",
-    ".pt.trace.json",
-    ".json.gz",
-    ".json",
-    ".gz",
-];
-
-/// A trace file name without its trace suffix (the name itself when it
-/// has none).
-pub fn trace_stem(name: &str) -> &str {
-    TRACE_SUFFIXES
-        .iter()
-        .find_map(|s| name.strip_suffix(s).filter(|stem| !stem.is_empty()))
-        .unwrap_or(name)
-}
-
-/// The stem of the last component of a path or label.
-pub fn file_stem(path: &str) -> String {
-    let name = Path::new(path)
-        .file_name()
-        .map(|f| f.to_string_lossy().into_owned())
-        .unwrap_or_else(|| path.to_string());
-    trace_stem(&name).to_string()
-}
+// Trace-file naming has its own home; these names stay here for callers.
+pub use crate::tracefile::{file_stem, trace_stem, TRACE_SUFFIXES};
 
 /// A decoding mode's class: what colours a trace and makes it a baseline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -244,10 +220,36 @@ fn empty_none_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>,
     }
 }
 
+/// Why a manifest cannot be used. The messages carry the file (and the
+/// row); no error here has a `source`, so `{:#}` prints the message alone.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// It cannot be opened or is not CSV.
+    #[error("{path}: {error}")]
+    Open { path: String, error: csv::Error },
+    /// A row that cannot be read (its line; the header is row 1).
+    #[error("{path}: row {row}: {what}")]
+    Row {
+        path: String,
+        row: u64,
+        what: String,
+    },
+    /// Two rows give one path different values.
+    #[error(
+        "{path}: rows {first} and {second} both give {name:?} with different values: keep one"
+    )]
+    Conflict {
+        path: String,
+        first: usize,
+        second: usize,
+        name: String,
+    },
+}
+
 /// A manifest row that cannot be read, as one message: the file, the row
 /// (its line; the header is row 1) and what is wrong, without the CSV
 /// reader's own record and byte counts.
-fn row_error(path: &Path, row: usize, e: &csv::Error) -> anyhow::Error {
+fn row_error(path: &Path, row: usize, e: &csv::Error) -> ManifestError {
     let row = e.position().map_or(row as u64, |p| p.line());
     let what = match e.kind() {
         csv::ErrorKind::Deserialize { err, .. } => match err.kind() {
@@ -256,15 +258,23 @@ fn row_error(path: &Path, row: usize, e: &csv::Error) -> anyhow::Error {
         },
         _ => e.to_string(),
     };
-    anyhow::anyhow!("{}: row {row}: {what}", path.display())
+    ManifestError::Row {
+        path: path.display().to_string(),
+        row,
+        what,
+    }
 }
 
 impl Manifest {
-    pub fn read(path: &Path) -> anyhow::Result<Manifest> {
+    /// Reads a `--manifest` CSV (`path,mode,workload,completion_tokens`).
+    pub fn read(path: &Path) -> Result<Manifest, ManifestError> {
         let mut rd = csv::ReaderBuilder::new()
             .trim(csv::Trim::All)
             .from_path(path)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            .map_err(|error| ManifestError::Open {
+                path: path.display().to_string(),
+                error,
+            })?;
         let mut rows: Vec<ManifestRow> = Vec::new();
         // Line of the first row of each path: a second row with other
         // values is an error (which one is meant?); an identical one is
@@ -275,12 +285,14 @@ impl Manifest {
             let row = row.map_err(|e| row_error(path, i + 2, &e))?;
             match first.get(&row.path) {
                 Some(&(_, k)) if rows[k] == row => continue,
-                Some(&(line, _)) => anyhow::bail!(
-                    "{}: rows {line} and {} both give {:?} with different values: keep one",
-                    path.display(),
-                    i + 2,
-                    crate::trace::message::clip_str(&row.path)
-                ),
+                Some(&(line, _)) => {
+                    return Err(ManifestError::Conflict {
+                        path: path.display().to_string(),
+                        first: line,
+                        second: i + 2,
+                        name: crate::trace::message::clip_str(&row.path),
+                    })
+                }
                 None => {
                     first.insert(row.path.clone(), (i + 2, rows.len()));
                     rows.push(row);
@@ -476,11 +488,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stems_and_modes() {
-        assert_eq!(trace_stem("a.1.pt.trace.json.gz"), "a.1");
-        assert_eq!(trace_stem("t.json"), "t");
-        assert_eq!(trace_stem(".json"), ".json");
-        assert_eq!(file_stem("d/x.json.gz"), "x");
+    fn modes_and_labels() {
         assert_eq!(Mode::normalize(" Autoregressive "), "ar");
         assert_eq!(Mode::of("EAGLE"), Mode::Mtp);
         assert_eq!(Mode::of("baseline"), Mode::Ar);

@@ -28,18 +28,8 @@ pub enum SummaryError {
     },
 }
 
-/// The summary file name that belongs to a trace file name, if the name
-/// has a trace suffix ([`crate::runinfo::TRACE_SUFFIXES`]).
-pub fn summary_name_for(trace_name: &str) -> Option<String> {
-    let stem = crate::runinfo::trace_stem(trace_name);
-    (stem.len() < trace_name.len()).then(|| format!("{stem}.summary.json"))
-}
-
-/// The path of the summary beside a trace.
-pub fn summary_path_for(trace: &Path) -> Option<PathBuf> {
-    let name = trace.file_name()?.to_str()?;
-    Some(trace.with_file_name(summary_name_for(name)?))
-}
+// Which summary belongs to which trace is trace-file naming.
+pub use crate::tracefile::{summary_name_for, summary_path_for};
 
 /// Parses a summary's bytes.
 pub fn parse(bytes: &[u8], label: &str) -> Result<RunSummary, SummaryError> {

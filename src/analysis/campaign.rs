@@ -9,12 +9,20 @@
 //!      │            (every registry entry with a section, in registry order)
 //!      │                         ▼
 //!      │          A::batch_section(&Campaign) → Option<Section>
-//!      │                         │  markdown  → report.md, after the fixed tables
+//!      │                         │  markdown  → report.md, after its opening
 //!      │                         │  files     → OUTDIR/<name> (fixed names)
 //!      │                         │  figures   → OUTDIR/figures/<stem>.png|svg
 //!      ▼                         ▼
-//!   the fixed outputs (Tables 8 and 9, figures 1–6) unchanged
+//!   the fixed outputs (results.json, traces.csv' fixed columns,
+//!   figures 1–6, the report's opening and closing) unchanged
 //! ```
+//!
+//! More hooks: [`crate::api::Command::BATCH_LISTED`] (its files' entry in
+//! report.md's opening `Files:` line), [`crate::api::Command::batch_stdout`]
+//! (what `batch` prints, [`Headline`]) and
+//! [`crate::api::Command::trace_columns`] /
+//! [`crate::api::Command::campaign_trace_columns`] (its `traces.csv`
+//! columns).
 //!
 //! A section sees the campaign as batch grouped it, not as files: every
 //! worker trace with figures ([`CampaignTrace`]: read in full or in part,
@@ -79,6 +87,10 @@ pub struct Campaign<'a> {
     pub traces: Vec<CampaignTrace<'a>>,
     /// The AR/candidate matches, in Table 8's order.
     pub matches: Vec<Match>,
+    /// What batch remarked while matching (a workload without an AR or a
+    /// candidate trace, pooled figures, an unusable run summary), in the
+    /// order it found them: Table 8 lists them under its rows.
+    pub notes: &'a [String],
 }
 
 /// A match with both sides' figures of analysis `A`.
@@ -137,7 +149,8 @@ pub struct SectionFile {
 #[derive(Default)]
 pub struct Section {
     /// For `report.md`: one or more `## ` sections (links to its files and
-    /// figures included, so the fixed parts of the report stay as they are).
+    /// figures included, so the fixed parts of the report stay as they are),
+    /// placed after the report's opening in registry order.
     pub markdown: String,
     pub files: Vec<SectionFile>,
     /// Drawn into `figures/` when figures are asked for, listed with the
@@ -154,6 +167,17 @@ impl std::fmt::Debug for Section {
             .field("figures", &stems)
             .finish()
     }
+}
+
+/// What `batch` prints on stdout for a campaign (besides its counts and
+/// failures): the first registry entry that gives one
+/// ([`crate::api::Command::batch_stdout`]) — `pair`'s Table 8.
+#[derive(Debug, Clone)]
+pub struct Headline {
+    /// For Markdown and terminal tables.
+    pub human: crate::report::Table,
+    /// For CSV.
+    pub machine: crate::report::Table,
 }
 
 /// Whether `name` is a name a section may write: ASCII letters, digits,

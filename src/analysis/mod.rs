@@ -25,7 +25,7 @@
 pub mod campaign;
 mod results;
 
-pub use campaign::{Campaign, CampaignTrace, Match, Section, SectionFile};
+pub use campaign::{Campaign, CampaignTrace, Headline, Match, Section, SectionFile};
 pub use results::{AnyOutput, Entry, Results};
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};

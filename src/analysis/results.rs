@@ -67,10 +67,30 @@ pub type RunCommand = fn(
 /// Gives an analysis's section of a campaign's outputs (`batch`).
 pub type BatchSection = fn(&super::Campaign<'_>) -> Option<super::Section>;
 
-/// An analysis's `traces.csv` headers (`NAME_key`).
-pub type TraceHeads = fn() -> Vec<String>;
-/// Its `traces.csv` cells of one file's results (nulls when it did not run).
-pub type TraceCells = fn(&Results) -> Vec<crate::report::Cell>;
+/// Gives what an analysis prints on `batch`'s stdout.
+pub type BatchStdout = fn(&super::Campaign<'_>) -> Option<super::Headline>;
+
+/// An analysis's `traces.csv` columns over a campaign: given every file's
+/// results (path order), its headers and a writer of one file's cells.
+pub type TraceColumnsFn = fn(&[&Results]) -> TraceColumns;
+
+/// One file's `traces.csv` cells of one analysis.
+type TraceCells = Box<dyn Fn(&Results) -> Vec<crate::report::Cell>>;
+
+/// An analysis's `traces.csv` columns, type-erased: built once per table,
+/// since they may depend on the campaign (hierarchy's chain functions).
+pub struct TraceColumns {
+    /// The headers (`NAME_key`, or the key itself for legacy columns).
+    pub heads: Vec<String>,
+    cells: TraceCells,
+}
+
+impl TraceColumns {
+    /// One file's cells (nulls when the analysis did not run on it).
+    pub fn cells(&self, r: &Results) -> Vec<crate::report::Cell> {
+        (self.cells)(r)
+    }
+}
 
 /// One line of the registry: what the code that names no analysis needs
 /// to know of one.
@@ -87,7 +107,9 @@ pub struct Entry {
     command: Option<RunCommand>,
     add_to: Option<AddTo>,
     section: Option<BatchSection>,
-    trace_columns: Option<(TraceHeads, TraceCells)>,
+    stdout: Option<BatchStdout>,
+    listed: Option<&'static str>,
+    trace_columns: Option<TraceColumnsFn>,
 }
 
 impl Entry {
@@ -103,6 +125,8 @@ impl Entry {
             command: None,
             add_to: None,
             section: None,
+            stdout: None,
+            listed: None,
             trace_columns: None,
         }
     }
@@ -115,15 +139,29 @@ impl Entry {
         if A::IN_BATCH {
             e.add_to = Some(crate::api::add_json::<A>);
             e.section = Some(A::batch_section);
-            e.trace_columns = Some((trace_heads::<A>, trace_cells::<A>));
+            e.stdout = Some(A::batch_stdout);
+            e.listed = A::BATCH_LISTED;
+            e.trace_columns = Some(trace_columns::<A>);
         }
         e
     }
 
     /// Its columns of `batch`'s `traces.csv`, if it runs in batch:
     /// [`crate::api::Command::trace_columns`], type-erased.
-    pub fn trace_columns_fn(&self) -> Option<(TraceHeads, TraceCells)> {
+    pub fn trace_columns_fn(&self) -> Option<TraceColumnsFn> {
         self.trace_columns
+    }
+
+    /// Its entry in `batch`'s report.md `Files:` line:
+    /// [`crate::api::Command::BATCH_LISTED`].
+    pub fn batch_listed(&self) -> Option<&'static str> {
+        self.listed
+    }
+
+    /// What it prints on `batch`'s stdout, if it runs in batch:
+    /// [`crate::api::Command::batch_stdout`].
+    pub fn batch_stdout_fn(&self) -> Option<BatchStdout> {
+        self.stdout
     }
 
     /// Its section of a campaign's outputs (`batch`'s report, files and
@@ -164,18 +202,23 @@ fn decode<A: Analysis>(
     Ok(Box::new(out))
 }
 
-fn trace_heads<A: crate::api::Command>() -> Vec<String> {
-    A::trace_columns()
+fn trace_columns<A: crate::api::Command>(all: &[&Results]) -> TraceColumns {
+    let outputs: Vec<&A::Output> = all.iter().filter_map(|r| r.get::<A>()).collect();
+    let cols = A::campaign_trace_columns(&outputs);
+    let heads = cols
         .iter()
-        .map(|c| format!("{}_{}", A::NAME, c.key))
-        .collect()
-}
-
-fn trace_cells<A: crate::api::Command>(r: &Results) -> Vec<crate::report::Cell> {
-    let cols = A::trace_columns();
-    match r.get::<A>() {
+        .map(|c| match A::LEGACY_TRACE_KEYS {
+            true => c.key.clone(),
+            false => format!("{}_{}", A::NAME, c.key),
+        })
+        .collect();
+    let cells = move |r: &Results| match r.get::<A>() {
         Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
         None => vec![crate::report::Cell::Null; cols.len()],
+    };
+    TraceColumns {
+        heads,
+        cells: Box::new(cells),
     }
 }
 

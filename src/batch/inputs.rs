@@ -123,10 +123,7 @@ pub fn classify(rel: &str, explicit: bool) -> Kind {
         return Kind::ProfilerOut;
     }
     // The vLLM worker-trace suffixes: `.pt.trace.json[.gz]`.
-    let worker = crate::runinfo::TRACE_SUFFIXES[..2]
-        .iter()
-        .any(|s| file.ends_with(s));
-    if worker || explicit {
+    if crate::tracefile::is_worker_trace_name(file) || explicit {
         return Kind::Worker;
     }
     Kind::Other

@@ -20,8 +20,8 @@ use crate::analyses::kernels::{Kernels, TraceKernels};
 use crate::analyses::pair::{self, Comparison, Pair, Selector, TracePairs};
 use crate::analysis::{Analysis, Results};
 use crate::runinfo::{Evidence, Mode, RunInfo};
-pub use crate::runinfo::{Manifest, ManifestRow};
-use crate::summary::{self, RunSummary};
+pub use crate::runinfo::{Manifest, ManifestError, ManifestRow};
+use crate::summary::RunSummary;
 use inputs::{Input, InputKind, Kind};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -195,19 +195,6 @@ impl BatchResult {
     }
 }
 
-/// The summary label that belongs to a trace label.
-fn summary_label_for(label: &str) -> Option<String> {
-    let (dir, file) = match label.rsplit_once('/') {
-        Some((d, f)) => (Some(d), f),
-        None => (None, label),
-    };
-    let s = summary::summary_name_for(file)?;
-    Some(match dir {
-        Some(d) => format!("{d}/{s}"),
-        None => s,
-    })
-}
-
 /// Sorts the file results and resolves mode, workload and tokens.
 pub fn finalize(
     inputs: Vec<Input>,
@@ -238,7 +225,7 @@ pub fn finalize(
         // The run summary: in the same input, beside the trace; for a trace
         // named directly, the file beside it on disk.
         let mut found: Option<(String, RunSummary)> = None;
-        if let Some(sl) = summary_label_for(&f.path) {
+        if let Some(sl) = crate::tracefile::summary_label_for(&f.path) {
             let hit = summaries.get(&(f.input, sl.as_str())).map(|s| (*s).clone());
             found = hit.map(|s| (sl, s));
         }
@@ -601,18 +588,6 @@ mod tests {
         let c = &streamed.comparisons[0].comparison;
         assert_eq!(c.s_context, buffered.comparisons[0].comparison.s_context);
         assert!(c.s_context.is_some());
-    }
-
-    #[test]
-    fn summary_labels() {
-        assert_eq!(
-            summary_label_for("text_ar/x.1.pt.trace.json.gz").as_deref(),
-            Some("text_ar/x.1.summary.json")
-        );
-        assert_eq!(
-            summary_label_for("x.pt.trace.json").as_deref(),
-            Some("x.summary.json")
-        );
     }
 
     #[test]

@@ -28,6 +28,7 @@
 //! `pair` needs to count contexts. The containment queries run on a small
 //! sorted index per lane ([`index`]), O((n + m) log n).
 
+mod batch;
 pub mod index;
 
 pub mod view;

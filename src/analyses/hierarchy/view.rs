@@ -1,7 +1,8 @@
 //! The view of `hierarchy`'s results: the columns of a chain link and of
 //! a chain function, the trace labels of its tables, and
 //! [`HierarchyReport`], the document `hierarchy` prints in every format.
-//! `batch`'s traces.csv and Table 9 take their function columns from here.
+//! `batch`'s traces.csv and Table 9 ([`super::batch`]) take their function
+//! columns from here.
 
 use crate::analyses::hierarchy::{
     self, ChainsSpec, Comparison, FunctionStats, Hierarchy, HierarchyOptions, Link, TraceHierarchy,
@@ -181,6 +182,18 @@ impl Command for Hierarchy {
 
     fn report(outputs: Vec<TraceHierarchy>, _: &Self::Config) -> HierarchyReport {
         HierarchyReport::new(outputs)
+    }
+
+    const LEGACY_TRACE_KEYS: bool = true;
+    const BATCH_LISTED: Option<&'static str> = Some(super::batch::LISTED);
+
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
+
+    /// One set of columns per chain function of the campaign.
+    fn campaign_trace_columns(outputs: &[&TraceHierarchy]) -> Vec<Column<TraceHierarchy>> {
+        super::batch::trace_columns(outputs)
     }
 }
 

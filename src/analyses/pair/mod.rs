@@ -14,6 +14,7 @@
 //!                   |<-------------- GPU span = max end − min start --------->|
 //! ```
 
+mod batch;
 pub mod view;
 
 use crate::analyses::hierarchy::index::{Enclosers, Iv};

@@ -165,6 +165,22 @@ impl Command for Pair {
     fn report(outputs: Vec<TracePairs>, _: &Self::Config) -> PairReport {
         PairReport::new(outputs)
     }
+
+    const LEGACY_TRACE_KEYS: bool = true;
+    const BATCH_LISTED: Option<&'static str> = Some(super::batch::LISTED);
+
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
+
+    fn batch_stdout(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Headline> {
+        super::batch::headline(c)
+    }
+
+    /// Its figures per trace, under their own keys (`contexts`, `pairs`, …).
+    fn trace_columns() -> Vec<Column<TracePairs>> {
+        batch_columns()
+    }
 }
 
 /// The document `pair` prints: every trace's figures and, with two

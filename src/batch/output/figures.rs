@@ -36,6 +36,6 @@ pub fn render_figures(
     res: &BatchResult,
     dir: &Path,
     fmt: ImageFormat,
-) -> anyhow::Result<Vec<PathBuf>> {
-    Ok(plot::render_all(&plot_input(res), dir, fmt, FIGURE_SIZE)?)
+) -> Result<Vec<PathBuf>, plot::PlotError> {
+    plot::render_all(&plot_input(res), dir, fmt, FIGURE_SIZE)
 }

@@ -1,38 +1,66 @@
 //! What a batch writes, one file per output: `results.json`
-//! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `workloads.csv`/`.md`
-//! (Table 8, [`workloads`]), `hierarchy.csv`/`.md` (Table 9,
-//! [`hierarchy`]), `figures/` ([`figures`]) and `report.md`
-//! ([`report_md`]) tying them together; plus stdout ([`stdout`]). After
-//! these fixed outputs, each analysis's own section ([`sections`]:
+//! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `figures/`
+//! ([`figures`]: figures 1–6) and `report.md` ([`report_md`]) tying them
+//! together; plus stdout ([`stdout`]). Besides these fixed outputs, each
+//! analysis's own section ([`sections`], in registry order: Table 8's
+//! `workloads.csv`/`.md` of `pair`, Table 9's `hierarchy.csv`/`.md`,
 //! `gpu_work.csv`/`.md` of `kernels`, `iterations.csv`, `diff*.csv`,
-//! figures 7 and 8, their report sections),
-//! which this module writes without naming the analyses.
+//! `ranks*.csv`, figures 7–9, their report sections), which this module
+//! writes without naming the analyses.
 //!
 //! Only fixed file names are written under OUTDIR (and figure names that
 //! the plot module derives from sanitized labels); no input name is ever
 //! used as a path.
 
 pub mod figures;
-pub mod hierarchy;
 pub mod report_md;
 pub mod results_json;
 pub mod sections;
 pub mod stdout;
 pub mod traces_csv;
-pub mod workloads;
 
 pub use figures::{plot_input, FIGURE_SIZE};
-pub use hierarchy::{containment_table, hierarchy_table};
 pub use report_md::problems_table;
 pub use results_json::{results_json, ResultsDoc};
 pub use stdout::{stdout_markdown, write_stdout};
-pub use traces_csv::{function_names, traces_table};
-pub use workloads::workloads_table;
+pub use traces_csv::traces_table;
 
 use super::BatchResult;
 use crate::plot::ImageFormat;
 use crate::report;
 use std::path::{Path, PathBuf};
+
+/// Why the outputs could not be written. Each message names the path; no
+/// error has a `source` (the OS's reason is in the message), so `{:#}`
+/// prints it alone.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{path}: cannot create: {error}")]
+    Create { path: String, error: std::io::Error },
+    #[error("{path}: cannot write: {error}")]
+    Write { path: String, error: std::io::Error },
+    #[error("{path}: cannot move into place: {error}")]
+    Move { path: String, error: std::io::Error },
+    /// Another process holds OUTDIR's lock.
+    #[error("{path}: another torchtrace batch or merge is writing this output directory: wait for it to finish, or use another -o")]
+    Locked { path: String },
+    /// A target to replace is a directory (`dir`: OUTDIR, left unchanged).
+    #[error("{path}: is a directory, cannot replace it (nothing in {dir} was changed)")]
+    IsDirectory { path: String, dir: String },
+    /// `figures` exists and is not a directory.
+    #[error("{path}: not a directory, cannot replace it (nothing in {dir} was changed)")]
+    NotDirectory { path: String, dir: String },
+    #[error("{0}")]
+    Json(serde_json::Error),
+}
+
+/// `path: cannot create: …` for [`OutputError::Create`].
+fn cannot_create(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_ {
+    move |error| OutputError::Create {
+        path: path.display().to_string(),
+        error,
+    }
+}
 
 /// What `write_all` produced besides the fixed files.
 #[derive(Debug, Default)]
@@ -42,9 +70,12 @@ pub struct Written {
     pub warnings: Vec<String>,
 }
 
-fn write(dir: &Path, name: &str, text: &str, w: &mut Written) -> anyhow::Result<()> {
+fn write(dir: &Path, name: &str, text: &str, w: &mut Written) -> Result<(), OutputError> {
     let p = dir.join(name);
-    std::fs::write(&p, text).map_err(|e| anyhow::anyhow!("{}: cannot write: {e}", p.display()))?;
+    std::fs::write(&p, text).map_err(|error| OutputError::Write {
+        path: p.display().to_string(),
+        error,
+    })?;
     w.files.push(p);
     Ok(())
 }
@@ -55,11 +86,11 @@ pub fn write_all(
     dir: &Path,
     context: &str,
     figures: Option<ImageFormat>,
-) -> anyhow::Result<Written> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
+) -> Result<Written, OutputError> {
+    std::fs::create_dir_all(dir).map_err(cannot_create(dir))?;
     let mut w = Written::default();
-    let mut json = serde_json::to_string_pretty(&results_json(res, context))?;
+    let mut json =
+        serde_json::to_string_pretty(&results_json(res, context)).map_err(OutputError::Json)?;
     json.push('\n');
     write(dir, "results.json", &json, &mut w)?;
     write(
@@ -68,26 +99,6 @@ pub fn write_all(
         &report::csv::to_string(&traces_table(res)),
         &mut w,
     )?;
-    write(
-        dir,
-        "workloads.csv",
-        &report::csv::to_string(&workloads_table(res, true)),
-        &mut w,
-    )?;
-    let wl_md = report::markdown::to_string(&workloads_table(res, false));
-    write(dir, "workloads.md", &wl_md, &mut w)?;
-    write(
-        dir,
-        "hierarchy.csv",
-        &report::csv::to_string(&hierarchy_table(res, true)),
-        &mut w,
-    )?;
-    let h_md = format!(
-        "{}\n{}",
-        report::markdown::to_string(&hierarchy_table(res, false)),
-        report::markdown::to_string(&containment_table(res))
-    );
-    write(dir, "hierarchy.md", &h_md, &mut w)?;
     let sections = sections::sections(res, &mut w.warnings);
     for f in sections.iter().flat_map(|s| &s.files) {
         write(dir, &f.name, &f.text, &mut w)?;
@@ -96,13 +107,25 @@ pub fn write_all(
         let fig_dir = dir.join("figures");
         match figures::render_figures(res, &fig_dir, fmt) {
             Ok(f) => w.figures = f,
-            Err(e) => w.warnings.push(format!("figures: {e:#}")),
+            Err(e) => w.warnings.push(format!("figures: {}", chain(&e))),
         }
         section_figures(&sections, &fig_dir, fmt, &mut w);
     }
     let report = report_md::report_md(res, context, &w, dir, &sections);
     write(dir, "report.md", &report, &mut w)?;
     Ok(w)
+}
+
+/// An error and its sources, `: `-joined (as figure warnings have always
+/// read: the error's message, then each cause's).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(&format!(": {c}"));
+        cause = c.source();
+    }
+    s
 }
 
 /// Draws the sections' figures into `fig_dir` (after the fixed ones); a
@@ -152,9 +175,8 @@ pub struct OutLock {
 /// once, without waiting, when another process holds the lock. Temporary
 /// directories that a killed run left behind are removed (the lock says
 /// nobody is writing them).
-pub fn lock_outdir(dir: &Path) -> anyhow::Result<OutLock> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
+pub fn lock_outdir(dir: &Path) -> Result<OutLock, OutputError> {
+    std::fs::create_dir_all(dir).map_err(cannot_create(dir))?;
     let f = match std::fs::File::open(dir) {
         Ok(f) => f,
         Err(_) => {
@@ -164,15 +186,16 @@ pub fn lock_outdir(dir: &Path) -> anyhow::Result<OutLock> {
                 .truncate(false)
                 .write(true)
                 .open(&p)
-                .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", p.display()))?
+                .map_err(cannot_create(&p))?
         }
     };
     let unlocked = match f.try_lock() {
         Ok(()) => None,
-        Err(std::fs::TryLockError::WouldBlock) => anyhow::bail!(
-            "{}: another torchtrace batch or merge is writing this output directory: wait for it to finish, or use another -o",
-            dir.display()
-        ),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            return Err(OutputError::Locked {
+                path: dir.display().to_string(),
+            })
+        }
         Err(std::fs::TryLockError::Error(e)) => Some(format!(
             "{}: cannot be locked ({e}): a second run on it at the same time would not be stopped",
             dir.display()
@@ -209,9 +232,8 @@ pub fn write_all_atomic(
     dir: &Path,
     context: &str,
     figures: Option<ImageFormat>,
-) -> anyhow::Result<Written> {
-    std::fs::create_dir_all(dir)
-        .map_err(|e| anyhow::anyhow!("{}: cannot create: {e}", dir.display()))?;
+) -> Result<Written, OutputError> {
+    std::fs::create_dir_all(dir).map_err(cannot_create(dir))?;
     let tmp = dir.join(format!("{TEMP_PREFIX}{}", std::process::id()));
     if tmp.exists() {
         let _ = std::fs::remove_dir_all(&tmp);
@@ -222,7 +244,7 @@ pub fn write_all_atomic(
 }
 
 /// Moves what [`write_all`] wrote into `tmp` to `dir`.
-fn commit(tmp: &Path, dir: &Path, w: Written) -> anyhow::Result<Written> {
+fn commit(tmp: &Path, dir: &Path, w: Written) -> Result<Written, OutputError> {
     let name = |p: &Path| p.strip_prefix(tmp).map(Path::to_path_buf).ok();
     let mut files: Vec<PathBuf> = w.files.iter().filter_map(|p| name(p)).collect();
     // results.json last: once it is new, everything is.
@@ -231,24 +253,24 @@ fn commit(tmp: &Path, dir: &Path, w: Written) -> anyhow::Result<Written> {
     for f in &files {
         let to = dir.join(f);
         if to.is_dir() {
-            anyhow::bail!(
-                "{}: is a directory, cannot replace it (nothing in {} was changed)",
-                to.display(),
-                dir.display()
-            );
+            return Err(OutputError::IsDirectory {
+                path: to.display().to_string(),
+                dir: dir.display().to_string(),
+            });
         }
     }
     let figs = dir.join("figures");
     if has_figures && figs.exists() && !figs.is_dir() {
-        anyhow::bail!(
-            "{}: not a directory, cannot replace it (nothing in {} was changed)",
-            figs.display(),
-            dir.display()
-        );
+        return Err(OutputError::NotDirectory {
+            path: figs.display().to_string(),
+            dir: dir.display().to_string(),
+        });
     }
-    let mv = |from: &Path, to: &Path| -> anyhow::Result<()> {
-        std::fs::rename(from, to)
-            .map_err(|e| anyhow::anyhow!("{}: cannot move into place: {e}", to.display()))
+    let mv = |from: &Path, to: &Path| -> Result<(), OutputError> {
+        std::fs::rename(from, to).map_err(|error| OutputError::Move {
+            path: to.display().to_string(),
+            error,
+        })
     };
     if has_figures {
         let old = tmp.join("figures.old");

@@ -1,9 +1,9 @@
-//! `report.md`: the run in one page (inputs, definitions, Tables 8 and 9,
-//! containment, figures, the worker traces, failures), and the table of
-//! failed and skipped inputs it shares with stdout.
+//! `report.md`: the run in one page — its opening (inputs, counts, the
+//! files), the analyses' sections in registry order (`pair`'s definitions
+//! and Table 8, `hierarchy`'s Table 9 and containment, …), the figures,
+//! the worker traces and the failures — and the table of failed and
+//! skipped inputs it shares with stdout.
 
-use super::hierarchy::{containment_table, hierarchy_table};
-use super::workloads::workloads_table;
 use super::Written;
 use crate::batch::inputs::Kind;
 use crate::batch::{BatchResult, Status};
@@ -71,8 +71,8 @@ fn traces_overview(res: &BatchResult) -> Table {
     t
 }
 
-/// The report; `sections`: the analyses' own sections, after the fixed
-/// tables and before the figures.
+/// The report; `sections`: the analyses' own sections, after the opening
+/// and before the figures.
 pub fn report_md(
     res: &BatchResult,
     context: &str,
@@ -80,6 +80,33 @@ pub fn report_md(
     dir: &Path,
     sections: &[crate::analysis::Section],
 ) -> String {
+    let mut s = opening(res, context);
+    for sec in sections.iter().filter(|s| !s.markdown.is_empty()) {
+        s.push('\n');
+        s.push_str(&sec.markdown);
+    }
+    figures(&mut s, w, dir);
+    s.push_str("\n## ");
+    s.push_str(report::markdown::to_string(&traces_overview(res)).trim_start_matches("### "));
+    let probs = problems_table(res, true);
+    s.push_str("\n## ");
+    if probs.rows.is_empty() {
+        s.push_str("Failed and skipped inputs\n\nNone.\n");
+    } else {
+        s.push_str(report::markdown::to_string(&probs).trim_start_matches("### "));
+    }
+    if !w.warnings.is_empty() {
+        s.push_str("\n## Notes\n\n");
+        for n in &w.warnings {
+            s.push_str(&format!("- {}\n", report::markdown::escape(n)));
+        }
+    }
+    s
+}
+
+/// The title, the inputs, the counts and the files (the sections' own
+/// entries of the `Files:` line included).
+fn opening(res: &BatchResult, context: &str) -> String {
     let mut s = String::from("# torchtrace batch report\n\n");
     let count = |st: Status| res.records.iter().filter(|r| r.file.status == st).count();
     s.push_str("Inputs:\n\n");
@@ -100,65 +127,35 @@ pub fn report_md(
         res.comparisons.len()
     ));
     s.push_str(
-        "Files: [results.json](results.json) (everything), [traces.csv](traces.csv) (one row per input file), \
-         [workloads.csv](workloads.csv) / [workloads.md](workloads.md) (Table 8)",
+        "Files: [results.json](results.json) (everything), [traces.csv](traces.csv) (one row per input file)",
     );
-    s.push_str(", [hierarchy.csv](hierarchy.csv) / [hierarchy.md](hierarchy.md) (Table 9)");
-    s.push_str(".\n\n## Definitions\n\n");
-    s.push_str(
-        "- A step context is one CPU `user_annotation` of the selected vLLM decode step name; its GPU span is \
-         max(end) − min(start) over the `gpu_user_annotation`s with the same name and External id.\n\
-         - P (tokens per context) = completion tokens / paired contexts; GPU span per token = Σ GPU spans / completion tokens.\n\
-         - S_context = GPU span per token (AR) / GPU span per token (MTP); context reduction = (1 − P_AR / P_MTP) × 100 %.\n\
-         - Completion tokens, mode and workload come from each trace's run summary (`X.summary.json`), else \
-         `--manifest`, else the step name (`generation_1(1)` → AR, `generation_1(k+1)` → MTP) for the mode and the \
-         directory name for the workload; see docs/DEFINITIONS.md.\n\n",
-    );
-    s.push_str("## ");
-    s.push_str(
-        report::markdown::to_string(&workloads_table(res, false)).trim_start_matches("### "),
-    );
-    s.push_str("\n## ");
-    s.push_str(
-        report::markdown::to_string(&hierarchy_table(res, false)).trim_start_matches("### "),
-    );
-    s.push_str("\n### ");
-    s.push_str(report::markdown::to_string(&containment_table(res)).trim_start_matches("### "));
-    for sec in sections.iter().filter(|s| !s.markdown.is_empty()) {
-        s.push('\n');
-        s.push_str(&sec.markdown);
+    for listed in super::sections::listed() {
+        s.push_str(", ");
+        s.push_str(listed);
     }
-    if !w.figures.is_empty() {
-        s.push_str("\n## Figures\n\n");
-        for f in &w.figures {
-            if let Ok(rel) = f.strip_prefix(dir) {
-                let rel = rel.to_string_lossy().replace('\\', "/");
-                let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
-                let (name, rel) = (link_text(&name), link_target(&rel));
-                if rel.ends_with(".png") || rel.ends_with(".svg") {
-                    s.push_str(&format!("![{name}]({rel})\n\n"));
-                } else {
-                    s.push_str(&format!("- [{name}]({rel})\n"));
-                }
+    s.push_str(".\n");
+    s
+}
+
+/// The figures drawn (fixed ones first, then the sections'), each shown
+/// or linked by its path relative to `dir`.
+fn figures(s: &mut String, w: &Written, dir: &Path) {
+    if w.figures.is_empty() {
+        return;
+    }
+    s.push_str("\n## Figures\n\n");
+    for f in &w.figures {
+        if let Ok(rel) = f.strip_prefix(dir) {
+            let rel = rel.to_string_lossy().replace('\\', "/");
+            let name = rel.rsplit('/').next().unwrap_or(&rel).to_string();
+            let (name, rel) = (link_text(&name), link_target(&rel));
+            if rel.ends_with(".png") || rel.ends_with(".svg") {
+                s.push_str(&format!("![{name}]({rel})\n\n"));
+            } else {
+                s.push_str(&format!("- [{name}]({rel})\n"));
             }
         }
     }
-    s.push_str("\n## ");
-    s.push_str(report::markdown::to_string(&traces_overview(res)).trim_start_matches("### "));
-    let probs = problems_table(res, true);
-    s.push_str("\n## ");
-    if probs.rows.is_empty() {
-        s.push_str("Failed and skipped inputs\n\nNone.\n");
-    } else {
-        s.push_str(report::markdown::to_string(&probs).trim_start_matches("### "));
-    }
-    if !w.warnings.is_empty() {
-        s.push_str("\n## Notes\n\n");
-        for n in &w.warnings {
-            s.push_str(&format!("- {}\n", report::markdown::escape(n)));
-        }
-    }
-    s
 }
 
 /// A file name as a link's text: Markdown escaped, brackets too.

@@ -9,19 +9,13 @@ use crate::batch::inputs::Kind;
 use crate::batch::{BatchResult, Status};
 use std::collections::HashMap;
 
-/// The names of the files batch writes itself (a section may not take one).
-pub const FIXED_FILES: [&str; 7] = [
-    "results.json",
-    "traces.csv",
-    "workloads.csv",
-    "workloads.md",
-    "hierarchy.csv",
-    "hierarchy.md",
-    "report.md",
-];
+/// The names of the files batch writes itself (a section may not take
+/// one; nor the name of an earlier section's file).
+pub const FIXED_FILES: [&str; 3] = ["results.json", "traces.csv", "report.md"];
 
 /// The campaign as the sections see it: worker traces with figures (in
-/// path order) and Table 8's matches between them (read without error).
+/// path order), Table 8's matches between them (read without error) and
+/// the batch's notes.
 pub fn campaign(res: &BatchResult) -> Campaign<'_> {
     let mut at: HashMap<usize, usize> = HashMap::new();
     let mut traces = Vec::new();
@@ -49,7 +43,20 @@ pub fn campaign(res: &BatchResult) -> Campaign<'_> {
             })
         })
         .collect();
-    Campaign { traces, matches }
+    Campaign {
+        traces,
+        matches,
+        notes: &res.notes,
+    }
+}
+
+/// The registry entries' entries of report.md's `Files:` line, in
+/// registry order ([`crate::api::Command::BATCH_LISTED`]).
+pub fn listed() -> impl Iterator<Item = &'static str> {
+    crate::analyses::REGISTRY
+        .iter()
+        .filter(|e| e.batch_section_fn().is_some())
+        .filter_map(|e| e.batch_listed())
 }
 
 /// Every registry entry's section, in registry order; a section with an
@@ -147,6 +154,8 @@ mod tests {
         assert_eq!(
             files,
             vec![
+                vec!["workloads.csv", "workloads.md"],
+                vec!["hierarchy.csv", "hierarchy.md"],
                 vec!["gpu_work.csv", "gpu_work.md"],
                 vec!["iterations.csv"],
                 vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
@@ -165,7 +174,7 @@ mod tests {
                 "fig8_gpu_time_by_family"
             ]
         );
-        assert!(s[2]
+        assert!(s[4]
             .markdown
             .contains("| text | mtp | token | 0.1624 | 0.0745 | -0.0879 |"));
     }

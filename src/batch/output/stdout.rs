@@ -1,13 +1,24 @@
 //! What `batch` prints on stdout: a Markdown summary by default, else
-//! `results.json`, Table 8 as CSV, or Table 8 as a terminal table.
+//! `results.json`, the headline table as CSV, or as a terminal table. The
+//! headline is the first registry entry's [`crate::api::Command::batch_stdout`]
+//! (`pair`'s Table 8).
 
 use super::report_md::problems_table;
 use super::results_json::results_json;
-use super::workloads::workloads_table;
+use crate::analysis::Headline;
 use crate::batch::inputs::Kind;
 use crate::batch::BatchResult;
-use crate::report::{self, Format};
+use crate::report::{self, Format, Table};
 use std::io::{self, Write};
+
+/// The headline of the campaign: the first registry entry that gives one.
+fn headline(res: &BatchResult) -> Option<Headline> {
+    let c = super::sections::campaign(res);
+    crate::analyses::REGISTRY
+        .iter()
+        .filter_map(|e| e.batch_stdout_fn())
+        .find_map(|f| f(&c))
+}
 
 /// The Markdown summary printed on stdout.
 pub fn stdout_markdown(res: &BatchResult) -> String {
@@ -23,7 +34,9 @@ pub fn stdout_markdown(res: &BatchResult) -> String {
         res.comparisons.len(),
         res.failed().count()
     );
-    s.push_str(&report::markdown::to_string(&workloads_table(res, false)));
+    if let Some(h) = headline(res) {
+        s.push_str(&report::markdown::to_string(&h.human));
+    }
     let failed = problems_table(res, false);
     if !failed.rows.is_empty() {
         s.push('\n');
@@ -42,9 +55,12 @@ pub fn write_stdout<W: Write>(
     match format {
         Format::Markdown => out.write_all(stdout_markdown(res).as_bytes()),
         Format::Json => report::json::write(out, &results_json(res, context)),
-        Format::Csv => report::csv::write(out, &[workloads_table(res, true)]),
+        Format::Csv => {
+            let tables: Vec<Table> = headline(res).map(|h| h.machine).into_iter().collect();
+            report::csv::write(out, &tables)
+        }
         Format::Table => {
-            let mut tables = vec![workloads_table(res, false)];
+            let mut tables: Vec<Table> = headline(res).map(|h| h.human).into_iter().collect();
             let failed = problems_table(res, false);
             if !failed.rows.is_empty() {
                 tables.push(failed);

@@ -1,0 +1,142 @@
+//! `pair` in `batch` (its [`crate::api::Command::batch_section`]):
+//! `workloads.csv` and `workloads.md`, Table 8 of the paper — per workload,
+//! AR against the candidate mode by step contexts ([`super::compare`]) —
+//! with the report's definitions before it; the same table is what
+//! `batch` prints on stdout ([`crate::api::Command::batch_stdout`]), and
+//! its per-trace figures are `traces.csv`'s pair columns. (Moved here from
+//! `src/batch/output/workloads.rs` and `report_md.rs` unchanged: the same
+//! bytes.)
+
+use super::{compare, Pair, TracePairs};
+use crate::analysis::{Campaign, Headline, Section, SectionFile};
+use crate::report::{self, Cell, Table};
+
+/// Its entry in report.md's `Files:` line.
+pub const LISTED: &str = "[workloads.csv](workloads.csv) / [workloads.md](workloads.md) (Table 8)";
+
+/// What the report's figures mean; opens the sections of `report.md`.
+const DEFINITIONS: &str = "## Definitions\n\n\
+    - A step context is one CPU `user_annotation` of the selected vLLM decode step name; its GPU span is \
+    max(end) − min(start) over the `gpu_user_annotation`s with the same name and External id.\n\
+    - P (tokens per context) = completion tokens / paired contexts; GPU span per token = Σ GPU spans / completion tokens.\n\
+    - S_context = GPU span per token (AR) / GPU span per token (MTP); context reduction = (1 − P_AR / P_MTP) × 100 %.\n\
+    - Completion tokens, mode and workload come from each trace's run summary (`X.summary.json`), else \
+    `--manifest`, else the step name (`generation_1(1)` → AR, `generation_1(k+1)` → MTP) for the mode and the \
+    directory name for the workload; see docs/DEFINITIONS.md.\n\n";
+
+/// The section: the definitions and Table 8 (empty too, as batch has
+/// always written it), and its two files.
+pub fn section(c: &Campaign<'_>) -> Option<Section> {
+    let md = report::markdown::to_string(&workloads_table(c, false));
+    let markdown = format!("{DEFINITIONS}## {}", md.trim_start_matches("### "));
+    let files = vec![
+        SectionFile {
+            name: "workloads.csv".into(),
+            text: report::csv::to_string(&workloads_table(c, true)),
+            what: "Table 8: AR vs MTP per workload".into(),
+        },
+        SectionFile {
+            name: "workloads.md".into(),
+            text: md,
+            what: "Table 8: AR vs MTP per workload".into(),
+        },
+    ];
+    Some(Section {
+        markdown,
+        files,
+        figures: Vec::new(),
+    })
+}
+
+/// Table 8, for `batch`'s stdout.
+pub fn headline(c: &Campaign<'_>) -> Option<Headline> {
+    Some(Headline {
+        human: workloads_table(c, false),
+        machine: workloads_table(c, true),
+    })
+}
+
+/// The headers of Table 8: snake_case with the trace paths (`machine`,
+/// for CSV), else as the paper writes them.
+fn heads(machine: bool) -> &'static [&'static str] {
+    if machine {
+        &[
+            "workload",
+            "baseline",
+            "candidate",
+            "candidate_mode",
+            "ar_completion_tokens",
+            "mtp_completion_tokens",
+            "ar_contexts",
+            "mtp_contexts",
+            "ar_tokens_per_context",
+            "mtp_tokens_per_context",
+            "ar_cpu_span_median_ms",
+            "mtp_cpu_span_median_ms",
+            "ar_gpu_span_median_ms",
+            "mtp_gpu_span_median_ms",
+            "ar_gpu_span_per_token_ms",
+            "mtp_gpu_span_per_token_ms",
+            "s_context",
+            "context_reduction_pct",
+            "gpu_span_median_ratio",
+            "cpu_span_median_ratio",
+        ]
+    } else {
+        &[
+            "Workload",
+            "Mode",
+            "Tokens AR",
+            "Tokens MTP",
+            "Contexts AR",
+            "Contexts MTP",
+            "Tokens/ctx AR",
+            "Tokens/ctx MTP",
+            "CPU span med. AR (ms)",
+            "CPU span med. MTP (ms)",
+            "GPU span med. AR (ms)",
+            "GPU span med. MTP (ms)",
+            "GPU span/token AR (ms)",
+            "GPU span/token MTP (ms)",
+            "S_context",
+            "Context reduction (%)",
+        ]
+    }
+}
+
+/// Table 8 of the paper, one row per (workload, AR trace, MTP trace);
+/// the human table lists the campaign's notes under it.
+pub fn workloads_table(c: &Campaign<'_>, machine: bool) -> Table {
+    let mut t = Table::new(
+        "Table 8: AR vs MTP per workload (decode step contexts)",
+        heads(machine),
+    );
+    for (m, a, b) in c.matched::<Pair>() {
+        let cmp = compare(a, b);
+        let both = |f: &dyn Fn(&TracePairs) -> Cell| [f(a), f(b)];
+        let mut row = vec![Cell::text(m.workload.clone())];
+        if machine {
+            row.push(Cell::text(cmp.baseline.clone()));
+            row.push(Cell::text(cmp.candidate.clone()));
+        }
+        row.push(Cell::text(m.candidate_mode.clone()));
+        row.extend(both(&|p| Cell::opt_i(p.completion_tokens)));
+        // The contexts measured (P's denominator): with annotations, the pairs.
+        row.extend(both(&|p| p.measured.into()));
+        row.extend(both(&|p| Cell::opt_f(p.tokens_per_context, 3)));
+        row.extend(both(&|p| Cell::opt_f(p.cpu_span_ms.median, 3)));
+        row.extend(both(&|p| Cell::opt_f(p.gpu_span_ms.median, 3)));
+        row.extend(both(&|p| Cell::opt_f(p.gpu_span_per_token_ms, 4)));
+        row.push(Cell::opt_f(cmp.s_context, 3));
+        row.push(Cell::opt_f(cmp.context_reduction_pct, 1));
+        if machine {
+            row.push(Cell::opt_f(cmp.gpu_span_median_ratio, 3));
+            row.push(Cell::opt_f(cmp.cpu_span_median_ratio, 3));
+        }
+        t.row(row);
+    }
+    if !machine {
+        t.notes.extend(c.notes.iter().cloned());
+    }
+    t
+}

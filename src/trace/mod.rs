@@ -4,7 +4,7 @@
 //! ```text
 //!  open.rs        bytes → encoding (gzip / JSON), inflate on its own thread (pipe.rs)
 //!  kineto/        Kineto's Chrome-trace JSON: top-level object, traceEvents scanning
-//!                 (scan.rs, with the block scanner fast.rs over classify.rs), event parsing
+//!                 (scan.rs, with the block scanner its child scan/fast.rs over classify.rs), event parsing
 //!                 (extract.rs by hand, event.rs by serde_json), and the pipelined read of
 //!                 files (pipelined.rs: the scanner on its own thread)
 //!  event.rs       the event model every format produces (Event, Args, EventPos)

@@ -1,12 +1,11 @@
 //! Kineto's Chrome-trace JSON (what `torch.profiler` writes): the top-level
 //! object with its metadata keys and the `traceEvents` array, read as a
-//! stream ([`scan`], with the block scanner in `fast`), and each event's
+//! stream ([`scan`], with the block scanner its child `scan::fast`), and each event's
 //! JSON turned into the format-neutral [`Event`] ([`event`]; the common
 //! shape by the hand-written extractor in `extract`, the rest by serde_json).
 
 pub mod event;
 pub(crate) mod extract;
-mod fast;
 mod meta;
 pub mod pipelined;
 pub mod scan;

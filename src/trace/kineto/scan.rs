@@ -21,7 +21,9 @@ use super::super::error::ReadError;
 use super::super::event::EventPos;
 use super::super::message::{clip, clip_str, show_byte, SHOW};
 use super::super::{Meta, Prefilter, ReadOptions};
-use super::fast::Hit;
+use fast::Hit;
+
+mod fast;
 use memchr::{memchr2, memchr3};
 use std::io::{self, Read};
 
@@ -123,7 +125,7 @@ pub(super) fn scan_with_start<R: Read>(
 /// What a refill did: how far indices into the buffer moved left, and
 /// whether new bytes came (false: the input has ended).
 #[derive(Debug, Clone, Copy)]
-pub(super) struct Refill {
+struct Refill {
     pub shift: usize,
     pub more: bool,
 }
@@ -137,21 +139,21 @@ enum Holding {
     Value(String),
 }
 
-pub(super) struct Scanner<'f, R> {
+struct Scanner<'f, R> {
     src: R,
-    pub(super) filter: &'f Prefilter,
+    filter: &'f Prefilter,
     /// Per needle of `filter`: what the last search over the buffer found.
-    pub(super) hits: Vec<Hit>,
+    hits: Vec<Hit>,
     /// What the last search with the filter's searcher of all needles
     /// found, and the length of the needle found.
-    pub(super) set_hit: (Hit, u64),
+    set_hit: (Hit, u64),
     /// Whether to use the block scanner ([`Scanner::fast_events`]).
-    pub(super) fast: bool,
-    pub(super) buf: Vec<u8>,
+    fast: bool,
+    buf: Vec<u8>,
     /// First byte not yet consumed.
-    pub(super) pos: usize,
+    pos: usize,
     /// End of valid data in `buf`.
-    pub(super) end: usize,
+    end: usize,
     /// Offset of `buf[0]` in the decoded stream.
     base: u64,
     eof: bool,
@@ -160,9 +162,9 @@ pub(super) struct Scanner<'f, R> {
     /// are all delivered; it then decides the outcome.
     failed: Option<(io::Error, u64)>,
     /// Events seen so far (the index of the next one).
-    pub(super) events: u64,
+    events: u64,
     /// The most bytes one held value may have.
-    pub(super) limit: usize,
+    limit: usize,
     /// The most the buffer grows to: `limit` plus [`HEADROOM`].
     max_buf: usize,
     holding: Holding,
@@ -209,14 +211,14 @@ impl<'f, R: Read> Scanner<'f, R> {
         }
     }
 
-    pub(super) fn offset(&self, i: usize) -> u64 {
+    fn offset(&self, i: usize) -> u64 {
         self.base + i as u64
     }
 
     /// Reads more input, keeping `buf[keep..end]`. Existing indices move
     /// left by the returned [`Refill::shift`] (subtract it from any index
     /// ≥ `keep`), also when [`Refill::more`] is false (end of input).
-    pub(super) fn refill(&mut self, keep: usize) -> Result<Refill, ReadError> {
+    fn refill(&mut self, keep: usize) -> Result<Refill, ReadError> {
         self.refill_holding(keep, Some(keep))
     }
 
@@ -224,7 +226,7 @@ impl<'f, R: Read> Scanner<'f, R> {
     /// (≥ `keep`) is being held, all of it up to the end of the buffer:
     /// fails once that value is over the limit, so the buffer never grows
     /// past `limit` + [`HEADROOM`]. `None`: the caller checked itself.
-    pub(super) fn refill_holding(
+    fn refill_holding(
         &mut self,
         keep: usize,
         value_start: Option<usize>,
@@ -295,7 +297,7 @@ impl<'f, R: Read> Scanner<'f, R> {
     }
 
     /// The error for a held value starting at `start` that is over the limit.
-    pub(super) fn too_large(&self, start: usize) -> ReadError {
+    fn too_large(&self, start: usize) -> ReadError {
         let (offset, events, limit) = (self.offset(start), self.events, self.cap() as u64);
         match &self.holding {
             Holding::Event => ReadError::EventTooLarge {
@@ -320,7 +322,7 @@ impl<'f, R: Read> Scanner<'f, R> {
 
     /// Skips whitespace and returns the next byte without consuming it.
     /// Whitespace is dropped as it is passed, never held.
-    pub(super) fn peek(&mut self) -> Result<Option<u8>, ReadError> {
+    fn peek(&mut self) -> Result<Option<u8>, ReadError> {
         loop {
             let ws = self.buf[self.pos..self.end]
                 .iter()

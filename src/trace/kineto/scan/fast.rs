@@ -1,4 +1,4 @@
-//! The block scanner: the fast path of [`super::scan`] for long runs of
+//! The block scanner: the fast path of [`super`] (the byte-wise scanner) for long runs of
 //! well-formed events. 64 bytes at a time, bit masks from
 //! [`crate::trace::classify`] tell where strings and brackets are, and the
 //! [`Prefilter`](crate::trace::Prefilter)'s needles are searched over the
@@ -8,10 +8,10 @@
 //! the two on generated and real traces) and hands anything unusual back
 //! to it, so errors are always reported by one piece of code.
 
-use super::super::classify::{classify, escaped, prefix_xor, BLOCK};
-use super::super::error::ReadError;
-use super::super::event::EventPos;
-use super::scan::{OnEvent, Scanner};
+use super::{OnEvent, Scanner};
+use crate::trace::classify::{classify, escaped, prefix_xor, BLOCK};
+use crate::trace::error::ReadError;
+use crate::trace::event::EventPos;
 use std::io::Read;
 
 /// The longest run between two events that the block scanner crosses.

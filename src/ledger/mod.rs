@@ -5,7 +5,7 @@
 //! `cudaGraphLaunch` whose kernels all carry its correlation. A launch call
 //! lies in a range when it starts inside it on the same thread (or, with
 //! process launch scope, on any thread of the range's process; see
-//! [`super::attribution`], which also gives each launch call to one range):
+//! [`attribution`], which also gives each launch call to one range):
 //!
 //! ```text
 //! CPU tid 7  [============ execute_context_0(0)_generation_1(1) ============)
@@ -43,7 +43,7 @@
 //! escape.)
 
 pub mod attribution;
-pub mod intervals;
+pub(crate) mod intervals;
 
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};

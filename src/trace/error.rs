@@ -169,7 +169,7 @@ impl ReadError {
 
 /// The inner error of the `io::Error` an archive reader gives for a
 /// member whose own checksum does not match (made by `batch` from the zip
-/// reader's "Invalid checksum"), so that [`ReadError::decode`] reports a
+/// reader's "Invalid checksum"), so that `ReadError::decode` reports a
 /// [`ReadError::MemberChecksum`], not a gzip one.
 #[derive(Debug, thiserror::Error)]
 #[error("zip member checksum mismatch (CRC-32)")]

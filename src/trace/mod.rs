@@ -29,7 +29,7 @@ pub mod event;
 pub mod kineto;
 pub(crate) mod message;
 pub mod open;
-pub mod pipe;
+pub(crate) mod pipe;
 mod prefilter;
 pub mod stream;
 pub mod time;

@@ -1,7 +1,7 @@
 //! Opening a trace: a path or `-` for stdin, gzip recognised by its magic
 //! bytes (not the file name), multi-member gzip accepted.
 //!
-//! Decompression runs on its own thread ([`super::pipe`]) so that inflating
+//! Decompression runs on its own thread (`super::pipe`) so that inflating
 //! (one core) and scanning/parsing (the other) overlap.
 
 use super::pipe::PipeReader;

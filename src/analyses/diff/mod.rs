@@ -17,7 +17,7 @@
 //!        └─ graph launches owning activities: signature → replays
 //! ```
 
-pub mod batch;
+pub(crate) mod batch;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};
@@ -456,7 +456,7 @@ fn replay_signatures(
     (graph_replays, signatures)
 }
 
-pub mod compare;
+pub(crate) mod compare;
 pub use compare::{compare, Comparison};
 
 #[cfg(test)]

@@ -89,7 +89,7 @@ impl Command for Diff {
     }
 
     /// Each trace's per-name table travels in records; the section
-    /// compares each workload's AR and MTP tables ([`super::batch`]).
+    /// compares each workload's AR and MTP tables (`super::batch`).
     fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
         super::batch::section(c)
     }

@@ -26,10 +26,10 @@
 //! Events are streamed once ([`Collector`]): only those matching a chain
 //! element are kept (interned names and lanes), plus the step annotations
 //! `pair` needs to count contexts. The containment queries run on a small
-//! sorted index per lane ([`index`]), O((n + m) log n).
+//! sorted index per lane (`index`), O((n + m) log n).
 
 mod batch;
-pub mod index;
+pub(crate) mod index;
 
 pub mod view;
 

@@ -1,7 +1,7 @@
 //! The view of `hierarchy`'s results: the columns of a chain link and of
 //! a chain function, the trace labels of its tables, and
 //! [`HierarchyReport`], the document `hierarchy` prints in every format.
-//! `batch`'s traces.csv and Table 9 ([`super::batch`]) take their function
+//! `batch`'s traces.csv and Table 9 (`super::batch`) take their function
 //! columns from here.
 
 use crate::analyses::hierarchy::{

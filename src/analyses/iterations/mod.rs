@@ -41,7 +41,7 @@
 //! Integer ns throughout, sums in i128; the phase sweep is the ledger's
 //! (a max-heap of open ranges, O((ranges + launches) log ranges)).
 
-pub mod batch;
+pub(crate) mod batch;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};

@@ -9,9 +9,9 @@
 //! this module summarises it over the step contexts. Definitions:
 //! docs/DEFINITIONS.md, "GPU work by launch correlation".
 
-pub mod timeline;
+pub(crate) mod timeline;
 
-pub mod batch;
+pub(crate) mod batch;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};

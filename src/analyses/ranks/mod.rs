@@ -9,7 +9,7 @@
 //! as `kernels` attributes. The output is bounded by steps × collectives
 //! per step, not by events.
 //!
-//! Across the traces of one run ([`runs`] groups them, [`align`] measures):
+//! Across the traces of one run (`runs` groups them, `align` measures):
 //!
 //! ```text
 //!  rank 0  step i  [== step annotation ==)
@@ -24,9 +24,9 @@
 //!
 //! Definitions: docs/DEFINITIONS.md, "Ranks of a run (`ranks`)".
 
-pub mod align;
-pub mod batch;
-pub mod runs;
+pub(crate) mod align;
+pub(crate) mod batch;
+pub(crate) mod runs;
 pub mod view;
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ impl Command for Ranks {
         RanksReport::new(outputs, config)
     }
 
-    /// The campaign's rank files grouped into runs ([`super::batch`]).
+    /// The campaign's rank files grouped into runs (`super::batch`).
     fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
         super::batch::section(c)
     }

@@ -1,6 +1,6 @@
 //! What a batch writes, one file per output: `results.json`
 //! ([`results_json()`]), `traces.csv` ([`traces_csv`]), `figures/`
-//! ([`figures`]: figures 1–6) and `report.md` ([`report_md`]) tying them
+//! (`figures`: figures 1–6) and `report.md` (`report_md`) tying them
 //! together; plus stdout ([`stdout`]). Besides these fixed outputs, each
 //! analysis's own section ([`sections`], in registry order: Table 8's
 //! `workloads.csv`/`.md` of `pair`, Table 9's `hierarchy.csv`/`.md`,
@@ -12,8 +12,8 @@
 //! the plot module derives from sanitized labels); no input name is ever
 //! used as a path.
 
-pub mod figures;
-pub mod report_md;
+pub(crate) mod figures;
+pub(crate) mod report_md;
 pub mod results_json;
 pub mod sections;
 pub mod stdout;

@@ -16,12 +16,12 @@
 //!   from, and matched to traces afterwards (in `batch::finalize`), so a
 //!   tar needs a single pass whatever order its members are in.
 //!
-//! Child modules, one concern each: [`units`] (what each input holds and
-//! the units of work shards and tasks read), [`zip_reader`] and
-//! [`tar_reader`] (the archive readers), [`links`] (tar links to traces
-//! and summaries), [`summaries`] (run summaries read wherever they come
-//! from), [`guard`] (a panic becomes the file's error row) and
-//! [`progress`] (the one progress bar). This file holds what they share:
+//! Child modules, one concern each: `units` (what each input holds and
+//! the units of work shards and tasks read), `zip_reader` and
+//! `tar_reader` (the archive readers), `links` (tar links to traces
+//! and summaries), `summaries` (run summaries read wherever they come
+//! from), `guard` (a panic becomes the file's error row) and
+//! `progress` (the one progress bar). This file holds what they share:
 //! a file's entry before it is read, its row after, and the dispatch of
 //! one input's plan.
 

@@ -100,7 +100,7 @@ impl<'a> RawEvent<'a> {
 /// byte offset in the file in any error.
 ///
 /// The common shape is read by the hand-written extractor
-/// ([`super::extract`]); anything it is unsure of, and every error, by
+/// (`super::extract`); anything it is unsure of, and every error, by
 /// serde_json ([`parse_event_generic`]). Both give the same events.
 pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
     let ev = match super::extract::extract(raw) {

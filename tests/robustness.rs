@@ -184,6 +184,61 @@ fn the_limit_can_be_set_from_the_environment() {
     assert!(err.contains(trace::MAX_EVENT_SIZE_ENV), "{err}");
 }
 
+/// `--max-event-size` travels in each plan (no process-wide setting): the
+/// per-trace subcommands, `plot` and `batch` all stop at it, and it wins
+/// over the environment in both directions.
+#[test]
+fn the_limit_on_the_command_line_reaches_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("big.json");
+    let ev = format!("{{\"name\": \"{}\"}}", "b".repeat(3000));
+    std::fs::write(&p, format!("{{\"traceEvents\": [{{}}, {ev}]}}")).unwrap();
+    let trace = p.to_str().unwrap();
+    let out_dir = dir.path().join("o");
+    let runs: [Vec<&str>; 5] = [
+        vec!["pair", trace],
+        vec!["kernels", trace],
+        vec!["iterations", trace],
+        vec!["hierarchy", trace],
+        vec![
+            "batch",
+            "-q",
+            "--no-figures",
+            "-o",
+            out_dir.to_str().unwrap(),
+            trace,
+        ],
+    ];
+    for args in &runs {
+        let out = bin()
+            .args(["--max-event-size", "2K"])
+            .args(args)
+            .env(trace::MAX_EVENT_SIZE_ENV, "1G")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {text}");
+        let report = std::fs::read_to_string(out_dir.join("traces.csv")).unwrap_or_default();
+        assert!(
+            text.contains("larger than the 2 KiB limit")
+                || report.contains("larger than the 2 KiB limit"),
+            "{args:?}: {text}"
+        );
+    }
+    // Raised on the command line over a lower environment, the file reads.
+    let out = bin()
+        .args(["--max-event-size", "1M", "pair", trace])
+        .env(trace::MAX_EVENT_SIZE_ENV, "2K")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("limit on one event"), "{err}");
+}
+
 /// Runs the binary under `ulimit -v` (virtual memory, KiB); `None` when
 /// there is no bash to set it.
 fn run_limited(kib: u64, args: &[&str]) -> Option<std::process::Output> {

@@ -7,9 +7,11 @@
 //! compared through `Debug` (every field: ph, cat, name, pid, tid, ts, dur,
 //! args), errors by message.
 
+mod common;
+
 use proptest::prelude::*;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use torchtrace::trace::{self, open, stream, EventPos, Meta};
 
@@ -212,28 +214,7 @@ proptest! {
 // ---- real traces ---------------------------------------------------------
 
 fn traces() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    let mut dirs = vec![root.join("tests/data"), root.join("sample_traces")];
-    while let Some(dir) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.retain(|p| {
-        let n = p.to_string_lossy();
-        n.ends_with(".json.gz") || n.ends_with(".json")
-    });
-    out.sort();
-    out
+    common::fixture_files(|n| n.ends_with(".json.gz") || n.ends_with(".json"))
 }
 
 #[test]

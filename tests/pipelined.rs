@@ -5,34 +5,15 @@
 //! and with every event admitted; and the analyses' figures are the same
 //! with it on or off, for any number of threads.
 
+mod common;
+
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use torchtrace::trace::{self, kineto::pipelined, open, Event, EventPos, Meta, Prefilter};
 
 fn traces() -> Vec<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut out = Vec::new();
-    let mut dirs = vec![root.join("tests/data"), root.join("sample_traces")];
-    while let Some(dir) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out.retain(|p| {
-        let n = p.to_string_lossy();
-        n.ends_with(".gz") || n.ends_with(".json")
-    });
-    out.sort();
-    out
+    common::fixture_files(|n| n.ends_with(".gz") || n.ends_with(".json"))
 }
 
 /// Everything a read shows: each event with its position, the outcome,

@@ -17,6 +17,30 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Every file under `tests/data/` and `sample_traces/` (recursively) whose
+/// path passes `keep`, sorted: the real and damaged fixtures that the
+/// reader's property tests run over.
+pub fn fixture_files(keep: impl Fn(&str) -> bool) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root().join("tests/data"), root().join("sample_traces")];
+    while let Some(dir) = dirs.pop() {
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out.retain(|p| keep(&p.to_string_lossy()));
+    out.sort();
+    out
+}
+
 /// A frozen expectation from `tests/data/expected/`.
 pub fn expected(name: &str) -> Value {
     let p = root().join("tests/data/expected").join(name);

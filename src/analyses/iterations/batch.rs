@@ -11,7 +11,7 @@
 //! Every figure is [`super::compare`]'s, as `torchtrace iterations AR MTP`
 //! prints it: the two cannot disagree.
 
-use super::view::columns;
+use super::view::{columns, decomposition_rows};
 use super::{compare, Comparison, Iterations, Phase, TraceIterations};
 use crate::analysis::{Campaign, Match, Section, SectionFile};
 use crate::plot::{
@@ -184,24 +184,11 @@ fn decomposition_table(rows: &[Row]) -> Table {
     );
     for r in rows {
         let w = || Cell::text(r.m.workload.clone());
-        for d in &r.c.decomposition {
-            t.row(vec![
-                w(),
-                Cell::text(d.phase.clone()),
-                Cell::opt_f(d.baseline_busy_per_token_ms, 4),
-                Cell::opt_f(d.candidate_busy_per_token_ms, 4),
-                Cell::opt_f(d.baseline_busy_per_iteration_ms, 4),
-                Cell::opt_f(d.candidate_busy_per_iteration_ms, 4),
-                Cell::opt_f(d.delta, 4),
-                Cell::opt_f(d.gives_back, 4),
-            ]);
+        for cells in decomposition_rows(&r.c) {
+            let mut row = vec![w()];
+            row.extend(cells);
+            t.row(row);
         }
-        let sum: Option<f64> = r.c.decomposition.iter().map(|d| d.gives_back).sum();
-        let mut total = vec![w(), Cell::text("total (P − S_busy)")];
-        total.extend((0..4).map(|_| Cell::text("")));
-        total.push(Cell::opt_f(r.c.busy_cost_ratio.map(|c| c - 1.0), 4));
-        total.push(Cell::opt_f(sum, 4));
-        t.row(total);
     }
     t.notes.push(
         "B = mean GPU busy per closed iteration; Δ_p = (B_MTP,p − B_AR,p)/B_AR; C = B_MTP/B_AR = 1 + ΣΔ_p; \

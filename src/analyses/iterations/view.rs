@@ -302,31 +302,41 @@ fn decomposition_table(c: &Comparison) -> Table {
             "gives back g",
         ],
     );
-    for d in &c.decomposition {
-        t.row(vec![
-            d.phase.clone().into(),
-            Cell::opt_f(d.baseline_busy_per_token_ms, 4),
-            Cell::opt_f(d.candidate_busy_per_token_ms, 4),
-            Cell::opt_f(d.baseline_busy_per_iteration_ms, 4),
-            Cell::opt_f(d.candidate_busy_per_iteration_ms, 4),
-            Cell::opt_f(d.delta, 4),
-            Cell::opt_f(d.gives_back, 4),
-        ]);
+    for row in decomposition_rows(c) {
+        t.row(row);
     }
-    let sum: Option<f64> = c.decomposition.iter().map(|d| d.gives_back).sum();
-    t.row(vec![
-        "total (P − S_busy)".into(),
-        Cell::text(""),
-        Cell::text(""),
-        Cell::text(""),
-        Cell::text(""),
-        Cell::opt_f(c.busy_cost_ratio.map(|c| c - 1.0), 4),
-        Cell::opt_f(sum, 4),
-    ]);
     t.notes.push(
         "P = tokens per iteration MTP/AR; B = mean GPU busy per closed iteration; Δ_p = (B_MTP,p − B_AR,p)/B_AR; C = B_MTP/B_AR = 1 + ΣΔ_p; S_busy = P/C, so P − S_busy = Σ_p P·Δ_p/C".into(),
     );
     t
+}
+
+/// The decomposition's cells, a row per phase (phase, GPU busy per token
+/// and per iteration AR and MTP, Δ, g) and the total row (C − 1, Σ g =
+/// P − S_busy): the subcommand's table and batch's per-workload one.
+pub(super) fn decomposition_rows(c: &Comparison) -> Vec<Vec<Cell>> {
+    let mut rows: Vec<Vec<Cell>> = c
+        .decomposition
+        .iter()
+        .map(|d| {
+            vec![
+                d.phase.clone().into(),
+                Cell::opt_f(d.baseline_busy_per_token_ms, 4),
+                Cell::opt_f(d.candidate_busy_per_token_ms, 4),
+                Cell::opt_f(d.baseline_busy_per_iteration_ms, 4),
+                Cell::opt_f(d.candidate_busy_per_iteration_ms, 4),
+                Cell::opt_f(d.delta, 4),
+                Cell::opt_f(d.gives_back, 4),
+            ]
+        })
+        .collect();
+    let sum: Option<f64> = c.decomposition.iter().map(|d| d.gives_back).sum();
+    let mut total = vec![Cell::text("total (P − S_busy)")];
+    total.extend((0..4).map(|_| Cell::text("")));
+    total.push(Cell::opt_f(c.busy_cost_ratio.map(|c| c - 1.0), 4));
+    total.push(Cell::opt_f(sum, 4));
+    rows.push(total);
+    rows
 }
 
 /// A per-token figure of a trace.

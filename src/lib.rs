@@ -56,6 +56,7 @@ pub mod analyses;
 pub mod analysis;
 pub mod api;
 pub mod batch;
+pub(crate) mod containment;
 pub mod contexts;
 pub mod ledger;
 pub mod model;

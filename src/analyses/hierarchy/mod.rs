@@ -26,21 +26,20 @@
 //! Events are streamed once ([`Collector`]): only those matching a chain
 //! element are kept (interned names and lanes), plus the step annotations
 //! `pair` needs to count contexts. The containment queries run on a small
-//! sorted index per lane (`index`), O((n + m) log n).
+//! sorted index per lane (`crate::containment`), O((n + m) log n).
 
 mod batch;
-pub(crate) mod index;
 
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
+use crate::containment::{self, Enclosed, Enclosers, Iv, Overlaps};
 use crate::contexts::Selector;
 use crate::ledger::attribution::{self, Attribution, LaunchScope, Query};
 use crate::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
-use index::{Enclosed, Enclosers, Iv, Overlaps};
 use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -612,7 +611,7 @@ impl Collector {
         let mut out = Vec::new();
         for recs in groups.values() {
             let ivs: Vec<Iv> = recs.iter().map(|r| r.iv()).collect();
-            for (r, outer) in recs.iter().zip(index::outermost(&ivs)) {
+            for (r, outer) in recs.iter().zip(containment::outermost(&ivs)) {
                 if outer {
                     out.push(*r);
                 }

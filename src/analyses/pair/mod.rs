@@ -17,8 +17,8 @@
 mod batch;
 pub mod view;
 
-use crate::analyses::hierarchy::index::{Enclosers, Iv};
 use crate::analysis::{self, Analysis, Configures, Finished, InResults, Need, Plan, TraceResult};
+use crate::containment::{Enclosers, Iv};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
 use crate::ledger::attribution::{self, LaunchScope};

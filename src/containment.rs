@@ -1,5 +1,6 @@
-//! Interval index for `hierarchy`: the three containment questions the
-//! report asks, each answered in O(log n) after an O(n log n) sort.
+//! Interval index for containment questions (`hierarchy`'s chains, and
+//! `pair`'s note on ranges inside the step): the three questions the
+//! reports ask, each answered in O(log n) after an O(n log n) sort.
 //!
 //! # Why not a general interval tree for the counts
 //!

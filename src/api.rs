@@ -241,6 +241,48 @@ pub trait Command: Analysis {
     ) -> Vec<crate::views::Column<Self::Output>> {
         Self::trace_columns()
     }
+    /// What its figures say of a trace's run, for `batch`'s matching: the
+    /// step names (the mode is read from them where nothing else gives it)
+    /// and the metadata's rank. The first registry entry that gives them
+    /// is used, and a worker trace without them is in no match (`pair`'s:
+    /// a trace without step contexts has nothing to compare). `None` (the
+    /// default): nothing.
+    fn trace_facts(_output: &Self::Output) -> Option<crate::analysis::TraceFacts<'_>> {
+        None
+    }
+    /// Its figures in `results.json`'s comparison of an AR trace
+    /// (baseline) matched with a trace of another mode (candidate), given
+    /// each side's figures where it ran. `None` (the default): none.
+    fn batch_compare(
+        _baseline: Option<&Self::Output>,
+        _candidate: Option<&Self::Output>,
+    ) -> Option<crate::analysis::Compared> {
+        None
+    }
+    /// Its figures over every run of each side of a workload
+    /// (`results.json`'s `pooled`; a workload is pooled when an analysis
+    /// gives them), and what the notes say of them. `None` (the default).
+    fn batch_pool(
+        _workload: &str,
+        _baseline: &[&Self::Output],
+        _candidate: &[&Self::Output],
+    ) -> Option<crate::analysis::Pooled> {
+        None
+    }
+    /// Options `batch` gives it from the campaign's common flags where its
+    /// own options do not name them (`hierarchy`'s chains: `--chain`, else
+    /// the figures'). Default: none.
+    fn batch_defaults(
+        _campaign: &crate::batch::records::CampaignOptions,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
+    /// Its columns in `report.md`'s "Worker traces" table, after the
+    /// trace, its status, mode and workload; labels are the headers.
+    /// Empty (the default): none.
+    fn report_columns() -> Vec<crate::views::Column<Self::Output>> {
+        Vec::new()
+    }
 }
 
 /// Reads each trace once with `read`, in parallel, with a progress bar per

@@ -34,6 +34,7 @@
 use super::{Analysis, Results};
 use crate::plot::Picture;
 use crate::runinfo::RunInfo;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// One worker trace of the campaign with figures.
 #[derive(Debug, Clone, Copy)]
@@ -180,6 +181,272 @@ pub struct Headline {
     pub machine: crate::report::Table,
 }
 
+/// What a trace's figures say of its run, for `batch`'s matching
+/// ([`crate::api::Command::trace_facts`]): the names of its step contexts
+/// (its mode is read from them when nothing else gives it) and its rank.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TraceFacts<'a> {
+    pub step_names: &'a [crate::contexts::StepName],
+    /// The trace metadata's rank (a `rank<N>` file name comes first).
+    pub rank: Option<i64>,
+}
+
+/// An analysis's figures of one comparison of `results.json` (an
+/// AR/candidate match, [`crate::api::Command::batch_compare`], or a
+/// workload's pooled runs, [`crate::api::Command::batch_pool`]), written
+/// into the comparison's object as a trace entry has them.
+#[derive(Clone)]
+pub enum Compared {
+    /// Under the analysis's key (`"kernels": {…}`, or `null`).
+    Nested(std::sync::Arc<dyn erased_serde::Serialize + Send + Sync>),
+    /// Among the comparison's own keys (`pair`'s `s_context`, …, older
+    /// than the keys): a struct or map, its fields in its order.
+    Flattened(std::sync::Arc<dyn erased_serde::Serialize + Send + Sync>),
+}
+
+impl Compared {
+    /// `value` under the analysis's key.
+    pub fn nested(value: impl Serialize + Send + Sync + 'static) -> Compared {
+        Compared::Nested(std::sync::Arc::new(value))
+    }
+
+    /// `value`'s fields among the comparison's own.
+    pub fn flattened(value: impl Serialize + Send + Sync + 'static) -> Compared {
+        Compared::Flattened(std::sync::Arc::new(value))
+    }
+}
+
+/// An analysis's figures over every run of each side of a workload
+/// ([`crate::api::Command::batch_pool`]): `results.json`'s `pooled`.
+#[derive(Clone, Debug)]
+pub struct Pooled {
+    pub figures: Compared,
+    /// What the campaign's notes say of them when a side has several runs,
+    /// after "workload W: pooled over N AR and M MODE traces "
+    /// (`(Σ GPU spans / Σ tokens per mode): S_context 2.450, …`).
+    pub note: Option<String>,
+}
+
+/// Each analysis's figures of one comparison, in registry order, with its
+/// key: written into the comparison's object (`#[serde(flatten)]`), every
+/// field in its order, so the document keeps its layout.
+#[derive(Clone, Default)]
+pub struct Figures(pub Vec<(&'static str, Compared)>);
+
+impl Figures {
+    /// Whether no analysis gave figures.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Serialize for Figures {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(None)?;
+        for (key, figures) in &self.0 {
+            match figures {
+                Compared::Nested(v) => m.serialize_entry(key, &**v)?,
+                Compared::Flattened(v) => v.serialize(fields::Fields(&mut m))?,
+            }
+        }
+        m.end()
+    }
+}
+
+impl std::fmt::Debug for Compared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (what, v) = match self {
+            Compared::Nested(v) => ("Nested", v),
+            Compared::Flattened(v) => ("Flattened", v),
+        };
+        let json = serde_json::to_string(&**v).unwrap_or_else(|e| e.to_string());
+        write!(f, "{what}({json})")
+    }
+}
+
+impl std::fmt::Debug for Figures {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, v)| (k, v)))
+            .finish()
+    }
+}
+
+mod fields {
+    //! A serializer that writes a struct's (or map's) fields into a map
+    //! being written — what `#[serde(flatten)]` does, for values known only
+    //! at run time ([`super::Compared::Flattened`]). Anything but a struct
+    //! or a map is an error.
+
+    use serde::ser::{self, Impossible, Serialize, SerializeMap, SerializeStruct};
+
+    pub struct Fields<'m, M>(pub &'m mut M);
+
+    fn not_fields<E: ser::Error>() -> E {
+        E::custom("flattened figures must be a struct or a map")
+    }
+
+    macro_rules! refuse {
+        ($($name:ident($($t:ty),*)),* $(,)?) => {
+            $(fn $name(self, $(_: $t),*) -> Result<(), M::Error> {
+                Err(not_fields())
+            })*
+        };
+    }
+
+    impl<'m, M: SerializeMap> ser::Serializer for Fields<'m, M> {
+        type Ok = ();
+        type Error = M::Error;
+        type SerializeSeq = Impossible<(), M::Error>;
+        type SerializeTuple = Impossible<(), M::Error>;
+        type SerializeTupleStruct = Impossible<(), M::Error>;
+        type SerializeTupleVariant = Impossible<(), M::Error>;
+        type SerializeMap = Self;
+        type SerializeStruct = Self;
+        type SerializeStructVariant = Impossible<(), M::Error>;
+
+        refuse!(
+            serialize_bool(bool),
+            serialize_i8(i8),
+            serialize_i16(i16),
+            serialize_i32(i32),
+            serialize_i64(i64),
+            serialize_u8(u8),
+            serialize_u16(u16),
+            serialize_u32(u32),
+            serialize_u64(u64),
+            serialize_f32(f32),
+            serialize_f64(f64),
+            serialize_char(char),
+            serialize_str(&str),
+            serialize_bytes(&[u8]),
+            serialize_none(),
+            serialize_unit(),
+            serialize_unit_struct(&'static str),
+            serialize_unit_variant(&'static str, u32, &'static str),
+        );
+
+        fn serialize_some<T: ?Sized + Serialize>(self, v: &T) -> Result<(), M::Error> {
+            v.serialize(self)
+        }
+        fn serialize_newtype_struct<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            v: &T,
+        ) -> Result<(), M::Error> {
+            v.serialize(self)
+        }
+        fn serialize_newtype_variant<T: ?Sized + Serialize>(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: &T,
+        ) -> Result<(), M::Error> {
+            Err(not_fields())
+        }
+        fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, M::Error> {
+            Err(not_fields())
+        }
+        fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, M::Error> {
+            Err(not_fields())
+        }
+        fn serialize_tuple_struct(
+            self,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleStruct, M::Error> {
+            Err(not_fields())
+        }
+        fn serialize_tuple_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeTupleVariant, M::Error> {
+            Err(not_fields())
+        }
+        fn serialize_map(self, _: Option<usize>) -> Result<Self, M::Error> {
+            Ok(self)
+        }
+        fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self, M::Error> {
+            Ok(self)
+        }
+        fn serialize_struct_variant(
+            self,
+            _: &'static str,
+            _: u32,
+            _: &'static str,
+            _: usize,
+        ) -> Result<Self::SerializeStructVariant, M::Error> {
+            Err(not_fields())
+        }
+    }
+
+    impl<M: SerializeMap> SerializeStruct for Fields<'_, M> {
+        type Ok = ();
+        type Error = M::Error;
+        fn serialize_field<T: ?Sized + Serialize>(
+            &mut self,
+            key: &'static str,
+            v: &T,
+        ) -> Result<(), M::Error> {
+            self.0.serialize_entry(key, v)
+        }
+        fn end(self) -> Result<(), M::Error> {
+            Ok(())
+        }
+    }
+
+    impl<M: SerializeMap> SerializeMap for Fields<'_, M> {
+        type Ok = ();
+        type Error = M::Error;
+        fn serialize_key<T: ?Sized + Serialize>(&mut self, k: &T) -> Result<(), M::Error> {
+            self.0.serialize_key(k)
+        }
+        fn serialize_value<T: ?Sized + Serialize>(&mut self, v: &T) -> Result<(), M::Error> {
+            self.0.serialize_value(v)
+        }
+        fn end(self) -> Result<(), M::Error> {
+            Ok(())
+        }
+    }
+}
+
+/// Every analysis's figures of a matched pair of traces
+/// ([`crate::api::Command::batch_compare`]), in registry order.
+pub fn compare(baseline: &Results, candidate: &Results) -> Figures {
+    let hooks = crate::analyses::REGISTRY
+        .iter()
+        .filter_map(|e| Some((e.key, e.compare_fn()?)));
+    Figures(
+        hooks
+            .filter_map(|(key, f)| Some((key, f(baseline, candidate)?)))
+            .collect(),
+    )
+}
+
+/// Every analysis's figures over a workload's runs of each side
+/// ([`crate::api::Command::batch_pool`]), in registry order, and their
+/// notes.
+pub fn pool(
+    workload: &str,
+    baseline: &[&Results],
+    candidate: &[&Results],
+) -> (Figures, Vec<String>) {
+    let mut figures = Figures::default();
+    let mut notes = Vec::new();
+    for e in crate::analyses::REGISTRY {
+        let Some(p) = e.pool_fn().and_then(|f| f(workload, baseline, candidate)) else {
+            continue;
+        };
+        figures.0.push((e.key, p.figures));
+        notes.extend(p.note);
+    }
+    (figures, notes)
+}
+
 /// Whether `name` is a name a section may write: ASCII letters, digits,
 /// `_` and `-`, with at most one `.` that is neither first nor last.
 pub fn safe_name(name: &str) -> bool {
@@ -190,7 +457,45 @@ pub fn safe_name(name: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::safe_name;
+    use super::{safe_name, Compared, Figures};
+
+    /// Nested figures go under their key, flattened ones among the
+    /// object's own, in the order given and in their own field order.
+    #[test]
+    fn figures_are_written_nested_or_flattened_in_order() {
+        #[derive(serde::Serialize)]
+        struct Cmp {
+            z: f64,
+            a: &'static str,
+        }
+        #[derive(serde::Serialize)]
+        struct Doc {
+            workload: &'static str,
+            #[serde(flatten)]
+            figures: Figures,
+        }
+        let f = Figures(vec![
+            ("pairs", Compared::flattened(Cmp { z: 2.5, a: "x" })),
+            ("kernels", Compared::nested(None::<u8>)),
+            ("more", Compared::nested(Cmp { z: 1.0, a: "y" })),
+        ]);
+        let doc = Doc {
+            workload: "text",
+            figures: f,
+        };
+        assert_eq!(
+            serde_json::to_string(&doc).unwrap(),
+            r#"{"workload":"text","z":2.5,"a":"x","kernels":null,"more":{"z":1.0,"a":"y"}}"#
+        );
+        let none = Doc {
+            workload: "w",
+            figures: Figures::default(),
+        };
+        assert_eq!(serde_json::to_string(&none).unwrap(), r#"{"workload":"w"}"#);
+        let scalar = Figures(vec![("x", Compared::flattened(3u8))]);
+        let err = serde_json::to_string(&scalar).unwrap_err().to_string();
+        assert!(err.contains("must be a struct or a map"), "{err}");
+    }
 
     #[test]
     fn only_plain_fixed_names_are_safe() {

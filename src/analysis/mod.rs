@@ -25,7 +25,10 @@
 pub mod campaign;
 mod results;
 
-pub use campaign::{Campaign, CampaignTrace, Headline, Match, Section, SectionFile};
+pub use campaign::{
+    Campaign, CampaignTrace, Compared, Figures, Headline, Match, Pooled, Section, SectionFile,
+    TraceFacts,
+};
 pub use results::{AnyOutput, Entry, Results};
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};

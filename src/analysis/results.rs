@@ -74,6 +74,23 @@ pub type BatchStdout = fn(&super::Campaign<'_>) -> Option<super::Headline>;
 /// results (path order), its headers and a writer of one file's cells.
 pub type TraceColumnsFn = fn(&[&Results]) -> TraceColumns;
 
+/// What a trace's results say of its run, for `batch`'s matching
+/// ([`crate::api::Command::trace_facts`]).
+pub type FactsFn = for<'a> fn(&'a Results) -> Option<super::TraceFacts<'a>>;
+
+/// An analysis's figures of a matched (baseline, candidate) pair of
+/// traces ([`crate::api::Command::batch_compare`]).
+pub type CompareFn = fn(&Results, &Results) -> Option<super::Compared>;
+
+/// An analysis's figures over a workload's runs of each side
+/// ([`crate::api::Command::batch_pool`]).
+pub type PoolFn = fn(&str, &[&Results], &[&Results]) -> Option<super::Pooled>;
+
+/// The options `batch` gives an analysis from the campaign's flags
+/// ([`crate::api::Command::batch_defaults`]).
+pub type DefaultsFn =
+    fn(&crate::batch::records::CampaignOptions) -> serde_json::Map<String, serde_json::Value>;
+
 /// One file's `traces.csv` cells of one analysis.
 type TraceCells = Box<dyn Fn(&Results) -> Vec<crate::report::Cell>>;
 
@@ -110,6 +127,11 @@ pub struct Entry {
     stdout: Option<BatchStdout>,
     listed: Option<&'static str>,
     trace_columns: Option<TraceColumnsFn>,
+    report_columns: Option<TraceColumnsFn>,
+    facts: Option<FactsFn>,
+    compare: Option<CompareFn>,
+    pool: Option<PoolFn>,
+    defaults: Option<DefaultsFn>,
 }
 
 impl Entry {
@@ -128,6 +150,11 @@ impl Entry {
             stdout: None,
             listed: None,
             trace_columns: None,
+            report_columns: None,
+            facts: None,
+            compare: None,
+            pool: None,
+            defaults: None,
         }
     }
 
@@ -142,8 +169,43 @@ impl Entry {
             e.stdout = Some(A::batch_stdout);
             e.listed = A::BATCH_LISTED;
             e.trace_columns = Some(trace_columns::<A>);
+            e.report_columns = Some(report_columns::<A>);
+            e.facts = Some(facts::<A>);
+            e.compare = Some(compare::<A>);
+            e.pool = Some(pool::<A>);
+            e.defaults = Some(A::batch_defaults);
         }
         e
+    }
+
+    /// Its columns of `report.md`'s "Worker traces" table, if it runs in
+    /// batch ([`crate::api::Command::report_columns`]): labels as heads.
+    pub fn report_columns_fn(&self) -> Option<TraceColumnsFn> {
+        self.report_columns
+    }
+
+    /// What a trace's results say of its run, if it runs in batch
+    /// ([`crate::api::Command::trace_facts`]).
+    pub fn facts_fn(&self) -> Option<FactsFn> {
+        self.facts
+    }
+
+    /// Its figures of a matched pair of traces, if it runs in batch
+    /// ([`crate::api::Command::batch_compare`]).
+    pub fn compare_fn(&self) -> Option<CompareFn> {
+        self.compare
+    }
+
+    /// Its figures over a workload's runs, if it runs in batch
+    /// ([`crate::api::Command::batch_pool`]).
+    pub fn pool_fn(&self) -> Option<PoolFn> {
+        self.pool
+    }
+
+    /// The options batch gives it from the campaign's flags, if it runs in
+    /// batch ([`crate::api::Command::batch_defaults`]).
+    pub fn defaults_fn(&self) -> Option<DefaultsFn> {
+        self.defaults
     }
 
     /// Its columns of `batch`'s `traces.csv`, if it runs in batch:
@@ -220,6 +282,41 @@ fn trace_columns<A: crate::api::Command>(all: &[&Results]) -> TraceColumns {
         heads,
         cells: Box::new(cells),
     }
+}
+
+fn report_columns<A: crate::api::Command>(_: &[&Results]) -> TraceColumns {
+    let cols = A::report_columns();
+    let heads = cols
+        .iter()
+        .map(|c| c.label.clone().unwrap_or_else(|| c.key.clone()));
+    let heads = heads.collect();
+    let cells = move |r: &Results| match r.get::<A>() {
+        Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
+        None => vec![crate::report::Cell::Null; cols.len()],
+    };
+    TraceColumns {
+        heads,
+        cells: Box::new(cells),
+    }
+}
+
+fn facts<A: crate::api::Command>(r: &Results) -> Option<super::TraceFacts<'_>> {
+    r.get::<A>().and_then(A::trace_facts)
+}
+
+fn compare<A: crate::api::Command>(b: &Results, c: &Results) -> Option<super::Compared> {
+    A::batch_compare(b.get::<A>(), c.get::<A>())
+}
+
+fn pool<A: crate::api::Command>(
+    workload: &str,
+    b: &[&Results],
+    c: &[&Results],
+) -> Option<super::Pooled> {
+    fn outputs<'r, A: Analysis>(side: &[&'r Results]) -> Vec<&'r A::Output> {
+        side.iter().filter_map(|r| r.get::<A>()).collect()
+    }
+    A::batch_pool(workload, &outputs::<A>(b), &outputs::<A>(c))
 }
 
 fn set_tokens<A: Analysis>(out: &mut dyn AnyOutput, tokens: Option<u64>, source: Option<&str>) {
@@ -333,6 +430,13 @@ impl Results {
             .iter()
             .filter_map(|s| (s.entry.in_results)(&*s.value).map(|j| (s.entry.key, j)))
             .collect()
+    }
+
+    /// What the results say of the trace's run: the first registry entry's
+    /// [`crate::api::Command::trace_facts`] that gives them.
+    pub fn facts(&self) -> Option<super::TraceFacts<'_>> {
+        let mut hooks = registry().iter().filter_map(Entry::facts_fn);
+        hooks.find_map(|f| f(self))
     }
 
     /// Whether the results of the analysis with this key are here.

@@ -15,10 +15,8 @@ pub mod output;
 pub mod records;
 pub mod run;
 
-use crate::analyses::hierarchy::{Hierarchy, TraceHierarchy};
-use crate::analyses::kernels::{Kernels, TraceKernels};
-use crate::analyses::pair::{self, Comparison, Pair, Selector, TracePairs};
-use crate::analysis::{Analysis, Results};
+use crate::analysis::{campaign, Analysis, Figures, Results};
+use crate::contexts::Selector;
 use crate::runinfo::{Evidence, Mode, RunInfo};
 pub use crate::runinfo::{Manifest, ManifestError, ManifestRow};
 use crate::summary::RunSummary;
@@ -114,21 +112,6 @@ impl FileResult {
     pub fn get<A: Analysis>(&self) -> Option<&A::Output> {
         self.results.get::<A>()
     }
-
-    /// `pair`'s figures: the batch's comparisons are made of them.
-    pub fn pairs(&self) -> Option<&TracePairs> {
-        self.get::<Pair>()
-    }
-
-    /// `kernels`' figures.
-    pub fn kernels(&self) -> Option<&TraceKernels> {
-        self.get::<Kernels>()
-    }
-
-    /// `hierarchy`'s figures.
-    pub fn hierarchy(&self) -> Option<&TraceHierarchy> {
-        self.get::<Hierarchy>()
-    }
 }
 
 /// A run summary beside a trace on disk: its path, and its contents or
@@ -153,11 +136,11 @@ pub struct WorkloadComparison {
     pub workload: String,
     pub baseline_mode: String,
     pub candidate_mode: String,
+    /// Each analysis's figures of the match
+    /// ([`crate::api::Command::batch_compare`]): `pair`'s S_context and
+    /// ratios among these keys, `kernels`' under its key, …
     #[serde(flatten)]
-    pub comparison: Comparison,
-    /// The same runs by launch correlation (S_context by span and by GPU
-    /// busy time, kernels per token ratio).
-    pub kernels: Option<crate::analyses::kernels::Comparison>,
+    pub figures: Figures,
     /// Indices into `BatchResult::records`.
     #[serde(skip)]
     pub baseline_index: usize,
@@ -248,7 +231,7 @@ pub fn finalize(
                 .manifest
                 .as_ref()
                 .and_then(|m| m.lookup(&f.path, f.fs_path.as_deref())),
-            step_names: f.pairs().map_or(&[], |p| &p.step_names),
+            step_names: f.results.facts().map_or(&[], |p| p.step_names),
             dir_name: f.dir_name.as_deref(),
             ..Default::default()
         };
@@ -284,7 +267,7 @@ pub(crate) fn rank_key(r: &Record) -> Option<i64> {
             .collect();
         digits.parse().ok()
     });
-    from_name.or_else(|| r.file.pairs().and_then(|p| p.meta.rank))
+    from_name.or_else(|| r.file.results.facts().and_then(|p| p.rank))
 }
 
 /// AR against MTP over all the runs of a workload: Σ GPU spans / Σ tokens
@@ -298,8 +281,9 @@ pub struct PooledComparison {
     /// Traces pooled on each side.
     pub baseline_traces: usize,
     pub candidate_traces: usize,
+    /// Each analysis's pooled figures ([`crate::api::Command::batch_pool`]).
     #[serde(flatten)]
-    pub comparison: Comparison,
+    pub figures: Figures,
 }
 
 /// The runs of one workload, by side.
@@ -352,18 +336,15 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
             ));
         }
         for (b, c) in matches {
-            let (Some(bp), Some(cp)) = (records[b].file.pairs(), records[c].file.pairs()) else {
+            let figures = campaign::compare(&records[b].file.results, &records[c].file.results);
+            if figures.is_empty() {
                 continue;
-            };
+            }
             out.push(WorkloadComparison {
                 workload: w.to_string(),
                 baseline_mode: "ar".into(),
                 candidate_mode: records[c].run.mode().unwrap_or_default().to_string(),
-                comparison: pair::compare(bp, cp),
-                kernels: match (records[b].file.kernels(), records[c].file.kernels()) {
-                    (Some(bk), Some(ck)) => Some(crate::analyses::kernels::compare(bk, ck)),
-                    _ => None,
-                },
+                figures,
                 baseline_index: b,
                 candidate_index: c,
             });
@@ -383,7 +364,7 @@ fn workload_sides<'a>(records: &'a [Record], notes: &mut Vec<String>) -> Workloa
         if r.file.kind != Kind::Worker || r.file.status == Status::Skipped {
             continue;
         }
-        if r.file.status != Status::Ok || r.file.pairs().is_none() {
+        if r.file.status != Status::Ok || r.file.results.facts().is_none() {
             if let Some(w) = r.run.workload() {
                 by_wl.entry(w).or_default();
                 *failed
@@ -445,17 +426,13 @@ fn pool_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<PooledComp
         if sides.ar.is_empty() || sides.cand.is_empty() {
             continue;
         }
-        let pairs = |side: &[usize]| -> Vec<&TracePairs> {
-            side.iter()
-                .filter_map(|&i| records[i].file.pairs())
-                .collect()
+        let results = |side: &[usize]| -> Vec<&Results> {
+            side.iter().map(|&i| &records[i].file.results).collect()
         };
-        let (Some(b), Some(c)) = (
-            pair::pool(&format!("{w} AR (pooled)"), &pairs(&sides.ar)),
-            pair::pool(&format!("{w} candidate (pooled)"), &pairs(&sides.cand)),
-        ) else {
+        let (figures, said) = campaign::pool(w, &results(&sides.ar), &results(&sides.cand));
+        if figures.is_empty() {
             continue;
-        };
+        }
         let p = PooledComparison {
             workload: w.to_string(),
             baseline_mode: "ar".into(),
@@ -466,18 +443,15 @@ fn pool_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<PooledComp
                 .to_string(),
             baseline_traces: sides.ar.len(),
             candidate_traces: sides.cand.len(),
-            comparison: pair::compare(&b, &c),
+            figures,
         };
         if p.baseline_traces > 1 || p.candidate_traces > 1 {
-            let f = |v: Option<f64>, d: usize| v.map_or("n/a".into(), |x| format!("{x:.d$}"));
-            notes.push(format!(
-                "workload {w}: pooled over {} AR and {} {} traces (Σ GPU spans / Σ tokens per mode): S_context {}, context reduction {} %",
-                p.baseline_traces,
-                p.candidate_traces,
-                p.candidate_mode,
-                f(p.comparison.s_context, 3),
-                f(p.comparison.context_reduction_pct, 1),
-            ));
+            for note in said {
+                notes.push(format!(
+                    "workload {w}: pooled over {} AR and {} {} traces {note}",
+                    p.baseline_traces, p.candidate_traces, p.candidate_mode,
+                ));
+            }
         }
         out.push(p);
     }
@@ -575,8 +549,7 @@ mod tests {
                         r.file.path.clone(),
                         r.file.status,
                         r.run.mode.clone(),
-                        r.file.pairs().cloned(),
-                        r.file.hierarchy().cloned(),
+                        r.file.results.clone(),
                     )
                 })
                 .collect()
@@ -585,9 +558,10 @@ mod tests {
         assert_eq!(streamed.records.len(), 6);
         assert_eq!(streamed.comparisons.len(), 1);
         assert_eq!(streamed.failed().count(), 0);
-        let c = &streamed.comparisons[0].comparison;
-        assert_eq!(c.s_context, buffered.comparisons[0].comparison.s_context);
-        assert!(c.s_context.is_some());
+        let s_context =
+            |r: &BatchResult| serde_json::to_value(&r.comparisons[0]).unwrap()["s_context"].clone();
+        assert_eq!(s_context(&streamed), s_context(&buffered));
+        assert!(s_context(&streamed).as_f64().is_some());
     }
 
     #[test]

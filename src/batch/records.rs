@@ -33,9 +33,7 @@
 use super::inputs::Input;
 use super::run::{self, Plan, Unit};
 use super::{BatchOptions, BatchResult, FileResult, Manifest};
-use crate::analyses::hierarchy::Hierarchy;
-use crate::analysis::{Analysis, Plan as AnalysisPlan};
-use crate::plot::DEFAULT_PLOT_CHAINS;
+use crate::analysis::Plan as AnalysisPlan;
 use crate::trace::ReadOptions;
 use crate::Selector;
 use serde::{Deserialize, Serialize};
@@ -51,8 +49,6 @@ pub const SCHEMA: u32 = 2;
 pub enum RecordError {
     #[error("invalid context regex {regex:?}: {source}")]
     Regex { regex: String, source: regex::Error },
-    #[error("bad chain: {0}")]
-    Chain(#[from] crate::analyses::hierarchy::OptionsError),
     #[error("{0}")]
     Options(String),
     #[error("{0:?} is not a shard: K/N with 1 ≤ K ≤ N ≤ {MAX_SHARDS} (e.g. 2/8)")]
@@ -114,11 +110,6 @@ impl CampaignOptions {
     /// The options of the map step (and of `finalize`).
     pub fn batch_options(&self, quiet: bool) -> Result<BatchOptions, RecordError> {
         let selector = self.selector()?;
-        let chains: Vec<String> = if self.chains.is_empty() {
-            DEFAULT_PLOT_CHAINS.iter().map(|s| s.to_string()).collect()
-        } else {
-            self.chains.clone()
-        };
         let mut analyses = self.analyses.clone();
         for name in analyses.keys() {
             if !crate::analyses::REGISTRY.iter().any(|e| e.name == name) {
@@ -127,14 +118,22 @@ impl CampaignOptions {
                 )));
             }
         }
-        // Table 9's chains: `--chain`, else the figures' (so Table 9 and
-        // figure 4 agree), unless the hierarchy options name their own.
-        let h = analyses
-            .entry(Hierarchy::NAME.to_string())
-            .or_insert_with(|| serde_json::json!({}));
-        if let Some(obj) = h.as_object_mut() {
-            if !obj.contains_key("chains") {
-                obj.insert("chains".into(), serde_json::json!(chains));
+        // What the campaign's own flags say (`--chain`), unless an
+        // analysis's options name it.
+        for entry in crate::analyses::REGISTRY {
+            let Some(defaults) = entry.defaults_fn().map(|f| f(self)) else {
+                continue;
+            };
+            if defaults.is_empty() {
+                continue;
+            }
+            let mine = analyses
+                .entry(entry.name.to_string())
+                .or_insert_with(|| serde_json::json!({}));
+            if let Some(obj) = mine.as_object_mut() {
+                for (k, v) in defaults {
+                    obj.entry(k).or_insert(v);
+                }
             }
         }
         let mut plan = AnalysisPlan::new(selector.clone());
@@ -1098,7 +1097,7 @@ mod tests {
         let opts = options.batch_options(true).unwrap();
         let header = plan_campaign(&paths, options, None).unwrap();
         let files = map(&header, Shard::ALL, &opts);
-        assert!(files.iter().filter(|f| f.pairs().is_some()).count() >= 7);
+        assert!(files.iter().filter(|f| f.results.facts().is_some()).count() >= 7);
         let mut text = Vec::new();
         write_records(&mut text, &header, &files).unwrap();
         let lines = text

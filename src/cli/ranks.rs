@@ -79,8 +79,12 @@ pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         let Some(dir) = plot else {
             return Ok(());
         };
-        let files =
-            torchtrace::plot::ranks::render_runs(&report.runs, &dir, fmt.into(), (1400, 800))?;
+        let files = torchtrace::analyses::ranks::figure::render_runs(
+            &report.runs,
+            &dir,
+            fmt.into(),
+            (1400, 800),
+        )?;
         for f in files {
             note(global, &format!("wrote {}", f.display()));
         }

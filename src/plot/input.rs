@@ -3,8 +3,10 @@
 //! modes, workload groups, chain-function medians and comparisons.
 
 use super::{FunctionMedian, PlotInput, PlotTrace};
-use crate::analyses::hierarchy::TraceHierarchy;
-use crate::analyses::pair::{self, Comparison, TracePairs};
+use crate::analyses::hierarchy::{Hierarchy, TraceHierarchy};
+use crate::analyses::kernels::Kernels;
+use crate::analyses::pair::{self, Comparison, Pair, TracePairs};
+use crate::analysis::Results;
 use crate::runinfo::{self, Mode, RunInfo, Source};
 
 /// One analysed trace, as the figures need it.
@@ -15,6 +17,28 @@ pub struct Measured<'a> {
     /// GPU work by launch correlation (tokens already set).
     pub kernels: Option<crate::analyses::kernels::TraceKernels>,
     pub run: RunInfo,
+}
+
+impl<'a> Measured<'a> {
+    /// A trace's figures as the figures need them, if it has step contexts
+    /// (`pair`'s figures; tokens already set).
+    pub fn of(results: &'a Results, run: &RunInfo) -> Option<Measured<'a>> {
+        Some(Measured {
+            pairs: results.get::<Pair>()?.clone(),
+            hierarchy: results.get::<Hierarchy>(),
+            kernels: results.get::<Kernels>().cloned(),
+            run: run.clone(),
+        })
+    }
+}
+
+/// One trace of a campaign, as `batch` gives it to the figures.
+#[derive(Debug, Clone, Copy)]
+pub struct CampaignTrace<'a> {
+    /// Read without error: only such traces are drawn.
+    pub ok: bool,
+    pub results: &'a Results,
+    pub run: &'a RunInfo,
 }
 
 /// How traces are grouped and compared.
@@ -49,6 +73,24 @@ pub fn function_medians(h: &TraceHierarchy) -> Vec<FunctionMedian> {
 }
 
 impl PlotInput {
+    /// The figures' input of a campaign (`batch`): every trace read without
+    /// error that has step contexts, grouped and compared as batch matched
+    /// them — `matches` are (workload, baseline, candidate), indices into
+    /// `traces`.
+    pub fn from_campaign(traces: &[CampaignTrace<'_>], matches: &[(String, usize, usize)]) -> Self {
+        let pairs = |i: usize| traces.get(i)?.results.get::<Pair>();
+        let comparisons = matches
+            .iter()
+            .filter_map(|(w, b, c)| Some((w.clone(), pair::compare(pairs(*b)?, pairs(*c)?))))
+            .collect();
+        let measured = traces
+            .iter()
+            .filter(|t| t.ok)
+            .filter_map(|t| Measured::of(t.results, t.run))
+            .collect();
+        PlotInput::build(measured, Pairing::Given(comparisons))
+    }
+
     /// Builds the figures' input from measured traces.
     pub fn build(measured: Vec<Measured<'_>>, pairing: Pairing) -> PlotInput {
         let n = measured.len();

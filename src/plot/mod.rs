@@ -13,11 +13,15 @@
 //! | `fig4_hierarchy_medians`     | median inclusive duration of each chain function (Table 9)      |
 //! | `fig5_cpu_vs_gpu_span`       | per-context CPU span against GPU span: GPU-bound vs launch-bound |
 //! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
-//! | `ranks_<run>`                | `ranks`: rank × step heatmap of arrival delay, stragglers marked; wait per token per rank |
 //!
-//! An analysis draws its own batch figures (`batch`'s `fig7_…`, `fig8_…`)
-//! through [`Picture`], most simply as a [`StackedBars`] or [`BoxPlots`]
-//! built from its figures: see `crate::analysis::Section`.
+//! These six are the paper's figures, drawn from three analyses together
+//! (`pair`, `hierarchy`, `kernels`): this module is the one place besides
+//! the registry and the CLI that names them. Every other figure is drawn
+//! in its analysis's folder — `batch`'s `fig7_…`, `fig8_…` through
+//! [`Picture`], most simply as a [`StackedBars`] or [`BoxPlots`] built from
+//! its figures (see `crate::analysis::Section`), and `ranks`' heatmap
+//! (`ranks_<run>`, `crate::analyses::ranks::figure`) on this module's
+//! theme, layout and marks.
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
@@ -25,14 +29,13 @@
 //! same input gives the same bytes.
 
 mod boxes;
-mod common;
+pub(crate) mod common;
 mod distributions;
 mod gpu_work;
 mod hierarchy;
 mod input;
 mod layout;
 mod marks;
-pub mod ranks;
 mod scatter;
 mod stacked;
 mod summary;
@@ -45,7 +48,7 @@ use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
 pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
-pub use input::{function_medians, Measured, Pairing};
+pub use input::{function_medians, CampaignTrace, Measured, Pairing};
 pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
 pub use theme::{series_color, SERIES};
 

@@ -181,6 +181,70 @@ impl Command for Pair {
     fn trace_columns() -> Vec<Column<TracePairs>> {
         batch_columns()
     }
+
+    /// Step names and rank: batch matches the traces that have step
+    /// contexts to compare.
+    fn trace_facts(p: &TracePairs) -> Option<crate::analysis::TraceFacts<'_>> {
+        Some(crate::analysis::TraceFacts {
+            step_names: &p.step_names,
+            rank: p.meta.rank,
+        })
+    }
+
+    /// The match's S_context and ratios, among the comparison's own keys.
+    fn batch_compare(
+        b: Option<&TracePairs>,
+        c: Option<&TracePairs>,
+    ) -> Option<crate::analysis::Compared> {
+        Some(crate::analysis::Compared::flattened(pair::compare(b?, c?)))
+    }
+
+    /// Σ GPU spans / Σ tokens of each mode, the pooled context counts and
+    /// the medians over every measured context ([`pair::pool`]).
+    fn batch_pool(
+        workload: &str,
+        b: &[&TracePairs],
+        c: &[&TracePairs],
+    ) -> Option<crate::analysis::Pooled> {
+        let b = pair::pool(&format!("{workload} AR (pooled)"), b)?;
+        let c = pair::pool(&format!("{workload} candidate (pooled)"), c)?;
+        let cmp = pair::compare(&b, &c);
+        let f = |v: Option<f64>, d: usize| v.map_or("n/a".into(), |x| format!("{x:.d$}"));
+        let note = format!(
+            "(Σ GPU spans / Σ tokens per mode): S_context {}, context reduction {} %",
+            f(cmp.s_context, 3),
+            f(cmp.context_reduction_pct, 1),
+        );
+        Some(crate::analysis::Pooled {
+            figures: crate::analysis::Compared::flattened(cmp),
+            note: Some(note),
+        })
+    }
+
+    /// Contexts, pairs, tokens and the span medians.
+    fn report_columns() -> Vec<Column<TracePairs>> {
+        report_columns()
+    }
+}
+
+/// `report.md`'s "Worker traces" columns.
+fn report_columns() -> Vec<Column<TracePairs>> {
+    let col = |label: &str, cell: fn(&TracePairs) -> Cell| Column::new(label, label, cell);
+    vec![
+        col("contexts", |p| p.contexts.into()),
+        col("pairs", |p| p.pairs.into()),
+        col("tokens", |p| Cell::opt_i(p.completion_tokens)),
+        col("tokens/ctx", |p| Cell::opt_f(p.tokens_per_context, 3)),
+        col("CPU span med. (ms)", |p| {
+            Cell::opt_f(p.cpu_span_ms.median, 3)
+        }),
+        col("GPU span med. (ms)", |p| {
+            Cell::opt_f(p.gpu_span_ms.median, 3)
+        }),
+        col("GPU span/token (ms)", |p| {
+            Cell::opt_f(p.gpu_span_per_token_ms, 4)
+        }),
+    ]
 }
 
 /// The document `pair` prints: every trace's figures and, with two

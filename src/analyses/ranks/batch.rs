@@ -74,7 +74,7 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
         files: files(&runs),
         figures: runs
             .iter()
-            .zip(crate::plot::ranks::stems(
+            .zip(super::figure::stems(
                 &runs.iter().map(|r| r.report.clone()).collect::<Vec<_>>(),
             ))
             .map(|(r, stem)| {
@@ -284,6 +284,6 @@ impl Picture for RunFigure {
         &self.stem
     }
     fn render(&self, path: &Path, size: (u32, u32)) -> Result<(), PlotError> {
-        crate::plot::ranks::render_run(&self.run, path, size)
+        super::figure::render_run(&self.run, path, size)
     }
 }

@@ -26,6 +26,7 @@
 
 pub(crate) mod align;
 pub(crate) mod batch;
+pub mod figure;
 pub(crate) mod runs;
 pub mod view;
 

@@ -2,33 +2,30 @@
 //! "workload MODE", grouped and compared as the workload comparisons say.
 
 use crate::batch::{BatchResult, Status};
-use crate::plot::{self, ImageFormat, Measured, Pairing, PlotInput};
+use crate::plot::{self, CampaignTrace, ImageFormat, PlotInput};
 use std::path::{Path, PathBuf};
 
 /// Figure size in pixels.
 pub const FIGURE_SIZE: (u32, u32) = (1280, 800);
 
-/// The figures' input, built as `plot` builds it.
+/// The figures' input, built as `plot` builds it, from every trace's
+/// results and the workload comparisons.
 pub fn plot_input(res: &BatchResult) -> PlotInput {
-    let measured = res
+    let traces: Vec<CampaignTrace<'_>> = res
         .records
         .iter()
-        .filter(|r| r.file.status == Status::Ok)
-        .filter_map(|r| {
-            Some(Measured {
-                pairs: r.file.pairs().cloned()?,
-                hierarchy: r.file.hierarchy(),
-                kernels: r.file.kernels().cloned(),
-                run: r.run.clone(),
-            })
+        .map(|r| CampaignTrace {
+            ok: r.file.status == Status::Ok,
+            results: &r.file.results,
+            run: &r.run,
         })
         .collect();
-    let comparisons = res
+    let matches: Vec<(String, usize, usize)> = res
         .comparisons
         .iter()
-        .map(|c| (c.workload.clone(), c.comparison.clone()))
+        .map(|c| (c.workload.clone(), c.baseline_index, c.candidate_index))
         .collect();
-    PlotInput::build(measured, Pairing::Given(comparisons))
+    PlotInput::from_campaign(&traces, &matches)
 }
 
 /// Draws the figures into `dir`.

@@ -34,39 +34,39 @@ pub fn problems_table(res: &BatchResult, skipped: bool) -> Table {
     t
 }
 
-/// A short per-trace table for report.md.
+/// A short per-trace table for report.md: the trace, its status, mode
+/// and workload, then each analysis's [`crate::api::Command::report_columns`]
+/// (`pair`'s contexts, pairs, tokens and span medians).
 fn traces_overview(res: &BatchResult) -> Table {
-    let mut t = Table::new(
-        "Worker traces",
-        &[
-            "trace",
-            "status",
-            "mode",
-            "workload",
-            "contexts",
-            "pairs",
-            "tokens",
-            "tokens/ctx",
-            "CPU span med. (ms)",
-            "GPU span med. (ms)",
-            "GPU span/token (ms)",
-        ],
-    );
-    for r in res.records.iter().filter(|r| r.file.kind == Kind::Worker) {
-        let p = r.file.pairs();
-        t.row(vec![
+    let workers: Vec<_> = res
+        .records
+        .iter()
+        .filter(|r| r.file.kind == Kind::Worker)
+        .collect();
+    let all: Vec<&crate::analysis::Results> = workers.iter().map(|r| &r.file.results).collect();
+    let extra: Vec<_> = crate::analyses::REGISTRY
+        .iter()
+        .filter_map(|e| e.report_columns_fn())
+        .map(|f| f(&all))
+        .collect();
+    let mut heads: Vec<String> = ["trace", "status", "mode", "workload"]
+        .map(String::from)
+        .into();
+    heads.extend(extra.iter().flat_map(|c| c.heads.iter().cloned()));
+    let mut t = Table {
+        title: "Worker traces".into(),
+        headers: heads,
+        ..Default::default()
+    };
+    for r in workers {
+        let mut row = vec![
             Cell::text(r.file.path.clone()),
             r.file.status.as_str().into(),
             r.run.mode().map_or(Cell::Null, Cell::text),
             r.run.workload().map_or(Cell::Null, Cell::text),
-            p.map_or(Cell::Null, |p| p.contexts.into()),
-            p.map_or(Cell::Null, |p| p.pairs.into()),
-            Cell::opt_i(p.and_then(|p| p.completion_tokens)),
-            Cell::opt_f(p.and_then(|p| p.tokens_per_context), 3),
-            Cell::opt_f(p.and_then(|p| p.cpu_span_ms.median), 3),
-            Cell::opt_f(p.and_then(|p| p.gpu_span_ms.median), 3),
-            Cell::opt_f(p.and_then(|p| p.gpu_span_per_token_ms), 4),
-        ]);
+        ];
+        row.extend(extra.iter().flat_map(|c| c.cells(&r.file.results)));
+        t.row(row);
     }
     t
 }

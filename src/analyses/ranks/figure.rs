@@ -13,9 +13,9 @@
 //! The colour scale is linear from 0 to the run's largest arrival delay,
 //! so one injected 5 ms stall stands out against µs-scale jitter.
 
-use super::common::*;
-use super::{ImageFormat, PlotError};
-use crate::analyses::ranks::align::RunReport;
+use super::align::RunReport;
+use crate::plot::common::*;
+use crate::plot::{ImageFormat, PlotError};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -174,7 +174,7 @@ where
 
 /// Draws one run's figure into `path` (`png` or `svg` by extension).
 pub fn render_run(run: &RunReport, path: &Path, size: (u32, u32)) -> Result<(), PlotError> {
-    super::render_file(path, size, |root| draw(root, run), |root| draw(root, run))
+    crate::plot::render_file(path, size, |root| draw(root, run), |root| draw(root, run))
 }
 
 /// A file stem for each run: `ranks_<last part of its label>`, made

@@ -2,7 +2,7 @@
 //! trace, each with where it came from, resolved the same way for every
 //! subcommand and `batch`; and the trace labels. (Trace-file naming —
 //! suffixes, stems, which summary belongs to a trace — is
-//! [`crate::tracefile`]'s, re-exported here.)
+//! `crate::tracefile`'s, re-exported here.)
 //!
 //! Precedence (the first source that has the value wins, per value):
 //!

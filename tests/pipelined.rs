@@ -1,9 +1,10 @@
-//! The pipelined read (scanner on its own thread, parsing on the caller's)
-//! delivers exactly what the serial read delivers — the same events at the
-//! same positions, the same outcome (errors by message), the same
-//! metadata — on every real and damaged trace, with the ledger's prefilter
-//! and with every event admitted; and the analyses' figures are the same
-//! with it on or off, for any number of threads.
+//! The pipelined read (scanner on its own thread, parsing on the caller's
+//! or on 1, 2 or 4 workers) delivers exactly what the serial read
+//! delivers — the same events at the same positions, the same outcome
+//! (errors by message), the same metadata — on every real and damaged
+//! trace, with the ledger's prefilter and with every event admitted; and
+//! the analyses' figures are the same with it on or off, for any number
+//! of threads and parse workers.
 
 mod common;
 
@@ -33,6 +34,9 @@ fn record(
     format!("{out}{res:?}\n{meta:?}")
 }
 
+/// Parse workers the pipelined read is tried with (0: the caller parses).
+const WORKERS: [usize; 4] = [0, 1, 2, 4];
+
 fn filters() -> Vec<Prefilter> {
     vec![
         Prefilter::all(),
@@ -51,9 +55,16 @@ fn same_events_outcome_and_metadata_on_every_trace() {
                 continue;
             };
             let serial = record(|m, f| trace::read_decoded_with(src, &opts, &filter, m, f));
-            let src = open::open_decoded(path, Arc::default()).unwrap();
-            let piped = record(|m, f| pipelined::read(src, &opts, &filter, m, f));
-            assert!(serial == piped, "{}: the two reads differ", path.display());
+            for w in WORKERS {
+                let src = open::open_decoded(path, Arc::default()).unwrap();
+                let piped =
+                    record(|m, f| pipelined::read_with_workers(src, &opts, &filter, m, f, w));
+                assert!(
+                    serial == piped,
+                    "{}, {w} workers: the two reads differ",
+                    path.display()
+                );
+            }
         }
     }
 }
@@ -117,16 +128,19 @@ fn bad_events_and_failing_sources_agree() {
                     data: io::Cursor::new(data.clone()),
                 };
                 let serial = record(|m, f| trace::read_decoded_with(src, &opts, &filter, m, f));
-                let src = FailsAfter {
-                    data: io::Cursor::new(data.clone()),
-                };
-                let piped = record(|m, f| pipelined::read(src, &opts, &filter, m, f));
-                assert!(
-                    serial == piped,
-                    "{events} events, bad {bad_at}, big every {big_every}, cut {tail}:\n{}\n---\n{}",
-                    serial.lines().last().unwrap_or(""),
-                    piped.lines().last().unwrap_or("")
-                );
+                for w in WORKERS {
+                    let src = FailsAfter {
+                        data: io::Cursor::new(data.clone()),
+                    };
+                    let piped =
+                        record(|m, f| pipelined::read_with_workers(src, &opts, &filter, m, f, w));
+                    assert!(
+                        serial == piped,
+                        "{events} events, bad {bad_at}, big every {big_every}, cut {tail}, {w} workers:\n{}\n---\n{}",
+                        serial.lines().last().unwrap_or(""),
+                        piped.lines().last().unwrap_or("")
+                    );
+                }
             }
         }
     }
@@ -174,5 +188,35 @@ fn analyses_are_the_same_with_the_pipeline_on_or_off() {
             assert_eq!(run(&with_j, "1"), off, "{cmd:?} -j {j}");
         }
         assert_eq!(run(&cmd, "1"), off, "{cmd:?}");
+    }
+}
+
+/// One real trace, read alone (so it gets every worker its `-j` allows):
+/// the figures of the full-parse analyses are the same for `-j 1` (the
+/// caller parses) and `-j 4` (two parse workers), and with the workers
+/// set outright.
+#[test]
+fn full_parse_figures_are_the_same_for_any_j() {
+    let trace = common::sample("text_mtp");
+    let run = |args: &[&str], workers: Option<&str>| {
+        let mut cmd = common::bin();
+        cmd.env_remove(pipelined::PARSE_WORKERS_ENV)
+            .env_remove(trace::PIPELINE_ENV);
+        if let Some(w) = workers {
+            cmd.env(pipelined::PARSE_WORKERS_ENV, w);
+        }
+        let out = cmd.args(args).output().unwrap();
+        assert!(out.status.code().unwrap_or(9) <= 1, "{args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for analysis in ["kernels", "iterations", "hierarchy"] {
+        let one = run(&[analysis, "-f", "json", "-j", "1", &trace], None);
+        assert!(one.len() > 100, "{analysis}");
+        let four = run(&[analysis, "-f", "json", "-j", "4", &trace], None);
+        assert!(one == four, "{analysis}: -j 1 and -j 4 differ");
+        for w in ["1", "3", "8"] {
+            let set = run(&[analysis, "-f", "json", "-j", "1", &trace], Some(w));
+            assert!(one == set, "{analysis}: {w} parse workers differ");
+        }
     }
 }

@@ -6,7 +6,8 @@
 //!  kineto/        Kineto's Chrome-trace JSON: top-level object, traceEvents scanning
 //!                 (scan.rs, with the block scanner its child scan/fast.rs over classify.rs), event parsing
 //!                 (extract.rs by hand, event.rs by serde_json), and the pipelined read of
-//!                 files (pipelined.rs: the scanner on its own thread)
+//!                 files (pipelined.rs: the scanner on its own thread, the parse on N workers,
+//!                 delivered in file order; parsed.rs: a parsed event that crosses threads)
 //!  event.rs       the event model every format produces (Event, Args, EventPos)
 //!  prefilter.rs   the raw-bytes test that spares most events a parse
 //!  error.rs       ReadError: one variant per cause, offsets in the decompressed text
@@ -182,7 +183,11 @@ pub fn read_path_with(
     };
     let src = open::open_decoded(path, progress).map_err(wrap)?;
     if pipelined() {
-        kineto::pipelined::read(src, opts, filter, meta, on_event).map_err(wrap)
+        // Held until the read ends, so that files read side by side share
+        // the worker threads (see `claim_workers`).
+        let workers = kineto::pipelined::claim_workers();
+        kineto::pipelined::read_with_workers(src, opts, filter, meta, on_event, workers.count())
+            .map_err(wrap)
     } else {
         read_decoded_with(src, opts, filter, meta, on_event).map_err(wrap)
     }
@@ -192,8 +197,9 @@ pub fn read_path_with(
 /// the two; the output is the same).
 pub const PIPELINE_ENV: &str = "TORCHTRACE_PIPELINE";
 
-/// Whether files are read with the scanner on its own thread
-/// ([`kineto::pipelined`]): yes unless [`PIPELINE_ENV`] is `0`.
+/// Whether files are read with the scanner on its own thread and, with
+/// enough worker threads, the parse on workers ([`kineto::pipelined`]):
+/// yes unless [`PIPELINE_ENV`] is `0`.
 pub fn pipelined() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(PIPELINE_ENV).map_or(true, |v| v.trim() != "0"))

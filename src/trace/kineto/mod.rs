@@ -7,6 +7,7 @@
 pub mod event;
 pub(crate) mod extract;
 mod meta;
+mod parsed;
 pub mod pipelined;
 pub mod scan;
 mod validate;

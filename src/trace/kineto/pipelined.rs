@@ -1,40 +1,72 @@
-//! The pipelined read: the scanner on its own thread, parsing on the
-//! caller's, so that inflating, scanning and parsing overlap.
+//! The pipelined read: inflating, scanning and parsing overlap on their
+//! own threads; the analyses are fed on the caller's thread, in file order.
 //!
 //! ```text
-//!  inflate thread (pipe.rs)   scanner thread                    caller's thread
-//!  gzip → 1 MB chunks ──────► block scanner + prefilter ──────► parse (extract / serde)
-//!                             admitted events copied into        → on_event, in file order
-//!                             batches of ~256 KB ─── channel ──►
-//!                             (DEPTH batches in flight, one   ◄── batches come back
-//!                             if it is large; spent ones are      for reuse
-//!                             reused)
-//!                             end: the scan's outcome + Meta ──►
+//!  inflate thread     scanner thread               parse workers (0..N)      caller's thread
+//!  (pipe.rs)
+//!  gzip → 1 MB ─────► block scanner + prefilter;   batch k goes to worker    takes batch k from worker
+//!  chunks             admitted events copied into  k mod N, which parses     k mod N (k = 0, 1, 2, …:
+//!                     batches of ~256 KB, numbered it whole (extract /       file order), rebuilds each
+//!                     in file order ─────────────► serde) into `Parsed` ───► Event from its spans
+//!                                                  events (parsed.rs)        → on_event
+//!                     ◄──────────────────────────────── spent batches come back for reuse ──┘
+//!                     end: the scan's outcome + Meta (through the same lanes, in order)
+//!
+//!  N = 0 (one or two cores, -j 1/2): no workers; the scanner's batches go
+//!  straight to the caller's thread, which parses them itself.
 //! ```
 //!
 //! A full-parse analysis (the ledger's launch calls and GPU activities,
-//! ~22 % of a vLLM trace's events) spends about as long parsing as
-//! scanning; in one thread the two add up while the inflate thread waits.
+//! ~22 % of a vLLM trace's events) spends about three quarters of the
+//! caller's thread parsing and a fifth in the analyses' `on_event`
+//! (`perf`, `kernels` on the 1.1 GB benchmark trace); with workers parsing,
+//! what is left for that thread is rebuilding the events and feeding.
+//!
+//! Order without a reorder buffer: the scanner deals batches round-robin
+//! and the caller collects them round-robin, so batch k is always the next
+//! message of lane k mod N; each lane is a pair of bounded channels, so
+//! memory stays about DEPTH × BATCH_BYTES per worker (one batch waiting for
+//! it, one in hand, two parsed). A lane's worker also passes on the
+//! scanner's other messages (start, source failed, end) unchanged, in turn.
 //!
 //! Same events, same order, same errors as [`super::read`]: batches keep
 //! file order; the scan's own outcome comes after its last event; a parse
-//! error stops the read there (the scanner, blocked on a full channel or
-//! not, stops at its next send, and what it found after is dropped, as
-//! the serial read never gets to it). `tests/pipelined.rs` compares the two
-//! on every real and damaged trace.
+//! error ends the batch's parsing there and the caller stops at that event
+//! (the scanner and workers, blocked on a full channel or not, stop at
+//! their next send, and what they found after is dropped, as the serial
+//! read never gets to it). `tests/pipelined.rs` compares the two on every
+//! real and damaged trace, with 0, 1, 2 and 4 workers.
 
 use super::super::{Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, ReadStats};
+use super::parsed::Parsed;
 use super::{event, scan};
 use std::cell::Cell;
 use std::io::{self, Read};
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::thread::{Builder, ScopedJoinHandle};
 
 /// Admitted bytes per batch before it is sent.
 const BATCH_BYTES: usize = 256 << 10;
 
-/// Batches in flight (memory: about DEPTH × BATCH_BYTES).
+/// Batches in flight between the scanner and the caller without workers,
+/// and per worker with them (memory: about DEPTH × BATCH_BYTES each).
 const DEPTH: usize = 4;
+
+/// Per worker: batches waiting for it, and parsed batches waiting for the
+/// caller (with the one in its hands, DEPTH).
+const LANE_IN: usize = 1;
+const LANE_OUT: usize = DEPTH - 1 - LANE_IN;
+
+/// The most parse workers one read uses. Four already parse faster than
+/// one thread inflates (the parse is ~1× the inflate's CPU time on the
+/// benchmark trace); more only hold memory.
+pub const MAX_WORKERS: usize = 8;
+
+/// Sets the parse workers of every file's read (0: the caller parses), in
+/// place of the share of `-j` (see [`claim_workers`]); for measuring.
+pub const PARSE_WORKERS_ENV: &str = "TORCHTRACE_PARSE_WORKERS";
 
 /// A batch this large (an event of several MB in it) is the only one in
 /// flight: the scanner waits until it is parsed and then frees it, so
@@ -42,11 +74,28 @@ const DEPTH: usize = 4;
 /// however many large events follow one another.
 const BIG: usize = 4 * BATCH_BYTES;
 
-/// Admitted events, their bytes back to back.
+/// Admitted events, their bytes back to back; after a worker had it, the
+/// events it parsed and the error that stopped it.
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
     events: Vec<(EventPos, Range<usize>)>,
+    /// Set by a worker: `parsed` holds the first events, in order.
+    on_worker: bool,
+    parsed: Vec<Parsed>,
+    /// The event after the last of `parsed`, and its parse error.
+    failure: Option<(EventPos, ReadError)>,
+}
+
+impl Batch {
+    /// Empties a spent batch for reuse (keeping its allocations).
+    fn clear(&mut self) {
+        self.bytes.clear();
+        self.events.clear();
+        self.parsed.clear();
+        self.on_worker = false;
+        self.failure = None;
+    }
 }
 
 enum Msg {
@@ -62,8 +111,68 @@ enum Msg {
     End(Result<u64, ReadError>, Box<Meta>),
 }
 
-/// [`super::read`] with the scanner on a second thread (see the module
-/// docs): the same events, in the same order, to `on_event`.
+/// The scanner's end: message k to lane k mod N.
+struct Fanout {
+    lanes: Vec<SyncSender<Msg>>,
+    next: Cell<usize>,
+}
+
+impl Fanout {
+    /// False when the lane is gone (the caller stopped).
+    fn send(&self, msg: Msg) -> bool {
+        let k = self.next.get();
+        self.next.set((k + 1) % self.lanes.len().max(1));
+        self.lanes.get(k).is_some_and(|tx| tx.send(msg).is_ok())
+    }
+}
+
+/// The caller's end: message k from lane k mod N.
+struct Fanin {
+    lanes: Vec<Receiver<Msg>>,
+    next: usize,
+}
+
+impl Fanin {
+    /// `None` when the lane's sender went away without the end.
+    fn recv(&mut self) -> Option<Msg> {
+        let k = self.next;
+        self.next = (k + 1) % self.lanes.len().max(1);
+        self.lanes.get(k)?.recv().ok()
+    }
+}
+
+/// A worker's two channel ends: batches in, parsed batches out.
+type Lane = (Receiver<Msg>, SyncSender<Msg>);
+
+/// The channels for `workers` workers (none: scanner → caller directly).
+fn channels(workers: usize) -> (Fanout, Fanin, Vec<Lane>) {
+    let mut out = (Vec::new(), Vec::new(), Vec::new());
+    if workers == 0 {
+        let (tx, rx) = sync_channel::<Msg>(DEPTH);
+        out.0.push(tx);
+        out.1.push(rx);
+    }
+    for _ in 0..workers {
+        let (in_tx, in_rx) = sync_channel::<Msg>(LANE_IN);
+        let (out_tx, out_rx) = sync_channel::<Msg>(LANE_OUT);
+        out.0.push(in_tx);
+        out.1.push(out_rx);
+        out.2.push((in_rx, out_tx));
+    }
+    let fanout = Fanout {
+        lanes: out.0,
+        next: Cell::new(0),
+    };
+    let fanin = Fanin {
+        lanes: out.1,
+        next: 0,
+    };
+    (fanout, fanin, out.2)
+}
+
+/// [`super::read`] with the scanner on a second thread and no parse
+/// workers (see the module docs): the same events, in the same order, to
+/// `on_event`.
 pub fn read<R: Read + Send>(
     src: R,
     opts: &ReadOptions,
@@ -71,31 +180,92 @@ pub fn read<R: Read + Send>(
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Result<ReadStats, ReadError> {
-    let (full_tx, full_rx) = sync_channel::<Msg>(DEPTH);
-    let (spent_tx, spent_rx) = sync_channel::<Batch>(DEPTH + 2);
+    read_with_workers(src, opts, filter, meta, on_event, 0)
+}
+
+/// [`read`] with `workers` parse workers (at most [`MAX_WORKERS`]; 0: the
+/// caller parses): the same events, in the same order, to `on_event`,
+/// which runs on the caller's thread.
+pub fn read_with_workers<R: Read + Send>(
+    src: R,
+    opts: &ReadOptions,
+    filter: &Prefilter,
+    meta: &mut Meta,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+    workers: usize,
+) -> Result<ReadStats, ReadError> {
+    let workers = workers.min(MAX_WORKERS);
+    let (fanout, mut fanin, lanes) = channels(workers);
+    // Room for every batch in flight, so that spent ones are all reused.
+    let (spent_tx, spent_rx) = sync_channel::<Batch>(DEPTH * (workers + 1) + 2);
     std::thread::scope(|s| {
-        let scanner = std::thread::Builder::new()
+        let scanner = Builder::new()
             .name("torchtrace-scan".into())
-            .spawn_scoped(s, move || produce(src, opts, filter, full_tx, spent_rx));
-        let outcome = consume(&full_rx, &spent_tx, meta, on_event);
-        // Unblocks a scanner still sending, or waiting for a big batch
-        // (after a parse error).
-        drop(full_rx);
+            .spawn_scoped(s, move || produce(src, opts, filter, fanout, spent_rx));
+        // A worker that cannot start drops its lane: the scanner's and the
+        // caller's next use of it fail, and the read ends with an error.
+        let parsers: Vec<_> = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(k, (rx, tx))| {
+                Builder::new()
+                    .name(format!("torchtrace-parse{k}"))
+                    .spawn_scoped(s, move || work(&rx, &tx))
+            })
+            .collect();
+        let outcome = consume(&mut fanin, &spent_tx, meta, on_event);
+        // Unblocks a scanner or worker still sending, or a scanner waiting
+        // for a big batch (after a parse error).
+        drop(fanin);
         drop(spent_tx);
-        let joined = match scanner {
-            Ok(h) => h.join().is_ok(),
-            Err(_) => false,
-        };
+        let joined = parsers
+            .into_iter()
+            .fold(joined(scanner), |ok, p| joined(p) && ok);
         match outcome {
             Some(r) => r,
-            // The scanner stopped without its outcome: a bug, said so.
+            // A thread stopped without the scan's outcome: a bug, said so.
             None => Err(ReadError::Io(io::Error::other(if joined {
                 "the scanning thread stopped before the end of the data"
             } else {
-                "the scanning thread could not run or stopped early"
+                "a reading thread could not run or stopped early"
             }))),
         }
     })
+}
+
+/// Whether a thread started and ended without a panic.
+fn joined(h: io::Result<ScopedJoinHandle<'_, ()>>) -> bool {
+    h.is_ok_and(|h| h.join().is_ok())
+}
+
+/// A worker: parses each batch of its lane, passing every message on in
+/// the order it came.
+fn work(input: &Receiver<Msg>, output: &SyncSender<Msg>) {
+    while let Ok(mut msg) = input.recv() {
+        if let Msg::Events(batch) = &mut msg {
+            parse_batch(batch);
+        }
+        if output.send(msg).is_err() {
+            return; // the caller stopped
+        }
+    }
+}
+
+/// Parses a batch's events up to the first that fails (what the caller
+/// would have parsed before stopping).
+fn parse_batch(batch: &mut Batch) {
+    batch.on_worker = true;
+    batch.parsed.clear();
+    batch.parsed.reserve(batch.events.len());
+    for (at, range) in &batch.events {
+        match event::parse_event(&batch.bytes[range.clone()], *at) {
+            Ok(ev) => batch.parsed.push(Parsed::of(ev, &batch.bytes)),
+            Err(e) => {
+                batch.failure = Some((*at, e));
+                return;
+            }
+        }
+    }
 }
 
 /// The scanner's side: every admitted event into batches, then the end.
@@ -103,7 +273,7 @@ fn produce<R: Read>(
     src: R,
     opts: &ReadOptions,
     filter: &Prefilter,
-    full: SyncSender<Msg>,
+    full: Fanout,
     spent: Receiver<Batch>,
 ) {
     let mut meta = Meta::default();
@@ -116,6 +286,7 @@ fn produce<R: Read>(
     };
     let full_ref = &full;
     let mut on_start = |m: &Meta| {
+        // A caller gone is seen at the first batch.
         let _ = full_ref.send(Msg::Start(Box::new(m.clone())));
     };
     let res = scan::scan_with_start(
@@ -128,9 +299,9 @@ fn produce<R: Read>(
             if failed.get() && !told {
                 told = true;
                 let before = std::mem::take(&mut batch);
-                let sent = before.events.is_empty() || full_ref.send(Msg::Events(before)).is_ok();
-                if !sent || full_ref.send(Msg::SourceFailed).is_err() {
-                    return Err(ReadError::Io(io::Error::other("reader gone")));
+                let sent = before.events.is_empty() || full_ref.send(Msg::Events(before));
+                if !sent || !full_ref.send(Msg::SourceFailed) {
+                    return Err(gone());
                 }
             }
             let from = batch.bytes.len();
@@ -138,23 +309,27 @@ fn produce<R: Read>(
             batch.events.push((at, from..batch.bytes.len()));
             if batch.bytes.len() >= BATCH_BYTES {
                 let mut next = spent.try_recv().unwrap_or_default();
-                next.bytes.clear();
-                next.events.clear();
+                next.clear();
                 let full_batch = std::mem::replace(&mut batch, next);
                 let big = full_batch.bytes.capacity() >= BIG;
-                if full_ref.send(Msg::Events(full_batch)).is_err() || big && !big_came_back(&spent)
-                {
+                if !full_ref.send(Msg::Events(full_batch)) || big && !big_came_back(&spent) {
                     // The caller stopped (a parse error): so do we.
-                    return Err(ReadError::Io(io::Error::other("reader gone")));
+                    return Err(gone());
                 }
             }
             Ok(())
         },
     );
-    if !batch.events.is_empty() && full.send(Msg::Events(batch)).is_err() {
+    if !batch.events.is_empty() && !full.send(Msg::Events(batch)) {
         return;
     }
     let _ = full.send(Msg::End(res, Box::new(meta)));
+}
+
+/// What the scanner's callback answers once the caller has stopped (never
+/// seen: the caller has its own outcome by then).
+fn gone() -> ReadError {
+    ReadError::Io(io::Error::other("reader gone"))
 }
 
 /// Waits until the caller has parsed the big batch just sent (it sends
@@ -172,9 +347,9 @@ fn big_came_back(spent: &Receiver<Batch>) -> bool {
 
 /// After a bad event at `index` that came after the source failed: the
 /// source's error, as the serial read reports it when it stops there.
-fn source_error(full: &Receiver<Msg>, index: u64) -> Option<Result<ReadStats, ReadError>> {
+fn source_error(full: &mut Fanin, index: u64) -> Option<Result<ReadStats, ReadError>> {
     loop {
-        if let Msg::End(res, _) = full.recv().ok()? {
+        if let Msg::End(res, _) = full.recv()? {
             return Some(Err(match res {
                 Err(e) => e.with_events(index),
                 Ok(_) => ReadError::Io(io::Error::other("the source failed, then did not")),
@@ -202,10 +377,14 @@ impl<R: Read> Read for Watch<'_, R> {
     }
 }
 
-/// The caller's side: parse and deliver each event; `None` when the
-/// scanner went away without saying how the scan ended.
+/// How a batch's delivery ended: every event delivered, or the event that
+/// failed to parse (where it is, and its error).
+type Delivered = Result<(), (EventPos, ReadError)>;
+
+/// The caller's side: deliver each event (parsing it here when no worker
+/// did); `None` when a thread went away without saying how the scan ended.
 fn consume(
-    full: &Receiver<Msg>,
+    full: &mut Fanin,
     spent: &SyncSender<Batch>,
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
@@ -213,25 +392,19 @@ fn consume(
     let mut parsed = 0u64;
     let mut source_failed = false;
     loop {
-        match full.recv().ok()? {
+        match full.recv()? {
             Msg::Start(m) => *meta = *m,
             Msg::SourceFailed => source_failed = true,
-            Msg::Events(batch) => {
-                for (at, range) in &batch.events {
-                    let ev = match event::parse_event(&batch.bytes[range.clone()], *at) {
-                        Ok(ev) => ev,
-                        Err(_) if source_failed => return source_error(full, at.index),
-                        Err(e) => return Some(Err(e)),
-                    };
-                    parsed += 1;
-                    on_event(&ev, *at);
-                }
-                if batch.bytes.capacity() >= BIG {
-                    // The scanner waits for it (see `big_came_back`); it
-                    // is gone when the scan has ended.
-                    let _ = spent.send(batch);
+            Msg::Events(mut batch) => {
+                let delivered = if batch.on_worker {
+                    deliver_parsed(&mut batch, &mut parsed, on_event)
                 } else {
-                    let _ = spent.try_send(batch);
+                    parse_and_deliver(&batch, &mut parsed, on_event)
+                };
+                match delivered {
+                    Ok(()) => give_back(batch, spent),
+                    Err((at, _)) if source_failed => return source_error(full, at.index),
+                    Err((_, e)) => return Some(Err(e)),
                 }
             }
             Msg::End(res, m) => {
@@ -243,6 +416,172 @@ fn consume(
                     Ok(ReadStats { events, parsed })
                 }));
             }
+        }
+    }
+}
+
+/// Parses and delivers a batch's events on this thread (no workers).
+fn parse_and_deliver(
+    batch: &Batch,
+    parsed: &mut u64,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+) -> Delivered {
+    for (at, range) in &batch.events {
+        let ev = event::parse_event(&batch.bytes[range.clone()], *at).map_err(|e| (*at, e))?;
+        *parsed += 1;
+        on_event(&ev, *at);
+    }
+    Ok(())
+}
+
+/// Delivers the events a worker parsed, then its error if it stopped at one.
+fn deliver_parsed(
+    batch: &mut Batch,
+    parsed: &mut u64,
+    on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+) -> Delivered {
+    let bytes = &batch.bytes;
+    // One parsed event per event, in order, from the first.
+    for (p, &(at, ref range)) in batch.parsed.drain(..).zip(&batch.events) {
+        let ev = match p.into_event(bytes) {
+            Some(ev) => ev,
+            // Not reached (spans are text of these bytes); parsed again
+            // rather than trusted.
+            None => event::parse_event(&bytes[range.clone()], at).map_err(|e| (at, e))?,
+        };
+        *parsed += 1;
+        on_event(&ev, at);
+    }
+    batch.failure.take().map_or(Ok(()), Err)
+}
+
+/// Hands a spent batch back to the scanner for reuse.
+fn give_back(batch: Batch, spent: &SyncSender<Batch>) {
+    if batch.bytes.capacity() >= BIG {
+        // The scanner waits for it (see `big_came_back`); it is gone when
+        // the scan has ended.
+        let _ = spent.send(batch);
+    } else {
+        let _ = spent.try_send(batch);
+    }
+}
+
+/// Parse workers held by the reads in progress (see [`claim_workers`]).
+static IN_USE: AtomicUsize = AtomicUsize::new(0);
+
+/// Parse workers for one read, given back when dropped.
+#[derive(Debug)]
+pub struct Workers {
+    count: usize,
+    /// Whether `count` was taken from the process's share ([`IN_USE`]).
+    shared: bool,
+}
+
+impl Workers {
+    /// How many to start.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        if self.shared {
+            IN_USE.fetch_sub(self.count, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The parse workers for the read of one file: [`PARSE_WORKERS_ENV`] when
+/// set, else a share of the worker threads (`-j`, rayon's pool): all
+/// reads in progress together hold at most that many less two (a file's
+/// inflate and scan threads run anyway), and one read at most
+/// [`MAX_WORKERS`]. So `-j 1` and `-j 2` (and two cores) parse on the
+/// caller's thread as before, and files read side by side do not each
+/// start a pool: the first take the workers, later ones none.
+pub fn claim_workers() -> Workers {
+    if let Some(n) = std::env::var(PARSE_WORKERS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return Workers {
+            count: n.min(MAX_WORKERS),
+            shared: false,
+        };
+    }
+    let share = rayon::current_num_threads().saturating_sub(2);
+    let mut count = 0;
+    // Never fails: the closure always answers.
+    let _ = IN_USE.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |used| {
+        count = share.saturating_sub(used).min(MAX_WORKERS);
+        Some(used + count)
+    });
+    Workers {
+        count,
+        shared: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(events: usize) -> Vec<u8> {
+        let mut d = String::from("{\"traceEvents\": [");
+        for i in 0..events {
+            if i > 0 {
+                d.push(',');
+            }
+            d.push_str(&format!(
+                "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\\\"{i}\", \"pid\": 0, \"tid\": \"s\", \"ts\": {i}.5, \"dur\": 1}}"
+            ));
+        }
+        d.push_str("]}");
+        d.into_bytes()
+    }
+
+    fn names(workers: usize, data: &[u8]) -> (Vec<String>, u64) {
+        let mut meta = Meta::default();
+        let mut seen = Vec::new();
+        let stats = read_with_workers(
+            data,
+            &ReadOptions::default(),
+            &Prefilter::all(),
+            &mut meta,
+            &mut |ev, at| seen.push(format!("{} {} {:?}", at.index, ev.name, ev.ts)),
+            workers,
+        )
+        .unwrap();
+        assert_eq!(stats.events, stats.parsed);
+        (seen, stats.events)
+    }
+
+    #[test]
+    fn workers_deliver_in_file_order() {
+        // ~5 MB: twenty batches or so, dealt over the workers.
+        let data = doc(60_000);
+        let serial = names(0, &data);
+        assert_eq!(serial.1, 60_000);
+        for w in [1, 2, 3, 8, 100] {
+            assert_eq!(names(w, &data), serial, "{w} workers");
+        }
+    }
+
+    #[test]
+    fn one_or_two_threads_mean_no_workers() {
+        let with = |threads: usize| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .build()
+                .unwrap()
+                .install(|| claim_workers().count())
+        };
+        if std::env::var_os(PARSE_WORKERS_ENV).is_none() {
+            assert_eq!(with(1), 0);
+            assert_eq!(with(2), 0);
+            // Reads of other tests may hold some of the share meanwhile.
+            assert!(with(4) <= 2);
+            assert!(with(64) <= MAX_WORKERS);
         }
     }
 }

@@ -363,6 +363,30 @@ pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult 
 
 type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 
+/// Every analysis's finish, at the same time on rayon's threads: they
+/// share only `finished`, read-only, and each puts its own result, so the
+/// results are the same whatever order they end in (kept in registry
+/// order). A plan of one analysis stays on the calling thread. `batch`'s
+/// six finishes (the ledger's queries, the timeline, the iterations'
+/// sweep, …) ran one after another after the read, single-threaded.
+fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
+    use rayon::prelude::*;
+    let finish = |a: Box<dyn Stage>| {
+        let mut r = Results::default();
+        a.finish(finished, &mut r);
+        r
+    };
+    let parts: Vec<Results> = match stages.len() {
+        0 | 1 => stages.into_iter().map(finish).collect(),
+        _ => stages.into_par_iter().map(finish).collect(),
+    };
+    let mut results = Results::default();
+    for part in parts {
+        results.absorb(part);
+    }
+    results
+}
+
 /// The driver: one read with the union of the prefilters, then selection,
 /// the ledger, and every analysis's finish.
 fn drive<F>(label: &str, plan: &Plan, with_ledger: bool, read: F) -> TraceResult
@@ -402,10 +426,7 @@ where
         events,
         error: error.as_ref(),
     };
-    let mut results = Results::default();
-    for a in stages {
-        a.finish(&finished, &mut results);
-    }
+    let results = finish_all(stages, &finished);
     TraceResult {
         path: label.to_string(),
         meta: meta.clone(),

@@ -381,6 +381,18 @@ impl Results {
         self.slots.insert(at, slot);
     }
 
+    /// Moves `other`'s results in (replacing this one's of the same
+    /// analyses), each where registry order puts it; analyses outside the
+    /// registry after, in the order they came.
+    pub fn absorb(&mut self, other: Results) {
+        for slot in other.slots {
+            let analysis = (slot.entry.analysis)();
+            self.slots.retain(|s| (s.entry.analysis)() != analysis);
+            let at = self.slots.partition_point(|s| s.rank <= slot.rank);
+            self.slots.insert(at, slot);
+        }
+    }
+
     /// Analysis `A`'s result, if it ran.
     pub fn get<A: Analysis>(&self) -> Option<&A::Output> {
         self.slot::<A>()

@@ -6,12 +6,8 @@
 //! most `max` of them, the `…` included.
 
 /// `s` cut to at most `max` characters, the last of them `…`.
-///
-/// ```
-/// use torchtrace::text::ellipsize_end;
-/// assert_eq!(ellipsize_end("flash_fwd_kernel", 8), "flash_f…");
-/// assert_eq!(ellipsize_end("short", 8), "short");
-/// ```
+/// `("flash_fwd_kernel", 8)` → `flash_f…`; `("short", 8)` → `short`
+/// (`tests::the_doc_examples`).
 pub fn ellipsize_end(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         None => s.to_string(),
@@ -25,11 +21,7 @@ pub fn ellipsize_end(s: &str, max: usize) -> String {
 
 /// `s` shortened in the middle to `head…tail`, at most `max` characters
 /// (head and tail of equal length).
-///
-/// ```
-/// use torchtrace::text::ellipsize_middle;
-/// assert_eq!(ellipsize_middle("dp0_pp0_tp0_rank0", 9), "dp0_…ank0");
-/// ```
+/// `("dp0_pp0_tp0_rank0", 9)` → `dp0_…ank0`.
 pub fn ellipsize_middle(s: &str, max: usize) -> String {
     let chars: Vec<char> = s.chars().collect();
     if chars.len() <= max {
@@ -43,6 +35,14 @@ pub fn ellipsize_middle(s: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_doc_examples() {
+        use super::{ellipsize_end, ellipsize_middle};
+        assert_eq!(ellipsize_end("flash_fwd_kernel", 8), "flash_f…");
+        assert_eq!(ellipsize_end("short", 8), "short");
+        assert_eq!(ellipsize_middle("dp0_pp0_tp0_rank0", 9), "dp0_…ank0");
+    }
+
     use super::*;
 
     #[test]

@@ -363,22 +363,36 @@ pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult 
 
 type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 
-/// Every analysis's finish, at the same time on rayon's threads: they
-/// share only `finished`, read-only, and each puts its own result, so the
-/// results are the same whatever order they end in (kept in registry
-/// order). A plan of one analysis stays on the calling thread. `batch`'s
-/// six finishes (the ledger's queries, the timeline, the iterations'
-/// sweep, …) ran one after another after the read, single-threaded.
+/// Every analysis's finish, at the same time on scoped threads: they share
+/// only `finished`, read-only, and each puts its own result, so the results
+/// are the same whatever order they end in (kept in registry order).
+/// `batch`'s six finishes (the ledger's queries, the timeline, the
+/// iterations' sweep, …) ran one after another after the read.
+///
+/// Not rayon's pool: a read may itself run on a rayon thread (batch's
+/// files), and a pool thread that waits for its finishes steals other
+/// jobs — an archive member's, say, blocked on the very reader thread that
+/// waits here — a deadlock. With one analysis, or `-j 1`, it stays on
+/// the calling thread.
 fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
-    use rayon::prelude::*;
     let finish = |a: Box<dyn Stage>| {
         let mut r = Results::default();
         a.finish(finished, &mut r);
         r
     };
-    let parts: Vec<Results> = match stages.len() {
-        0 | 1 => stages.into_iter().map(finish).collect(),
-        _ => stages.into_par_iter().map(finish).collect(),
+    let parts: Vec<Results> = if stages.len() < 2 || rayon::current_num_threads() < 2 {
+        stages.into_iter().map(finish).collect()
+    } else {
+        std::thread::scope(|s| {
+            let running: Vec<_> = stages
+                .into_iter()
+                .map(|a| s.spawn(move || finish(a)))
+                .collect();
+            running
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        })
     };
     let mut results = Results::default();
     for part in parts {

@@ -160,7 +160,8 @@ pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
     // (query, launch position): each launch once, sorted by query.
     let mut owned: Vec<(u32, u32)> = Vec::new();
     for (k, &call) in calls.iter().enumerate() {
-        let pick = match (by_thread[k], by_process[k]) {
+        let some = |q: u32| (q != NONE).then_some(q);
+        let pick = match (some(by_thread[k]), some(by_process[k])) {
             (Some(t), Some(p)) => {
                 overlaps.across_scopes += 1;
                 let inner = queries[t as usize].depth() >= queries[p as usize].depth();
@@ -195,15 +196,14 @@ fn works_of(ledger: &Ledger, n: usize, owned: &[(u32, u32)]) -> Vec<Work> {
 /// A range open in the sweep: max-heap order = innermost first.
 type Open = ((Ns, Reverse<Ns>, u64), Ns, u32);
 
+/// No query holds the launch (in [`sweep`]'s answer).
+const NONE: u32 = u32::MAX;
+
 /// For each launch position in `calls`, the innermost query of `scope`
-/// holding it.
-fn sweep(
-    ledger: &Ledger,
-    queries: &[Query],
-    calls: &[u32],
-    scope: LaunchScope,
-) -> Vec<Option<u32>> {
-    let mut out = vec![None; calls.len()];
+/// holding it ([`NONE`] if none). Memory: 4 B per launch for the answer,
+/// and with process scope 4 B more for the (pid, ts) order.
+fn sweep(ledger: &Ledger, queries: &[Query], calls: &[u32], scope: LaunchScope) -> Vec<u32> {
+    let mut out = vec![NONE; calls.len()];
     let mut qs: Vec<(u32, Ns, u32)> = queries
         .iter()
         .enumerate()
@@ -213,9 +213,9 @@ fn sweep(
         return out;
     }
     qs.sort_unstable();
-    // Launches by (group, ts); `calls` is in (lane, ts) order already.
-    let group_of = |c: u32| {
-        let (lane, pid, ts, index) = ledger.launch_at(c);
+    // Launches by (group, ts, index); `calls` is in (lane, ts) order already.
+    let key = |k: u32| {
+        let (lane, pid, ts, index) = ledger.launch_at(calls[k as usize]);
         let g = if scope == LaunchScope::Process {
             pid
         } else {
@@ -223,20 +223,19 @@ fn sweep(
         };
         (g, ts, index)
     };
-    let mut order: Vec<(u32, Ns, u64, usize)> = calls
-        .iter()
-        .enumerate()
-        .map(|(k, &c)| {
-            let (g, ts, index) = group_of(c);
-            (g, ts, index, k)
-        })
-        .collect();
+    let mut order: Vec<u32> = Vec::new();
     if scope == LaunchScope::Process {
-        order.sort_unstable();
+        order = (0..calls.len() as u32).collect();
+        order.sort_unstable_by_key(|&k| (key(k), k));
     }
+    let ks: Box<dyn Iterator<Item = u32>> = match scope {
+        LaunchScope::Process => Box::new(order.iter().copied()),
+        _ => Box::new(0..calls.len() as u32),
+    };
     let mut heap: BinaryHeap<Open> = BinaryHeap::new();
     let (mut next, mut group) = (0usize, None);
-    for (g, ts, _, k) in order {
+    for k in ks {
+        let (g, ts, _) = key(k);
         if group != Some(g) {
             heap.clear();
             group = Some(g);
@@ -255,7 +254,7 @@ fn sweep(
         while heap.peek().is_some_and(|top| top.1 <= ts) {
             heap.pop();
         }
-        out[k] = heap.peek().map(|top| top.2);
+        out[k as usize] = heap.peek().map_or(NONE, |top| top.2);
     }
     out
 }

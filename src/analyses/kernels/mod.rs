@@ -407,7 +407,7 @@ fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> V
     let mut by_name: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
     for w in measured {
         for &id in &w.activities {
-            let a = &ledger.activities[id as usize];
+            let a = ledger.activities.get(id as usize);
             if a.kind == Kind::Kernel {
                 by_name
                     .entry(ledger.names.resolve(a.name))

@@ -1114,10 +1114,10 @@ impl Ledger {
             .map(|l| self.acts(l).positions())
     }
 
-    /// Positions (in `launches`) of the launch calls that own ≥ 1 activity,
+    /// How many launch calls own ≥ 1 activity: their positions `0..n` are
     /// in (lane, ts, index) order.
-    pub(super) fn working_launches(&self) -> impl Iterator<Item = u32> + '_ {
-        0..self.launches.len() as u32
+    pub(super) fn working_launches(&self) -> usize {
+        self.launches.len()
     }
 
     /// (lane, pid, ts, file index) of the launch call at position `i`.
@@ -1129,11 +1129,18 @@ impl Ledger {
     }
 
     /// The GPU work of the launch calls at positions `calls` (each owning
-    /// ≥ 1 activity; from [`Ledger::working_launches`]).
+    /// ≥ 1 activity; positions below [`Ledger::working_launches`]).
     pub(super) fn work_of(&self, calls: &[u32]) -> Work {
         let mut w = Work::default();
-        let mut ivs: Vec<Iv> = Vec::new();
-        let mut starts: Vec<i64> = Vec::new();
+        // Once, exactly: a context's activity list is kept to the end.
+        let n: usize = calls
+            .iter()
+            .filter_map(|&i| self.launches.get(i as usize))
+            .map(|l| self.acts(l).len())
+            .sum();
+        w.activities.reserve_exact(n);
+        let mut ivs: Vec<Iv> = Vec::with_capacity(n);
+        let mut starts: Vec<i64> = Vec::with_capacity(n);
         let mut queue: Vec<i64> = Vec::new();
         for &i in calls {
             let l = &self.launches[i as usize];

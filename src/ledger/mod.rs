@@ -360,6 +360,7 @@ impl Activities {
 
     /// The exact fields of the activity at `i` (its correlation only as
     /// present or not).
+    #[inline]
     fn raw(&self, i: usize) -> RawAct {
         let r = self.recs.get(i);
         let (start, dur, name) = match r.meta & REC_WIDE {
@@ -399,6 +400,7 @@ impl Activities {
     }
 
     /// The activity at position `i` (a zero-length kernel at 0 out of range).
+    #[inline]
     pub fn get(&self, i: usize) -> Activity {
         let a = self.raw(i);
         Activity {
@@ -416,12 +418,16 @@ impl Activities {
     }
 
     /// The activities at positions `r`.
-    pub fn range(&self, r: Range<usize>) -> impl ExactSizeIterator<Item = Activity> + '_ {
-        r.map(|i| self.get(i))
+    pub fn range(&self, r: Range<usize>) -> ActIter<'_> {
+        ActIter {
+            store: self,
+            at: r.start,
+            end: r.end.max(r.start),
+        }
     }
 
     /// Every activity, by position.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Activity> + '_ {
+    pub fn iter(&self) -> ActIter<'_> {
         self.range(0..self.len())
     }
 
@@ -447,6 +453,32 @@ impl Activities {
     }
 }
 
+/// Activities decoded one by one ([`Activities::range`]).
+#[derive(Debug, Clone)]
+pub struct ActIter<'a> {
+    store: &'a Activities,
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for ActIter<'_> {
+    type Item = Activity;
+
+    fn next(&mut self) -> Option<Activity> {
+        (self.at < self.end).then(|| {
+            self.at += 1;
+            self.store.get(self.at - 1)
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.at;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for ActIter<'_> {}
+
 /// A launch call's activities in [`Ledger::activities`].
 #[derive(Debug, Clone, Copy)]
 pub struct Acts<'a> {
@@ -456,7 +488,7 @@ pub struct Acts<'a> {
 }
 
 impl<'a> Acts<'a> {
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Activity> + 'a {
+    pub fn iter(&self) -> ActIter<'a> {
         self.store.range(self.first..self.end)
     }
 
@@ -476,10 +508,10 @@ impl<'a> Acts<'a> {
 
 impl<'a> IntoIterator for Acts<'a> {
     type Item = Activity;
-    type IntoIter = Box<dyn ExactSizeIterator<Item = Activity> + 'a>;
+    type IntoIter = ActIter<'a>;
 
     fn into_iter(self) -> Self::IntoIter {
-        Box::new(self.iter())
+        self.iter()
     }
 }
 

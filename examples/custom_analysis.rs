@@ -105,7 +105,7 @@ impl Analysis for EventsPerCategory {
         let queries = context_queries(trace.steps, trace.contexts, ledger, LaunchScope::Auto);
         for work in attribute(ledger, &queries).works {
             for &id in &work.activities {
-                match ledger.activities[id as usize].kind {
+                match ledger.activities.get(id as usize).kind {
                     Kind::Kernel => out.context_kernels += 1,
                     Kind::Memcpy => out.context_memcpys += 1,
                     Kind::Memset => out.context_memsets += 1,

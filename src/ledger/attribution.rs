@@ -149,61 +149,74 @@ pub struct Attribution {
 }
 
 /// Attributes the ledger's launch calls to `queries` (see the module docs).
+/// Memory: 8 B per launch call owning activities (the two sweeps'
+/// answers, then the picks and their order by query), 8 B per query.
 pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
-    let calls: Vec<u32> = ledger.working_launches().collect();
-    let by_thread = sweep(ledger, queries, &calls, LaunchScope::Thread);
-    let by_process = sweep(ledger, queries, &calls, LaunchScope::Process);
+    let n = ledger.working_launches();
+    let mut picks = sweep(ledger, queries, n, LaunchScope::Thread);
+    let by_process = sweep(ledger, queries, n, LaunchScope::Process);
     let mut overlaps = overlaps_of(queries, LaunchScope::Thread);
     let p = overlaps_of(queries, LaunchScope::Process);
     overlaps.nested += p.nested;
     overlaps.partial += p.partial;
-    // (query, launch position): each launch once, sorted by query.
-    let mut owned: Vec<(u32, u32)> = Vec::new();
-    for (k, &call) in calls.iter().enumerate() {
-        let pick = match (by_thread[k], by_process[k]) {
-            (Some(t), Some(p)) => {
+    // Each launch call to one query at most.
+    for (pick, &p) in picks.iter_mut().zip(&by_process) {
+        *pick = match (*pick, p) {
+            (NONE, p) => p,
+            (t, NONE) => t,
+            (t, p) => {
                 overlaps.across_scopes += 1;
                 let inner = queries[t as usize].depth() >= queries[p as usize].depth();
-                Some(if inner { t } else { p })
+                if inner {
+                    t
+                } else {
+                    p
+                }
             }
-            (t, p) => t.or(p),
         };
-        if let Some(q) = pick {
-            owned.push((q, call));
-        }
     }
-    owned.sort_unstable();
+    drop(by_process);
     Attribution {
-        works: works_of(ledger, queries.len(), &owned),
+        works: works_of(ledger, queries.len(), &picks),
         overlaps,
     }
 }
 
-/// Per query, the work of the launch calls it owns (`owned` sorted by query).
-fn works_of(ledger: &Ledger, n: usize, owned: &[(u32, u32)]) -> Vec<Work> {
-    let mut works = Vec::with_capacity(n);
-    let mut rest = owned;
-    for q in 0..n as u32 {
-        let take = rest.partition_point(|&(o, _)| o == q);
-        let calls: Vec<u32> = rest[..take].iter().map(|&(_, c)| c).collect();
-        works.push(ledger.work_of(&calls));
-        rest = &rest[take..];
+/// Per query, the work of the launch calls it owns (`picks[k]`: the query
+/// of launch position k, or [`NONE`]): a counting sort by query, launch
+/// positions ascending within each.
+fn works_of(ledger: &Ledger, n: usize, picks: &[u32]) -> Vec<Work> {
+    let mut starts = vec![0u32; n + 1];
+    for &q in picks.iter().filter(|&&q| (q as usize) < n) {
+        starts[q as usize + 1] += 1;
     }
-    works
+    for q in 1..starts.len() {
+        starts[q] += starts[q - 1];
+    }
+    let mut next = starts.clone();
+    let mut by_query = vec![0u32; starts[n] as usize];
+    for (k, &q) in picks.iter().enumerate() {
+        if let Some(at) = next.get_mut(q as usize).filter(|_| (q as usize) < n) {
+            by_query[*at as usize] = k as u32;
+            *at += 1;
+        }
+    }
+    (0..n)
+        .map(|q| ledger.work_of(&by_query[starts[q] as usize..starts[q + 1] as usize]))
+        .collect()
 }
 
 /// A range open in the sweep: max-heap order = innermost first.
 type Open = ((Ns, Reverse<Ns>, u64), Ns, u32);
 
-/// For each launch position in `calls`, the innermost query of `scope`
-/// holding it.
-fn sweep(
-    ledger: &Ledger,
-    queries: &[Query],
-    calls: &[u32],
-    scope: LaunchScope,
-) -> Vec<Option<u32>> {
-    let mut out = vec![None; calls.len()];
+/// No query holds the launch (in [`sweep`]'s answer).
+const NONE: u32 = u32::MAX;
+
+/// For each launch position in `0..calls`, the innermost query of `scope`
+/// holding it ([`NONE`] if none). Memory: 4 B per launch for the answer,
+/// and with process scope 4 B more for the (pid, ts) order.
+fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -> Vec<u32> {
+    let mut out = vec![NONE; calls];
     let mut qs: Vec<(u32, Ns, u32)> = queries
         .iter()
         .enumerate()
@@ -213,9 +226,9 @@ fn sweep(
         return out;
     }
     qs.sort_unstable();
-    // Launches by (group, ts); `calls` is in (lane, ts) order already.
-    let group_of = |c: u32| {
-        let (lane, pid, ts, index) = ledger.launch_at(c);
+    // Launches by (group, ts, index); positions are in (lane, ts) order already.
+    let key = |k: u32| {
+        let (lane, pid, ts, index) = ledger.launch_at(k);
         let g = if scope == LaunchScope::Process {
             pid
         } else {
@@ -223,20 +236,19 @@ fn sweep(
         };
         (g, ts, index)
     };
-    let mut order: Vec<(u32, Ns, u64, usize)> = calls
-        .iter()
-        .enumerate()
-        .map(|(k, &c)| {
-            let (g, ts, index) = group_of(c);
-            (g, ts, index, k)
-        })
-        .collect();
+    let mut order: Vec<u32> = Vec::new();
     if scope == LaunchScope::Process {
-        order.sort_unstable();
+        order = (0..calls as u32).collect();
+        order.sort_unstable_by_key(|&k| (key(k), k));
     }
+    let ks: Box<dyn Iterator<Item = u32>> = match scope {
+        LaunchScope::Process => Box::new(order.iter().copied()),
+        _ => Box::new(0..calls as u32),
+    };
     let mut heap: BinaryHeap<Open> = BinaryHeap::new();
     let (mut next, mut group) = (0usize, None);
-    for (g, ts, _, k) in order {
+    for k in ks {
+        let (g, ts, _) = key(k);
         if group != Some(g) {
             heap.clear();
             group = Some(g);
@@ -255,7 +267,7 @@ fn sweep(
         while heap.peek().is_some_and(|top| top.1 <= ts) {
             heap.pop();
         }
-        out[k] = heap.peek().map(|top| top.2);
+        out[k as usize] = heap.peek().map_or(NONE, |top| top.2);
     }
     out
 }

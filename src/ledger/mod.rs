@@ -20,35 +20,55 @@
 //! Memory: every launch call and GPU activity is kept until the end of the
 //! read (Kineto writes the CPU side first and the GPU activities after it,
 //! and nothing is sorted, so no activity can be attributed before the file
-//! ends; the timeline needs every activity interval anyway). So the records
-//! are small: 40 bytes per launch call (56 before) and 24 per activity (32
-//! before), durations and correlation ids held as `u32` — what they are in
-//! every real trace: durations under 4.29 s, ids small non-negative
-//! integers issued in order — with an exact escape for anything else:
+//! ends; the timeline needs every activity interval anyway). So they are
+//! kept in as few bytes as the data allows, in two stages (sizes: the
+//! text_mtp sample, 1604 launch calls and 3512 activities per copy):
 //!
 //! ```text
-//! Launch (32 B)  | ts: i64 | index: u64 | dur: u32 | corr: u32 | lane: u32 | name: u32 |
-//!   + its activities in the ledger (8 B): | first: u32 | count: u32 |
-//! Act (24 B)     | start: i64 | dur: u32 | corr: u32 | name: u32 | kind: u8 | flags: u8 | pad |
-//!   (collected; once sorted by (has_corr, corr, start, end), each becomes an
-//!    Activity (24 B) | start: i64 | end: i64 | name: u32 | kind | has_corr | in place)
+//! while reading: two varint streams (pack::Packed, 1 MiB chunks, no Vec doubling)
+//!   launch   | Δts | Δindex | dur | Δcorr | lane | name |                  ≈ 10 B (was 40)
+//!   activity | Δstart | dur | name·8 + kind·2 + has_corr | Δcorr if any |  ≈ 7 B (was 24)
+//!   Δ = zigzag(value − previous record's value, wrapping): every i64 exact, no escape
 //!
-//! dur == u32::MAX (launch) or the WIDE flag (activity): the real (dur, corr)
-//! are `wide[corr]`, exact i64s — a dur ≥ u32::MAX ns, or a correlation id
-//! outside 0..=u32::MAX (negative, huge):
-//!   Launch { dur: u32::MAX, corr: 0 } ──► wide[0] = Wide { dur: 5_000_000_000, corr: -7 }
+//! end of read: correlation ids are dense integers issued in order, so no sort:
+//!   CorrIndex  bits over [min id, max id] of the launch calls, ranks per 64-bit word
+//!     id:     14214 14215 14216 14217 14218 …
+//!     bit:        1     0     0     1     1 …     rank(id) = ranks[w] + popcount(bits[w] below id)
+//!     rank:       0                 1     2       (a sorted id list when ids are sparse)
+//!   1. count the activities per rank            → prefix sums: rank r's group
+//!   2. launch calls in file order: the first with an id owns it (a second pid: "shared");
+//!      owners with activities kept, counted per lane, placed per lane, sorted by (ts, index)
+//!        Launch (24 B) | ts: i64 | index: u32 | dur: u32 | name: u32 | rank: u32 |
+//!   3. activities placed at their rank's cursor (counting sort), each group sorted by
+//!      (start, end), the unowned ones after them; 65536 records a chunk, each chunk
+//!      allocated at its first write while the stream's chunks are freed
+//!        Rec (12 B)    | off: i32 | dur: u32 | name·16 + wide·8 + kind·2 + has_corr: u32 |
+//!        start = bases[chunk] (the chunk's first written start) + off
+//!      groups.ends[rank] (4 B per id): where rank's activities end
+//!
+//!   what stays: 3512 × 12 B + 954 owners × 24 B + 1604 × 4 B ≈ 71 KB per copy (was 148 KB)
+//!
+//! exact escapes (rare: a chunk's activities lie within ±2.1 s of its first one):
+//!   Rec { wide } ──► Activities::wide[meta >> 4] = { start: i64, dur: i64, name }
+//!     (start beyond ±2^31 ns of its chunk's base, dur ≥ 2^32 ns or < 0, name ≥ 2^28)
+//!   Launch { dur: u32::MAX } ──► wide_launches[rank] = (index: u64, dur: i64)
+//!     (index or dur ≥ u32::MAX; a 5 s call: dur = 5_000_000_000)
 //! ```
 //!
 //! (`tests::the_record_layout_of_the_module_docs` checks the sizes and the
-//! escape.)
+//! escapes; the property tests check that the ledger gives back exactly the
+//! launch calls and activities read, dense and sparse ids, in and out of
+//! file order; `pack`'s tests the streams' round trip.)
 
 pub mod attribution;
 pub(crate) mod intervals;
+mod pack;
 
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};
 use crate::trace::{Event, EventPos, Prefilter};
 use intervals::Iv;
+use pack::{Chunked, Fields, Packed};
 use std::collections::HashMap;
 use std::ops::Range;
 
@@ -99,44 +119,145 @@ pub fn prefilter() -> Prefilter {
     ])
 }
 
-/// A runtime/driver call with a correlation id (see the module docs).
-#[derive(Debug, Clone, Copy)]
-struct Launch {
-    ts: Ns,
+/// A launch call as read (every field exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RawLaunch {
+    ts: i64,
     index: u64,
-    /// Its duration, or [`ESCAPE`]: then `wide[corr]` holds both.
-    dur: u32,
-    corr: u32,
+    dur: i64,
+    corr: i64,
     lane: u32,
-    name: Sym,
+    name: u32,
 }
 
-/// Marks a launch whose duration and correlation are in `wide`.
-const ESCAPE: u32 = u32::MAX;
-
-/// A duration and correlation id that do not fit the compact records.
-#[derive(Debug, Clone, Copy)]
-struct Wide {
+/// A GPU activity as read (every field exact).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RawAct {
+    start: i64,
     dur: i64,
+    corr: Option<i64>,
+    name: u32,
+    kind: Kind,
+}
+
+impl Kind {
+    fn code(self) -> u64 {
+        match self {
+            Kind::Kernel => 0,
+            Kind::Memcpy => 1,
+            Kind::Memset => 2,
+        }
+    }
+
+    fn of_code(c: u64) -> Kind {
+        match c {
+            1 => Kind::Memcpy,
+            2 => Kind::Memset,
+            _ => Kind::Kernel,
+        }
+    }
+}
+
+/// The previous record's values, which the next record's deltas are from.
+#[derive(Debug, Default, Clone, Copy)]
+struct LaunchPrev {
+    ts: i64,
+    index: i64,
     corr: i64,
 }
 
-/// A kernel, memcpy or memset as collected (see the module docs).
-#[derive(Debug, Clone, Copy)]
-struct Act {
-    start: Ns,
-    dur: u32,
-    corr: u32,
-    name: Sym,
-    kind: Kind,
-    /// [`HAS_CORR`], [`WIDE`].
-    flags: u8,
+/// Writes and reads the launch stream: Δts, Δindex, dur, Δcorr, lane, name.
+impl LaunchPrev {
+    fn write(&mut self, p: &mut Packed, l: &RawLaunch) {
+        p.begin();
+        p.delta(l.ts, self.ts);
+        p.delta(l.index as i64, self.index);
+        p.delta(l.dur, 0);
+        p.delta(l.corr, self.corr);
+        p.u(u64::from(l.lane));
+        p.u(u64::from(l.name));
+        *self = LaunchPrev {
+            ts: l.ts,
+            index: l.index as i64,
+            corr: l.corr,
+        };
+    }
+
+    fn read(&mut self, f: &mut impl Fields) -> Option<RawLaunch> {
+        if !f.next_record() {
+            return None;
+        }
+        let l = RawLaunch {
+            ts: f.delta(self.ts),
+            index: f.delta(self.index) as u64,
+            dur: f.delta(0),
+            corr: f.delta(self.corr),
+            lane: f.u() as u32,
+            name: f.u() as u32,
+        };
+        *self = LaunchPrev {
+            ts: l.ts,
+            index: l.index as i64,
+            corr: l.corr,
+        };
+        Some(l)
+    }
 }
 
-/// The activity carried an integer `args.correlation`.
-const HAS_CORR: u8 = 1;
-/// Its duration and correlation are `wide[corr]`.
-const WIDE: u8 = 2;
+/// Writes and reads the activity stream: Δstart, dur, name·8 + kind·2 +
+/// has_corr, and Δcorr when it has one.
+#[derive(Debug, Default, Clone, Copy)]
+struct ActPrev {
+    start: i64,
+    corr: i64,
+}
+
+impl ActPrev {
+    fn write(&mut self, p: &mut Packed, a: &RawAct) {
+        p.begin();
+        p.delta(a.start, self.start);
+        p.delta(a.dur, 0);
+        let has = u64::from(a.corr.is_some());
+        p.u((u64::from(a.name) << 3) | (a.kind.code() << 1) | has);
+        if let Some(c) = a.corr {
+            p.delta(c, self.corr);
+            self.corr = c;
+        }
+        self.start = a.start;
+    }
+
+    fn read(&mut self, f: &mut impl Fields) -> Option<RawAct> {
+        if !f.next_record() {
+            return None;
+        }
+        let start = f.delta(self.start);
+        let dur = f.delta(0);
+        let meta = f.u();
+        let corr = (meta & 1 == 1).then(|| f.delta(self.corr));
+        if let Some(c) = corr {
+            self.corr = c;
+        }
+        self.start = start;
+        Some(RawAct {
+            start,
+            dur,
+            corr,
+            name: (meta >> 3) as u32,
+            kind: Kind::of_code((meta >> 1) & 3),
+        })
+    }
+}
+
+/// The records of a stream, decoded.
+fn launches_of<F: Fields>(mut f: F) -> impl Iterator<Item = RawLaunch> {
+    let mut prev = LaunchPrev::default();
+    std::iter::from_fn(move || prev.read(&mut f))
+}
+
+fn acts_of<F: Fields>(mut f: F) -> impl Iterator<Item = RawAct> {
+    let mut prev = ActPrev::default();
+    std::iter::from_fn(move || prev.read(&mut f))
+}
 
 /// A kernel, memcpy or memset.
 #[derive(Debug, Clone, Copy)]
@@ -148,68 +269,249 @@ pub struct Activity {
     has_corr: bool,
 }
 
-/// The `wide` entries and the compact fields' readers.
-#[derive(Debug, Default)]
-struct Wides(Vec<Wide>);
+impl Activity {
+    /// Whether it carried an integer `args.correlation` (a GPU activity in
+    /// the definitions' sense; one without is kept for the timeline only).
+    pub fn has_correlation(&self) -> bool {
+        self.has_corr
+    }
+}
 
-impl Wides {
-    /// (dur, corr) as stored: compact when both fit, else an escape to a
-    /// new entry. `flag` is set in `flags` on escape.
-    fn store(&mut self, dur: i64, corr: i64) -> (u32, u32, bool) {
-        match (u32::try_from(dur), u32::try_from(corr)) {
-            (Ok(d), Ok(c)) if d != ESCAPE => (d, c, false),
-            _ => {
-                let at = u32::try_from(self.0.len()).unwrap_or(u32::MAX);
-                self.0.push(Wide { dur, corr });
-                (ESCAPE, at, true)
+/// An activity as stored in the ledger (12 B, see the module docs).
+#[derive(Debug, Clone, Copy, Default)]
+struct Rec {
+    /// Its start − its chunk's base (the first start written there).
+    off: i32,
+    /// Its duration; 0 when [`REC_WIDE`] (then `wide[meta >> 4]` has it).
+    dur: u32,
+    /// name·16 + wide·8 + kind·2 + has_corr.
+    meta: u32,
+}
+
+const REC_HAS_CORR: u32 = 1;
+const REC_WIDE: u32 = 8;
+/// Names and wide positions a [`Rec`] holds in place: 28 bits.
+const REC_MAX_NAME: u32 = (1 << 28) - 1;
+
+/// An activity that does not fit a [`Rec`]: a start over ±2.1 s from its
+/// chunk's base, a duration ≥ 2^32 ns (or negative), a name ≥ 2^28.
+#[derive(Debug, Clone, Copy)]
+struct WideAct {
+    start: i64,
+    dur: i64,
+    name: Sym,
+}
+
+/// The ledger's activities, grouped by correlation (see the module docs):
+/// read them with [`Activities::get`], [`Activities::iter`] or
+/// [`Activities::range`].
+#[derive(Debug, Default)]
+pub struct Activities {
+    recs: Chunked<Rec>,
+    /// Per chunk of `recs`: the start its offsets are from.
+    bases: Vec<i64>,
+    wide: Vec<WideAct>,
+}
+
+impl Activities {
+    fn with_len(len: usize) -> Self {
+        let recs = Chunked::with_len(len);
+        Activities {
+            bases: vec![0; recs.chunks()],
+            recs,
+            wide: Vec::new(),
+        }
+    }
+
+    /// Stores `a` at position `i`.
+    fn set(&mut self, i: usize, a: &RawAct) {
+        let c = Chunked::<Rec>::chunk_of(i);
+        if !self.recs.is_allocated(i) {
+            if let Some(b) = self.bases.get_mut(c) {
+                *b = a.start;
             }
         }
+        let base = self.bases.get(c).copied().unwrap_or(0);
+        let flags = (a.kind.code() as u32) << 1 | u32::from(a.corr.is_some());
+        let off = i32::try_from(i128::from(a.start) - i128::from(base));
+        let rec = match (off, u32::try_from(a.dur)) {
+            (Ok(off), Ok(dur)) if a.name <= REC_MAX_NAME => Rec {
+                off,
+                dur,
+                meta: (a.name << 4) | flags,
+            },
+            _ => {
+                let at =
+                    u32::try_from(self.wide.len()).map_or(REC_MAX_NAME, |w| w.min(REC_MAX_NAME));
+                self.wide.push(WideAct {
+                    start: a.start,
+                    dur: a.dur,
+                    name: Sym(a.name),
+                });
+                Rec {
+                    off: 0,
+                    dur: 0,
+                    meta: (at << 4) | REC_WIDE | flags,
+                }
+            }
+        };
+        self.recs.set(i, rec);
     }
 
-    fn get(&self, at: u32) -> Wide {
-        self.0
-            .get(at as usize)
-            .copied()
-            .unwrap_or(Wide { dur: 0, corr: 0 })
-    }
-
-    fn launch_dur(&self, l: &Launch) -> i64 {
-        match l.dur {
-            ESCAPE => self.get(l.corr).dur,
-            d => i64::from(d),
+    /// The exact fields of the activity at `i` (its correlation only as
+    /// present or not).
+    #[inline]
+    fn raw(&self, i: usize) -> RawAct {
+        let r = self.recs.get(i);
+        let (start, dur, name) = match r.meta & REC_WIDE {
+            0 => {
+                let base = self
+                    .bases
+                    .get(Chunked::<Rec>::chunk_of(i))
+                    .copied()
+                    .unwrap_or(0);
+                (
+                    base.wrapping_add(i64::from(r.off)),
+                    i64::from(r.dur),
+                    r.meta >> 4,
+                )
+            }
+            _ => self
+                .wide
+                .get((r.meta >> 4) as usize)
+                .map_or((0, 0, 0), |w| (w.start, w.dur, w.name.0)),
+        };
+        RawAct {
+            start,
+            dur,
+            corr: (r.meta & REC_HAS_CORR != 0).then_some(0),
+            name,
+            kind: Kind::of_code(u64::from((r.meta >> 1) & 3)),
         }
     }
 
-    fn launch_corr(&self, l: &Launch) -> i64 {
-        match l.dur {
-            ESCAPE => self.get(l.corr).corr,
-            _ => i64::from(l.corr),
+    /// How many activities the trace has (with or without a correlation).
+    pub fn len(&self) -> usize {
+        self.recs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The activity at position `i` (a zero-length kernel at 0 out of range).
+    #[inline]
+    pub fn get(&self, i: usize) -> Activity {
+        let a = self.raw(i);
+        Activity {
+            start: Ns(a.start),
+            end: Ns(a.start).saturating_add(Ns(a.dur)),
+            name: Sym(a.name),
+            kind: a.kind,
+            has_corr: a.corr.is_some(),
         }
     }
 
-    fn act_dur(&self, a: &Act) -> i64 {
-        match a.flags & WIDE {
-            0 => i64::from(a.dur),
-            _ => self.get(a.corr).dur,
+    /// The start of the activity at position `i` (for sorting by it).
+    pub fn start_of(&self, i: usize) -> Ns {
+        Ns(self.raw(i).start)
+    }
+
+    /// The activities at positions `r`.
+    pub fn range(&self, r: Range<usize>) -> ActIter<'_> {
+        ActIter {
+            store: self,
+            at: r.start,
+            end: r.end.max(r.start),
         }
     }
 
-    fn act_corr(&self, a: &Act) -> i64 {
-        match a.flags & WIDE {
-            0 => i64::from(a.corr),
-            _ => self.get(a.corr).corr,
+    /// Every activity, by position.
+    pub fn iter(&self) -> ActIter<'_> {
+        self.range(0..self.len())
+    }
+
+    /// Bytes held by the store.
+    pub fn bytes(&self) -> usize {
+        self.recs.bytes()
+            + self.bases.capacity() * 8
+            + self.wide.capacity() * std::mem::size_of::<WideAct>()
+    }
+
+    /// Sorts positions `r` by (start, end): decoded, sorted, stored again
+    /// (a group is one launch call's activities: small).
+    fn sort_range(&mut self, r: Range<usize>) {
+        let key = |a: &RawAct| (a.start, Ns(a.start).saturating_add(Ns(a.dur)));
+        let mut v: Vec<RawAct> = r.clone().map(|i| self.raw(i)).collect();
+        if v.is_sorted_by_key(key) {
+            return;
+        }
+        v.sort_unstable_by_key(key);
+        for (i, a) in r.zip(&v) {
+            self.set(i, a);
         }
     }
+}
 
-    /// The sort key of activities: (has_corr, corr, start, end).
-    fn act_key(&self, a: &Act) -> (bool, i64, Ns, Ns) {
-        let has = a.flags & HAS_CORR != 0;
-        let corr = if has { self.act_corr(a) } else { 0 };
-        (has, corr, a.start, self.act_end(a))
+/// Activities decoded one by one ([`Activities::range`]).
+#[derive(Debug, Clone)]
+pub struct ActIter<'a> {
+    store: &'a Activities,
+    at: usize,
+    end: usize,
+}
+
+impl Iterator for ActIter<'_> {
+    type Item = Activity;
+
+    fn next(&mut self) -> Option<Activity> {
+        (self.at < self.end).then(|| {
+            self.at += 1;
+            self.store.get(self.at - 1)
+        })
     }
 
-    fn act_end(&self, a: &Act) -> Ns {
-        a.start.saturating_add(Ns(self.act_dur(a)))
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let n = self.end - self.at;
+        (n, Some(n))
+    }
+}
+
+impl ExactSizeIterator for ActIter<'_> {}
+
+/// A launch call's activities in [`Ledger::activities`].
+#[derive(Debug, Clone, Copy)]
+pub struct Acts<'a> {
+    store: &'a Activities,
+    first: usize,
+    end: usize,
+}
+
+impl<'a> Acts<'a> {
+    pub fn iter(&self) -> ActIter<'a> {
+        self.store.range(self.first..self.end)
+    }
+
+    pub fn len(&self) -> usize {
+        self.end - self.first
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Their positions in [`Ledger::activities`].
+    pub fn positions(&self) -> Range<usize> {
+        self.first..self.end
+    }
+}
+
+impl<'a> IntoIterator for Acts<'a> {
+    type Item = Activity;
+    type IntoIter = ActIter<'a>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
     }
 }
 
@@ -222,25 +524,27 @@ pub struct LaunchCall<'a> {
     /// Index in `traceEvents`.
     pub index: u64,
     pub name: &'a str,
-    pub activities: &'a [Activity],
+    /// Sorted by (start, end).
+    pub activities: Acts<'a>,
 }
 
-impl Activity {
-    /// Whether it carried an integer `args.correlation` (a GPU activity in
-    /// the definitions' sense; one without is kept for the timeline only).
-    pub fn has_correlation(&self) -> bool {
-        self.has_corr
-    }
-}
-
-/// Streaming state: the launch calls and activities seen so far.
+/// Streaming state: the launch calls and activities seen so far, as
+/// varint streams (see the module docs).
 #[derive(Debug, Default)]
 pub struct Collector {
     names: Interner,
     lanes: LaneTable,
-    launches: Vec<Launch>,
-    activities: Vec<Act>,
-    wide: Wides,
+    launches: Packed,
+    launch_prev: LaunchPrev,
+    n_launches: usize,
+    /// A launch call came at or before the previous one's file index (a
+    /// reader out of file order): owners are then found after a sort.
+    unordered: bool,
+    /// (min, max) correlation id of the launch calls.
+    corr_range: Option<(i64, i64)>,
+    activities: Packed,
+    act_prev: ActPrev,
+    n_activities: usize,
 }
 
 impl Collector {
@@ -250,33 +554,39 @@ impl Collector {
         if !ev.is_complete() {
             return;
         }
-        let start = ev.ts.unwrap_or_default();
+        let start = ev.ts.unwrap_or_default().0;
         let dur = ev.dur_or_zero().0;
         if let Some(kind) = Kind::of_category(&ev.cat) {
-            let corr = ev.args.correlation;
-            let (dur, corr, wide) = self.wide.store(dur, corr.unwrap_or(0));
-            let has_corr = ev.args.correlation.is_some();
-            self.activities.push(Act {
+            let a = RawAct {
                 start,
                 dur,
-                corr,
-                name: self.names.intern(&ev.name),
+                corr: ev.args.correlation,
+                name: self.names.intern(&ev.name).0,
                 kind,
-                flags: (u8::from(has_corr) * HAS_CORR) | (u8::from(wide) * WIDE),
-            });
+            };
+            self.act_prev.write(&mut self.activities, &a);
+            self.n_activities += 1;
         } else if LAUNCH_CATEGORIES.contains(&&*ev.cat) {
             let Some(corr) = ev.args.correlation else {
                 return;
             };
-            let (dur, corr, _) = self.wide.store(dur, corr);
-            self.launches.push(Launch {
+            if self.n_launches > 0 && at.index as i64 <= self.launch_prev.index {
+                self.unordered = true;
+            }
+            self.corr_range = Some(match self.corr_range {
+                Some((lo, hi)) => (lo.min(corr), hi.max(corr)),
+                None => (corr, corr),
+            });
+            let l = RawLaunch {
                 ts: start,
                 index: at.index,
                 dur,
                 corr,
                 lane: self.lanes.intern(ev.lane()),
-                name: self.names.intern(&ev.name),
-            });
+                name: self.names.intern(&ev.name).0,
+            };
+            self.launch_prev.write(&mut self.launches, &l);
+            self.n_launches += 1;
         }
     }
 
@@ -285,6 +595,88 @@ impl Collector {
         Ledger::build(self)
     }
 }
+
+/// The distinct correlation ids of the launch calls, each with its rank
+/// (0, 1, … in id order): a bitmap with a rank directory when the ids are
+/// dense, as Kineto issues them; a sorted list otherwise.
+#[derive(Debug)]
+enum CorrIndex {
+    /// Bit `c − lo` set for every id `c`; `ranks[w]` = set bits before word `w`.
+    Dense {
+        lo: i64,
+        bits: Vec<u64>,
+        ranks: Vec<u32>,
+    },
+    Sorted(Vec<i64>),
+}
+
+impl CorrIndex {
+    fn of(c: &Collector) -> CorrIndex {
+        let Some((lo, hi)) = c.corr_range else {
+            return CorrIndex::Sorted(Vec::new());
+        };
+        let span = i128::from(hi) - i128::from(lo) + 1;
+        // At most 64 bits per launch call (plus 8 KiB): else a sorted list.
+        if span > 64 * c.n_launches as i128 + 65_536 {
+            let mut v: Vec<i64> = launches_of(c.launches.reader()).map(|l| l.corr).collect();
+            v.sort_unstable();
+            v.dedup();
+            return CorrIndex::Sorted(v);
+        }
+        let mut bits = vec![0u64; (span as usize).div_ceil(64)];
+        for l in launches_of(c.launches.reader()) {
+            let k = (l.corr - lo) as usize;
+            bits[k / 64] |= 1 << (k % 64);
+        }
+        let mut ranks = Vec::with_capacity(bits.len());
+        let mut n = 0u32;
+        for w in &bits {
+            ranks.push(n);
+            n += w.count_ones();
+        }
+        CorrIndex::Dense { lo, bits, ranks }
+    }
+
+    /// The rank of `corr`, if a launch call carries it.
+    fn rank(&self, corr: i64) -> Option<u32> {
+        match self {
+            CorrIndex::Dense { lo, bits, ranks } => {
+                let k = usize::try_from(corr.checked_sub(*lo)?).ok()?;
+                let (w, b) = (*bits.get(k / 64)?, k % 64);
+                (w >> b & 1 == 1).then(|| ranks[k / 64] + (w & ((1u64 << b) - 1)).count_ones())
+            }
+            CorrIndex::Sorted(v) => v.binary_search(&corr).ok().map(|r| r as u32),
+        }
+    }
+
+    /// How many distinct ids.
+    fn len(&self) -> usize {
+        match self {
+            CorrIndex::Dense { bits, ranks, .. } => ranks
+                .last()
+                .zip(bits.last())
+                .map_or(0, |(r, w)| *r as usize + w.count_ones() as usize),
+            CorrIndex::Sorted(v) => v.len(),
+        }
+    }
+}
+
+/// A launch call that owns ≥ 1 activity, in the ledger (24 B); its lane
+/// is implied by its position (`Ledger::lane_starts`).
+#[derive(Debug, Clone, Copy)]
+struct Launch {
+    ts: Ns,
+    /// Its file index, or [`ESCAPE`] in `dur`: then
+    /// `wide_launches[&rank]` has (index, dur).
+    index: u32,
+    dur: u32,
+    name: Sym,
+    /// Its correlation's rank: its activities are `Groups::range(rank)`.
+    rank: u32,
+}
+
+/// Marks a launch whose index and duration are in `wide_launches`.
+const ESCAPE: u32 = u32::MAX;
 
 /// The GPU work of one CPU range.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -323,16 +715,22 @@ impl Work {
 #[derive(Debug, Default)]
 pub struct Ledger {
     pub names: Interner,
-    /// Launch calls sorted by (lane, ts, index).
+    /// The launch calls that own ≥ 1 activity (each the first in file order
+    /// with its correlation), sorted by (lane, ts, index).
     launches: Vec<Launch>,
-    /// Per launch call (same order): its activities in `activities` (first,
-    /// count), empty unless it is the first in file order with its
-    /// correlation (the owner of that correlation's activities).
-    acts: Vec<(u32, u32)>,
-    /// Activities sorted by (has_corr, corr, start, end).
-    pub activities: Vec<Activity>,
-    /// Durations and correlation ids of launches that do not fit `u32`.
-    wide: Wides,
+    /// Per lane id, where its launch calls start in `launches` (one more
+    /// entry at the end: their count).
+    lane_starts: Vec<u32>,
+    /// (file index, duration) of the launch calls (by rank) whose index or
+    /// duration does not fit `u32`.
+    wide_launches: HashMap<u32, (u64, i64)>,
+    /// Per correlation rank, the end of its activities' group.
+    groups: Groups,
+    /// Launch calls kept (with a correlation id), owners or not.
+    launch_calls: usize,
+    /// Grouped by correlation in id order, each group sorted by (start,
+    /// end); then the activities no launch call owns.
+    pub activities: Activities,
     lane_ids: HashMap<(String, String), u32>,
     /// Per lane id, the id of its pid (for process-wide launch scope).
     lane_pid: Vec<u32>,
@@ -341,58 +739,321 @@ pub struct Ledger {
     shared_correlations: u64,
 }
 
+/// Per lane: its pid id; and the lane and pid id maps.
+type LaneMaps = (
+    HashMap<(String, String), u32>,
+    Vec<u32>,
+    HashMap<String, u32>,
+);
+
+fn lane_maps(lanes: &LaneTable) -> LaneMaps {
+    let mut pid_ids: HashMap<String, u32> = HashMap::new();
+    let mut lane_ids = HashMap::new();
+    let mut lane_pid = Vec::with_capacity(lanes.len());
+    for id in 0..lanes.len() as u32 {
+        let l = lanes.resolve(id);
+        let next = pid_ids.len() as u32;
+        lane_pid.push(*pid_ids.entry(l.pid.to_string()).or_insert(next));
+        lane_ids.insert((l.pid.to_string(), l.tid.to_string()), id);
+    }
+    (lane_ids, lane_pid, pid_ids)
+}
+
+/// The activities grouped by correlation rank: `ends[r]` = the end of
+/// rank r's group (its start is `ends[r − 1]`, 0 for r = 0).
+#[derive(Debug, Default)]
+struct Groups {
+    ends: Vec<u32>,
+}
+
+impl Groups {
+    fn range(&self, r: u32) -> Range<usize> {
+        let r = r as usize;
+        let lo = match r {
+            0 => 0,
+            _ => self.ends.get(r - 1).copied().unwrap_or(0) as usize,
+        };
+        lo..(self.ends.get(r).copied().unwrap_or(0) as usize).max(lo)
+    }
+}
+
+/// Activities per correlation rank, as prefix sums: rank r's group is
+/// `starts[r]..starts[r + 1]`; and how many no launch call owns.
+fn count_groups(stream: &Packed, index: &CorrIndex) -> (Vec<u32>, usize) {
+    let mut starts = vec![0u32; index.len() + 1];
+    let mut unowned = 0usize;
+    for a in acts_of(stream.reader()) {
+        match a.corr.and_then(|k| index.rank(k)) {
+            Some(r) => starts[r as usize + 1] = starts[r as usize + 1].saturating_add(1),
+            None => unowned += 1,
+        }
+    }
+    for r in 1..starts.len() {
+        starts[r] = starts[r].saturating_add(starts[r - 1]);
+    }
+    (starts, unowned)
+}
+
+/// Counting sort of the activity stream by correlation rank (the stream's
+/// chunks are freed as they are placed): owned activities first, by rank,
+/// each group sorted by (start, end); then the unowned ones.
+fn place_activities(
+    stream: Packed,
+    index: &CorrIndex,
+    mut starts: Vec<u32>,
+    unowned: usize,
+) -> (Activities, Groups) {
+    let ranks = index.len();
+    let owned = starts.get(ranks).copied().unwrap_or(0) as usize;
+    let mut store = Activities::with_len(owned + unowned);
+    let mut next_unowned = owned;
+    // starts[r] is rank r's cursor: once placed, it is rank r's end.
+    for a in acts_of(stream.drain()) {
+        let at = match a.corr.and_then(|k| index.rank(k)) {
+            Some(r) => {
+                let at = starts[r as usize];
+                starts[r as usize] += 1;
+                at as usize
+            }
+            None => {
+                next_unowned += 1;
+                next_unowned - 1
+            }
+        };
+        store.set(at, &a);
+    }
+    starts.truncate(ranks);
+    let groups = Groups { ends: starts };
+    for r in 0..ranks as u32 {
+        let range = groups.range(r);
+        if range.len() > 1 {
+            store.sort_range(range);
+        }
+    }
+    (store, groups)
+}
+
+/// The first launch call in file order with each correlation (its owner),
+/// and whether launch calls of several processes share it.
+struct Owners {
+    /// Per rank: the pid id of its first launch call, or [`Owners::UNSEEN`].
+    first_pid: Vec<u32>,
+    /// Per rank: counted in `shared`.
+    shared_bits: Vec<u64>,
+    shared: u64,
+}
+
+impl Owners {
+    const UNSEEN: u32 = u32::MAX;
+
+    fn new(ranks: usize) -> Self {
+        Owners {
+            first_pid: vec![Self::UNSEEN; ranks],
+            shared_bits: vec![0; ranks.div_ceil(64)],
+            shared: 0,
+        }
+    }
+
+    /// Sees launch call `rank`, `pid` (in file order): whether it owns.
+    fn see(&mut self, rank: u32, pid: u32) -> bool {
+        let (r, bit) = (rank as usize, 1u64 << (rank % 64));
+        let Some(slot) = self.first_pid.get_mut(r) else {
+            return false;
+        };
+        if *slot == Self::UNSEEN {
+            *slot = pid;
+            return true;
+        }
+        if *slot != pid && self.shared_bits[r / 64] & bit == 0 {
+            self.shared_bits[r / 64] |= bit;
+            self.shared += 1;
+        }
+        false
+    }
+}
+
+/// The launch stream in file order, decoded: as stored, or sorted by file
+/// index when the reader was not in file order (`sorted`).
+fn in_file_order<'a>(
+    stream: Option<Packed>,
+    sorted: &'a [RawLaunch],
+) -> Box<dyn Iterator<Item = RawLaunch> + 'a> {
+    match stream {
+        Some(p) => Box::new(launches_of(p.drain())),
+        None => Box::new(sorted.iter().copied()),
+    }
+}
+
+/// The launch calls that own activities (one per correlation with
+/// activities), sorted by (lane, ts, index), with each lane's first
+/// position; their wide (index, dur); how many correlations launch calls
+/// of several processes share. Two passes over the launch stream (the
+/// second frees it): count per lane, then place.
+fn owners(c: LaunchSide, index: &CorrIndex, starts: &[u32], lane_pid: &[u32]) -> OwnersOut {
+    let LaunchSide {
+        stream,
+        unordered,
+        lanes,
+    } = c;
+    let sorted: Vec<RawLaunch> = match unordered {
+        true => {
+            let mut v: Vec<RawLaunch> = launches_of(stream.reader()).collect();
+            v.sort_unstable_by_key(|l| l.index);
+            v
+        }
+        false => Vec::new(),
+    };
+    let pid = |l: &RawLaunch| lane_pid.get(l.lane as usize).copied().unwrap_or(0);
+    let owning = |l: &RawLaunch, o: &mut Owners| {
+        let r = index.rank(l.corr)?;
+        let has = |r: usize| {
+            starts
+                .get(r + 1)
+                .zip(starts.get(r))
+                .is_some_and(|(b, a)| b > a)
+        };
+        (o.see(r, pid(l)) && has(r as usize)).then_some(r)
+    };
+    // Pass 1 (without freeing): launch calls per lane.
+    let mut lane_starts = vec![0u32; lanes + 1];
+    let mut o = Owners::new(index.len());
+    let first: Box<dyn Iterator<Item = RawLaunch>> = match unordered {
+        true => Box::new(sorted.iter().copied()),
+        false => Box::new(launches_of(stream.reader())),
+    };
+    for l in first {
+        if owning(&l, &mut o).is_some() {
+            if let Some(n) = lane_starts.get_mut(l.lane as usize + 1) {
+                *n += 1;
+            }
+        }
+    }
+    let shared = o.shared;
+    for i in 1..lane_starts.len() {
+        lane_starts[i] += lane_starts[i - 1];
+    }
+    // Pass 2: place each at its lane's cursor, freeing the stream.
+    let mut next = lane_starts.clone();
+    let n = lane_starts.last().copied().unwrap_or(0) as usize;
+    let blank = Launch {
+        ts: Ns(0),
+        index: 0,
+        dur: 0,
+        name: Sym(0),
+        rank: 0,
+    };
+    let mut launches = vec![blank; n];
+    let mut wide = HashMap::new();
+    let mut o = Owners::new(index.len());
+    for l in in_file_order((!unordered).then_some(stream), &sorted) {
+        let Some(r) = owning(&l, &mut o) else {
+            continue;
+        };
+        let Some(at) = next.get_mut(l.lane as usize) else {
+            continue;
+        };
+        if let Some(slot) = launches.get_mut(*at as usize) {
+            *slot = launch(&l, r, &mut wide);
+        }
+        *at += 1;
+    }
+    let w = &wide;
+    for lane in 0..lanes {
+        let (lo, hi) = (lane_starts[lane] as usize, lane_starts[lane + 1] as usize);
+        let hi = hi.min(launches.len());
+        launches[lo.min(hi)..hi].sort_unstable_by_key(|l| (l.ts, index_of(l, w)));
+    }
+    OwnersOut {
+        launches,
+        lane_starts,
+        wide,
+        shared,
+    }
+}
+
+/// What [`owners`] reads: the launch stream and its shape.
+struct LaunchSide {
+    stream: Packed,
+    unordered: bool,
+    lanes: usize,
+}
+
+struct OwnersOut {
+    launches: Vec<Launch>,
+    lane_starts: Vec<u32>,
+    wide: HashMap<u32, (u64, i64)>,
+    shared: u64,
+}
+
+/// A launch call's file index.
+fn index_of(l: &Launch, wide: &HashMap<u32, (u64, i64)>) -> u64 {
+    match l.dur {
+        ESCAPE => wide.get(&l.rank).map_or(0, |w| w.0),
+        _ => u64::from(l.index),
+    }
+}
+
+/// The ledger's record of an owning launch call.
+fn launch(l: &RawLaunch, rank: u32, wide: &mut HashMap<u32, (u64, i64)>) -> Launch {
+    let (index, dur) = match (u32::try_from(l.index), u32::try_from(l.dur)) {
+        (Ok(i), Ok(d)) if d != ESCAPE => (i, d),
+        _ => {
+            wide.insert(rank, (l.index, l.dur));
+            (0, ESCAPE)
+        }
+    };
+    Launch {
+        ts: Ns(l.ts),
+        index,
+        dur,
+        name: Sym(l.name),
+        rank,
+    }
+}
+
 impl Ledger {
     fn build(c: Collector) -> Ledger {
+        let (lane_ids, lane_pid, pid_ids) = lane_maps(&c.lanes);
+        let index = CorrIndex::of(&c);
         let Collector {
             names,
-            lanes,
-            mut launches,
-            activities: mut collected,
-            wide,
+            launches,
+            unordered,
+            n_launches,
+            activities,
+            n_activities,
+            ..
         } = c;
-        launches.sort_unstable_by_key(|l| (l.lane, l.ts, l.index));
-        let owner = owners(&launches, &wide);
-        let shared_correlations = shared_across_processes(&launches, &lanes, &wide);
-        collected.sort_unstable_by_key(|a| wide.act_key(a));
-        let acts = launches
-            .iter()
-            .zip(&owner)
-            .map(|(l, &own)| match own {
-                true => activity_range(&collected, &wide, wide.launch_corr(l)),
-                false => (0, 0),
-            })
-            .collect();
-        // In place: an Act and an Activity have the same size and alignment.
-        let activities: Vec<Activity> = collected
-            .into_iter()
-            .map(|a| Activity {
-                start: a.start,
-                end: wide.act_end(&a),
-                name: a.name,
-                kind: a.kind,
-                has_corr: a.flags & HAS_CORR != 0,
-            })
-            .collect();
-        let mut pid_ids: HashMap<String, u32> = HashMap::new();
-        let mut lane_ids = HashMap::new();
-        let mut lane_pid = Vec::with_capacity(lanes.len());
-        for id in 0..lanes.len() as u32 {
-            let l = lanes.resolve(id);
-            let next = pid_ids.len() as u32;
-            lane_pid.push(*pid_ids.entry(l.pid.to_string()).or_insert(next));
-            lane_ids.insert((l.pid.to_string(), l.tid.to_string()), id);
-        }
+        let (starts, unowned) = count_groups(&activities, &index);
+        let side = LaunchSide {
+            stream: launches,
+            unordered,
+            lanes: lane_pid.len(),
+        };
+        let o = owners(side, &index, &starts, &lane_pid);
+        let (activities, groups) = place_activities(activities, &index, starts, unowned);
+        debug_assert_eq!(activities.len(), n_activities);
         Ledger {
             names,
-            launches,
-            acts,
+            launches: o.launches,
+            lane_starts: o.lane_starts,
+            wide_launches: o.wide,
+            groups,
+            shared_correlations: o.shared,
+            launch_calls: n_launches,
             activities,
-            wide,
             lane_ids,
             lane_pid,
             pid_ids,
-            shared_correlations,
         }
+    }
+
+    /// Bytes held by the launch and activity records (for the memory
+    /// tests and benchmarks).
+    pub fn record_bytes(&self) -> usize {
+        self.launches.capacity() * std::mem::size_of::<Launch>()
+            + self.groups.ends.capacity() * 4
+            + self.activities.bytes()
     }
 
     /// Correlation ids that launch calls of more than one process carry
@@ -426,74 +1087,96 @@ impl Ledger {
     /// (ts, file index) order, each with its activities (sorted by start,
     /// end): what an analysis walking one thread's launches needs.
     pub fn lane_launches(&self, lane: u32) -> impl Iterator<Item = LaunchCall<'_>> + '_ {
-        let lo = self.launches.partition_point(|l| l.lane < lane);
-        let hi = self.launches.partition_point(|l| l.lane <= lane);
-        (lo..hi.max(lo)).filter_map(move |i| {
-            let range = self.range(i);
-            if range.is_empty() {
-                return None;
-            }
+        let at = |k: usize| self.lane_starts.get(k).map_or(0, |&s| s as usize);
+        let (lo, hi) = (at(lane as usize), at(lane as usize + 1));
+        (lo..hi.max(lo)).map(move |i| {
             let l = &self.launches[i];
-            Some(LaunchCall {
+            LaunchCall {
                 ts: l.ts,
                 end: self.end_of(l),
-                index: l.index,
+                index: self.index_of(l),
                 name: self.names.resolve(l.name),
-                activities: &self.activities[range],
-            })
+                activities: self.acts(l),
+            }
         })
     }
 
     /// Launch calls kept (with a correlation id).
     pub fn launch_calls(&self) -> usize {
-        self.launches.len()
+        self.launch_calls
     }
 
-    /// The activities of the launch call at position `i`.
-    fn range(&self, i: usize) -> Range<usize> {
-        let (first, count) = self.acts[i];
-        first as usize..first as usize + count as usize
+    /// The activities of a launch call.
+    fn acts(&self, l: &Launch) -> Acts<'_> {
+        let r = self.groups.range(l.rank);
+        Acts {
+            store: &self.activities,
+            first: r.start,
+            end: r.end,
+        }
     }
 
     /// When a launch call returned: ts + dur.
     fn end_of(&self, l: &Launch) -> Ns {
-        l.ts.saturating_add(Ns(self.wide.launch_dur(l)))
+        let dur = match l.dur {
+            ESCAPE => self.wide_launches.get(&l.rank).map_or(0, |w| w.1),
+            d => i64::from(d),
+        };
+        l.ts.saturating_add(Ns(dur))
+    }
+
+    /// A launch call's index in `traceEvents`.
+    fn index_of(&self, l: &Launch) -> u64 {
+        index_of(l, &self.wide_launches)
+    }
+
+    /// The lane of the launch call at position `i`.
+    fn lane_at(&self, i: u32) -> u32 {
+        let k = self.lane_starts.partition_point(|&s| s <= i);
+        k.saturating_sub(1) as u32
     }
 
     /// Every graph replay of the trace (a `cudaGraphLaunch`-like launch call
     /// owning ≥ 1 activity): its activities' positions in
     /// [`Ledger::activities`] (sorted by start, then end).
     pub fn graph_replays(&self) -> impl Iterator<Item = Range<usize>> + '_ {
-        (0..self.launches.len())
-            .filter(|&i| {
-                self.acts[i].1 > 0 && is_graph_launch(self.names.resolve(self.launches[i].name))
-            })
-            .map(|i| self.range(i))
+        self.launches
+            .iter()
+            .filter(|l| is_graph_launch(self.names.resolve(l.name)))
+            .map(|l| self.acts(l).positions())
     }
 
-    /// Positions (in `launches`) of the launch calls that own ≥ 1 activity,
+    /// How many launch calls own ≥ 1 activity: their positions `0..n` are
     /// in (lane, ts, index) order.
-    pub(super) fn working_launches(&self) -> impl Iterator<Item = u32> + '_ {
-        (0..self.launches.len() as u32).filter(|&i| self.acts[i as usize].1 > 0)
+    pub(super) fn working_launches(&self) -> usize {
+        self.launches.len()
     }
 
     /// (lane, pid, ts, file index) of the launch call at position `i`.
     pub(super) fn launch_at(&self, i: u32) -> (u32, u32, Ns, u64) {
         let l = &self.launches[i as usize];
-        let pid = self.lane_pid.get(l.lane as usize).copied().unwrap_or(0);
-        (l.lane, pid, l.ts, l.index)
+        let lane = self.lane_at(i);
+        let pid = self.lane_pid.get(lane as usize).copied().unwrap_or(0);
+        (lane, pid, l.ts, self.index_of(l))
     }
 
     /// The GPU work of the launch calls at positions `calls` (each owning
-    /// ≥ 1 activity; from [`Ledger::working_launches`]).
+    /// ≥ 1 activity; positions below [`Ledger::working_launches`]).
     pub(super) fn work_of(&self, calls: &[u32]) -> Work {
         let mut w = Work::default();
-        let mut ivs: Vec<Iv> = Vec::new();
-        let mut starts: Vec<i64> = Vec::new();
+        // Once, exactly: a context's activity list is kept to the end.
+        let n: usize = calls
+            .iter()
+            .filter_map(|&i| self.launches.get(i as usize))
+            .map(|l| self.acts(l).len())
+            .sum();
+        w.activities.reserve_exact(n);
+        let mut ivs: Vec<Iv> = Vec::with_capacity(n);
+        let mut starts: Vec<i64> = Vec::with_capacity(n);
         let mut queue: Vec<i64> = Vec::new();
         for &i in calls {
-            let (l, range) = (&self.launches[i as usize], self.range(i as usize));
-            let acts = &self.activities[range.clone()];
+            let l = &self.launches[i as usize];
+            let acts = self.acts(l);
             let Some(first) = acts.iter().map(|a| a.start).min() else {
                 continue;
             };
@@ -501,8 +1184,8 @@ impl Ledger {
             w.graph_launches += u64::from(is_graph_launch(self.names.resolve(l.name)));
             // Queue delay: how long the work waited after the call returned.
             queue.push(first.0.saturating_sub(self.end_of(l).0).max(0));
-            for (j, a) in range.zip(acts) {
-                w.add(a, j as u32);
+            for (j, a) in acts.positions().zip(acts.iter()) {
+                w.add(&a, j as u32);
                 ivs.push((a.start, a.end));
                 starts.push(a.start.0.saturating_sub(l.ts.0));
             }
@@ -520,20 +1203,6 @@ fn median_of(mut v: Vec<i64>) -> Option<Exact> {
     (!v.is_empty()).then(|| median_sorted(&v))
 }
 
-/// The activities of correlation `corr` in `activities` (sorted by
-/// (has_corr, corr, …)), as (first, count).
-fn activity_range(activities: &[Act], wide: &Wides, corr: i64) -> (u32, u32) {
-    let key = |a: &Act| {
-        let has = a.flags & HAS_CORR != 0;
-        (has, if has { wide.act_corr(a) } else { 0 })
-    };
-    let lo = activities.partition_point(|a| key(a) < (true, corr));
-    let hi = activities.partition_point(|a| key(a) <= (true, corr));
-    // Work::activities holds u32 positions: a ledger holds < 2^32.
-    let first = u32::try_from(lo).unwrap_or(u32::MAX);
-    (first, u32::try_from(hi.max(lo) - lo).unwrap_or(0))
-}
-
 impl Work {
     fn add(&mut self, a: &Activity, id: u32) {
         match a.kind {
@@ -549,51 +1218,12 @@ impl Work {
     }
 }
 
-/// How many correlation ids are carried by launch calls of more than one
-/// process (pid).
-fn shared_across_processes(launches: &[Launch], lanes: &LaneTable, wide: &Wides) -> u64 {
-    let mut by_corr: Vec<(i64, u32)> = launches
-        .iter()
-        .map(|l| (wide.launch_corr(l), l.lane))
-        .collect();
-    by_corr.sort_unstable();
-    let mut shared = 0u64;
-    let mut i = 0;
-    while i < by_corr.len() {
-        let corr = by_corr[i].0;
-        let j = i + by_corr[i..].partition_point(|&(c, _)| c == corr);
-        let pid = |k: usize| &lanes.resolve(by_corr[k].1).pid;
-        if (i + 1..j).any(|k| pid(k) != pid(i)) {
-            shared += 1;
-        }
-        i = j;
-    }
-    shared
-}
-
-/// For each launch call, whether it is the first in file order with its
-/// correlation id.
-fn owners(launches: &[Launch], wide: &Wides) -> Vec<bool> {
-    let mut order: Vec<u32> = (0..launches.len() as u32).collect();
-    order.sort_unstable_by_key(|&k| {
-        let l = &launches[k as usize];
-        (wide.launch_corr(l), l.index)
-    });
-    let mut owner = vec![false; launches.len()];
-    let mut prev: Option<i64> = None;
-    for k in order {
-        let corr = wide.launch_corr(&launches[k as usize]);
-        owner[k as usize] = prev != Some(corr);
-        prev = Some(corr);
-    }
-    owner
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::ThreadPart;
     use crate::trace::Args;
+    use proptest::prelude::*;
     use std::borrow::Cow;
     use std::mem::size_of;
 
@@ -604,16 +1234,28 @@ mod tests {
         dur: i64,
         corr: i64,
     ) -> Event<'static> {
+        on(2, cat, name, ts, dur, Some(corr))
+    }
+
+    /// An event of process 1, thread `tid`.
+    fn on(
+        tid: i64,
+        cat: &'static str,
+        name: &'static str,
+        ts: i64,
+        dur: i64,
+        corr: Option<i64>,
+    ) -> Event<'static> {
         Event {
             ph: Cow::Borrowed("X"),
             cat: Cow::Borrowed(cat),
             name: Cow::Borrowed(name),
             pid: ThreadPart::Num(1),
-            tid: ThreadPart::Num(2),
+            tid: ThreadPart::Num(tid),
             ts: Some(Ns(ts)),
             dur: Some(Ns(dur)),
             args: Args {
-                correlation: Some(corr),
+                correlation: corr,
                 ..Args::default()
             },
         }
@@ -621,10 +1263,9 @@ mod tests {
 
     #[test]
     fn the_record_layout_of_the_module_docs() {
-        assert_eq!(size_of::<Launch>(), 32);
-        assert_eq!(size_of::<(u32, u32)>(), 8);
-        assert_eq!(size_of::<Act>(), 24);
-        assert_eq!(size_of::<Activity>(), 24);
+        assert_eq!(size_of::<Launch>(), 24);
+        assert_eq!(size_of::<Rec>(), 12);
+        assert_eq!(size_of::<Activity>(), 24, "the decoded value, never stored");
         // The drawing's escape: a 5 s launch call with correlation -7, and
         // what it launched; beside them compact ones, and a launch whose
         // duration is exactly u32::MAX (the escape value itself).
@@ -654,10 +1295,27 @@ mod tests {
         );
         c.push(&event("kernel", "k", 250, 20, 3), at(4));
         c.push(&event("gpu_memset", "m", 400, 1, 1 << 40), at(5));
-        assert_eq!(c.wide.0.len(), 4, "launches 0 and 2, activities 3 and 5");
-        assert_eq!((c.launches[0].dur, c.launches[0].corr), (ESCAPE, 0));
-        assert_eq!((c.launches[1].dur, c.launches[1].corr), (10, 3));
+        // The streams' bytes: launch 1 is Δts 100 (2 B), Δindex 1, dur 10,
+        // Δcorr 10, lane 0, name 0: 7 bytes.
+        let mut l = c.launches.reader();
+        let mut prev = LaunchPrev::default();
+        let _ = prev.read(&mut l);
+        assert_eq!(
+            prev.read(&mut l),
+            Some(RawLaunch {
+                ts: 200,
+                index: 1,
+                dur: 10,
+                corr: 3,
+                lane: 0,
+                name: 0
+            })
+        );
         let l = c.finish();
+        assert_eq!(l.wide_launches.len(), 2, "launches 0 and 2");
+        // k_wide (dur ≥ 2^32) is wide, and it is its chunk's base: k and m
+        // start 6 s before it, beyond an i32 offset.
+        assert_eq!(l.activities.wide.len(), 3);
         type Call = (Ns, Ns, u64, Vec<(Ns, Ns)>);
         let calls: Vec<Call> = l
             .lane_launches(0)
@@ -688,7 +1346,7 @@ mod tests {
                 ),
             ]
         );
-        // Sorted by correlation: -7, 3, 2^40.
+        // Grouped by correlation: -7, 3, 2^40.
         let names: Vec<&str> = l
             .activities
             .iter()
@@ -696,5 +1354,144 @@ mod tests {
             .collect();
         assert_eq!(names, ["k_wide", "k", "m"]);
         assert_eq!(l.graph_replays().collect::<Vec<_>>(), vec![2..3]);
+    }
+
+    /// A launch call or activity of the property test: (is_launch, tid,
+    /// ts, dur, corr, name).
+    type Ev = (bool, i64, i64, i64, Option<i64>, u8);
+
+    /// What the ledger must give back, computed the plain way: owners =
+    /// first in file order per correlation, their activities = those with
+    /// that correlation, sorted.
+    #[allow(clippy::type_complexity)]
+    fn reference(
+        evs: &[(u64, Ev)],
+    ) -> (Vec<(i64, i64, i64, u64, Vec<(i64, i64, u8)>)>, usize, usize) {
+        let mut by_index: Vec<&(u64, Ev)> = evs.iter().collect();
+        by_index.sort_by_key(|e| e.0);
+        let mut owner: HashMap<i64, (u64, Ev)> = HashMap::new();
+        for &&(i, e) in &by_index {
+            if let (true, Some(corr)) = (e.0, e.4) {
+                owner.entry(corr).or_insert((i, e));
+            }
+        }
+        let mut out = Vec::new();
+        for (corr, (index, e)) in &owner {
+            let mut acts: Vec<(i64, i64, u8)> = evs
+                .iter()
+                .filter(|(_, a)| !a.0 && a.4 == Some(*corr))
+                .map(|(_, a)| (a.2, a.2.saturating_add(a.3.max(0)), a.5))
+                .collect();
+            if acts.is_empty() {
+                continue;
+            }
+            acts.sort_unstable();
+            out.push((e.1, e.2, e.2.saturating_add(e.3.max(0)), *index, acts));
+        }
+        out.sort_by_key(|x| (x.0, x.1, x.3));
+        let launches = evs.iter().filter(|e| e.1 .0 && e.1 .4.is_some()).count();
+        let acts = evs.iter().filter(|e| !e.1 .0).count();
+        (out, launches, acts)
+    }
+
+    fn ev_strategy(corrs: impl Strategy<Value = i64> + Clone) -> impl Strategy<Value = Ev> {
+        let dur = prop_oneof![
+            0i64..5_000,
+            Just(i64::from(u32::MAX)),
+            Just(5_000_000_000i64),
+            0i64..i64::MAX
+        ];
+        let ts = prop_oneof![
+            0i64..100_000,
+            -4_000_000_000i64..4_000_000_000,
+            any::<i64>()
+        ];
+        (
+            any::<bool>(),
+            0i64..3,
+            ts,
+            dur,
+            prop::option::weighted(0.9, corrs),
+            0u8..4,
+        )
+    }
+
+    const NAMES: [&str; 4] = ["a", "nccl_b", "c", "cudaGraphLaunch"];
+
+    fn ledger_of(evs: &[(u64, Ev)]) -> Ledger {
+        let mut c = Collector::default();
+        for &(index, (launch, tid, ts, dur, corr, name)) in evs {
+            let name = NAMES[name as usize];
+            let cat = match (launch, name) {
+                (true, _) => "cuda_runtime",
+                (false, "c") => "gpu_memcpy",
+                _ => "kernel",
+            };
+            c.push(
+                &on(tid, cat, name, ts, dur, corr),
+                EventPos { index, offset: 0 },
+            );
+        }
+        c.finish()
+    }
+
+    fn check(evs: &[(u64, Ev)]) -> Result<(), TestCaseError> {
+        let l = ledger_of(evs);
+        let (want, launches, acts) = reference(evs);
+        prop_assert_eq!(l.launch_calls(), launches);
+        prop_assert_eq!(l.activities.len(), acts);
+        let mut got = Vec::new();
+        for lane in 0..3u32 {
+            for c in l.lane_launches(lane) {
+                let mut a: Vec<(i64, i64, u8)> = c
+                    .activities
+                    .iter()
+                    .map(|a| {
+                        (
+                            a.start.0,
+                            a.end.0,
+                            NAMES
+                                .iter()
+                                .position(|n| *n == l.names.resolve(a.name))
+                                .unwrap_or(9) as u8,
+                        )
+                    })
+                    .collect();
+                // Ties in (start, end) may come in any order.
+                a.sort_unstable();
+                got.push((c.ts.0, c.end.0, c.index, a));
+            }
+        }
+        // Lane ids are interned in order of first launch: compare by tid.
+        let mut want: Vec<_> = want.into_iter().map(|w| (w.1, w.2, w.3, w.4)).collect();
+        want.sort_by_key(|w| w.2);
+        got.sort_by_key(|w| w.2);
+        prop_assert_eq!(got, want);
+        Ok(())
+    }
+
+    proptest! {
+        /// Dense correlation ids (the bitmap index), file order.
+        #[test]
+        fn the_ledger_gives_back_what_was_read_dense(evs in prop::collection::vec(ev_strategy(0i64..40), 0..120)) {
+            let evs: Vec<(u64, Ev)> = evs.into_iter().enumerate().map(|(i, e)| (i as u64, e)).collect();
+            check(&evs)?;
+        }
+
+        /// Negative and huge ids (the sorted index), and a reader out of
+        /// file order.
+        #[test]
+        fn the_ledger_gives_back_what_was_read_sparse(evs in prop::collection::vec(ev_strategy(prop_oneof![Just(-7i64), Just(1i64 << 40), Just(i64::MIN), Just(i64::MAX), 0i64..5]), 0..120), shuffle in any::<u64>()) {
+            let n = evs.len() as u64;
+            let evs: Vec<(u64, Ev)> = evs
+                .into_iter()
+                .enumerate()
+                .map(|(i, e)| ((i as u64).wrapping_mul(shuffle | 1) % n.max(1) + (i as u64) * n, e))
+                .collect();
+            check(&evs)?;
+            let mut rev = evs.clone();
+            rev.reverse();
+            check(&rev)?;
+        }
     }
 }

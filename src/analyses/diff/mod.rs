@@ -426,11 +426,11 @@ fn replay_signatures(
         .filter(|r| in_scope[r.start])
         .collect();
     replays.sort_by_key(|r| {
-        let a = &ledger.activities[r.start];
+        let a = ledger.activities.get(r.start);
         (a.start, r.start)
     });
     for r in replays {
-        let mut acts: Vec<&ledger::Activity> = ledger.activities[r].iter().collect();
+        let mut acts: Vec<ledger::Activity> = ledger.activities.range(r).collect();
         acts.sort_by(|x, y| {
             (x.start, x.end, ledger.names.resolve(x.name)).cmp(&(
                 y.start,

@@ -53,14 +53,14 @@ pub fn is_communication(name: &str) -> bool {
 pub fn of(ledger: &Ledger) -> Option<TimelineNs> {
     let acts = &ledger.activities;
     let mut order: Vec<u32> = (0..acts.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| acts[i as usize].start);
-    let first = acts.get(*order.first()? as usize)?.start;
+    order.sort_unstable_by_key(|&i| acts.start_of(i as usize));
+    let first = acts.get(*order.first()? as usize).start;
     // Union lengths of: all, computation, computation ∪ communication.
     let mut all = Sweep::default();
     let mut comp = Sweep::default();
     let mut kernels = Sweep::default();
     for &i in &order {
-        let a = &acts[i as usize];
+        let a = acts.get(i as usize);
         let iv = (a.start, a.end);
         all.add(iv);
         if a.kind == Kind::Memcpy {

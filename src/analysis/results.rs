@@ -274,14 +274,7 @@ fn trace_columns<A: crate::api::Command>(all: &[&Results]) -> TraceColumns {
             false => format!("{}_{}", A::NAME, c.key),
         })
         .collect();
-    let cells = move |r: &Results| match r.get::<A>() {
-        Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
-        None => vec![crate::report::Cell::Null; cols.len()],
-    };
-    TraceColumns {
-        heads,
-        cells: Box::new(cells),
-    }
+    columns_of::<A>(heads, cols)
 }
 
 fn report_columns<A: crate::api::Command>(_: &[&Results]) -> TraceColumns {
@@ -289,7 +282,15 @@ fn report_columns<A: crate::api::Command>(_: &[&Results]) -> TraceColumns {
     let heads = cols
         .iter()
         .map(|c| c.label.clone().unwrap_or_else(|| c.key.clone()));
-    let heads = heads.collect();
+    columns_of::<A>(heads.collect(), cols)
+}
+
+/// `cols` of analysis `A`, type-erased: one file's cells, nulls where it
+/// did not run.
+fn columns_of<A: Analysis>(
+    heads: Vec<String>,
+    cols: Vec<crate::views::Column<A::Output>>,
+) -> TraceColumns {
     let cells = move |r: &Results| match r.get::<A>() {
         Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
         None => vec![crate::report::Cell::Null; cols.len()],

@@ -241,6 +241,14 @@ pub fn render_figure(
     render_file(path, size, |r| fig.draw(r, &data), |r| fig.draw(r, &data))
 }
 
+/// Creates `dir` (and its parents) for figures.
+pub fn create_dir(dir: &Path) -> Result<(), PlotError> {
+    std::fs::create_dir_all(dir).map_err(|source| PlotError::Dir {
+        path: dir.display().to_string(),
+        source,
+    })
+}
+
 /// Draws every figure into `dir` (created if needed) and returns the files
 /// written, in order.
 pub fn render_all(
@@ -249,10 +257,7 @@ pub fn render_all(
     fmt: ImageFormat,
     size: (u32, u32),
 ) -> Result<Vec<PathBuf>, PlotError> {
-    std::fs::create_dir_all(dir).map_err(|source| PlotError::Dir {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    create_dir(dir)?;
     let mut out = Vec::new();
     for fig in Figure::ALL {
         for ext in fmt.extensions() {

@@ -214,10 +214,7 @@ pub fn render_runs(
     fmt: ImageFormat,
     size: (u32, u32),
 ) -> Result<Vec<PathBuf>, PlotError> {
-    std::fs::create_dir_all(dir).map_err(|source| PlotError::Dir {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    crate::plot::create_dir(dir)?;
     let mut out = Vec::new();
     for (run, stem) in runs.iter().zip(stems(runs)) {
         for ext in fmt.extensions() {

@@ -104,8 +104,8 @@ impl Analysis for EventsPerCategory {
         // `kernels` attributes them (launch scope resolved per context).
         let queries = context_queries(trace.steps, trace.contexts, ledger, LaunchScope::Auto);
         for work in attribute(ledger, &queries).works {
-            for &id in &work.activities {
-                match ledger.activities.get(id as usize).kind {
+            for a in work.activities(ledger) {
+                match a.kind {
                     Kind::Kernel => out.context_kernels += 1,
                     Kind::Memcpy => out.context_memcpys += 1,
                     Kind::Memset => out.context_memsets += 1,

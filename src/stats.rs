@@ -4,6 +4,10 @@
 //! of even counts and interpolated percentiles can fall between integers)
 //! and converted to milliseconds only at the end.
 
+mod multiset;
+
+pub use multiset::Multiset;
+
 use crate::model::Ns;
 use serde::{Deserialize, Serialize};
 

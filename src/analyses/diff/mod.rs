@@ -23,11 +23,12 @@ pub mod view;
 use crate::analysis::{Analysis, Configures, Finished, Need};
 use crate::ledger::attribution::{self, LaunchScope};
 use crate::ledger::{self, Kind, Ledger};
-use crate::stats::median_sorted;
+use crate::model::Sym;
+use crate::stats::Multiset;
 use crate::trace::{Event, EventPos, Prefilter};
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 /// Rows the tables show before summing the rest.
 pub const DEFAULT_TOP: usize = 15;
@@ -328,6 +329,25 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     }
 }
 
+/// One bit per activity of the ledger.
+struct Mask(Vec<u64>);
+
+impl Mask {
+    fn new(n: usize) -> Self {
+        Mask(vec![0; n.div_ceil(64)])
+    }
+
+    fn set(&mut self, i: usize) {
+        if let Some(w) = self.0.get_mut(i / 64) {
+            *w |= 1 << (i % 64);
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        self.0.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
+    }
+}
+
 /// Which activities of the ledger are in scope, and how many contexts
 /// have GPU work (steps scope).
 fn scope_mask(
@@ -335,8 +355,8 @@ fn scope_mask(
     ledger: &Ledger,
     spec: &DiffSpec,
     notes: &mut Vec<String>,
-) -> (Vec<bool>, u64) {
-    let mut in_scope = vec![false; ledger.activities.len()];
+) -> (Mask, u64) {
+    let mut in_scope = Mask::new(ledger.activities.len());
     let mut with_work = 0u64;
     match spec.scope {
         Scope::Steps => {
@@ -349,8 +369,8 @@ fn scope_mask(
             let att = attribution::attribute(ledger, &qs);
             for w in &att.works {
                 with_work += u64::from(w.has_gpu_work());
-                for &id in &w.activities {
-                    in_scope[id as usize] = true;
+                for id in w.activity_positions(ledger) {
+                    in_scope.set(id);
                 }
             }
             if att.overlaps.nested > 0 {
@@ -365,7 +385,9 @@ fn scope_mask(
         }
         Scope::Trace => {
             for (i, a) in ledger.activities.iter().enumerate() {
-                in_scope[i] = a.has_correlation();
+                if a.has_correlation() {
+                    in_scope.set(i);
+                }
             }
         }
     }
@@ -381,13 +403,26 @@ struct NameRows<'l> {
     total_ns: i128,
 }
 
-fn name_rows<'l>(ledger: &'l Ledger, in_scope: &[bool], config: &DiffConfig) -> NameRows<'l> {
-    let mut by: BTreeMap<(Kind, &str), Vec<i64>> = BTreeMap::new();
-    for (a, _) in ledger.activities.iter().zip(in_scope).filter(|(_, &s)| s) {
-        by.entry((a.kind, ledger.names.resolve(a.name)))
+fn name_rows<'l>(ledger: &'l Ledger, in_scope: &Mask, config: &DiffConfig) -> NameRows<'l> {
+    // Durations as exact multisets: memory follows the distinct durations.
+    let mut by_sym: HashMap<(Kind, Sym), Multiset> = HashMap::new();
+    for (_, a) in ledger
+        .activities
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| in_scope.get(*i))
+    {
+        by_sym
+            .entry((a.kind, a.name))
             .or_default()
             .push(a.end.0 - a.start.0);
     }
+    // Rows in (kind, name) order: the replay signatures use their numbers.
+    let mut by: Vec<((Kind, &str), Multiset)> = by_sym
+        .into_iter()
+        .map(|((kind, sym), durs)| ((kind, ledger.names.resolve(sym)), durs))
+        .collect();
+    by.sort_unstable_by(|x, y| x.0.cmp(&y.0));
     let mut rows = NameRows {
         names: Vec::with_capacity(by.len()),
         index: HashMap::with_capacity(by.len()),
@@ -395,18 +430,18 @@ fn name_rows<'l>(ledger: &'l Ledger, in_scope: &[bool], config: &DiffConfig) -> 
         total_ns: 0,
     };
     for (i, ((kind, name), mut durs)) in by.into_iter().enumerate() {
-        durs.sort_unstable();
-        let total: i128 = durs.iter().map(|&d| i128::from(d)).sum();
-        rows.activities += durs.len() as u64;
+        let total = durs.sum();
+        rows.activities += durs.len();
         rows.total_ns += total;
         rows.index.insert((kind, name), i as u32);
         rows.names.push(NameRow {
             name: name.to_string(),
             kind: kind_str(kind).into(),
             family: config.family(name).to_string(),
-            calls: durs.len() as u64,
+            calls: durs.len(),
             total_ns: total,
-            median_ns: median_sorted(&durs).ns(),
+            // Never empty: an entry exists once a duration is pushed.
+            median_ns: durs.median().map_or(0.0, |m| m.ns()),
         });
     }
     rows
@@ -415,7 +450,7 @@ fn name_rows<'l>(ledger: &'l Ledger, in_scope: &[bool], config: &DiffConfig) -> 
 /// Graph replays in scope and their signatures (first appearance order).
 fn replay_signatures(
     ledger: &Ledger,
-    in_scope: &[bool],
+    in_scope: &Mask,
     index: &HashMap<(Kind, &str), u32>,
 ) -> (u64, Vec<Signature>) {
     let mut sig_ix: HashMap<Vec<u32>, usize> = HashMap::new();
@@ -423,7 +458,7 @@ fn replay_signatures(
     let mut graph_replays = 0u64;
     let mut replays: Vec<std::ops::Range<usize>> = ledger
         .graph_replays()
-        .filter(|r| in_scope[r.start])
+        .filter(|r| in_scope.get(r.start))
         .collect();
     replays.sort_by_key(|r| {
         let a = ledger.activities.get(r.start);

@@ -18,10 +18,10 @@ use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::ledger::attribution::{self, Attribution, LaunchScope, Overlaps, Query};
 use crate::ledger::{self, Kind, Ledger, Work};
 use crate::model::{Ns, Sym};
-use crate::stats::{median_sorted, Exact, ExactSummary, Summary};
+use crate::stats::{Exact, ExactSummary, Multiset, Summary};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 pub use timeline::Timeline;
 
 /// How many kernels `top_kernels` lists by default.
@@ -402,42 +402,33 @@ fn exact_summary_ms(values: &[Exact]) -> Summary {
 }
 
 /// The kernels of the contexts (each activity in one context), by name.
+///
+/// Each name's durations are an exact multiset ([`Multiset`]): the median
+/// is exact and memory follows the distinct durations, not the launches.
 fn top_kernels(ledger: &Ledger, measured: &[&Work], top: usize, busy: i128) -> Vec<TopKernel> {
     // Attribution gives each activity to one context: no deduplication.
-    let kernels = || {
-        measured
-            .iter()
-            .flat_map(|w| w.activities.iter())
-            .map(|&id| ledger.activities.get(id as usize))
-            .filter(|a| a.kind == Kind::Kernel)
-    };
-    // Counted first, so each name's durations are allocated once, exactly
-    // (8 B per kernel, not up to twice that while a Vec doubles).
-    let mut counts: HashMap<Sym, usize> = HashMap::new();
-    for a in kernels() {
-        *counts.entry(a.name).or_default() += 1;
-    }
-    let mut by_name: BTreeMap<&str, Vec<i64>> = BTreeMap::new();
-    for a in kernels() {
-        by_name
-            .entry(ledger.names.resolve(a.name))
-            .or_insert_with(|| Vec::with_capacity(counts.get(&a.name).copied().unwrap_or(0)))
-            .push(a.end.0 - a.start.0);
+    let mut by_name: HashMap<Sym, Multiset> = HashMap::new();
+    let kernels = measured
+        .iter()
+        .flat_map(|w| w.activities(ledger))
+        .filter(|a| a.kind == Kind::Kernel);
+    for a in kernels {
+        by_name.entry(a.name).or_default().push(a.end.0 - a.start.0);
     }
     let contexts = measured.len() as f64;
     let mut out: Vec<(i128, TopKernel)> = by_name
         .into_iter()
         .map(|(name, mut durs)| {
-            durs.sort_unstable();
-            let total: i128 = durs.iter().map(|&d| i128::from(d)).sum();
-            let calls = durs.len() as u64;
+            let total = durs.sum();
+            let calls = durs.len();
             let k = TopKernel {
-                name: name.to_string(),
+                name: ledger.names.resolve(name).to_string(),
                 calls,
                 calls_per_context: (contexts > 0.0).then(|| calls as f64 / contexts),
                 total_ms: Exact { num: total, den: 1 }.ms(),
                 share_pct: (busy > 0).then(|| (total * 100) as f64 / busy as f64),
-                median_us: median_sorted(&durs).ns() / 1e3,
+                // Never empty: an entry exists once a duration is pushed.
+                median_us: durs.median().map_or(0.0, |m| m.ns() / 1e3),
             };
             (total, k)
         })

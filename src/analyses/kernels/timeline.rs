@@ -49,18 +49,16 @@ pub fn is_communication(name: &str) -> bool {
 /// Every figure is the length of a union, so one sweep over the activities
 /// in start order computes them all without building interval lists:
 /// |A − B| = |A ∪ B| − |B|, hence exposed comm = |comp ∪ comm| − |comp| and
-/// exposed memcpy = |all| − |comp ∪ comm|. Memory: one `u32` per activity.
+/// exposed memcpy = |all| − |comp ∪ comm|. Memory: one heap entry per run
+/// of the ledger's nearly sorted store ([`crate::ledger::Activities::by_start`]).
 pub fn of(ledger: &Ledger) -> Option<TimelineNs> {
-    let acts = &ledger.activities;
-    let mut order: Vec<u32> = (0..acts.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| acts.start_of(i as usize));
-    let first = acts.get(*order.first()? as usize).start;
+    let mut acts = ledger.activities.by_start().peekable();
+    let first = acts.peek()?.start;
     // Union lengths of: all, computation, computation ∪ communication.
     let mut all = Sweep::default();
     let mut comp = Sweep::default();
     let mut kernels = Sweep::default();
-    for &i in &order {
-        let a = acts.get(i as usize);
+    for a in acts {
         let iv = (a.start, a.end);
         all.add(iv);
         if a.kind == Kind::Memcpy {

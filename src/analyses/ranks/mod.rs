@@ -380,8 +380,7 @@ fn collect_steps(out: &mut RankTrace, trace: &Finished<'_>, ledger: &Ledger, cfg
     for (c, w) in chosen.iter().zip(&works) {
         let a = &steps.cpu[c.row];
         let mut colls: Vec<Collective> = Vec::new();
-        for &i in &w.activities {
-            let act = ledger.activities.get(i as usize);
+        for act in w.activities(ledger) {
             let id = *is_coll.entry(act.name).or_insert_with(|| {
                 let name = ledger.names.resolve(act.name);
                 cfg.is_collective(name).then(|| {

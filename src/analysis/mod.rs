@@ -373,8 +373,9 @@ type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 /// Their working memory then adds up (+21 MB at 200 sample copies), so
 /// one trace at a time finishes in parallel ([`ParallelFinish`]): a batch
 /// of many files, already one file per core, stays serial and its memory
-/// does not grow with files × analyses. With one analysis, or `-j 1`, it
-/// stays on the calling thread.
+/// does not grow with files × analyses, and at most `-j` finishes run at
+/// once ([`in_threads`]). With one analysis, or `-j 1`, it stays on the
+/// calling thread.
 ///
 /// Not rayon's pool: a read may itself run on a rayon thread (batch's
 /// files), and a pool thread that waits for its finishes steals other
@@ -391,22 +392,55 @@ fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
         .flatten();
     let parts: Vec<Results> = match alone {
         None => stages.into_iter().map(finish).collect(),
-        Some(_turn) => std::thread::scope(|s| {
-            let running: Vec<_> = stages
-                .into_iter()
-                .map(|a| s.spawn(move || finish(a)))
-                .collect();
-            running
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        }),
+        Some(_turn) => in_threads(stages, rayon::current_num_threads(), finish),
     };
     let mut results = Results::default();
     for part in parts {
         results.absorb(part);
     }
     results
+}
+
+/// `finish` of every stage on at most `threads` scoped threads, each taking
+/// the next stage not yet taken: at most `-j` finishes hold their working
+/// memory at once (on two cores, two of `batch`'s six). Results in the
+/// stages' order.
+fn in_threads<T, R>(stages: Vec<T>, threads: usize, finish: impl Fn(T) -> R + Sync) -> Vec<R>
+where
+    T: Send,
+    R: Send + Default,
+{
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let n = stages.len();
+    let queue: Vec<Mutex<Option<T>>> = stages.into_iter().map(|s| Mutex::new(Some(s))).collect();
+    let done: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let work = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(slot) = queue.get(k) else {
+            return;
+        };
+        // A lock is never poisoned here: nothing panics while holding one.
+        let stage = slot.lock().ok().and_then(|mut s| s.take());
+        if let Some(stage) = stage {
+            let r = finish(stage);
+            if let Some(mut out) = done.get(k).and_then(|d| d.lock().ok()) {
+                *out = Some(r);
+            }
+        }
+    };
+    std::thread::scope(|s| {
+        let running: Vec<_> = (0..threads.clamp(1, n.max(1)))
+            .map(|_| s.spawn(work))
+            .collect();
+        for h in running {
+            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        }
+    });
+    done.into_iter()
+        .map(|d| d.into_inner().ok().flatten().unwrap_or_default())
+        .collect()
 }
 
 /// The one trace of the process whose finishes run in parallel; given

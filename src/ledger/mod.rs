@@ -354,19 +354,6 @@ struct Palette {
 }
 
 impl Palette {
-    /// The palette of `acts` when it has at most one shape per
-    /// [`SHAPES_PER`] activities (else `None`: 12 B records are smaller).
-    fn of(acts: impl Iterator<Item = RawAct>, n: usize) -> Option<Palette> {
-        let mut p = Palette::default();
-        for a in acts {
-            p.code(&a);
-            if p.shapes.len() > n / SHAPES_PER {
-                return None;
-            }
-        }
-        Some(p)
-    }
-
     /// `a`'s shape's position, added if new.
     fn code(&mut self, a: &RawAct) -> u32 {
         let shape = Shape::of(a);
@@ -380,7 +367,8 @@ impl Palette {
 }
 
 /// A palette is used when activities average at least this many per
-/// shape: 8 B + 16 B / SHAPES_PER (+ the lookup while building) < 12 B.
+/// shape (collected while counting the groups, given up once there are
+/// more): 8 B + 16 B / SHAPES_PER (+ the lookup while building) < 12 B.
 const SHAPES_PER: usize = 4;
 
 /// The records, in one of two layouts (see the module docs).
@@ -995,16 +983,23 @@ fn count_groups(
 ) -> (Vec<u32>, usize, Option<Palette>) {
     let mut starts = vec![0u32; index.len() + 1];
     let mut unowned = 0usize;
+    let mut palette = Some(Palette::default());
     for a in acts_of(stream.reader()) {
         match a.corr.and_then(|k| index.rank(k)) {
             Some(r) => starts[r as usize + 1] = starts[r as usize + 1].saturating_add(1),
             None => unowned += 1,
         }
+        if let Some(p) = &mut palette {
+            p.code(&a);
+            if p.shapes.len() > n / SHAPES_PER {
+                palette = None;
+            }
+        }
     }
     for r in 1..starts.len() {
         starts[r] = starts[r].saturating_add(starts[r - 1]);
     }
-    (starts, unowned, Palette::of(acts_of(stream.reader()), n))
+    (starts, unowned, palette)
 }
 
 /// Counting sort of the activity stream by correlation rank (the stream's
@@ -1144,6 +1139,9 @@ fn owners(c: LaunchSide, index: &CorrIndex, starts: &[u32], lane_pid: &[u32]) ->
         }
     }
     let shared = o.shared;
+    // Pass 2 sees the launch calls again from the start (4 B per id: not
+    // two at once).
+    drop(o);
     for i in 1..lane_starts.len() {
         lane_starts[i] += lane_starts[i - 1];
     }

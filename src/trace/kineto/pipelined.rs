@@ -4,7 +4,7 @@
 //! ```text
 //!  inflate thread     scanner thread               parse workers (0..N)      caller's thread
 //!  (pipe.rs)
-//!  gzip → 1 MB ─────► block scanner + prefilter;   batch k goes to worker    takes batch k from worker
+//!  gzip → ½ MB ─────► block scanner + prefilter;   batch k goes to worker    takes batch k from worker
 //!  chunks             admitted events copied into  k mod N, which parses     k mod N (k = 0, 1, 2, …:
 //!                     batches of ~256 KB, numbered it whole (extract /       file order), rebuilds each
 //!                     in file order ─────────────► serde) into `Parsed` ───► Event from its spans

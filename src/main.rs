@@ -50,6 +50,9 @@ fn message(err: &anyhow::Error) -> String {
 /// (BENCHMARKS.md).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn return_large_blocks() {
+    if std::env::var_os("TORCHTRACE_MALLOC_DEFAULTS").is_some() {
+        return; // glibc's own thresholds, for comparing
+    }
     // SAFETY: mallopt only sets an allocator parameter; it is called before
     // any other thread exists, and a refusal (0) leaves glibc's default.
     unsafe {

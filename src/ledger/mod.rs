@@ -77,6 +77,7 @@ use crate::trace::{Event, EventPos, Prefilter};
 use intervals::Iv;
 use pack::{Chunked, Fields, Packed};
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::ops::Range;
 
 /// What a GPU activity is.
@@ -345,12 +346,43 @@ impl Shape {
     }
 }
 
+/// A multiply-rotate hash of a [`Shape`]'s three integers: the palette is
+/// looked up twice per activity on the build's serial path, where SipHash
+/// cost ≈ 2 % of `hierarchy` (HashDoS needs chosen keys; a trace's shapes
+/// only make lookups slower, never wrong).
+#[derive(Default)]
+struct ShapeHasher(u64);
+
+impl Hasher for ShapeHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_i64(&mut self, v: i64) {
+        self.write_u64(v as u64);
+    }
+}
+
 /// The shapes of a store of [`Rec8`]s, with their positions while it is
 /// being built.
 #[derive(Debug, Default, Clone)]
 struct Palette {
     shapes: Vec<Shape>,
-    lookup: HashMap<Shape, u32>,
+    lookup: HashMap<Shape, u32, BuildHasherDefault<ShapeHasher>>,
 }
 
 impl Palette {
@@ -484,7 +516,7 @@ impl Activities {
     /// Drops what only building needed (the palette's lookup).
     fn seal(&mut self) {
         if let Recs::Shaped(_, p) = &mut self.recs {
-            p.lookup = HashMap::new();
+            p.lookup = HashMap::default();
             p.shapes.shrink_to_fit();
         }
         self.wide.shrink_to_fit();

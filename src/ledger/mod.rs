@@ -39,7 +39,8 @@
 //!      and collect their shapes (dur, name, kind, has_corr) while at most
 //!      one per 4 activities (vLLM: 13–26 % distinct, the TP=2 run 3 %)
 //!   2. launch calls in file order: the first with an id owns it (a second pid: "shared");
-//!      owners with activities kept, counted per lane, placed per lane, sorted by (ts, index)
+//!      owners with activities kept, counted per lane, pushed in file order as the stream
+//!      drains, permuted in place to their lane's range, each lane sorted by (ts, index)
 //!        Launch (24 B) | ts: i64 | index: u32 | dur: u32 | name: u32 | rank: u32 |
 //!   3. activities placed at their rank's cursor (counting sort), each group sorted by
 //!      (start, end), the unowned ones after them; 65536 records a chunk, each chunk

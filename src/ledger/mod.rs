@@ -68,6 +68,7 @@
 //! file order; `pack`'s tests the streams' round trip.)
 
 pub mod attribution;
+pub(crate) mod bits;
 pub(crate) mod intervals;
 mod order;
 mod pack;
@@ -75,6 +76,7 @@ mod pack;
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};
 use crate::trace::{Event, EventPos, Prefilter};
+use bits::Bits;
 use intervals::Iv;
 use pack::{Chunked, Fields, Packed};
 use std::collections::HashMap;
@@ -928,10 +930,8 @@ impl Work {
 
     /// Its activities, in [`Work::activity_positions`] order.
     pub fn activities<'l>(&'l self, ledger: &'l Ledger) -> impl Iterator<Item = Activity> + 'l {
-        self.calls
-            .iter()
-            .filter_map(|&i| ledger.launches.get(i as usize))
-            .flat_map(|l| ledger.acts(l).iter())
+        self.activity_positions(ledger)
+            .map(|i| ledger.activities.get(i))
     }
 }
 
@@ -1077,7 +1077,7 @@ struct Owners {
     /// Per rank: the pid id of its first launch call, or [`Owners::UNSEEN`].
     first_pid: Vec<u32>,
     /// Per rank: counted in `shared`.
-    shared_bits: Vec<u64>,
+    shared_bits: Bits,
     shared: u64,
 }
 
@@ -1087,14 +1087,14 @@ impl Owners {
     fn new(ranks: usize) -> Self {
         Owners {
             first_pid: vec![Self::UNSEEN; ranks],
-            shared_bits: vec![0; ranks.div_ceil(64)],
+            shared_bits: Bits::new(ranks),
             shared: 0,
         }
     }
 
     /// Sees launch call `rank`, `pid` (in file order): whether it owns.
     fn see(&mut self, rank: u32, pid: u32) -> bool {
-        let (r, bit) = (rank as usize, 1u64 << (rank % 64));
+        let r = rank as usize;
         let Some(slot) = self.first_pid.get_mut(r) else {
             return false;
         };
@@ -1102,8 +1102,7 @@ impl Owners {
             *slot = pid;
             return true;
         }
-        if *slot != pid && self.shared_bits[r / 64] & bit == 0 {
-            self.shared_bits[r / 64] |= bit;
+        if *slot != pid && self.shared_bits.insert(r) {
             self.shared += 1;
         }
         false
@@ -1215,16 +1214,8 @@ fn owners(c: LaunchSide, index: &CorrIndex, starts: &[u32], lane_pid: &[u32]) ->
 /// it not, `v` is rebuilt by placing instead, never looping on a cycle.
 fn permute<T: Copy>(v: &mut Vec<T>, mut places: Vec<u32>) {
     let n = v.len();
-    let mut seen = vec![0u64; n.div_ceil(64)];
-    let is_permutation = places.len() == n
-        && places.iter().all(|&p| {
-            let p = p as usize;
-            let fresh = p < n && seen[p / 64] & (1 << (p % 64)) == 0;
-            if fresh {
-                seen[p / 64] |= 1 << (p % 64);
-            }
-            fresh
-        });
+    let mut seen = Bits::new(n);
+    let is_permutation = places.len() == n && places.iter().all(|&p| seen.insert(p as usize));
     drop(seen);
     if !is_permutation {
         let mut out = v.clone();

@@ -22,6 +22,7 @@ pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, Need};
 use crate::ledger::attribution::{self, LaunchScope};
+use crate::ledger::bits::Bits;
 use crate::ledger::{self, Kind, Ledger};
 use crate::model::Sym;
 use crate::stats::Multiset;
@@ -329,25 +330,6 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     }
 }
 
-/// One bit per activity of the ledger.
-struct Mask(Vec<u64>);
-
-impl Mask {
-    fn new(n: usize) -> Self {
-        Mask(vec![0; n.div_ceil(64)])
-    }
-
-    fn set(&mut self, i: usize) {
-        if let Some(w) = self.0.get_mut(i / 64) {
-            *w |= 1 << (i % 64);
-        }
-    }
-
-    fn get(&self, i: usize) -> bool {
-        self.0.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
-    }
-}
-
 /// Which activities of the ledger are in scope, and how many contexts
 /// have GPU work (steps scope).
 fn scope_mask(
@@ -355,8 +337,8 @@ fn scope_mask(
     ledger: &Ledger,
     spec: &DiffSpec,
     notes: &mut Vec<String>,
-) -> (Mask, u64) {
-    let mut in_scope = Mask::new(ledger.activities.len());
+) -> (Bits, u64) {
+    let mut in_scope = Bits::new(ledger.activities.len());
     let mut with_work = 0u64;
     match spec.scope {
         Scope::Steps => {
@@ -370,7 +352,7 @@ fn scope_mask(
             for w in &att.works {
                 with_work += u64::from(w.has_gpu_work());
                 for id in w.activity_positions(ledger) {
-                    in_scope.set(id);
+                    in_scope.insert(id);
                 }
             }
             if att.overlaps.nested > 0 {
@@ -386,7 +368,7 @@ fn scope_mask(
         Scope::Trace => {
             for (i, a) in ledger.activities.iter().enumerate() {
                 if a.has_correlation() {
-                    in_scope.set(i);
+                    in_scope.insert(i);
                 }
             }
         }
@@ -403,7 +385,7 @@ struct NameRows<'l> {
     total_ns: i128,
 }
 
-fn name_rows<'l>(ledger: &'l Ledger, in_scope: &Mask, config: &DiffConfig) -> NameRows<'l> {
+fn name_rows<'l>(ledger: &'l Ledger, in_scope: &Bits, config: &DiffConfig) -> NameRows<'l> {
     // Durations as exact multisets: memory follows the distinct durations.
     let mut by_sym: HashMap<(Kind, Sym), Multiset> = HashMap::new();
     for (_, a) in ledger
@@ -450,7 +432,7 @@ fn name_rows<'l>(ledger: &'l Ledger, in_scope: &Mask, config: &DiffConfig) -> Na
 /// Graph replays in scope and their signatures (first appearance order).
 fn replay_signatures(
     ledger: &Ledger,
-    in_scope: &Mask,
+    in_scope: &Bits,
     index: &HashMap<(Kind, &str), u32>,
 ) -> (u64, Vec<Signature>) {
     let mut sig_ix: HashMap<Vec<u32>, usize> = HashMap::new();

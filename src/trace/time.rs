@@ -40,6 +40,9 @@ impl std::error::Error for TimeError {}
 /// Accepts the full JSON number grammar (sign, fraction, exponent); a
 /// surrounding pair of quotes is tolerated because some writers quote numbers.
 pub fn parse_us(text: &str) -> Result<Ns, TimeError> {
+    if let Some(ns) = plain_us(text.as_bytes()) {
+        return Ok(Ns(ns));
+    }
     let t = text.trim();
     let t = t
         .strip_prefix('"')
@@ -51,6 +54,31 @@ pub fn parse_us(text: &str) -> Result<Ns, TimeError> {
         DecErr::Syntax => TimeError::NotANumber(clip_str(text)),
         DecErr::Range => TimeError::OutOfRange(clip_str(text)),
     })
+}
+
+/// The shape Kineto writes nearly every time in, `<digits>[.<1–3 digits>]`
+/// with at most 16 integer digits (and no leading zero), read in one `u64`
+/// pass; `None` for anything else (and for values past `i64::MAX` ns), which [`parse_decimal`] then reads (it
+/// gives the same value for these: no rounding, no sign, no exponent).
+/// About an eighth of the ledger's extraction time went to the general
+/// path's `u128` digits.
+#[inline]
+fn plain_us(b: &[u8]) -> Option<i64> {
+    const MAX_INT: usize = 16; // < 10^16 µs × 1000 + 999 fits a u64
+    let int_len = b.iter().take(MAX_INT + 1).take_while(|c| c.is_ascii_digit()).count();
+    if int_len == 0 || int_len > MAX_INT || (int_len > 1 && b[0] == b'0') {
+        return None;
+    }
+    let digits = |d: &[u8]| d.iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'));
+    let int = digits(&b[..int_len]);
+    let frac = match &b[int_len..] {
+        [] => 0,
+        [b'.', f @ ..] if (1..=3).contains(&f.len()) && f.iter().all(u8::is_ascii_digit) => {
+            digits(f) * [100, 10, 1][f.len() - 1]
+        }
+        _ => return None,
+    };
+    i64::try_from(int * 1000 + frac).ok()
 }
 
 enum DecErr {
@@ -224,6 +252,41 @@ mod tests {
 
     fn ns(t: &str) -> i64 {
         parse_us(t).unwrap().0
+    }
+
+    /// The one-pass reading agrees with the general one wherever it
+    /// answers, and answers for Kineto's shapes.
+    #[test]
+    fn plain_shapes_read_as_the_general_path() {
+        let general = |t: &str| parse_decimal(t.as_bytes(), 3).ok();
+        for t in [
+            "0", "7", "0.5", "0.05", "0.005", "12.345", "5106297913320.790", "999999999999999",
+            "999999999999999.999", "100.1", "1623143089861123", "9223372036854775.807",
+        ] {
+            let plain = plain_us(t.as_bytes());
+            assert!(plain.is_some(), "{t}");
+            assert_eq!(plain.or(general(t)), general(t), "{t}");
+        }
+        for t in [
+            "", "-1", "01", "00.5", "1.", ".5", "1.0004", "1e3", " 1", "1 ", "\"1\"", "1.5e3",
+            "10000000000000000", "9223372036854775.808", "1x", "1.2.3", "1.-5",
+        ] {
+            assert_eq!(plain_us(t.as_bytes()), None, "{t}");
+        }
+        // Random digits and dots, against the general path.
+        let mut s = 7u64;
+        for _ in 0..20_000 {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            let len = 1 + (s % 20) as usize;
+            let t: String = (0..len)
+                .map(|k| b"0123456789.-e"[((s >> (3 * k % 60)) % 13) as usize] as char)
+                .collect();
+            if let Some(v) = plain_us(t.as_bytes()) {
+                assert_eq!(Some(v), general(&t), "{t}");
+            }
+        }
     }
 
     #[test]

@@ -65,7 +65,11 @@ pub fn parse_us(text: &str) -> Result<Ns, TimeError> {
 #[inline]
 fn plain_us(b: &[u8]) -> Option<i64> {
     const MAX_INT: usize = 16; // < 10^16 µs × 1000 + 999 fits a u64
-    let int_len = b.iter().take(MAX_INT + 1).take_while(|c| c.is_ascii_digit()).count();
+    let int_len = b
+        .iter()
+        .take(MAX_INT + 1)
+        .take_while(|c| c.is_ascii_digit())
+        .count();
     if int_len == 0 || int_len > MAX_INT || (int_len > 1 && b[0] == b'0') {
         return None;
     }
@@ -260,16 +264,41 @@ mod tests {
     fn plain_shapes_read_as_the_general_path() {
         let general = |t: &str| parse_decimal(t.as_bytes(), 3).ok();
         for t in [
-            "0", "7", "0.5", "0.05", "0.005", "12.345", "5106297913320.790", "999999999999999",
-            "999999999999999.999", "100.1", "1623143089861123", "9223372036854775.807",
+            "0",
+            "7",
+            "0.5",
+            "0.05",
+            "0.005",
+            "12.345",
+            "5106297913320.790",
+            "999999999999999",
+            "999999999999999.999",
+            "100.1",
+            "1623143089861123",
+            "9223372036854775.807",
         ] {
             let plain = plain_us(t.as_bytes());
             assert!(plain.is_some(), "{t}");
             assert_eq!(plain.or(general(t)), general(t), "{t}");
         }
         for t in [
-            "", "-1", "01", "00.5", "1.", ".5", "1.0004", "1e3", " 1", "1 ", "\"1\"", "1.5e3",
-            "10000000000000000", "9223372036854775.808", "1x", "1.2.3", "1.-5",
+            "",
+            "-1",
+            "01",
+            "00.5",
+            "1.",
+            ".5",
+            "1.0004",
+            "1e3",
+            " 1",
+            "1 ",
+            "\"1\"",
+            "1.5e3",
+            "10000000000000000",
+            "9223372036854775.808",
+            "1x",
+            "1.2.3",
+            "1.-5",
         ] {
             assert_eq!(plain_us(t.as_bytes()), None, "{t}");
         }

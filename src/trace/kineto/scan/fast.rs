@@ -9,7 +9,7 @@
 //! to it, so errors are always reported by one piece of code.
 
 use super::{OnEvent, Scanner};
-use crate::trace::classify::{classify, escaped, prefix_xor, BLOCK};
+use crate::trace::classify::{self, escaped, Block, BLOCK};
 use crate::trace::error::ReadError;
 use crate::trace::event::EventPos;
 use std::io::Read;
@@ -38,6 +38,29 @@ impl Default for Hit {
     }
 }
 
+/// A block's masks, with AVX2 when `AVX2` (set only where the CPU has it).
+#[inline(always)]
+fn block_masks<const AVX2: bool>(chunk: &[u8; BLOCK]) -> Block {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: `AVX2` is true only in the loop that
+        // `fast_events_avx2` runs, after the CPU was checked.
+        return unsafe { classify::classify_avx2(chunk) };
+    }
+    classify::classify(chunk)
+}
+
+/// Bit k set when an odd number of quotes lie at or below k.
+#[inline(always)]
+fn string_mask<const AVX2: bool>(quotes: u64) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if AVX2 {
+        // SAFETY: as in `block_masks`.
+        return unsafe { classify::prefix_xor_clmul(quotes) };
+    }
+    classify::prefix_xor(quotes)
+}
+
 /// Whether the bytes between two events are a valid separator:
 /// whitespace, one comma, whitespace.
 #[inline(always)]
@@ -64,6 +87,27 @@ impl<R: Read> Scanner<'_, R> {
     /// byte-wise scanner would: brackets and braces counted together, and
     /// strings with their escapes skipped.
     pub(super) fn fast_events(&mut self, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
+        #[cfg(target_arch = "x86_64")]
+        if classify::has_avx2() {
+            // SAFETY: the CPU has AVX2 and PCLMULQDQ (checked just now).
+            return unsafe { self.fast_events_avx2(on_event) };
+        }
+        self.blocks::<false>(on_event)
+    }
+
+    /// The loop compiled with AVX2 on: [`classify::classify_avx2`] and
+    /// [`classify::prefix_xor_clmul`] inline into it (about a fifth fewer
+    /// instructions per block than SSE2).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,pclmulqdq")]
+    unsafe fn fast_events_avx2(&mut self, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
+        self.blocks::<true>(on_event)
+    }
+
+    /// The block loop; `AVX2`: classify with AVX2 (only ever true when
+    /// the CPU has it, from [`Scanner::fast_events_avx2`]).
+    #[inline(always)]
+    fn blocks<const AVX2: bool>(&mut self, on_event: &mut OnEvent<'_>) -> Result<(), ReadError> {
         let all = self.filter.finders.is_empty();
         // Nesting depth inside the current event (0: between events).
         let mut depth = 0usize;
@@ -94,13 +138,13 @@ impl<R: Read> Scanner<'_, R> {
                 continue;
             }
             let chunk: &[u8; BLOCK] = self.buf[p..p + BLOCK].try_into().expect("64 bytes");
-            let m = classify(chunk);
+            let m = block_masks::<AVX2>(chunk);
             let esc = if m.backslash | esc_carry == 0 {
                 0
             } else {
                 escaped(m.backslash, &mut esc_carry)
             };
-            let inside = prefix_xor(m.quote & !esc) ^ in_string;
+            let inside = string_mask::<AVX2>(m.quote & !esc) ^ in_string;
             in_string = ((inside as i64) >> 63) as u64;
             let mut structural = (m.open | m.close) & !inside;
             // A backslash outside a string (invalid JSON) escapes nothing

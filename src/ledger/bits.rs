@@ -1,5 +1,5 @@
 //! A fixed-size set of bits: one per position (activities, correlation
-//! ranks), 1/64 of the `Vec<bool>` it replaces.
+//! ranks, launch calls, time blocks), 1/64 of the `Vec<bool>` it replaces.
 
 /// `n` bits, all clear at first; positions past the end read as clear and
 /// are ignored when set.

@@ -38,11 +38,7 @@
 //!   1. count the activities per rank            → prefix sums: rank r's group
 //!      and collect their shapes (dur, name, kind, has_corr) while at most
 //!      one per 4 activities (vLLM: 13–26 % distinct, the TP=2 run 3 %)
-//!   2. launch calls in file order: the first with an id owns it (a second pid: "shared");
-//!      owners with activities kept, counted per lane, pushed in file order as the stream
-//!      drains, permuted in place to their lane's range, each lane sorted by (ts, index)
-//!        Launch (24 B) | ts: i64 | index: u32 | dur: u32 | name: u32 | rank: u32 |
-//!   3. activities placed at their rank's cursor (counting sort), each group sorted by
+//!   2. activities placed at their rank's cursor (counting sort), each group sorted by
 //!      (start, end), the unowned ones after them; 65536 records a chunk, each chunk
 //!      allocated at its first write while the stream's chunks are freed
 //!      few shapes:  Rec8 (8 B)  | off: i32 | shape: u32 |  + palette: Shape (16 B) each
@@ -50,16 +46,26 @@
 //!      else:        Rec (12 B)  | off: i32 | dur: u32 | name·16 + wide·8 + kind·2 + has_corr: u32 |
 //!        start = bases[chunk] (the chunk's first written start) + off
 //!      groups.ends[rank] (4 B per id): where rank's activities end
+//!   3. launch calls in file order, twice: the first with an id owns it (a second pid:
+//!      "shared"); pass one keeps a bit per call (owns, with activities) and counts per
+//!      lane, pass two drains the stream and writes each owner at its lane's cursor in
+//!      zeroed memory (pages come as written); each lane checked sorted by (ts, index)
+//!        Launch (16 B) | off: i32 | index: u32 | dur·64 + name code: u32 | rank: u32 |
+//!        ts = bases[pos / 64] + off; ≤ 63 launch names (launches.rs)
+//!   (2 before 3: the activity stream is gone before the owners fill, and the
+//!   per-id "first pid" table before pass two: −12 MB of kernels' heap peak at
+//!   800 sample copies)
 //!
-//!   what stays: 3512 × 8 B + 954 owners × 24 B + 1604 × 4 B ≈ 57 KB per copy (was 148 KB;
-//!   71 KB with 12 B records); a context's Work keeps 4 B per launch call, not per activity
+//!   what stays: 3512 × 8 B + 954 owners × 16 B + 1604 × 4 B ≈ 50 KB per copy (was 148 KB;
+//!   57 KB with 24 B launch records); a context's Work keeps 4 B per launch call, not per activity
 //!
 //! exact escapes (rare: a chunk's activities lie within ±2.1 s of its first one):
 //!   Rec { wide } ──► Activities::wide[meta >> 4] = { start: i64, dur: i64, name, flags }
 //!     (start beyond ±2^31 ns of its chunk's base, dur ≥ 2^32 ns or < 0, name ≥ 2^28)
 //!   Rec8 { wide } ──► Activities::wide[shape − 2^31] (start beyond ±2^31 ns only)
-//!   Launch { dur: u32::MAX } ──► wide_launches[rank] = (index: u64, dur: i64)
-//!     (index or dur ≥ u32::MAX; a 5 s call: dur = 5_000_000_000)
+//!   Launch { dur·64 + name code: u32::MAX } ──► launches.wide[rank] = the whole call
+//!     (ts beyond ±2^31 ns of its block's base, index ≥ 2^32, dur ≥ 2^26 ns (67 ms) or
+//!     < 0, a 64th launch name; a 5 s call is one)
 //! ```
 //!
 //! (`tests::the_record_layout_of_the_module_docs` checks the sizes and the
@@ -70,6 +76,7 @@
 pub mod attribution;
 pub(crate) mod bits;
 pub(crate) mod intervals;
+mod launches;
 mod order;
 mod pack;
 
@@ -78,6 +85,7 @@ use crate::stats::{median_sorted, Exact};
 use crate::trace::{Event, EventPos, Prefilter};
 use bits::Bits;
 use intervals::Iv;
+use launches::{Call, Launches};
 use pack::{Chunked, Fields, Packed};
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -865,23 +873,6 @@ impl CorrIndex {
     }
 }
 
-/// A launch call that owns ≥ 1 activity, in the ledger (24 B); its lane
-/// is implied by its position (`Ledger::lane_starts`).
-#[derive(Debug, Clone, Copy)]
-struct Launch {
-    ts: Ns,
-    /// Its file index, or [`ESCAPE`] in `dur`: then
-    /// `wide_launches[&rank]` has (index, dur).
-    index: u32,
-    dur: u32,
-    name: Sym,
-    /// Its correlation's rank: its activities are `Groups::range(rank)`.
-    rank: u32,
-}
-
-/// Marks a launch whose index and duration are in `wide_launches`.
-const ESCAPE: u32 = u32::MAX;
-
 /// The GPU work of one CPU range.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Work {
@@ -924,8 +915,8 @@ impl Work {
     ) -> impl Iterator<Item = usize> + 'l {
         self.calls
             .iter()
-            .filter_map(|&i| ledger.launches.get(i as usize))
-            .flat_map(|l| ledger.acts(l).positions())
+            .filter_map(|&i| ledger.launches.rank(i as usize))
+            .flat_map(|r| ledger.acts(r).positions())
     }
 
     /// Its activities, in [`Work::activity_positions`] order.
@@ -940,14 +931,12 @@ impl Work {
 pub struct Ledger {
     pub names: Interner,
     /// The launch calls that own ≥ 1 activity (each the first in file order
-    /// with its correlation), sorted by (lane, ts, index).
-    launches: Vec<Launch>,
+    /// with its correlation), sorted by (lane, ts, index), 16 B each
+    /// ([`launches`]).
+    launches: Launches,
     /// Per lane id, where its launch calls start in `launches` (one more
     /// entry at the end: their count).
     lane_starts: Vec<u32>,
-    /// (file index, duration) of the launch calls (by rank) whose index or
-    /// duration does not fit `u32`.
-    wide_launches: HashMap<u32, (u64, i64)>,
     /// Per correlation rank, the end of its activities' group.
     groups: Groups,
     /// Launch calls kept (with a correlation id), owners or not.
@@ -1124,13 +1113,16 @@ fn in_file_order<'a>(
 /// The launch calls that own activities (one per correlation with
 /// activities), sorted by (lane, ts, index), with each lane's first
 /// position; their wide (index, dur); how many correlations launch calls
-/// of several processes share. Two passes over the launch stream (the
-/// second frees it): count per lane, then place.
-fn owners(c: LaunchSide, index: &CorrIndex, starts: &[u32], lane_pid: &[u32]) -> OwnersOut {
+/// of several processes share. Two passes over the launch stream in file
+/// order: the first decides (a bit per launch call: it owns), counts per
+/// lane and frees its per-id table; the second, which frees the stream,
+/// places the owners by those bits.
+fn owners(c: LaunchSide, index: &CorrIndex, groups: &Groups, lane_pid: &[u32]) -> OwnersOut {
     let LaunchSide {
         stream,
         unordered,
         lanes,
+        n,
     } = c;
     let sorted: Vec<RawLaunch> = match unordered {
         true => {
@@ -1141,101 +1133,65 @@ fn owners(c: LaunchSide, index: &CorrIndex, starts: &[u32], lane_pid: &[u32]) ->
         false => Vec::new(),
     };
     let pid = |l: &RawLaunch| lane_pid.get(l.lane as usize).copied().unwrap_or(0);
-    let owning = |l: &RawLaunch, o: &mut Owners| {
-        let r = index.rank(l.corr)?;
-        let has = |r: usize| {
-            starts
-                .get(r + 1)
-                .zip(starts.get(r))
-                .is_some_and(|(b, a)| b > a)
-        };
-        (o.see(r, pid(l)) && has(r as usize)).then_some(r)
-    };
-    // Pass 1 (without freeing): launch calls per lane.
+    // Pass 1 (without freeing): which launch calls own, and how many per
+    // lane. The per-id table (4 B per id) is dropped before pass 2, whose
+    // owners Vec is the build's peak: a bit per launch call replays its
+    // decisions.
     let mut lane_starts = vec![0u32; lanes + 1];
-    let mut o = Owners::new(index.len());
-    let first: Box<dyn Iterator<Item = RawLaunch>> = match unordered {
-        true => Box::new(sorted.iter().copied()),
-        false => Box::new(launches_of(stream.reader())),
-    };
-    for l in first {
-        if owning(&l, &mut o).is_some() {
-            if let Some(n) = lane_starts.get_mut(l.lane as usize + 1) {
-                *n += 1;
+    let mut owns = Bits::new(n);
+    let shared = {
+        let mut o = Owners::new(index.len());
+        let first: Box<dyn Iterator<Item = RawLaunch>> = match unordered {
+            true => Box::new(sorted.iter().copied()),
+            false => Box::new(launches_of(stream.reader())),
+        };
+        for (k, l) in first.enumerate() {
+            let Some(r) = index.rank(l.corr) else {
+                continue;
+            };
+            if o.see(r, pid(&l)) && !groups.range(r).is_empty() {
+                owns.insert(k);
+                if let Some(c) = lane_starts.get_mut(l.lane as usize + 1) {
+                    *c += 1;
+                }
             }
         }
-    }
-    let shared = o.shared;
-    // Pass 2 sees the launch calls again from the start (4 B per id: not
-    // two at once).
-    drop(o);
+        o.shared
+    };
     for i in 1..lane_starts.len() {
         lane_starts[i] += lane_starts[i - 1];
     }
-    // Pass 2, freeing the stream as it goes: each owner in file order, with
-    // its place (its lane's cursor); then each moved to its place. (Filling
-    // a Vec at the cursors touches it whole while the stream is still
-    // there: 12 MB more at 800 sample copies.)
+    // Pass 2, freeing the stream as it goes: each owner written at its
+    // lane's cursor, into zeroed memory whose pages come as they are
+    // written (a Vec filled at the cursors touched it whole while the
+    // stream was still there: 12 MB more at 800 sample copies).
     let mut next = lane_starts.clone();
-    let n = lane_starts.last().copied().unwrap_or(0) as usize;
-    let mut launches: Vec<Launch> = Vec::with_capacity(n);
-    let mut places: Vec<u32> = Vec::with_capacity(n);
-    let mut wide = HashMap::new();
-    let mut o = Owners::new(index.len());
-    for l in in_file_order((!unordered).then_some(stream), &sorted) {
-        let Some(r) = owning(&l, &mut o) else {
+    let total = lane_starts.last().copied().unwrap_or(0) as usize;
+    let mut launches = Launches::zeroed(total);
+    for (k, l) in in_file_order((!unordered).then_some(stream), &sorted).enumerate() {
+        if !owns.get(k) {
+            continue;
+        }
+        let (Some(rank), Some(at)) = (index.rank(l.corr), next.get_mut(l.lane as usize)) else {
             continue;
         };
-        let Some(at) = next.get_mut(l.lane as usize) else {
-            continue;
+        let call = Call {
+            ts: l.ts,
+            index: l.index,
+            dur: l.dur,
+            name: Sym(l.name),
+            rank,
         };
-        launches.push(launch(&l, r, &mut wide));
-        places.push(*at);
+        launches.set(*at as usize, &call);
         *at += 1;
     }
-    permute(&mut launches, places);
-    let w = &wide;
     for lane in 0..lanes {
-        let (lo, hi) = (lane_starts[lane] as usize, lane_starts[lane + 1] as usize);
-        let hi = hi.min(launches.len());
-        launches[lo.min(hi)..hi].sort_unstable_by_key(|l| (l.ts, index_of(l, w)));
+        launches.sort_range(lane_starts[lane] as usize..lane_starts[lane + 1] as usize);
     }
     OwnersOut {
         launches,
         lane_starts,
-        wide,
         shared,
-    }
-}
-
-/// Moves `v[k]` to position `places[k]` for every k, in place, cycle by
-/// cycle (O(n) swaps). `places` is a permutation of `0..n` by construction
-/// (each lane's cursor runs over its own range, counted in pass 1); were
-/// it not, `v` is rebuilt by placing instead, never looping on a cycle.
-fn permute<T: Copy>(v: &mut Vec<T>, mut places: Vec<u32>) {
-    let n = v.len();
-    let mut seen = Bits::new(n);
-    let is_permutation = places.len() == n && places.iter().all(|&p| seen.insert(p as usize));
-    drop(seen);
-    if !is_permutation {
-        let mut out = v.clone();
-        for (x, &p) in v.iter().zip(&places) {
-            if let Some(slot) = out.get_mut(p as usize) {
-                *slot = *x;
-            }
-        }
-        *v = out;
-        return;
-    }
-    for i in 0..n {
-        loop {
-            let j = places[i] as usize;
-            if j == i {
-                break;
-            }
-            v.swap(i, j);
-            places.swap(i, j);
-        }
     }
 }
 
@@ -1244,39 +1200,14 @@ struct LaunchSide {
     stream: Packed,
     unordered: bool,
     lanes: usize,
+    /// Launch calls in the stream.
+    n: usize,
 }
 
 struct OwnersOut {
-    launches: Vec<Launch>,
+    launches: Launches,
     lane_starts: Vec<u32>,
-    wide: HashMap<u32, (u64, i64)>,
     shared: u64,
-}
-
-/// A launch call's file index.
-fn index_of(l: &Launch, wide: &HashMap<u32, (u64, i64)>) -> u64 {
-    match l.dur {
-        ESCAPE => wide.get(&l.rank).map_or(0, |w| w.0),
-        _ => u64::from(l.index),
-    }
-}
-
-/// The ledger's record of an owning launch call.
-fn launch(l: &RawLaunch, rank: u32, wide: &mut HashMap<u32, (u64, i64)>) -> Launch {
-    let (index, dur) = match (u32::try_from(l.index), u32::try_from(l.dur)) {
-        (Ok(i), Ok(d)) if d != ESCAPE => (i, d),
-        _ => {
-            wide.insert(rank, (l.index, l.dur));
-            (0, ESCAPE)
-        }
-    };
-    Launch {
-        ts: Ns(l.ts),
-        index,
-        dur,
-        name: Sym(l.name),
-        rank,
-    }
 }
 
 impl Ledger {
@@ -1293,19 +1224,23 @@ impl Ledger {
             ..
         } = c;
         let (starts, unowned, palette) = count_groups(&activities, &index, n_activities);
+        // The activities are placed (their stream freed) before the owners
+        // are found (the launch stream freed while they fill): the two
+        // streams and the owners are never alive at once (heaptrack's peak
+        // at 800 sample copies was all three, plus the group counts).
+        let (activities, groups) = place_activities(activities, &index, starts, unowned, palette);
         let side = LaunchSide {
             stream: launches,
             unordered,
             lanes: lane_pid.len(),
+            n: n_launches,
         };
-        let o = owners(side, &index, &starts, &lane_pid);
-        let (activities, groups) = place_activities(activities, &index, starts, unowned, palette);
+        let o = owners(side, &index, &groups, &lane_pid);
         debug_assert_eq!(activities.len(), n_activities);
         Ledger {
             names,
             launches: o.launches,
             lane_starts: o.lane_starts,
-            wide_launches: o.wide,
             groups,
             shared_correlations: o.shared,
             launch_calls: n_launches,
@@ -1319,9 +1254,7 @@ impl Ledger {
     /// Bytes held by the launch and activity records (for the memory
     /// tests and benchmarks).
     pub fn record_bytes(&self) -> usize {
-        self.launches.capacity() * std::mem::size_of::<Launch>()
-            + self.groups.ends.capacity() * 4
-            + self.activities.bytes()
+        self.launches.bytes() + self.groups.ends.capacity() * 4 + self.activities.bytes()
     }
 
     /// Correlation ids that launch calls of more than one process carry
@@ -1358,13 +1291,13 @@ impl Ledger {
         let at = |k: usize| self.lane_starts.get(k).map_or(0, |&s| s as usize);
         let (lo, hi) = (at(lane as usize), at(lane as usize + 1));
         (lo..hi.max(lo)).map(move |i| {
-            let l = &self.launches[i];
+            let c = self.launches.get(i);
             LaunchCall {
-                ts: l.ts,
-                end: self.end_of(l),
-                index: self.index_of(l),
-                name: self.names.resolve(l.name),
-                activities: self.acts(l),
+                ts: Ns(c.ts),
+                end: end_of(&c),
+                index: c.index,
+                name: self.names.resolve(c.name),
+                activities: self.acts(c.rank),
             }
         })
     }
@@ -1374,28 +1307,14 @@ impl Ledger {
         self.launch_calls
     }
 
-    /// The activities of a launch call.
-    fn acts(&self, l: &Launch) -> Acts<'_> {
-        let r = self.groups.range(l.rank);
+    /// The activities of the launch call of correlation rank `rank`.
+    fn acts(&self, rank: u32) -> Acts<'_> {
+        let r = self.groups.range(rank);
         Acts {
             store: &self.activities,
             first: r.start,
             end: r.end,
         }
-    }
-
-    /// When a launch call returned: ts + dur.
-    fn end_of(&self, l: &Launch) -> Ns {
-        let dur = match l.dur {
-            ESCAPE => self.wide_launches.get(&l.rank).map_or(0, |w| w.1),
-            d => i64::from(d),
-        };
-        l.ts.saturating_add(Ns(dur))
-    }
-
-    /// A launch call's index in `traceEvents`.
-    fn index_of(&self, l: &Launch) -> u64 {
-        index_of(l, &self.wide_launches)
     }
 
     /// The lane of the launch call at position `i`.
@@ -1408,10 +1327,10 @@ impl Ledger {
     /// owning ≥ 1 activity): its activities' positions in
     /// [`Ledger::activities`] (sorted by start, then end).
     pub fn graph_replays(&self) -> impl Iterator<Item = Range<usize>> + '_ {
-        self.launches
-            .iter()
-            .filter(|l| is_graph_launch(self.names.resolve(l.name)))
-            .map(|l| self.acts(l).positions())
+        (0..self.launches.len())
+            .map(|i| self.launches.get(i))
+            .filter(|c| is_graph_launch(self.names.resolve(c.name)))
+            .map(|c| self.acts(c.rank).positions())
     }
 
     /// How many launch calls own ≥ 1 activity: their positions `0..n` are
@@ -1422,10 +1341,10 @@ impl Ledger {
 
     /// (lane, pid, ts, file index) of the launch call at position `i`.
     pub(super) fn launch_at(&self, i: u32) -> (u32, u32, Ns, u64) {
-        let l = &self.launches[i as usize];
+        let c = self.launches.get(i as usize);
         let lane = self.lane_at(i);
         let pid = self.lane_pid.get(lane as usize).copied().unwrap_or(0);
-        (lane, pid, l.ts, self.index_of(l))
+        (lane, pid, Ns(c.ts), c.index)
     }
 
     /// The GPU work of the launch calls at positions `calls` (each owning
@@ -1434,15 +1353,15 @@ impl Ledger {
         let mut w = Work::default();
         let n: usize = calls
             .iter()
-            .filter_map(|&i| self.launches.get(i as usize))
-            .map(|l| self.acts(l).len())
+            .filter_map(|&i| self.launches.rank(i as usize))
+            .map(|r| self.acts(r).len())
             .sum();
         let mut ivs: Vec<Iv> = Vec::with_capacity(n);
         let mut starts: Vec<i64> = Vec::with_capacity(n);
         let mut queue: Vec<i64> = Vec::new();
         for &i in calls {
-            let l = &self.launches[i as usize];
-            let acts = self.acts(l);
+            let l = self.launches.get(i as usize);
+            let acts = self.acts(l.rank);
             let Some(first) = acts.iter().map(|a| a.start).min() else {
                 continue;
             };
@@ -1450,11 +1369,11 @@ impl Ledger {
             w.calls.push(i);
             w.graph_launches += u64::from(is_graph_launch(self.names.resolve(l.name)));
             // Queue delay: how long the work waited after the call returned.
-            queue.push(first.0.saturating_sub(self.end_of(l).0).max(0));
+            queue.push(first.0.saturating_sub(end_of(&l).0).max(0));
             for a in acts.iter() {
                 w.add(&a);
                 ivs.push((a.start, a.end));
-                starts.push(a.start.0.saturating_sub(l.ts.0));
+                starts.push(a.start.0.saturating_sub(l.ts));
             }
         }
         w.busy = intervals::length(&intervals::union(ivs));
@@ -1462,6 +1381,11 @@ impl Ledger {
         w.start_latency_median = median_of(starts);
         w
     }
+}
+
+/// When a launch call returned: ts + dur.
+fn end_of(c: &Call) -> Ns {
+    Ns(c.ts).saturating_add(Ns(c.dur))
 }
 
 /// The median of `v`, exact; `None` when empty.
@@ -1529,7 +1453,7 @@ mod tests {
 
     #[test]
     fn the_record_layout_of_the_module_docs() {
-        assert_eq!(size_of::<Launch>(), 24);
+        assert_eq!(size_of::<[u32; 4]>(), 16, "a launch record (launches.rs)");
         assert_eq!(size_of::<Rec>(), 12);
         assert_eq!(size_of::<Rec8>(), 8);
         assert_eq!(size_of::<Shape>(), 16);
@@ -1581,7 +1505,11 @@ mod tests {
             })
         );
         let l = c.finish();
-        assert_eq!(l.wide_launches.len(), 2, "launches 0 and 2");
+        assert_eq!(
+            l.launches.escaped(),
+            2,
+            "launches 0 (5 s) and 2 (2^32 − 1 ns)"
+        );
         // k_wide (dur ≥ 2^32) is wide, and it is its chunk's base: k and m
         // start 6 s before it, beyond an i32 offset.
         assert_eq!(l.activities.wide.len(), 3);
@@ -1748,20 +1676,6 @@ mod tests {
             name,
             kind: Kind::of_code(u64::from(kind)),
         }
-    }
-
-    #[test]
-    fn permute_moves_each_to_its_place() {
-        let mut v = vec!['a', 'b', 'c', 'd', 'e'];
-        permute(&mut v, vec![3, 0, 4, 1, 2]);
-        assert_eq!(v, vec!['b', 'd', 'e', 'a', 'c']);
-        // Not a permutation (two to place 1): placed, no endless cycle.
-        let mut v = vec!['a', 'b', 'c'];
-        permute(&mut v, vec![1, 1, 0]);
-        assert_eq!(v, vec!['c', 'b', 'c']);
-        let mut empty: Vec<u8> = Vec::new();
-        permute(&mut empty, Vec::new());
-        assert!(empty.is_empty());
     }
 
     #[test]

@@ -149,43 +149,50 @@ pub struct Attribution {
 }
 
 /// Attributes the ledger's launch calls to `queries` (see the module docs).
-/// Memory: 8 B per launch call owning activities (the two sweeps'
-/// answers, then the picks and their order by query), 8 B per query.
+/// Memory: 8 B per launch call owning activities when queries of both
+/// scopes are asked (the two sweeps' answers), else 4 B; then the picks'
+/// order by query (4 B), the picks dropped before the works are built.
 pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
     let n = ledger.working_launches();
+    // An empty answer: no query of that scope (its 4 B per launch call
+    // are never allocated), so the other scope's picks stand.
     let mut picks = sweep(ledger, queries, n, LaunchScope::Thread);
     let by_process = sweep(ledger, queries, n, LaunchScope::Process);
     let mut overlaps = overlaps_of(queries, LaunchScope::Thread);
     let p = overlaps_of(queries, LaunchScope::Process);
     overlaps.nested += p.nested;
     overlaps.partial += p.partial;
-    // Each launch call to one query at most.
-    for (pick, &p) in picks.iter_mut().zip(&by_process) {
-        *pick = match (*pick, p) {
-            (NONE, p) => p,
-            (t, NONE) => t,
-            (t, p) => {
-                overlaps.across_scopes += 1;
-                let inner = queries[t as usize].depth() >= queries[p as usize].depth();
-                if inner {
-                    t
-                } else {
-                    p
+    if picks.is_empty() {
+        picks = by_process;
+    } else {
+        // Each launch call to one query at most.
+        for (pick, &p) in picks.iter_mut().zip(&by_process) {
+            *pick = match (*pick, p) {
+                (NONE, p) => p,
+                (t, NONE) => t,
+                (t, p) => {
+                    overlaps.across_scopes += 1;
+                    let inner = queries[t as usize].depth() >= queries[p as usize].depth();
+                    if inner {
+                        t
+                    } else {
+                        p
+                    }
                 }
-            }
-        };
+            };
+        }
     }
-    drop(by_process);
     Attribution {
-        works: works_of(ledger, queries.len(), &picks),
+        works: works_of(ledger, queries.len(), picks),
         overlaps,
     }
 }
 
 /// Per query, the work of the launch calls it owns (`picks[k]`: the query
 /// of launch position k, or [`NONE`]): a counting sort by query, launch
-/// positions ascending within each.
-fn works_of(ledger: &Ledger, n: usize, picks: &[u32]) -> Vec<Work> {
+/// positions ascending within each. `picks` is dropped before the works
+/// are built (4 B per launch call less at `kernels`' peak).
+fn works_of(ledger: &Ledger, n: usize, picks: Vec<u32>) -> Vec<Work> {
     let mut starts = vec![0u32; n + 1];
     for &q in picks.iter().filter(|&&q| (q as usize) < n) {
         starts[q as usize + 1] += 1;
@@ -201,6 +208,7 @@ fn works_of(ledger: &Ledger, n: usize, picks: &[u32]) -> Vec<Work> {
             *at += 1;
         }
     }
+    drop(picks);
     (0..n)
         .map(|q| ledger.work_of(&by_query[starts[q] as usize..starts[q + 1] as usize]))
         .collect()
@@ -213,18 +221,19 @@ type Open = ((Ns, Reverse<Ns>, u64), Ns, u32);
 const NONE: u32 = u32::MAX;
 
 /// For each launch position in `0..calls`, the innermost query of `scope`
-/// holding it ([`NONE`] if none). Memory: 4 B per launch for the answer,
-/// and with process scope 4 B more for the (pid, ts) order.
+/// holding it ([`NONE`] if none); empty when no query has that scope.
+/// Memory: 4 B per launch for the answer, and with process scope 4 B more
+/// for the (pid, ts) order.
 fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -> Vec<u32> {
-    let mut out = vec![NONE; calls];
     let mut qs: Vec<(u32, Ns, u32)> = queries
         .iter()
         .enumerate()
         .filter_map(|(i, q)| Some((q.group(scope)?, q.start, i as u32)))
         .collect();
     if qs.is_empty() {
-        return out;
+        return Vec::new();
     }
+    let mut out = vec![NONE; calls];
     qs.sort_unstable();
     // Launches by (group, ts, index); positions are in (lane, ts) order already.
     let key = |k: u32| {

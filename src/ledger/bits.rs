@@ -15,6 +15,24 @@ impl Bits {
         self.0.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1)
     }
 
+    /// The first set bit at or after `from`, if any.
+    pub fn next_set(&self, from: usize) -> Option<usize> {
+        let mut w = from / 64;
+        let mut word = self.0.get(w)? & (u64::MAX << (from % 64));
+        loop {
+            if word != 0 {
+                return Some(w * 64 + word.trailing_zeros() as usize);
+            }
+            w += 1;
+            word = *self.0.get(w)?;
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.0.capacity() * 8
+    }
+
     /// Sets bit `i`; whether it was clear before (false past the end).
     pub fn insert(&mut self, i: usize) -> bool {
         let Some(w) = self.0.get_mut(i / 64) else {
@@ -40,5 +58,19 @@ mod tests {
         assert!(b.get(129) && !b.get(128) && !b.get(0));
         assert!(!b.insert(192), "past the end");
         assert!(!b.get(10_000));
+    }
+
+    #[test]
+    fn next_set_finds_the_first_at_or_after() {
+        let mut b = Bits::new(300);
+        for i in [0, 63, 64, 200] {
+            b.insert(i);
+        }
+        assert_eq!(b.next_set(0), Some(0));
+        assert_eq!(b.next_set(1), Some(63));
+        assert_eq!(b.next_set(64), Some(64));
+        assert_eq!(b.next_set(65), Some(200), "across empty words");
+        assert_eq!(b.next_set(201), None);
+        assert_eq!(b.next_set(10_000), None, "past the end");
     }
 }

@@ -3,10 +3,11 @@
 //! The ledger keeps one record per launch call that owns ≥ 1 activity, in
 //! (lane, ts, index) order: the attribution sweeps and every `Work` read
 //! them by position. A record was 24 B (ts: i64, index, dur, name, rank);
-//! it is 16 B by taking what launch calls repeat:
+//! it is 16 B by taking what launch calls repeat (`group`: where its
+//! activities start in the ledger's store):
 //!
 //! ```text
-//!   record [u32; 4] | off: i32 | index: u32 | dur·64 + name code | rank |
+//!   record [u32; 4] | off: i32 | index: u32 | dur·64 + name code | group |
 //!     ts   = bases[pos / 64] + off      (a base per 64 positions: the ts of
 //!                                        the block's first written record)
 //!     name = names[code]                (≤ 63 distinct launch names: the
@@ -15,7 +16,7 @@
 //!   lane 0 positions 0..64 ─ base 5106297913320790 ─ offs 0, 4210, 9876, …
 //!   lane 0 positions 64..  ─ base 5106297951007311 ─ …
 //!
-//!   escape (dur·64 + name code = u32::MAX): wide[rank] holds the call whole
+//!   escape (dur·64 + name code = u32::MAX): wide[group] holds the call whole
 //!     when ts is beyond ±2^31 ns of its block's base (a > 2.1 s gap inside
 //!     64 calls of a thread, or a block shared by two lanes), dur ≥ 2^26 ns
 //!     (67 ms) or < 0, or a 64th distinct launch name
@@ -48,8 +49,9 @@ pub(super) struct Call {
     pub index: u64,
     pub dur: i64,
     pub name: Sym,
-    /// Its correlation's rank: its activities are `Groups::range(rank)`.
-    pub rank: u32,
+    /// The position of its first activity (unique per owner): its
+    /// activities are `Groups::range(group)`.
+    pub group: u32,
 }
 
 /// The owning launch calls by position (see the module docs).
@@ -60,7 +62,7 @@ pub(super) struct Launches {
     /// Blocks whose base is set (by their first written record).
     based: Bits,
     names: Vec<Sym>,
-    /// The escaped calls, by rank.
+    /// The escaped calls, by group.
     wide: HashMap<u32, Call>,
 }
 
@@ -109,12 +111,12 @@ impl Launches {
             }
             false => base,
         };
-        let rec = self.compact(base, c).unwrap_or([0, 0, ESCAPE, c.rank]);
+        let rec = self.compact(base, c).unwrap_or([0, 0, ESCAPE, c.group]);
         if rec[2] == ESCAPE {
-            self.wide.insert(c.rank, *c);
+            self.wide.insert(c.group, *c);
         } else if !self.wide.is_empty() {
             // Written again (a lane's sort) where it now fits.
-            self.wide.remove(&c.rank);
+            self.wide.remove(&c.group);
         }
         if let Some(slot) = self.recs.get_mut(pos) {
             *slot = rec;
@@ -140,23 +142,23 @@ impl Launches {
             off as u32,
             index,
             (c.dur as u32) << NAME_BITS | code as u32,
-            c.rank,
+            c.group,
         ])
     }
 
     /// The call at position `pos` (a zero call past the end).
     pub fn get(&self, pos: usize) -> Call {
-        let Some(&[off, index, dn, rank]) = self.recs.get(pos) else {
+        let Some(&[off, index, dn, group]) = self.recs.get(pos) else {
             return Call {
                 ts: 0,
                 index: 0,
                 dur: 0,
                 name: Sym(0),
-                rank: 0,
+                group: 0,
             };
         };
         if dn == ESCAPE {
-            if let Some(c) = self.wide.get(&rank) {
+            if let Some(c) = self.wide.get(&group) {
                 return *c;
             }
         }
@@ -167,12 +169,12 @@ impl Launches {
             index: u64::from(index),
             dur: i64::from(dn >> NAME_BITS),
             name: self.names.get(code).copied().unwrap_or(Sym(0)),
-            rank,
+            group,
         }
     }
 
-    /// The rank of the call at `pos` (what its activities are found by).
-    pub fn rank(&self, pos: usize) -> Option<u32> {
+    /// The group of the call at `pos` (what its activities are found by).
+    pub fn group(&self, pos: usize) -> Option<u32> {
         self.recs.get(pos).map(|r| r[3])
     }
 
@@ -201,13 +203,13 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn call(ts: i64, index: u64, dur: i64, name: u32, rank: u32) -> Call {
+    fn call(ts: i64, index: u64, dur: i64, name: u32, group: u32) -> Call {
         Call {
             ts,
             index,
             dur,
             name: Sym(name),
-            rank,
+            group,
         }
     }
 
@@ -233,13 +235,13 @@ mod tests {
         }
         for (pos, c) in &calls {
             assert_eq!(l.get(*pos), *c, "position {pos}");
-            assert_eq!(l.rank(*pos), Some(c.rank));
+            assert_eq!(l.group(*pos), Some(c.group));
         }
         assert_eq!(l.escaped(), 3, "2.5 s, 67 ms, and the extremes");
         assert_eq!(l.names, [Sym(4), Sym(9)]);
         assert_eq!(l.bases[0..2], [t, t - 1]);
         assert_eq!(l.get(500).ts, 0, "past the end");
-        assert_eq!(l.rank(500), None);
+        assert_eq!(l.group(500), None);
     }
 
     #[test]
@@ -284,10 +286,10 @@ mod tests {
             let cut = cut.min(n);
             l.sort_range(cut..n);
             let mut want: Vec<Call> = calls[cut..].to_vec();
-            want.sort_unstable_by_key(|c| (c.ts, c.index, c.rank));
+            want.sort_unstable_by_key(|c| (c.ts, c.index, c.group));
             let mut got: Vec<Call> = (cut..n).map(|i| l.get(i)).collect();
             prop_assert!(got.windows(2).all(|w| (w[0].ts, w[0].index) <= (w[1].ts, w[1].index)));
-            got.sort_unstable_by_key(|c| (c.ts, c.index, c.rank));
+            got.sort_unstable_by_key(|c| (c.ts, c.index, c.group));
             prop_assert_eq!(got, want);
             for (pos, c) in calls[..cut].iter().enumerate() {
                 prop_assert_eq!(l.get(pos), *c);

@@ -45,25 +45,31 @@
 //!                                 (shape: wide·2^31 + position in `wide`)
 //!      else:        Rec (12 B)  | off: i32 | dur: u32 | name·16 + wide·8 + kind·2 + has_corr: u32 |
 //!        start = bases[chunk] (the chunk's first written start) + off
-//!      groups.ends[rank] (4 B per id): where rank's activities end
+//!      ends[rank] (4 B per id, while the owners are found): where rank's activities end
 //!   3. launch calls in file order, twice: the first with an id owns it (a second pid:
 //!      "shared"); pass one keeps a bit per call (owns, with activities) and counts per
 //!      lane, pass two drains the stream and writes each owner at its lane's cursor in
 //!      zeroed memory (pages come as written); each lane checked sorted by (ts, index)
-//!        Launch (16 B) | off: i32 | index: u32 | dur·64 + name code: u32 | rank: u32 |
-//!        ts = bases[pos / 64] + off; ≤ 63 launch names (launches.rs)
+//!        Launch (16 B) | off: i32 | index: u32 | dur·64 + name code: u32 | group: u32 |
+//!        ts = bases[pos / 64] + off; ≤ 63 launch names (launches.rs);
+//!        group = the position of its first activity
+//!   4. ends[] becomes a bit per activity position, set at each group's first
+//!      (and at the first unowned): a group runs to the next set bit
+//!        positions  0 1 2 3 4 5 6 7 8     (8: unowned)
+//!        firsts     1 0 0 1 1 0 0 0 1     a call with group 4 has positions 4..8
 //!   (2 before 3: the activity stream is gone before the owners fill, and the
 //!   per-id "first pid" table before pass two: −12 MB of kernels' heap peak at
 //!   800 sample copies)
 //!
-//!   what stays: 3512 × 8 B + 954 owners × 16 B + 1604 × 4 B ≈ 50 KB per copy (was 148 KB;
-//!   57 KB with 24 B launch records); a context's Work keeps 4 B per launch call, not per activity
+//!   what stays: 3512 × 8 B + 954 owners × 16 B + 3512 bits ≈ 44 KB per copy (was 148 KB;
+//!   57 KB with 24 B launch records and 4 B ends per id); a context's Work keeps 4 B per
+//!   launch call, not per activity
 //!
 //! exact escapes (rare: a chunk's activities lie within ±2.1 s of its first one):
 //!   Rec { wide } ──► Activities::wide[meta >> 4] = { start: i64, dur: i64, name, flags }
 //!     (start beyond ±2^31 ns of its chunk's base, dur ≥ 2^32 ns or < 0, name ≥ 2^28)
 //!   Rec8 { wide } ──► Activities::wide[shape − 2^31] (start beyond ±2^31 ns only)
-//!   Launch { dur·64 + name code: u32::MAX } ──► launches.wide[rank] = the whole call
+//!   Launch { dur·64 + name code: u32::MAX } ──► launches.wide[group] = the whole call
 //!     (ts beyond ±2^31 ns of its block's base, index ≥ 2^32, dur ≥ 2^26 ns (67 ms) or
 //!     < 0, a 64th launch name; a 5 s call is one)
 //! ```
@@ -915,7 +921,7 @@ impl Work {
     ) -> impl Iterator<Item = usize> + 'l {
         self.calls
             .iter()
-            .filter_map(|&i| ledger.launches.rank(i as usize))
+            .filter_map(|&i| ledger.launches.group(i as usize))
             .flat_map(|r| ledger.acts(r).positions())
     }
 
@@ -972,14 +978,53 @@ fn lane_maps(lanes: &LaneTable) -> LaneMaps {
     (lane_ids, lane_pid, pid_ids)
 }
 
-/// The activities grouped by correlation rank: `ends[r]` = the end of
-/// rank r's group (its start is `ends[r − 1]`, 0 for r = 0).
+/// While the ledger is built, the activities grouped by correlation rank:
+/// `ends[r]` = the end of rank r's group (its start is `ends[r − 1]`, 0
+/// for r = 0); 4 B per id.
 #[derive(Debug, Default)]
-struct Groups {
+struct RankEnds {
     ends: Vec<u32>,
 }
 
+/// In the ledger, a bit per activity position: the first of each owned
+/// group, and the first unowned one. A group runs from its first position
+/// to the next set bit: 1/32 of `RankEnds`' 4 B per id, and a launch call
+/// names its group by its first position.
+#[derive(Debug, Default)]
+struct Groups {
+    firsts: Bits,
+    len: usize,
+}
+
 impl Groups {
+    fn of(by_rank: &RankEnds, len: usize) -> Groups {
+        let mut firsts = Bits::new(len + 1);
+        let mut lo = 0;
+        for &end in &by_rank.ends {
+            if end as usize > lo {
+                firsts.insert(lo);
+            }
+            lo = lo.max(end as usize);
+        }
+        firsts.insert(lo);
+        Groups { firsts, len }
+    }
+
+    /// The group whose first position is `first`.
+    fn range(&self, first: u32) -> Range<usize> {
+        let lo = (first as usize).min(self.len);
+        lo..self
+            .firsts
+            .next_set(lo + 1)
+            .map_or(self.len, |e| e.min(self.len))
+    }
+
+    fn bytes(&self) -> usize {
+        self.firsts.bytes()
+    }
+}
+
+impl RankEnds {
     fn range(&self, r: u32) -> Range<usize> {
         let r = r as usize;
         let lo = match r {
@@ -1028,7 +1073,7 @@ fn place_activities(
     mut starts: Vec<u32>,
     unowned: usize,
     palette: Option<Palette>,
-) -> (Activities, Groups) {
+) -> (Activities, RankEnds) {
     let ranks = index.len();
     let owned = starts.get(ranks).copied().unwrap_or(0) as usize;
     let mut store = Activities::of(owned + unowned, palette);
@@ -1049,7 +1094,7 @@ fn place_activities(
         store.set(at, &a);
     }
     starts.truncate(ranks);
-    let groups = Groups { ends: starts };
+    let groups = RankEnds { ends: starts };
     for r in 0..ranks as u32 {
         let range = groups.range(r);
         if range.len() > 1 {
@@ -1117,7 +1162,7 @@ fn in_file_order<'a>(
 /// order: the first decides (a bit per launch call: it owns), counts per
 /// lane and frees its per-id table; the second, which frees the stream,
 /// places the owners by those bits.
-fn owners(c: LaunchSide, index: &CorrIndex, groups: &Groups, lane_pid: &[u32]) -> OwnersOut {
+fn owners(c: LaunchSide, index: &CorrIndex, groups: &RankEnds, lane_pid: &[u32]) -> OwnersOut {
     let LaunchSide {
         stream,
         unordered,
@@ -1180,7 +1225,7 @@ fn owners(c: LaunchSide, index: &CorrIndex, groups: &Groups, lane_pid: &[u32]) -
             index: l.index,
             dur: l.dur,
             name: Sym(l.name),
-            rank,
+            group: groups.range(rank).start as u32,
         };
         launches.set(*at as usize, &call);
         *at += 1;
@@ -1228,14 +1273,16 @@ impl Ledger {
         // are found (the launch stream freed while they fill): the two
         // streams and the owners are never alive at once (heaptrack's peak
         // at 800 sample copies was all three, plus the group counts).
-        let (activities, groups) = place_activities(activities, &index, starts, unowned, palette);
+        let (activities, by_rank) = place_activities(activities, &index, starts, unowned, palette);
         let side = LaunchSide {
             stream: launches,
             unordered,
             lanes: lane_pid.len(),
             n: n_launches,
         };
-        let o = owners(side, &index, &groups, &lane_pid);
+        let o = owners(side, &index, &by_rank, &lane_pid);
+        let groups = Groups::of(&by_rank, activities.len());
+        drop(by_rank);
         debug_assert_eq!(activities.len(), n_activities);
         Ledger {
             names,
@@ -1254,7 +1301,7 @@ impl Ledger {
     /// Bytes held by the launch and activity records (for the memory
     /// tests and benchmarks).
     pub fn record_bytes(&self) -> usize {
-        self.launches.bytes() + self.groups.ends.capacity() * 4 + self.activities.bytes()
+        self.launches.bytes() + self.groups.bytes() + self.activities.bytes()
     }
 
     /// Correlation ids that launch calls of more than one process carry
@@ -1297,7 +1344,7 @@ impl Ledger {
                 end: end_of(&c),
                 index: c.index,
                 name: self.names.resolve(c.name),
-                activities: self.acts(c.rank),
+                activities: self.acts(c.group),
             }
         })
     }
@@ -1307,9 +1354,9 @@ impl Ledger {
         self.launch_calls
     }
 
-    /// The activities of the launch call of correlation rank `rank`.
-    fn acts(&self, rank: u32) -> Acts<'_> {
-        let r = self.groups.range(rank);
+    /// The activities of the launch call whose group starts at `group`.
+    fn acts(&self, group: u32) -> Acts<'_> {
+        let r = self.groups.range(group);
         Acts {
             store: &self.activities,
             first: r.start,
@@ -1330,7 +1377,7 @@ impl Ledger {
         (0..self.launches.len())
             .map(|i| self.launches.get(i))
             .filter(|c| is_graph_launch(self.names.resolve(c.name)))
-            .map(|c| self.acts(c.rank).positions())
+            .map(|c| self.acts(c.group).positions())
     }
 
     /// How many launch calls own ≥ 1 activity: their positions `0..n` are
@@ -1353,7 +1400,7 @@ impl Ledger {
         let mut w = Work::default();
         let n: usize = calls
             .iter()
-            .filter_map(|&i| self.launches.rank(i as usize))
+            .filter_map(|&i| self.launches.group(i as usize))
             .map(|r| self.acts(r).len())
             .sum();
         let mut ivs: Vec<Iv> = Vec::with_capacity(n);
@@ -1361,7 +1408,7 @@ impl Ledger {
         let mut queue: Vec<i64> = Vec::new();
         for &i in calls {
             let l = self.launches.get(i as usize);
-            let acts = self.acts(l.rank);
+            let acts = self.acts(l.group);
             let Some(first) = acts.iter().map(|a| a.start).min() else {
                 continue;
             };
@@ -1551,6 +1598,30 @@ mod tests {
             .collect();
         assert_eq!(names, ["k_wide", "k", "m"]);
         assert_eq!(l.graph_replays().collect::<Vec<_>>(), vec![2..3]);
+    }
+
+    /// The drawing's groups: ranks 0 (positions 0..3), 1 (none), 2 (3..4),
+    /// 3 (4..8), then one unowned activity at 8.
+    #[test]
+    fn groups_run_to_the_next_first() {
+        let by_rank = RankEnds {
+            ends: vec![3, 3, 4, 8],
+        };
+        let g = Groups::of(&by_rank, 9);
+        let firsts: Vec<bool> = (0..9).map(|i| g.firsts.get(i)).collect();
+        assert_eq!(
+            firsts,
+            [true, false, false, true, true, false, false, false, true]
+        );
+        for r in [0, 2, 3] {
+            let want = by_rank.range(r);
+            assert_eq!(g.range(want.start as u32), want, "rank {r}");
+        }
+        assert_eq!(g.range(8), 8..9, "the unowned run to the end");
+        assert_eq!(g.range(50), 9..9, "past the end");
+        // No unowned activity: the last group runs to the end.
+        let g = Groups::of(&RankEnds { ends: vec![2, 5] }, 5);
+        assert_eq!((g.range(0), g.range(2)), (0..2, 2..5));
     }
 
     /// A launch call or activity of the property test: (is_launch, tid,

@@ -153,6 +153,20 @@ pub struct Attribution {
 /// scopes are asked (the two sweeps' answers), else 4 B; then the picks'
 /// order by query (4 B), the picks dropped before the works are built.
 pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
+    let mut works = Vec::with_capacity(queries.len());
+    let overlaps = attribute_each(ledger, queries, |_, w| works.push(w));
+    Attribution { works, overlaps }
+}
+
+/// [`attribute`], handing each query's work to `each` (query position,
+/// work) in query order instead of keeping them all: for a caller that
+/// only folds them (`hierarchy`'s per-function figures), no `Work` per
+/// query is held at once.
+pub fn attribute_each(
+    ledger: &Ledger,
+    queries: &[Query],
+    each: impl FnMut(usize, Work),
+) -> Overlaps {
     let n = ledger.working_launches();
     // An empty answer: no query of that scope (its 4 B per launch call
     // are never allocated), so the other scope's picks stand.
@@ -182,17 +196,15 @@ pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
             };
         }
     }
-    Attribution {
-        works: works_of(ledger, queries.len(), picks),
-        overlaps,
-    }
+    works_of(ledger, queries.len(), picks, each);
+    overlaps
 }
 
 /// Per query, the work of the launch calls it owns (`picks[k]`: the query
 /// of launch position k, or [`NONE`]): a counting sort by query, launch
 /// positions ascending within each. `picks` is dropped before the works
 /// are built (4 B per launch call less at `kernels`' peak).
-fn works_of(ledger: &Ledger, n: usize, picks: Vec<u32>) -> Vec<Work> {
+fn works_of(ledger: &Ledger, n: usize, picks: Vec<u32>, mut each: impl FnMut(usize, Work)) {
     let mut starts = vec![0u32; n + 1];
     for &q in picks.iter().filter(|&&q| (q as usize) < n) {
         starts[q as usize + 1] += 1;
@@ -209,9 +221,12 @@ fn works_of(ledger: &Ledger, n: usize, picks: Vec<u32>) -> Vec<Work> {
         }
     }
     drop(picks);
-    (0..n)
-        .map(|q| ledger.work_of(&by_query[starts[q] as usize..starts[q + 1] as usize]))
-        .collect()
+    for q in 0..n {
+        each(
+            q,
+            ledger.work_of(&by_query[starts[q] as usize..starts[q + 1] as usize]),
+        );
+    }
 }
 
 /// A range open in the sweep: max-heap order = innermost first.

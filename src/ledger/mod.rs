@@ -1108,19 +1108,30 @@ fn place_activities(
 /// The first launch call in file order with each correlation (its owner),
 /// and whether launch calls of several processes share it.
 struct Owners {
-    /// Per rank: the pid id of its first launch call, or [`Owners::UNSEEN`].
-    first_pid: Vec<u32>,
+    first: FirstSeen,
     /// Per rank: counted in `shared`.
     shared_bits: Bits,
     shared: u64,
 }
 
+/// Per rank, whether a launch call was seen, and of which process: a bit
+/// when the trace has one process (vLLM's worker traces; 5 MB less at 800
+/// sample copies than 4 B per id), the first pid id otherwise.
+enum FirstSeen {
+    OneProcess(Bits),
+    /// The pid id of its first launch call, or [`Owners::UNSEEN`].
+    Pids(Vec<u32>),
+}
+
 impl Owners {
     const UNSEEN: u32 = u32::MAX;
 
-    fn new(ranks: usize) -> Self {
+    fn new(ranks: usize, pids: usize) -> Self {
         Owners {
-            first_pid: vec![Self::UNSEEN; ranks],
+            first: match pids {
+                0 | 1 => FirstSeen::OneProcess(Bits::new(ranks)),
+                _ => FirstSeen::Pids(vec![Self::UNSEEN; ranks]),
+            },
             shared_bits: Bits::new(ranks),
             shared: 0,
         }
@@ -1129,8 +1140,12 @@ impl Owners {
     /// Sees launch call `rank`, `pid` (in file order): whether it owns.
     fn see(&mut self, rank: u32, pid: u32) -> bool {
         let r = rank as usize;
-        let Some(slot) = self.first_pid.get_mut(r) else {
-            return false;
+        let slot = match &mut self.first {
+            FirstSeen::OneProcess(seen) => return seen.insert(r),
+            FirstSeen::Pids(first) => match first.get_mut(r) {
+                Some(slot) => slot,
+                None => return false,
+            },
         };
         if *slot == Self::UNSEEN {
             *slot = pid;
@@ -1185,7 +1200,8 @@ fn owners(c: LaunchSide, index: &CorrIndex, groups: &RankEnds, lane_pid: &[u32])
     let mut lane_starts = vec![0u32; lanes + 1];
     let mut owns = Bits::new(n);
     let shared = {
-        let mut o = Owners::new(index.len());
+        let pids = lane_pid.iter().max().map_or(0, |&p| p as usize + 1);
+        let mut o = Owners::new(index.len(), pids);
         let first: Box<dyn Iterator<Item = RawLaunch>> = match unordered {
             true => Box::new(sorted.iter().copied()),
             false => Box::new(launches_of(stream.reader())),

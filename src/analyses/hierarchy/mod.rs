@@ -35,7 +35,7 @@ pub mod view;
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::containment::{self, Enclosed, Enclosers, Iv, Overlaps};
 use crate::contexts::Selector;
-use crate::ledger::attribution::{self, Attribution, LaunchScope, Query};
+use crate::ledger::attribution::{self, LaunchScope, Query};
 use crate::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
@@ -669,15 +669,16 @@ impl Collector {
                 index: r.index,
             })
             .collect();
-        let Attribution { works, overlaps } = attribution::attribute(ledger, &queries);
-        let mut busy: Vec<Ns> = Vec::new();
+        // Folded as they come: no `Work` per call is kept.
+        let mut busy: Vec<Ns> = Vec::with_capacity(queries.len());
         let (mut kernels, mut with_work, mut sum) = (0u64, 0u64, 0i128);
-        for w in &works {
+        let overlaps = attribution::attribute_each(ledger, &queries, |_, w| {
             kernels += w.kernels;
             with_work += u64::from(w.has_gpu_work());
             sum += w.busy;
             busy.push(Ns(i64::try_from(w.busy).unwrap_or(i64::MAX)));
-        }
+        });
+        drop(queries);
         let calls = busy.len() as u64;
         FunctionGpu {
             calls_with_gpu_work: with_work,

@@ -437,11 +437,10 @@ struct Replay {
     signature: u32,
 }
 
-/// Per-iteration accumulator.
+/// Per-iteration accumulator (288 B: the intervals are the lane's
+/// [`OpenIvs`], held for one iteration at a time).
 #[derive(Default)]
 struct Acc {
-    all: Vec<Iv>,
-    phase: [Vec<Iv>; 4],
     work: [PhaseWork; 4],
     ctx: Option<(Ns, Ns)>,
     /// The intervals' figures once the iteration has all its activities.
@@ -458,11 +457,37 @@ struct Sealed {
     phase_busy: [i64; 4],
 }
 
+impl Sealed {
+    /// An iteration without activities.
+    const EMPTY: Sealed = Sealed {
+        extent: None,
+        busy: 0,
+        phase_busy: [0; 4],
+    };
+}
+
+/// The activity intervals of a lane's open iteration, all together and by
+/// phase: once the sweep leaves it they become its [`Sealed`] figures.
+#[derive(Default)]
+struct OpenIvs {
+    all: Vec<Iv>,
+    phase: [Vec<Iv>; 4],
+}
+
 impl Acc {
     /// Adds a launch call of phase `phase` (inside the step context itself
     /// when `in_ctx`) and its activities; returns their Σ durations and
     /// kernels (a graph replay's figures).
-    fn add(&mut self, call: &LaunchCall<'_>, phase: Phase, in_ctx: bool) -> (i128, u64) {
+    /// Its intervals go to `open` (none once sealed: as before, a late
+    /// activity does not change a sealed iteration's figures).
+    fn add(
+        &mut self,
+        open: &mut OpenIvs,
+        call: &LaunchCall<'_>,
+        phase: Phase,
+        in_ctx: bool,
+    ) -> (i128, u64) {
+        let keep = self.sealed.is_none();
         let w = &mut self.work[phase as usize];
         w.launches += 1;
         w.graph_launches += u64::from(is_graph_launch(call.name));
@@ -476,8 +501,10 @@ impl Acc {
             }
             kernels += u64::from(a.kind == Kind::Kernel);
             total += i128::from(a.end.0) - i128::from(a.start.0);
-            self.all.push((a.start, a.end));
-            self.phase[phase as usize].push((a.start, a.end));
+            if keep {
+                open.all.push((a.start, a.end));
+                open.phase[phase as usize].push((a.start, a.end));
+            }
             if in_ctx {
                 self.ctx = Some(match self.ctx {
                     Some((s, e)) => (s.min(a.start), e.max(a.end)),
@@ -492,20 +519,20 @@ impl Acc {
     /// come in ts order per lane and an iteration belongs to one lane, so
     /// once a lane's sweep moves past an iteration nothing more is added
     /// to it.
-    fn seal(&mut self) -> Sealed {
+    fn seal(&mut self, open: &mut OpenIvs) -> Sealed {
         if let Some(s) = self.sealed {
-            debug_assert!(self.all.is_empty(), "activities after sealing");
+            debug_assert!(open.all.is_empty(), "activities after sealing");
             return s;
         }
         let len =
             |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
-        let all = std::mem::take(&mut self.all);
+        let all = std::mem::take(&mut open.all);
         let extent = all
             .iter()
             .map(|iv| iv.0)
             .min()
             .zip(all.iter().map(|iv| iv.1).max());
-        let phases = std::mem::take(&mut self.phase);
+        let phases = std::mem::take(&mut open.phase);
         let s = Sealed {
             extent,
             busy: len(all),
@@ -701,22 +728,26 @@ fn measure_lane(
     mut sweep: Sweep,
 ) {
     let mut current: Option<usize> = None;
+    let mut open = OpenIvs::default();
     for call in ledger.lane_launches(lane_id) {
         let Some(i) = iteration_of(wins, its, call.ts) else {
             continue;
         };
         // The sweep has left the previous iteration for good.
         if let Some(prev) = current.filter(|&p| p != i) {
-            m.accs[prev].seal();
+            m.accs[prev].seal(&mut open);
         }
         current = Some(i);
         let phase = sweep.phase_at(call.ts);
         let in_ctx = call.ts < wins[i].ctx_end;
-        let (total, kernels) = m.accs[i].add(&call, phase, in_ctx);
+        let (total, kernels) = m.accs[i].add(&mut open, &call, phase, in_ctx);
         if is_graph_launch(call.name) {
             let r = replay(ledger, &call, &mut m.sigs, i, total, kernels);
             m.replays.push(r);
         }
+    }
+    if let Some(last) = current {
+        m.accs[last].seal(&mut open);
     }
 }
 
@@ -747,12 +778,12 @@ fn replay(
     }
 }
 
-fn row(w: &Window, mut a: Acc) -> IterationRow {
+fn row(w: &Window, a: Acc) -> IterationRow {
     let Sealed {
         extent,
         busy,
         phase_busy,
-    } = a.seal();
+    } = a.sealed.unwrap_or(Sealed::EMPTY);
     let mut phases = Phases::<PhaseWork>::default();
     for p in Phase::ALL {
         let mut pw = a.work[p as usize];

@@ -1616,6 +1616,41 @@ mod tests {
         assert_eq!(l.graph_replays().collect::<Vec<_>>(), vec![2..3]);
     }
 
+    /// A correlation id carried by launch calls of two processes (two
+    /// traces merged into one file): the first in file order owns its
+    /// activities, the id is counted as shared once; a repeat within one
+    /// process (one-process bit table) is not shared.
+    #[test]
+    fn the_first_launch_call_of_an_id_owns_it_and_other_processes_share_it() {
+        let in_pid = |pid: i64, tid: i64, ts: i64, corr: i64| {
+            let mut e = on(tid, "cuda_runtime", "cudaLaunchKernel", ts, 5, Some(corr));
+            e.pid = ThreadPart::Num(pid);
+            e
+        };
+        let k = |ts: i64, corr: i64| on(0, "kernel", "k", ts, 3, Some(corr));
+        let at = |index| EventPos { index, offset: 0 };
+        for (second_pid, shared) in [(2, 1), (1, 0)] {
+            let mut c = Collector::default();
+            c.push(&in_pid(1, 7, 100, 10), at(0));
+            c.push(&in_pid(second_pid, 8, 50, 10), at(1));
+            c.push(&in_pid(second_pid, 8, 60, 10), at(2));
+            c.push(&in_pid(1, 7, 200, 11), at(3));
+            c.push(&k(300, 10), at(4));
+            c.push(&k(310, 11), at(5));
+            let l = c.finish();
+            assert_eq!(l.shared_correlations(), shared, "second pid {second_pid}");
+            assert_eq!(l.launch_calls(), 4);
+            let lane = l.lane_of("1", "7").expect("lane of the owners");
+            let owners: Vec<(Ns, usize)> = l
+                .lane_launches(lane)
+                .map(|c| (c.ts, c.activities.len()))
+                .collect();
+            assert_eq!(owners, [(Ns(100), 1), (Ns(200), 1)]);
+            let other = l.lane_of(&second_pid.to_string(), "8");
+            assert!(other.is_none_or(|o| l.lane_launches(o).next().is_none()));
+        }
+    }
+
     /// The drawing's groups: ranks 0 (positions 0..3), 1 (none), 2 (3..4),
     /// 3 (4..8), then one unowned activity at 8.
     #[test]

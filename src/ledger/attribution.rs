@@ -195,6 +195,7 @@ pub fn attribute_each(
                 }
             };
         }
+        drop(by_process);
     }
     works_of(ledger, queries.len(), picks, each);
     overlaps

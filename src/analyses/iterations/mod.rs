@@ -488,6 +488,10 @@ impl Acc {
         in_ctx: bool,
     ) -> (i128, u64) {
         let keep = self.sealed.is_none();
+        debug_assert!(
+            keep || call.activities.is_empty(),
+            "activities after sealing"
+        );
         let w = &mut self.work[phase as usize];
         w.launches += 1;
         w.graph_launches += u64::from(is_graph_launch(call.name));

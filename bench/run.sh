@@ -23,9 +23,11 @@
 #   4. prints a table: median wall s (min–max), MB/s of uncompressed bytes,
 #      ratio to zcat's median, median CPU s (user+sys, all threads: less
 #      sensitive than wall time to other load on the machine), peak RSS MB
-#      (the largest over the runs).
+#      (the largest over the runs);
+#   5. then the full-parse analyses on the same trace, with their own table
+#      (bench/ledger.sh: kernels, hierarchy, iterations, diff, batch; issue 21).
 #
-# Environment: SRC (sample trace to scale; default the text_mtp sample),
+# Environment: LEDGER=0 (skip step 5), SRC (sample trace to scale; default the text_mtp sample),
 # PY_RUNS (default 1; 0 skips the Python baseline, which needs ~5 GB of RAM
 # at 200 copies), DATA (where the large trace goes; default bench/data).
 #
@@ -175,3 +177,16 @@ pair = statistics.median(w for w, _, _ in rows["pair"])
 print()
 print(f"pair rate / inflate-only rate: {inf / pair:.0%}")
 EOF
+
+# The full-parse analyses (issue 21: kernels, hierarchy, iterations, diff,
+# batch) on the same trace, with their own table: bench/ledger.sh, which
+# BASE=old/torchtrace and PIN="taskset -c 0,1" also reach from here.
+# LEDGER=0 skips it.
+if [[ ${LEDGER:-1} != 0 ]]; then
+    echo
+    if ((SMOKE)); then
+        SKIP_BUILD=1 DATA="$DATA" bench/ledger.sh --smoke "$COPIES" "$RUNS"
+    else
+        SKIP_BUILD=1 DATA="$DATA" bench/ledger.sh "$COPIES" "$RUNS"
+    fi
+fi

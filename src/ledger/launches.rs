@@ -114,9 +114,6 @@ impl Launches {
         let rec = self.compact(base, c).unwrap_or([0, 0, ESCAPE, c.group]);
         if rec[2] == ESCAPE {
             self.wide.insert(c.group, *c);
-        } else if !self.wide.is_empty() {
-            // Written again (a lane's sort) where it now fits.
-            self.wide.remove(&c.group);
         }
         if let Some(slot) = self.recs.get_mut(pos) {
             *slot = rec;
@@ -183,15 +180,22 @@ impl Launches {
     pub fn sort_range(&mut self, r: std::ops::Range<usize>) {
         let r = r.start.min(self.len())..r.end.min(self.len());
         let key = |c: &Call| (c.ts, c.index);
-        let sorted = r
-            .clone()
-            .skip(1)
-            .all(|i| key(&self.get(i - 1)) <= key(&self.get(i)));
+        let mut prev = None;
+        let sorted = r.clone().all(|i| {
+            let k = key(&self.get(i));
+            let in_order = prev.is_none_or(|p| p <= k);
+            prev = Some(k);
+            in_order
+        });
         if sorted {
             return;
         }
         let mut calls: Vec<Call> = r.clone().map(|i| self.get(i)).collect();
         calls.sort_unstable_by_key(key);
+        // Written again against other bases: a call escapes anew or not.
+        for c in &calls {
+            self.wide.remove(&c.group);
+        }
         for (i, c) in r.zip(&calls) {
             self.set(i, c);
         }

@@ -165,24 +165,25 @@ pub(crate) fn prefix_xor(mut x: u64) -> u64 {
 mod tests {
     use super::*;
 
+    use crate::trace::xorshift;
+
+    /// A block of random bytes, one in four a structural character.
+    fn random_block(next: &mut impl FnMut() -> u64) -> [u8; BLOCK] {
+        let mut b = [0u8; BLOCK];
+        for x in b.iter_mut() {
+            *x = match next() % 4 {
+                0 => b"\"\\{}[]"[(next() % 6) as usize],
+                _ => next() as u8,
+            };
+        }
+        b
+    }
+
     #[test]
     fn classify_matches_scalar() {
-        // xorshift: deterministic, no dependency.
-        let mut s = 42u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(42);
         for _ in 0..2000 {
-            let mut b = [0u8; BLOCK];
-            for x in b.iter_mut() {
-                *x = match next() % 4 {
-                    0 => b"\"\\{}[]"[(next() % 6) as usize],
-                    _ => next() as u8,
-                };
-            }
+            let b = random_block(&mut next);
             assert_eq!(classify(&b), classify_scalar(&b));
         }
     }
@@ -195,21 +196,9 @@ mod tests {
         if !has_avx2() {
             return;
         }
-        let mut s = 43u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = xorshift(43);
         for _ in 0..2000 {
-            let mut b = [0u8; BLOCK];
-            for x in b.iter_mut() {
-                *x = match next() % 4 {
-                    0 => b"\"\\{}[]"[(next() % 6) as usize],
-                    _ => next() as u8,
-                };
-            }
+            let b = random_block(&mut next);
             let x = next();
             // SAFETY: the features were detected above.
             let (m, p) = unsafe { (classify_avx2(&b), prefix_xor_clmul(x)) };

@@ -35,6 +35,19 @@ mod prefilter;
 pub mod stream;
 pub mod time;
 
+/// A deterministic pseudo-random u64 stream (xorshift64) for the fast
+/// paths' randomized tests: no dependency, the same bytes on every run.
+#[cfg(test)]
+pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed;
+    move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    }
+}
+
 pub use error::{MemberChecksumError, ReadError, TraceError, MAX_EVENT_SIZE_ENV};
 pub use event::{Args, Event, EventPos};
 pub use kineto::event::RawEvent;

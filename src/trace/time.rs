@@ -303,11 +303,9 @@ mod tests {
             assert_eq!(plain_us(t.as_bytes()), None, "{t}");
         }
         // Random digits and dots, against the general path.
-        let mut s = 7u64;
+        let mut next = crate::trace::xorshift(7);
         for _ in 0..20_000 {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
+            let s = next();
             let len = 1 + (s % 20) as usize;
             let t: String = (0..len)
                 .map(|k| b"0123456789.-e"[((s >> (3 * k % 60)) % 13) as usize] as char)

@@ -464,13 +464,7 @@ mod tests {
     #[test]
     fn special_finds_the_first_quote_backslash_or_control_byte() {
         let naive = |b: &[u8]| b.iter().position(|&c| c < 0x20 || c == b'"' || c == b'\\');
-        let mut s = 11u64;
-        let mut next = move || {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s
-        };
+        let mut next = crate::trace::xorshift(11);
         for _ in 0..20_000 {
             let len = (next() % 70) as usize;
             let mut b = Vec::with_capacity(len);

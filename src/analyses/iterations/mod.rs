@@ -222,9 +222,11 @@ impl Analysis for Iterations {
         out.set_tokens(tokens, source.map(str::to_string));
     }
 
-    fn finish(self, trace: &Finished<'_>) -> TraceIterations {
+    fn finish(mut self, trace: &Finished<'_>) -> TraceIterations {
         let empty = Ledger::default();
         let ledger = trace.ledger.unwrap_or(&empty);
+        // The sweep takes each lane's ranges in start order.
+        self.ranges.sort_unstable_by_key(|r| (r.lane, r.start));
         let mut out = measure(trace, ledger, &self.lanes, &self.ranges, self.spec.graph);
         if let Some(e) = trace.error_text() {
             out.complete = false;
@@ -425,126 +427,51 @@ struct Window {
     index: u64,
 }
 
-/// A replay kept for the graph figures.
-struct Replay {
-    iteration: usize,
-    ts: Ns,
-    index: u64,
-    first_start: Ns,
+/// One graph signature's replays, folded as the sweep meets them: what
+/// [`graph_figures`] needs, instead of a 64 B record per replay (72,000 of
+/// them at 800 sample copies). What grows is 8 B per replay in a closed
+/// iteration: its first activity's start, for the cadence.
+struct GraphAcc {
+    /// Its earliest replay (ts, file index): graphs are numbered by it.
+    first: (Ns, u64),
+    /// Its earliest replay in a closed iteration, and that replay's kernels.
+    first_closed: Option<((Ns, u64), u64)>,
+    /// Closed iterations replaying it. A lane's sweep meets an
+    /// iteration's launch calls together (its calls in ts order, an
+    /// iteration on one lane), so a change of `last_iteration` is a new
+    /// iteration.
+    iterations: u64,
+    last_iteration: Option<usize>,
+    /// Σ activity durations of its replays in closed iterations.
     total_ns: i128,
-    kernels: u64,
-    /// Its signature's id in [`Signatures`].
-    signature: u32,
+    /// Its replays in closed iterations.
+    replays: u64,
+    /// Their first activities' starts (the replay's ts when it has none).
+    starts: Vec<i64>,
 }
 
-/// Per-iteration accumulator (288 B: the intervals are the lane's
-/// [`OpenIvs`], held for one iteration at a time).
-#[derive(Default)]
-struct Acc {
-    work: [PhaseWork; 4],
-    ctx: Option<(Ns, Ns)>,
-    /// The intervals' figures once the iteration has all its activities.
-    sealed: Option<Sealed>,
-}
-
-/// What an iteration's row needs of its activity intervals: kept instead
-/// of them once it is complete, so that memory holds one iteration's
-/// intervals at a time rather than every activity of the trace (twice).
-#[derive(Clone, Copy)]
-struct Sealed {
-    extent: Option<(Ns, Ns)>,
-    busy: i64,
-    phase_busy: [i64; 4],
-}
-
-impl Sealed {
-    /// An iteration without activities.
-    const EMPTY: Sealed = Sealed {
-        extent: None,
-        busy: 0,
-        phase_busy: [0; 4],
-    };
+impl GraphAcc {
+    fn new(first: (Ns, u64)) -> GraphAcc {
+        GraphAcc {
+            first,
+            first_closed: None,
+            iterations: 0,
+            last_iteration: None,
+            total_ns: 0,
+            replays: 0,
+            starts: Vec::new(),
+        }
+    }
 }
 
 /// The activity intervals of a lane's open iteration, all together and by
-/// phase: once the sweep leaves it they become its [`Sealed`] figures.
+/// phase: once the sweep leaves it they become its row's busy and idle
+/// figures, so that memory holds one iteration's intervals at a time
+/// rather than every activity of the trace (twice).
 #[derive(Default)]
 struct OpenIvs {
     all: Vec<Iv>,
     phase: [Vec<Iv>; 4],
-}
-
-impl Acc {
-    /// Adds a launch call of phase `phase` (inside the step context itself
-    /// when `in_ctx`) and its activities; returns their Σ durations and
-    /// kernels (a graph replay's figures).
-    /// Its intervals go to `open` (none once sealed: as before, a late
-    /// activity does not change a sealed iteration's figures).
-    fn add(
-        &mut self,
-        open: &mut OpenIvs,
-        call: &LaunchCall<'_>,
-        phase: Phase,
-        in_ctx: bool,
-    ) -> (i128, u64) {
-        let keep = self.sealed.is_none();
-        debug_assert!(
-            keep || call.activities.is_empty(),
-            "activities after sealing"
-        );
-        let w = &mut self.work[phase as usize];
-        w.launches += 1;
-        w.graph_launches += u64::from(is_graph_launch(call.name));
-        let mut total: i128 = 0;
-        let mut kernels = 0u64;
-        for a in call.activities {
-            match a.kind {
-                Kind::Kernel => w.kernels += 1,
-                Kind::Memcpy => w.memcpys += 1,
-                Kind::Memset => w.memsets += 1,
-            }
-            kernels += u64::from(a.kind == Kind::Kernel);
-            total += i128::from(a.end.0) - i128::from(a.start.0);
-            if keep {
-                open.all.push((a.start, a.end));
-                open.phase[phase as usize].push((a.start, a.end));
-            }
-            if in_ctx {
-                self.ctx = Some(match self.ctx {
-                    Some((s, e)) => (s.min(a.start), e.max(a.end)),
-                    None => (a.start, a.end),
-                });
-            }
-        }
-        (total, kernels)
-    }
-
-    /// Turns the intervals into their figures and frees them. Launch calls
-    /// come in ts order per lane and an iteration belongs to one lane, so
-    /// once a lane's sweep moves past an iteration nothing more is added
-    /// to it.
-    fn seal(&mut self, open: &mut OpenIvs) -> Sealed {
-        if let Some(s) = self.sealed {
-            debug_assert!(open.all.is_empty(), "activities after sealing");
-            return s;
-        }
-        let len =
-            |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
-        let all = std::mem::take(&mut open.all);
-        let extent = all
-            .iter()
-            .map(|iv| iv.0)
-            .min()
-            .zip(all.iter().map(|iv| iv.1).max());
-        let phases = std::mem::take(&mut open.phase);
-        let s = Sealed {
-            extent,
-            busy: len(all),
-            phase_busy: phases.map(len),
-        };
-        self.sealed = Some(s);
-        s
-    }
 }
 
 /// The iteration windows: each selected context up to the next step
@@ -584,40 +511,85 @@ fn windows(trace: &Finished<'_>) -> Vec<Window> {
         .collect()
 }
 
-/// A candidate phase range in the sweep: (start, end, index, phase).
-type Cand = (Ns, Ns, u64, Phase);
-
 /// An open range in the sweep: max-heap order = innermost first; its end
 /// and phase.
 type Open = ((Ns, Reverse<Ns>, u64), Ns, Phase);
 
-/// The phase sweep of one lane: its candidate ranges in start order and
-/// the ranges open at the last launch call.
-struct Sweep {
-    cands: Vec<Cand>,
-    next: usize,
+/// The heap size below which ended ranges are left to the top's pops.
+const PRUNE_FLOOR: usize = 64;
+
+/// The phase sweep of one lane: its candidate ranges, taken in start order
+/// from their sources (the lane's step contexts, `forward`, and its
+/// sampling and drafting ranges, each sorted by start), and the ranges
+/// open at the last launch call.
+///
+/// The heap drops ended ranges lazily, from the top only. Under a range
+/// that started later and is still open they would stay: when every
+/// launch call lies in some range (a vLLM trace: the step context, then
+/// `sample_tokens`), nothing is popped and the heap held every range of
+/// the lane (1.3 MB at 200 sample copies). So once it doubles past its
+/// size after the last clean-up, every ended range goes: it stays
+/// O(ranges open at once), at O(1) amortized per range.
+///
+/// ```text
+/// ranges   [== s_0 ==)[sample)  [== s_1 ==)[sample)  [== s_2 ==) …
+/// calls       ^   ^       ^        ^   ^       ^         ^
+/// heap top: the latest-started open range; s_0 and its sample end
+/// under s_1, s_1's under s_2, …: only a clean-up removes them.
+/// ```
+struct Sweep<'a> {
+    wins: &'a [Window],
+    /// The lane's iterations not yet pushed, in start order.
+    its: &'a [usize],
+    /// The lane's phase ranges not yet pushed: one slice per interned
+    /// lane that shows as this lane, each in start order.
+    ranges: Vec<&'a [PhaseRange]>,
     heap: BinaryHeap<Open>,
+    /// The heap size at which ended ranges are dropped.
+    prune_at: usize,
 }
 
-impl Sweep {
-    fn new(mut cands: Vec<Cand>) -> Sweep {
-        cands.sort_unstable_by_key(|c| (c.0, c.2));
+impl<'a> Sweep<'a> {
+    fn new(wins: &'a [Window], its: &'a [usize], ranges: Vec<&'a [PhaseRange]>) -> Sweep<'a> {
         Sweep {
-            cands,
-            next: 0,
+            wins,
+            its,
+            ranges,
             heap: BinaryHeap::new(),
+            prune_at: PRUNE_FLOOR,
         }
     }
 
     /// The phase of a launch call at `ts` (calls come in ts order): the
     /// innermost open range holding it, `other` when none does.
     fn phase_at(&mut self, ts: Ns) -> Phase {
-        while let Some(&(s, e, idx, p)) = self.cands.get(self.next) {
-            if s > ts {
+        while let Some((&i, rest)) = self.its.split_first() {
+            let w = &self.wins[i];
+            if w.start > ts {
                 break;
             }
-            self.heap.push(((s, Reverse(e), idx), e, p));
-            self.next += 1;
+            self.heap.push((
+                (w.start, Reverse(w.ctx_end), w.index),
+                w.ctx_end,
+                Phase::Forward,
+            ));
+            self.its = rest;
+        }
+        for slice in &mut self.ranges {
+            while let Some((r, rest)) = slice.split_first() {
+                if r.start > ts {
+                    break;
+                }
+                self.heap
+                    .push(((r.start, Reverse(r.end), r.index), r.end, r.phase));
+                *slice = rest;
+            }
+        }
+        // Calls come in ts order: a range that has ended holds none of
+        // the calls still to come.
+        if self.heap.len() > self.prune_at {
+            self.heap.retain(|o| o.1 > ts);
+            self.prune_at = (2 * self.heap.len()).max(PRUNE_FLOOR);
         }
         while self.heap.peek().is_some_and(|top| top.1 <= ts) {
             self.heap.pop();
@@ -639,16 +611,186 @@ impl Signatures {
     }
 }
 
-/// What the sweep over every lane fills: one accumulator per iteration
-/// and the graph replays.
+/// What the sweep over every lane fills: the iterations' rows (the
+/// accumulators are the rows themselves) and the graph replays by
+/// signature.
 struct Measured {
-    accs: Vec<Acc>,
-    replays: Vec<Replay>,
+    rows: Vec<IterationRow>,
+    /// Per iteration: the extent of the activities launched inside its
+    /// step context (its row's context span).
+    ctx: Vec<Option<(Ns, Ns)>>,
+    /// Per iteration: whether its intervals are sealed into its row.
+    sealed: Vec<bool>,
     sigs: Signatures,
+    /// By signature id.
+    graphs: Vec<GraphAcc>,
+}
+
+impl Measured {
+    fn new(wins: &[Window]) -> Measured {
+        Measured {
+            rows: wins.iter().map(empty_row).collect(),
+            ctx: vec![None; wins.len()],
+            sealed: vec![false; wins.len()],
+            sigs: Signatures::default(),
+            graphs: Vec::new(),
+        }
+    }
+
+    /// Adds a launch call of phase `phase` (inside the step context itself
+    /// when `in_ctx`) and its activities to iteration `i`; returns their
+    /// Σ durations and kernels (a graph replay's figures).
+    /// Its intervals go to `open` (none once sealed: as before, a late
+    /// activity does not change a sealed iteration's figures).
+    fn add(
+        &mut self,
+        i: usize,
+        open: &mut OpenIvs,
+        call: &LaunchCall<'_>,
+        phase: Phase,
+        in_ctx: bool,
+    ) -> (i128, u64) {
+        let keep = !self.sealed[i];
+        debug_assert!(
+            keep || call.activities.is_empty(),
+            "activities after sealing"
+        );
+        let w = self.rows[i].phases.get_mut(phase);
+        let ctx = &mut self.ctx[i];
+        w.launches += 1;
+        w.graph_launches += u64::from(is_graph_launch(call.name));
+        let mut total: i128 = 0;
+        let mut kernels = 0u64;
+        for a in call.activities {
+            match a.kind {
+                Kind::Kernel => w.kernels += 1,
+                Kind::Memcpy => w.memcpys += 1,
+                Kind::Memset => w.memsets += 1,
+            }
+            kernels += u64::from(a.kind == Kind::Kernel);
+            total += i128::from(a.end.0) - i128::from(a.start.0);
+            if keep {
+                open.all.push((a.start, a.end));
+                open.phase[phase as usize].push((a.start, a.end));
+            }
+            if in_ctx {
+                *ctx = Some(match *ctx {
+                    Some((s, e)) => (s.min(a.start), e.max(a.end)),
+                    None => (a.start, a.end),
+                });
+            }
+        }
+        (total, kernels)
+    }
+
+    /// Turns iteration `i`'s intervals into its row's figures and frees
+    /// them. Launch calls come in ts order per lane and an iteration
+    /// belongs to one lane, so once a lane's sweep moves past an iteration
+    /// nothing more is added to it.
+    fn seal(&mut self, i: usize, open: &mut OpenIvs) {
+        if self.sealed[i] {
+            debug_assert!(open.all.is_empty(), "activities after sealing");
+            return;
+        }
+        self.sealed[i] = true;
+        let len =
+            |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
+        let all = std::mem::take(&mut open.all);
+        let extent = all
+            .iter()
+            .map(|iv| iv.0)
+            .min()
+            .zip(all.iter().map(|iv| iv.1).max());
+        let busy = len(all);
+        let row = &mut self.rows[i];
+        row.gpu_busy_ns = busy;
+        row.gpu_idle_ns = extent.and_then(|(s, e)| e.0.checked_sub(s.0)?.checked_sub(busy));
+        for (p, ivs) in Phase::ALL.into_iter().zip(std::mem::take(&mut open.phase)) {
+            row.phases.get_mut(p).gpu_busy_ns = len(ivs);
+        }
+    }
+
+    /// Folds a graph replay (a graph launch call of iteration `i`, whose
+    /// activities' Σ durations and kernels are `total_ns` and `kernels`)
+    /// into its signature's [`GraphAcc`]. Its signature is the ordered
+    /// (start, end, name) list of its activities' names.
+    fn replay(
+        &mut self,
+        ledger: &Ledger,
+        call: &LaunchCall<'_>,
+        (i, closed): (usize, bool),
+        total_ns: i128,
+        kernels: u64,
+    ) {
+        let mut sig: Vec<(Ns, Ns, &str, Sym)> = call
+            .activities
+            .iter()
+            .map(|a| (a.start, a.end, ledger.names.resolve(a.name), a.name))
+            .collect();
+        sig.sort_unstable();
+        let first_start = sig.first().map_or(call.ts, |s| s.0);
+        let at = (call.ts, call.index);
+        let id = self.sigs.id(sig.into_iter().map(|s| s.3).collect()) as usize;
+        if id >= self.graphs.len() {
+            self.graphs.push(GraphAcc::new(at));
+        }
+        let g = &mut self.graphs[id];
+        g.first = g.first.min(at);
+        if !closed {
+            return;
+        }
+        if g.first_closed.is_none_or(|(f, _)| at < f) {
+            g.first_closed = Some((at, kernels));
+        }
+        if g.last_iteration != Some(i) {
+            g.iterations += 1;
+            g.last_iteration = Some(i);
+        }
+        g.total_ns += total_ns;
+        g.replays += 1;
+        g.starts.push(first_start.0);
+    }
+
+    /// The rows, their totals over the phases and context spans filled.
+    fn into_rows(self) -> (Vec<IterationRow>, Vec<GraphAcc>) {
+        let mut rows = self.rows;
+        for (r, ctx) in rows.iter_mut().zip(self.ctx) {
+            let ph = [
+                &r.phases.forward,
+                &r.phases.sample,
+                &r.phases.draft,
+                &r.phases.other,
+            ];
+            let sum = |f: fn(&PhaseWork) -> u64| ph.iter().map(|p| f(p)).sum::<u64>();
+            (r.kernels, r.memcpys, r.memsets) =
+                (sum(|p| p.kernels), sum(|p| p.memcpys), sum(|p| p.memsets));
+            (r.launches, r.graph_launches) = (sum(|p| p.launches), sum(|p| p.graph_launches));
+            r.context_span_ns = ctx.and_then(|(s, e)| e.0.checked_sub(s.0));
+        }
+        (rows, self.graphs)
+    }
+}
+
+/// An iteration's row before the sweep: its window's figures, no work.
+fn empty_row(w: &Window) -> IterationRow {
+    IterationRow {
+        start_ns: w.start.0,
+        wall_ns: w.end.and_then(|e| e.0.checked_sub(w.start.0)),
+        closed: w.end.is_some(),
+        gpu_busy_ns: 0,
+        gpu_idle_ns: None,
+        kernels: 0,
+        memcpys: 0,
+        memsets: 0,
+        launches: 0,
+        graph_launches: 0,
+        context_span_ns: None,
+        phases: Phases::default(),
+    }
 }
 
 /// Measures every iteration: the windows, the launch calls of their lanes
-/// and the phase ranges.
+/// and the phase ranges (sorted by lane, then start).
 fn measure(
     trace: &Finished<'_>,
     ledger: &Ledger,
@@ -657,11 +799,7 @@ fn measure(
     pick: Option<u64>,
 ) -> TraceIterations {
     let wins = windows(trace);
-    let mut m = Measured {
-        accs: (0..wins.len()).map(|_| Acc::default()).collect(),
-        replays: Vec::new(),
-        sigs: Signatures::default(),
-    };
+    let mut m = Measured::new(&wins);
     // Iterations by lane, in start order.
     let mut by_lane: BTreeMap<(Sym, Sym), Vec<usize>> = BTreeMap::new();
     for (i, w) in wins.iter().enumerate() {
@@ -680,34 +818,27 @@ fn measure(
         let Some(lane_id) = ledger.lane_of(pid, tid) else {
             continue;
         };
-        let on_lane = ranges.iter().filter(|r| {
-            let (p, t) = &shown[r.lane as usize];
-            p == pid && t == tid
-        });
-        let sweep = Sweep::new(candidates(&wins, its, on_lane));
+        let on_lane = shown
+            .iter()
+            .enumerate()
+            .filter(|(_, (p, t))| p == pid && t == tid)
+            .map(|(id, _)| lane_slice(ranges, id as u32))
+            .collect();
+        let sweep = Sweep::new(&wins, its, on_lane);
         measure_lane(&mut m, ledger, lane_id, &wins, its, sweep);
     }
-    let rows: Vec<IterationRow> = wins.iter().zip(m.accs).map(|(w, a)| row(w, a)).collect();
+    let (rows, graphs) = m.into_rows();
     let mut out = figures(trace, rows);
-    graph_figures(&mut out, m.replays, pick);
+    graph_figures(&mut out, graphs, pick);
     out.notes = notes(trace, ledger, &out);
     out
 }
 
-/// A lane's candidate phase ranges: its step contexts (`forward`) and the
-/// sampling and drafting ranges on it.
-fn candidates<'a>(
-    wins: &[Window],
-    its: &[usize],
-    ranges: impl Iterator<Item = &'a PhaseRange>,
-) -> Vec<Cand> {
-    its.iter()
-        .map(|&i| {
-            let w = &wins[i];
-            (w.start, w.ctx_end, w.index, Phase::Forward)
-        })
-        .chain(ranges.map(|r| (r.start, r.end, r.index, r.phase)))
-        .collect()
+/// The ranges of interned lane `lane` among `ranges` (sorted by lane).
+fn lane_slice(ranges: &[PhaseRange], lane: u32) -> &[PhaseRange] {
+    let lo = ranges.partition_point(|r| r.lane < lane);
+    let hi = ranges.partition_point(|r| r.lane <= lane);
+    &ranges[lo..hi]
 }
 
 /// The iteration (of `its`, on one lane, in start order) a launch call at
@@ -729,7 +860,7 @@ fn measure_lane(
     lane_id: u32,
     wins: &[Window],
     its: &[usize],
-    mut sweep: Sweep,
+    mut sweep: Sweep<'_>,
 ) {
     let mut current: Option<usize> = None;
     let mut open = OpenIvs::default();
@@ -739,75 +870,19 @@ fn measure_lane(
         };
         // The sweep has left the previous iteration for good.
         if let Some(prev) = current.filter(|&p| p != i) {
-            m.accs[prev].seal(&mut open);
+            m.seal(prev, &mut open);
         }
         current = Some(i);
         let phase = sweep.phase_at(call.ts);
         let in_ctx = call.ts < wins[i].ctx_end;
-        let (total, kernels) = m.accs[i].add(&mut open, &call, phase, in_ctx);
+        let (total, kernels) = m.add(i, &mut open, &call, phase, in_ctx);
         if is_graph_launch(call.name) {
-            let r = replay(ledger, &call, &mut m.sigs, i, total, kernels);
-            m.replays.push(r);
+            let closed = wins[i].end.is_some();
+            m.replay(ledger, &call, (i, closed), total, kernels);
         }
     }
     if let Some(last) = current {
-        m.accs[last].seal(&mut open);
-    }
-}
-
-/// A graph replay's record: its signature is the ordered (start, end,
-/// name) list of its activities' names.
-fn replay(
-    ledger: &Ledger,
-    call: &LaunchCall<'_>,
-    sigs: &mut Signatures,
-    iteration: usize,
-    total_ns: i128,
-    kernels: u64,
-) -> Replay {
-    let mut sig: Vec<(Ns, Ns, &str, Sym)> = call
-        .activities
-        .iter()
-        .map(|a| (a.start, a.end, ledger.names.resolve(a.name), a.name))
-        .collect();
-    sig.sort_unstable();
-    Replay {
-        iteration,
-        ts: call.ts,
-        index: call.index,
-        first_start: sig.first().map_or(call.ts, |s| s.0),
-        total_ns,
-        kernels,
-        signature: sigs.id(sig.into_iter().map(|s| s.3).collect()),
-    }
-}
-
-fn row(w: &Window, a: Acc) -> IterationRow {
-    let Sealed {
-        extent,
-        busy,
-        phase_busy,
-    } = a.sealed.unwrap_or(Sealed::EMPTY);
-    let mut phases = Phases::<PhaseWork>::default();
-    for p in Phase::ALL {
-        let mut pw = a.work[p as usize];
-        pw.gpu_busy_ns = phase_busy[p as usize];
-        *phases.get_mut(p) = pw;
-    }
-    let sum = |f: fn(&PhaseWork) -> u64| a.work.iter().map(f).sum::<u64>();
-    IterationRow {
-        start_ns: w.start.0,
-        wall_ns: w.end.and_then(|e| e.0.checked_sub(w.start.0)),
-        closed: w.end.is_some(),
-        gpu_busy_ns: busy,
-        gpu_idle_ns: extent.and_then(|(s, e)| e.0.checked_sub(s.0)?.checked_sub(busy)),
-        kernels: sum(|p| p.kernels),
-        memcpys: sum(|p| p.memcpys),
-        memsets: sum(|p| p.memsets),
-        launches: sum(|p| p.launches),
-        graph_launches: sum(|p| p.graph_launches),
-        context_span_ns: a.ctx.and_then(|(s, e)| e.0.checked_sub(s.0)),
-        phases,
+        m.seal(last, &mut open);
     }
 }
 
@@ -872,40 +947,27 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
 
 /// Numbers the graphs by first appearance, picks the repeating one and
 /// its cadence.
-fn graph_figures(out: &mut TraceIterations, mut rs: Vec<Replay>, pick: Option<u64>) {
-    rs.sort_unstable_by_key(|r| (r.ts, r.index));
-    let mut ids: HashMap<u32, u64> = HashMap::new();
-    let numbers: Vec<u64> = rs
-        .iter()
-        .map(|r| {
-            let next = ids.len() as u64;
-            *ids.entry(r.signature).or_insert(next)
-        })
-        .collect();
-    let closed: Vec<(usize, u64)> = rs
-        .iter()
-        .zip(&numbers)
-        .enumerate()
-        .filter(|(_, (r, _))| out.rows.get(r.iteration).is_some_and(|x| x.closed))
-        .map(|(k, (_, &g))| (k, g))
-        .collect();
-    // Per graph: (closed iterations replaying it, Σ durations, replays).
-    let mut per: BTreeMap<u64, (std::collections::BTreeSet<usize>, i128, u64)> = BTreeMap::new();
-    for &(k, g) in &closed {
-        let e = per.entry(g).or_default();
-        e.0.insert(rs[k].iteration);
-        e.1 += rs[k].total_ns;
-        e.2 += 1;
+fn graph_figures(out: &mut TraceIterations, graphs: Vec<GraphAcc>, pick: Option<u64>) {
+    let mut order: Vec<usize> = (0..graphs.len()).collect();
+    order.sort_unstable_by_key(|&k| graphs[k].first);
+    let mut number = vec![0u64; graphs.len()];
+    for (n, &k) in order.iter().enumerate() {
+        number[k] = n as u64;
     }
-    out.graphs.replays = closed.len() as u64;
+    // The graphs replayed in a closed iteration, by number.
+    let mut per: BTreeMap<u64, GraphAcc> = graphs
+        .into_iter()
+        .zip(number)
+        .filter(|(g, _)| g.replays > 0)
+        .map(|(g, n)| (n, g))
+        .collect();
+    out.graphs.replays = per.values().map(|g| g.replays).sum();
     out.graphs.distinct = per.len() as u64;
     let chosen = match pick {
         Some(g) => per.contains_key(&g).then_some((g, "option".to_string())),
         None => per
             .iter()
-            .max_by(|a, b| {
-                (a.1 .0.len(), a.1 .1, Reverse(*a.0)).cmp(&(b.1 .0.len(), b.1 .1, Reverse(*b.0)))
-            })
+            .max_by_key(|&(&n, g)| (g.iterations, g.total_ns, Reverse(n)))
             .map(|(&g, _)| {
                 (
                     g,
@@ -913,37 +975,29 @@ fn graph_figures(out: &mut TraceIterations, mut rs: Vec<Replay>, pick: Option<u6
                 )
             }),
     };
-    let Some((g, why)) = chosen else {
+    let Some((g, why, acc)) = chosen.and_then(|(g, why)| per.remove(&g).map(|acc| (g, why, acc)))
+    else {
         if let Some(g) = pick {
             out.notes
                 .push(format!("graph {g} is not replayed in a closed iteration"));
         }
         return;
     };
-    let (iters, _, replays) = &per[&g];
-    let mut starts: Vec<i64> = closed
-        .iter()
-        .filter(|&&(_, n)| n == g)
-        .map(|&(k, _)| rs[k].first_start.0)
-        .collect();
+    let mut starts = acc.starts;
     starts.sort_unstable();
     let mut gaps: Vec<i64> = starts
         .windows(2)
         .filter_map(|w| w[1].checked_sub(w[0]))
         .collect();
     gaps.sort_unstable();
-    let kernels = closed
-        .iter()
-        .find(|&&(_, n)| n == g)
-        .map_or(0, |&(k, _)| rs[k].kernels);
-    out.sums.repeating_replays = i128::from(*replays);
+    out.sums.repeating_replays = i128::from(acc.replays);
     out.cadence_ns.clone_from(&gaps);
     out.graphs.repeating = Some(Repeating {
         graph: g,
-        iterations: iters.len() as u64,
-        replays: *replays,
+        iterations: acc.iterations,
+        replays: acc.replays,
         replays_per_token: None,
-        kernels_per_replay: kernels,
+        kernels_per_replay: acc.first_closed.map_or(0, |(_, k)| k),
         cadence_ms_median: (!gaps.is_empty()).then(|| median_sorted(&gaps).ms()),
         chosen_by: why,
     });

@@ -192,3 +192,114 @@ fn no_gpu_work_and_no_step_do_not_panic() {
     let t = run(&[], IterationsSpec::default());
     assert_eq!(t.contexts, 0);
 }
+
+/// The innermost range holding `ts` by brute force: the largest (start,
+/// Reverse(end), index, end, phase) among those with start ≤ ts < end.
+fn innermost(cands: &[(Ns, Ns, u64, Phase)], ts: Ns) -> Phase {
+    cands
+        .iter()
+        .filter(|c| c.0 <= ts && ts < c.1)
+        .max_by_key(|c| ((c.0, Reverse(c.1), c.2), c.1, c.3))
+        .map_or(Phase::Other, |c| c.3)
+}
+
+fn window(start: i64, ctx_end: i64, index: u64) -> Window {
+    Window {
+        lane: (Sym(0), Sym(0)),
+        start: Ns(start),
+        end: None,
+        ctx_end: Ns(ctx_end),
+        index,
+    }
+}
+
+fn range(phase: Phase, start: i64, end: i64, index: u64) -> PhaseRange {
+    PhaseRange {
+        phase,
+        lane: 0,
+        start: Ns(start),
+        end: Ns(end),
+        index,
+    }
+}
+
+/// The timeline of [`Sweep`]'s docs, a thousand steps long: every call
+/// lies in the latest-started range, so nothing is popped from the top,
+/// and without the clean-up the heap held all 2,000 ranges.
+#[test]
+fn sweep_drops_ended_ranges_under_an_open_one() {
+    let n = 1000;
+    let wins: Vec<Window> = (0..n)
+        .map(|i| window(100 * i, 100 * i + 50, 2 * i as u64))
+        .collect();
+    let its: Vec<usize> = (0..wins.len()).collect();
+    let ranges: Vec<PhaseRange> = (0..n)
+        .map(|i| range(Phase::Sample, 100 * i + 50, 100 * i + 90, 2 * i as u64 + 1))
+        .collect();
+    let mut sweep = Sweep::new(&wins, &its, vec![&ranges[..]]);
+    let mut most = 0;
+    for i in 0..n {
+        // s_i's calls at +10 and +40, its sample's at +60 and +80.
+        for (at, phase) in [
+            (10, Phase::Forward),
+            (40, Phase::Forward),
+            (60, Phase::Sample),
+            (80, Phase::Sample),
+        ] {
+            assert_eq!(sweep.phase_at(Ns(100 * i + at)), phase, "step {i} +{at}");
+            most = most.max(sweep.heap.len());
+        }
+    }
+    assert!(most <= 2 * PRUNE_FLOOR, "heap grew to {most}");
+}
+
+/// Random ranges (nested, overlapping, empty, equal) and calls: the sweep
+/// answers as the brute force does, and its heap stays within twice the
+/// ranges open at once (or the floor).
+#[test]
+fn sweep_matches_brute_force() {
+    let mut next = crate::trace::xorshift(0x5eed_1234_abcd_ef01);
+    for round in 0..200 {
+        let n = (next() % 300) as usize;
+        let mut wins: Vec<Window> = Vec::new();
+        let mut ranges: Vec<PhaseRange> = Vec::new();
+        let mut all = Vec::new();
+        for index in 0..n as u64 {
+            let start = (next() % 10_000) as i64;
+            let end = start + (next() % if next() % 4 == 0 { 5_000 } else { 200 }) as i64;
+            let phase = [Phase::Forward, Phase::Sample, Phase::Draft][(next() % 3) as usize];
+            all.push((Ns(start), Ns(end), index, phase));
+            match phase {
+                Phase::Forward => wins.push(window(start, end, index)),
+                _ => ranges.push(range(phase, start, end, index)),
+            }
+        }
+        wins.sort_unstable_by_key(|w| w.start);
+        ranges.sort_unstable_by_key(|r| (r.lane, r.start));
+        let its: Vec<usize> = (0..wins.len()).collect();
+        // Two slices, as when two interned lanes show as one.
+        let half = ranges.len() / 2;
+        let (a, b) = ranges.split_at(half);
+        let (mut a, mut b) = (a.to_vec(), b.to_vec());
+        a.sort_unstable_by_key(|r| r.start);
+        b.sort_unstable_by_key(|r| r.start);
+        let mut sweep = Sweep::new(&wins, &its, vec![&a[..], &b[..]]);
+        let (mut ts, mut most_open) = (0i64, 0);
+        for _ in 0..(next() % 500) {
+            ts += (next() % 60) as i64;
+            let t = Ns(ts);
+            assert_eq!(
+                sweep.phase_at(t),
+                innermost(&all, t),
+                "round {round}, ts {ts}"
+            );
+            most_open = most_open.max(all.iter().filter(|c| c.0 <= t && t < c.1).count());
+            let bound = PRUNE_FLOOR.max(2 * most_open);
+            assert!(
+                sweep.heap.len() <= bound,
+                "round {round}: {} > {bound}",
+                sweep.heap.len()
+            );
+        }
+    }
+}

@@ -266,7 +266,8 @@ fn sweep_matches_brute_force() {
         let mut all = Vec::new();
         for index in 0..n as u64 {
             let start = (next() % 10_000) as i64;
-            let end = start + (next() % if next() % 4 == 0 { 5_000 } else { 200 }) as i64;
+            let long = next().is_multiple_of(4);
+            let end = start + (next() % if long { 5_000 } else { 200 }) as i64;
             let phase = [Phase::Forward, Phase::Sample, Phase::Draft][(next() % 3) as usize];
             all.push((Ns(start), Ns(end), index, phase));
             match phase {

@@ -68,6 +68,7 @@ impl Command for Diff {
     type Options = DiffSpec;
     type Report = DiffReport;
     const MAX_TRACES: Option<usize> = Some(2);
+    const READS_IN_TURN: bool = true;
 
     fn configure(options: &DiffSpec, _: &Selector) -> Result<DiffConfig, ApiError> {
         DiffConfig::new(options.clone()).map_err(ApiError::Arguments)

@@ -21,7 +21,7 @@
 #   batch       torchtrace batch -q --no-figures -o TMP FILE (every analysis, one pass)
 # and with BASE set, the same torchtrace commands with the old binary
 # (names prefixed `old-`). Prints a Markdown table: median wall s
-# (min–max), × zcat (diff: × 2 zcat), median CPU s (user+sys), peak RSS MB
+# (min–max), × zcat and × inflate (diff: × 2 zcat, × 2 inflate), median CPU s (user+sys), peak RSS MB
 # (largest over the runs), from /usr/bin/time -v (GNU time).
 #
 # The large trace is built once with ../shared/tools/scale_trace.py from
@@ -149,14 +149,15 @@ for line in open(res):
 zcat = statistics.median(w for w, _, _ in rows["zcat"])
 print(f"file: {path} ({nbytes / 1e6:.0f} MB uncompressed); median of {runs} interleaved runs; {cores} cores; load average at the end {load}")
 print()
-print("| tool | wall s (median) | min–max s | × zcat | CPU s (user+sys) | peak RSS MB |")
-print("|---|---:|---:|---:|---:|---:|")
+inflate = statistics.median(w for w, _, _ in rows["inflate"])
+print("| tool | wall s (median) | min–max s | × zcat | × inflate | CPU s (user+sys) | peak RSS MB |")
+print("|---|---:|---:|---:|---:|---:|---:|")
 for name in names:
     r = rows[name]
     ws = [w for w, _, _ in r]
     med = statistics.median(ws)
-    # diff reads the trace twice: its yardstick is two zcats.
-    yard = 2 * zcat if name.endswith("diff") else zcat
-    print(f"| {name} | {med:.3f} | {min(ws):.2f}–{max(ws):.2f} | {med / yard:.2f} | "
+    # diff reads the trace twice: its yardsticks are two zcats, two inflates.
+    k = 2 if name.endswith("diff") else 1
+    print(f"| {name} | {med:.3f} | {min(ws):.2f}–{max(ws):.2f} | {med / (k * zcat):.2f} | {med / (k * inflate):.2f} | "
           f"{statistics.median(c for _, _, c in r):.2f} | {max(m for _, m, _ in r):.0f} |")
 EOF

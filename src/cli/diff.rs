@@ -52,6 +52,9 @@ use torchtrace::analyses::diff::{Diff, DiffSpec};
 /// per kernel to that unit (half to even), (b) is the rest, so the parts add
 /// up to the total exactly (JSON summary.*_units).
 ///
+/// The two traces are read one after the other, each with every worker
+/// thread (-j): memory is one trace's ledger at a time, not two.
+///
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (steps
 /// scope); 2 on unreadable input or bad arguments.
 #[derive(Debug, Args)]

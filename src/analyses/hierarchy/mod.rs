@@ -260,7 +260,6 @@ impl ChainsSpec {
 #[derive(Debug, Clone, Copy)]
 struct Rec {
     start: Ns,
-    end: Ns,
     dur: Ns,
     lane: u32,
     name: Sym,
@@ -268,10 +267,16 @@ struct Rec {
 }
 
 impl Rec {
+    /// start + dur, saturating (32 B per kept call, not 40: every chain
+    /// call of the trace is held until the finish).
+    fn end(&self) -> Ns {
+        self.start.saturating_add(self.dur)
+    }
+
     fn iv(&self) -> Iv {
         Iv {
             start: self.start,
-            end: self.end,
+            end: self.end(),
             id: self.index,
         }
     }
@@ -396,7 +401,6 @@ impl Collector {
         let dur = ev.dur_or_zero();
         let rec = Rec {
             start,
-            end: start.saturating_add(dur),
             dur,
             lane: self.lanes.intern(ev.lane()),
             name: self.names.intern(&ev.name),
@@ -665,7 +669,7 @@ impl Collector {
                 pid: None,
                 scope: LaunchScope::Thread,
                 start: r.start,
-                end: r.end,
+                end: r.end(),
                 index: r.index,
             })
             .collect();

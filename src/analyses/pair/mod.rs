@@ -179,11 +179,13 @@ impl Analysis for Pair {
 /// innermost context holding it, launch scope `auto`.
 fn correlation_spans_of(trace: &Finished<'_>, ledger: &Ledger) -> Vec<Option<i64>> {
     let qs = attribution::context_queries(trace.steps, trace.contexts, ledger, LaunchScope::Auto);
-    attribution::attribute(ledger, &qs)
-        .works
-        .iter()
-        .map(|w| w.span().and_then(|s| i64::try_from(s).ok()))
-        .collect()
+    // Each work folded into its span as it comes: no `Work` per context is
+    // held (≈ 210 B each, 5 MB of `batch`'s peak at 800 sample copies).
+    let mut spans = Vec::with_capacity(qs.len());
+    attribution::attribute_each(ledger, &qs, |_, w| {
+        spans.push(w.span().and_then(|s| i64::try_from(s).ok()));
+    });
+    spans
 }
 
 /// The Chrome trace format defines `ts` and `dur` in µs whatever

@@ -373,11 +373,13 @@ fn collect_steps(out: &mut RankTrace, trace: &Finished<'_>, ledger: &Ledger, cfg
             }
         })
         .collect();
-    let works = attribution::attribute(ledger, &queries).works;
     let mut is_coll: HashMap<crate::model::Sym, Option<u32>> = HashMap::new();
     let mut step_ids: HashMap<crate::model::Sym, u32> = HashMap::new();
     let mut attributed = 0u64;
-    for (c, w) in chosen.iter().zip(&works) {
+    // Each step's work folded as it comes (query order): no `Work` per step
+    // is held at once.
+    attribution::attribute_each(ledger, &queries, |q, w| {
+        let c = &chosen[q];
         let a = &steps.cpu[c.row];
         let mut colls: Vec<Collective> = Vec::new();
         for act in w.activities(ledger) {
@@ -413,7 +415,7 @@ fn collect_steps(out: &mut RankTrace, trace: &Finished<'_>, ledger: &Ledger, cfg
             true => out.decode.push(row),
             false => out.boundary.push(row),
         }
-    }
+    });
     let total = ledger
         .activities
         .iter()

@@ -6,6 +6,7 @@
 //! under AR, `…_generation_1(3)` under 2-token MTP); `--context NAME` takes an
 //! exact name and `--context-regex RE` every annotation whose name matches.
 
+use crate::ledger::pack::{Fields, Packed, Record};
 use crate::model::{Interner, Ns, Sym};
 use crate::steps;
 use crate::trace::{Event, EventPos, Prefilter};
@@ -96,6 +97,57 @@ impl Annotation {
             index: at.index,
             finished: ev.args.finished != Some(false),
             bad_dur: ev.dur.is_none_or(|d| d.0 < 0),
+        }
+    }
+}
+
+/// An annotation as kept by [`Records`]: name, Δstart, dur, flags (has an
+/// External id, finished, bad dur), Δexternal id, pid, tid, Δindex (≈ 12 B of
+/// varints instead of 56).
+impl Record for Annotation {
+    /// (start, External id, index) of the previous record.
+    type Prev = (i64, i64, i64);
+
+    fn write(&self, prev: &mut (i64, i64, i64), p: &mut Packed) {
+        let flags = u64::from(self.external_id.is_some())
+            | u64::from(self.finished) << 1
+            | u64::from(self.bad_dur) << 2;
+        p.u(u64::from(self.name.0));
+        p.delta(self.start.0, prev.0);
+        p.delta(self.dur.0, 0);
+        p.u(flags);
+        if let Some(id) = self.external_id {
+            p.delta(id, prev.1);
+            prev.1 = id;
+        }
+        p.u(u64::from(self.lane.0 .0));
+        p.u(u64::from(self.lane.1 .0));
+        p.delta(self.index as i64, prev.2);
+        prev.0 = self.start.0;
+        prev.2 = self.index as i64;
+    }
+
+    fn read(prev: &mut (i64, i64, i64), f: &mut impl Fields) -> Annotation {
+        let name = Sym(f.u() as u32);
+        let start = f.delta(prev.0);
+        let dur = f.delta(0);
+        let flags = f.u();
+        let external_id = (flags & 1 != 0).then(|| f.delta(prev.1));
+        if let Some(id) = external_id {
+            prev.1 = id;
+        }
+        let lane = (Sym(f.u() as u32), Sym(f.u() as u32));
+        let index = f.delta(prev.2);
+        *prev = (start, prev.1, index);
+        Annotation {
+            name,
+            start: Ns(start),
+            dur: Ns(dur),
+            external_id,
+            lane,
+            index: index as u64,
+            finished: flags & 2 != 0,
+            bad_dur: flags & 4 != 0,
         }
     }
 }

@@ -149,9 +149,10 @@ pub struct Attribution {
 }
 
 /// Attributes the ledger's launch calls to `queries` (see the module docs).
-/// Memory: 8 B per launch call owning activities when queries of both
-/// scopes are asked (the two sweeps' answers), else 4 B; then the picks'
-/// order by query (4 B), the picks dropped before the works are built.
+/// Memory: the sweeps' answers as runs (about two per query, see
+/// [`Runs`]; a process-scope sweep holds 8 B per launch call while it
+/// lasts), the runs' order by query, and the positions of one query at a
+/// time.
 pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {
     let mut works = Vec::with_capacity(queries.len());
     let overlaps = attribute_each(ledger, queries, |_, w| works.push(w));
@@ -168,24 +169,24 @@ pub fn attribute_each(
     each: impl FnMut(usize, Work),
 ) -> Overlaps {
     let n = ledger.working_launches();
-    // An empty answer: no query of that scope (its 4 B per launch call
-    // are never allocated), so the other scope's picks stand.
-    let mut picks = sweep(ledger, queries, n, LaunchScope::Thread);
+    // An empty answer: no query of that scope, so the other scope's picks
+    // stand.
+    let by_thread = sweep(ledger, queries, n, LaunchScope::Thread);
     let by_process = sweep(ledger, queries, n, LaunchScope::Process);
     let mut overlaps = overlaps_of(queries, LaunchScope::Thread);
     let p = overlaps_of(queries, LaunchScope::Process);
     overlaps.nested += p.nested;
     overlaps.partial += p.partial;
-    if picks.is_empty() {
-        picks = by_process;
-    } else {
-        // Each launch call to one query at most.
-        for (pick, &p) in picks.iter_mut().zip(&by_process) {
-            *pick = match (*pick, p) {
+    let picks = match (by_thread.is_empty(), by_process.is_empty()) {
+        (_, true) => by_thread,
+        (true, false) => by_process,
+        (false, false) => {
+            // Each launch call to one query at most: the inner one.
+            Runs::merge(&by_thread, &by_process, n, |t, p, len| match (t, p) {
                 (NONE, p) => p,
                 (t, NONE) => t,
                 (t, p) => {
-                    overlaps.across_scopes += 1;
+                    overlaps.across_scopes += len;
                     let inner = queries[t as usize].depth() >= queries[p as usize].depth();
                     if inner {
                         t
@@ -193,40 +194,97 @@ pub fn attribute_each(
                         p
                     }
                 }
-            };
+            })
         }
-        drop(by_process);
-    }
-    works_of(ledger, queries.len(), picks, each);
+    };
+    works_of(ledger, queries.len(), &picks, n, each);
     overlaps
 }
 
-/// Per query, the work of the launch calls it owns (`picks[k]`: the query
-/// of launch position k, or [`NONE`]): a counting sort by query, launch
-/// positions ascending within each. `picks` is dropped before the works
-/// are built (4 B per launch call less at `kernels`' peak).
-fn works_of(ledger: &Ledger, n: usize, picks: Vec<u32>, mut each: impl FnMut(usize, Work)) {
+/// Which query holds each launch position, as runs: `(first position,
+/// query)` in position order, each run reaching to the next one's first
+/// position (the last to the end), [`NONE`] where no query holds it.
+///
+/// ```text
+/// positions  0 1 2 3 4 5 6 7 8 9        (launch calls with activities, by lane and ts)
+/// query      - - 0 0 0 - 1 1 - -
+/// runs       (0,-) (2,0) (5,-) (6,1) (8,-)
+/// ```
+///
+/// A context holds consecutive positions of its lane, so the runs are
+/// about two per context: at 800 copies of the benchmark trace 48,000 runs
+/// (384 KB) where an answer per position took 4 B × 763,000 (3 MB).
+type Runs = Vec<(u32, u32)>;
+
+trait RunsExt {
+    fn push_pick(&mut self, k: u32, q: u32);
+    fn merge(a: &Runs, b: &Runs, n: usize, pick: impl FnMut(u32, u32, u64) -> u32) -> Runs;
+}
+
+impl RunsExt for Runs {
+    /// Position `k` (the next one) is held by `q`.
+    fn push_pick(&mut self, k: u32, q: u32) {
+        if self.last().is_none_or(|&(_, last)| last != q) {
+            self.push((k, q));
+        }
+    }
+
+    /// The runs of `pick(a's query, b's query, positions)` over each
+    /// stretch where neither changes (both cover `0..n`).
+    fn merge(a: &Runs, b: &Runs, n: usize, mut pick: impl FnMut(u32, u32, u64) -> u32) -> Runs {
+        let (mut i, mut j, mut out) = (0, 0, Runs::new());
+        let end = |r: &Runs, i: usize| r.get(i + 1).map_or(n as u32, |x| x.0);
+        while i < a.len() && j < b.len() {
+            let from = a[i].0.max(b[j].0);
+            let to = end(a, i).min(end(b, j));
+            if to > from {
+                out.push_pick(from, pick(a[i].1, b[j].1, u64::from(to - from)));
+            }
+            if end(a, i) == to {
+                i += 1;
+            }
+            if end(b, j) == to {
+                j += 1;
+            }
+        }
+        out
+    }
+}
+
+/// Per query, the work of the launch calls it owns (`picks`: [`Runs`]
+/// over `0..calls`): the runs sorted by query (a counting sort, positions
+/// ascending within each), then each query's positions handed to
+/// [`Ledger::work_of`].
+fn works_of(
+    ledger: &Ledger,
+    n: usize,
+    picks: &Runs,
+    calls: usize,
+    mut each: impl FnMut(usize, Work),
+) {
+    let held = |(i, &(_, q)): (usize, &(u32, u32))| ((q as usize) < n).then_some((i, q as usize));
     let mut starts = vec![0u32; n + 1];
-    for &q in picks.iter().filter(|&&q| (q as usize) < n) {
-        starts[q as usize + 1] += 1;
+    for (_, q) in picks.iter().enumerate().filter_map(held) {
+        starts[q + 1] += 1;
     }
     for q in 1..starts.len() {
         starts[q] += starts[q - 1];
     }
     let mut next = starts.clone();
-    let mut by_query = vec![0u32; starts[n] as usize];
-    for (k, &q) in picks.iter().enumerate() {
-        if let Some(at) = next.get_mut(q as usize).filter(|_| (q as usize) < n) {
-            by_query[*at as usize] = k as u32;
-            *at += 1;
-        }
+    let mut by_query = vec![0u32..0; starts[n] as usize];
+    for (i, q) in picks.iter().enumerate().filter_map(held) {
+        let end = picks.get(i + 1).map_or(calls as u32, |r| r.0);
+        by_query[next[q] as usize] = picks[i].0..end;
+        next[q] += 1;
     }
-    drop(picks);
+    drop(next);
+    let mut positions = Vec::new();
     for q in 0..n {
-        each(
-            q,
-            ledger.work_of(&by_query[starts[q] as usize..starts[q + 1] as usize]),
-        );
+        positions.clear();
+        for r in &by_query[starts[q] as usize..starts[q + 1] as usize] {
+            positions.extend(r.clone());
+        }
+        each(q, ledger.work_of(&positions));
     }
 }
 
@@ -237,19 +295,19 @@ type Open = ((Ns, Reverse<Ns>, u64), Ns, u32);
 const NONE: u32 = u32::MAX;
 
 /// For each launch position in `0..calls`, the innermost query of `scope`
-/// holding it ([`NONE`] if none); empty when no query has that scope.
-/// Memory: 4 B per launch for the answer, and with process scope 4 B more
-/// for the (pid, ts) order.
-fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -> Vec<u32> {
+/// holding it ([`NONE`] if none), as [`Runs`]; empty when no query has
+/// that scope. Memory: the runs; with process scope also 4 B per launch
+/// for the (pid, ts) order and 4 B for the answer per position, while the
+/// sweep lasts (a process's lanes interleave in that order).
+fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -> Runs {
     let mut qs: Vec<(u32, Ns, u32)> = queries
         .iter()
         .enumerate()
         .filter_map(|(i, q)| Some((q.group(scope)?, q.start, i as u32)))
         .collect();
     if qs.is_empty() {
-        return Vec::new();
+        return Runs::new();
     }
-    let mut out = vec![NONE; calls];
     qs.sort_unstable();
     // Launches by (group, ts, index); positions are in (lane, ts) order already.
     let key = |k: u32| {
@@ -262,14 +320,17 @@ fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -
         (g, ts, index)
     };
     let mut order: Vec<u32> = Vec::new();
+    let mut dense: Vec<u32> = Vec::new();
     if scope == LaunchScope::Process {
         order = (0..calls as u32).collect();
         order.sort_unstable_by_key(|&k| (key(k), k));
+        dense = vec![NONE; calls];
     }
     let ks: Box<dyn Iterator<Item = u32>> = match scope {
         LaunchScope::Process => Box::new(order.iter().copied()),
         _ => Box::new(0..calls as u32),
     };
+    let mut runs = Runs::new();
     let mut heap: BinaryHeap<Open> = BinaryHeap::new();
     let (mut next, mut group) = (0usize, None);
     for k in ks {
@@ -292,9 +353,17 @@ fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -
         while heap.peek().is_some_and(|top| top.1 <= ts) {
             heap.pop();
         }
-        out[k as usize] = heap.peek().map_or(NONE, |top| top.2);
+        let q = heap.peek().map_or(NONE, |top| top.2);
+        match scope {
+            LaunchScope::Process => dense[k as usize] = q,
+            _ => runs.push_pick(k, q),
+        }
     }
-    out
+    drop(order);
+    for (k, &q) in dense.iter().enumerate() {
+        runs.push_pick(k as u32, q);
+    }
+    runs
 }
 
 /// Counts nested and partially overlapping ranges within each group of

@@ -30,18 +30,22 @@
 //!   activity | Δstart | dur | name·8 + kind·2 + has_corr | Δcorr if any |  ≈ 7 B (was 24)
 //!   Δ = zigzag(value − previous record's value, wrapping): every i64 exact, no escape
 //!
-//! end of read: correlation ids are dense integers issued in order, so no sort:
+//! end of read: correlation ids are integers issued in order, so no sort:
 //!   CorrIndex  bits over [min id, max id] of the launch calls, ranks per 64-bit word
 //!     id:     14214 14215 14216 14217 14218 …
 //!     bit:        1     0     0     1     1 …     rank(id) = ranks[w] + popcount(bits[w] below id)
-//!     rank:       0                 1     2       (a sorted id list when ids are sparse)
+//!     rank:       0                 1     2
+//!     (fewer than ≈ 1 id in 6 kept, as vLLM's workers: the low byte of each id in
+//!     buckets of 256 ids, 1 B per id + 4 B per bucket; wider still: a sorted id list)
 //!   1. count the activities per rank            → prefix sums: rank r's group
 //!      and collect their shapes (dur, name, kind, has_corr) while at most
 //!      one per 4 activities (vLLM: 13–26 % distinct, the TP=2 run 3 %)
 //!   2. activities placed at their rank's cursor (counting sort), each group sorted by
 //!      (start, end), the unowned ones after them; 65536 records a chunk, each chunk
 //!      allocated at its first write while the stream's chunks are freed
-//!      few shapes:  Rec8 (8 B)  | off: i32 | shape: u32 |  + palette: Shape (16 B) each
+//!      few shapes:  Rec6 (6 B)  | off: 2 × u16 | shape: u16 |  + palette: Shape (16 B) each
+//!                                 (shape u16::MAX: wide, off = its position in `wide`)
+//!        up to n/4: Rec8 (8 B)  | off: i32 | shape: u32 |   (≥ 65,535 shapes)
 //!                                 (shape: wide·2^31 + position in `wide`)
 //!      else:        Rec (12 B)  | off: i32 | dur: u32 | name·16 + wide·8 + kind·2 + has_corr: u32 |
 //!        start = bases[chunk] (the chunk's first written start) + off
@@ -61,14 +65,15 @@
 //!   per-id "first pid" table before pass two: −12 MB of kernels' heap peak at
 //!   800 sample copies)
 //!
-//!   what stays: 3512 × 8 B + 954 owners × 16 B + 3512 bits ≈ 44 KB per copy (was 148 KB;
-//!   57 KB with 24 B launch records and 4 B ends per id); a context's Work keeps 4 B per
-//!   launch call, not per activity
+//!   what stays: 3512 × 6 B + 954 owners × 16 B + 3512 bits ≈ 37 KB per copy (was 148 KB;
+//!   57 KB with 24 B launch records and 4 B ends per id, 44 KB with 8 B activities); a
+//!   context's Work keeps 4 B per launch call, not per activity
 //!
 //! exact escapes (rare: a chunk's activities lie within ±2.1 s of its first one):
 //!   Rec { wide } ──► Activities::wide[meta >> 4] = { start: i64, dur: i64, name, flags }
 //!     (start beyond ±2^31 ns of its chunk's base, dur ≥ 2^32 ns or < 0, name ≥ 2^28)
 //!   Rec8 { wide } ──► Activities::wide[shape − 2^31] (start beyond ±2^31 ns only)
+//!   Rec6 { shape: u16::MAX } ──► Activities::wide[off] (the same)
 //!   Launch { dur·64 + name code: u32::MAX } ──► launches.wide[group] = the whole call
 //!     (ts beyond ±2^31 ns of its block's base, index ≥ 2^32, dur ≥ 2^26 ns (67 ms) or
 //!     < 0, a 64th launch name; a 5 s call is one)
@@ -84,7 +89,7 @@ pub(crate) mod bits;
 pub(crate) mod intervals;
 mod launches;
 mod order;
-mod pack;
+pub(crate) mod pack;
 
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};
@@ -320,13 +325,13 @@ const REC_MAX_NAME: u32 = (1 << 28) - 1;
 
 /// An activity that does not fit a [`Rec`]: a start over ±2.1 s from its
 /// chunk's base, a duration ≥ 2^32 ns (or negative), a name ≥ 2^28; or a
-/// [`Rec8`] start over ±2.1 s from its chunk's base.
+/// [`Rec8`] or [`Rec6`] start over ±2.1 s from its chunk's base.
 #[derive(Debug, Clone, Copy)]
 struct WideAct {
     start: i64,
     dur: i64,
     name: Sym,
-    /// kind·2 + has_corr (read by [`Rec8`]s; a [`Rec`] keeps its own).
+    /// kind·2 + has_corr (read by [`Rec8`]s and [`Rec6`]s; a [`Rec`] keeps its own).
     flags: u32,
 }
 
@@ -342,6 +347,33 @@ struct Rec8 {
 }
 
 const REC8_WIDE: u32 = 1 << 31;
+
+/// An activity as stored when its trace has fewer than 65,535 shapes
+/// (6 B, see the module docs): the offset in two halves keeps the record's
+/// alignment at 2.
+#[derive(Debug, Clone, Copy, Default)]
+struct Rec6 {
+    /// Its start − its chunk's base, low and high halves; its position in
+    /// `wide` when `code` is [`REC6_WIDE`].
+    off: [u16; 2],
+    /// Its shape's position in `shapes`.
+    code: u16,
+}
+
+const REC6_WIDE: u16 = u16::MAX;
+
+impl Rec6 {
+    fn new(off: u32, code: u16) -> Rec6 {
+        Rec6 {
+            off: [off as u16, (off >> 16) as u16],
+            code,
+        }
+    }
+
+    fn off(&self) -> u32 {
+        u32::from(self.off[0]) | u32::from(self.off[1]) << 16
+    }
+}
 
 /// What activities repeat: duration, name, kind and whether it has a
 /// correlation (the vLLM samples: 13–26 % distinct; the TP=2 run: 3 %).
@@ -394,7 +426,7 @@ impl Hasher for ShapeHasher {
     }
 }
 
-/// The shapes of a store of [`Rec8`]s, with their positions while it is
+/// The shapes of a store of [`Rec8`]s or [`Rec6`]s, with their positions while it is
 /// being built.
 #[derive(Debug, Default, Clone)]
 struct Palette {
@@ -413,6 +445,23 @@ impl Palette {
         }
         at
     }
+}
+
+impl Palette {
+    fn bytes(&self) -> usize {
+        self.shapes.capacity() * std::mem::size_of::<Shape>()
+            + self.lookup.capacity() * (std::mem::size_of::<Shape>() + 4)
+    }
+}
+
+/// The fields of an activity stored as a shape's code and its start.
+fn shaped(p: &Palette, code: u32, start: i64) -> (i64, i64, u32, u32) {
+    let s = p.shapes.get(code as usize).copied().unwrap_or(Shape {
+        dur: 0,
+        name: 0,
+        flags: 0,
+    });
+    (start, s.dur, s.name, s.flags)
 }
 
 /// A palette is used when activities average at least this many per
@@ -439,6 +488,8 @@ enum Recs {
     Full(Chunked<Rec>),
     /// 8 B per activity and 16 B per shape.
     Shaped(Chunked<Rec8>, Palette),
+    /// 6 B per activity and 16 B per shape (fewer than 65,535 shapes).
+    Shaped6(Chunked<Rec6>, Palette),
 }
 
 impl Default for Recs {
@@ -465,11 +516,15 @@ impl Activities {
         Self::of(len, None)
     }
 
-    /// `len` activities, in 8 B records with `palette` when there is one.
+    /// `len` activities, in 6 or 8 B records with `palette` when there is
+    /// one (6 when its codes fit 16 bits, the escape left out).
     fn of(len: usize, palette: Option<Palette>) -> Self {
         let chunks = Chunked::<Rec>::with_len(len).chunks();
         Activities {
             recs: match palette {
+                Some(p) if p.shapes.len() < usize::from(REC6_WIDE) => {
+                    Recs::Shaped6(Chunked::with_len(len), p)
+                }
                 Some(p) => Recs::Shaped(Chunked::with_len(len), p),
                 None => Recs::Full(Chunked::with_len(len)),
             },
@@ -483,6 +538,7 @@ impl Activities {
         match &self.recs {
             Recs::Full(r) => r.is_allocated(i),
             Recs::Shaped(r, _) => r.is_allocated(i),
+            Recs::Shaped6(r, _) => r.is_allocated(i),
         }
     }
 
@@ -511,6 +567,15 @@ impl Activities {
                 };
                 recs.set(i, rec);
             }
+            Recs::Shaped6(recs, palette) => {
+                // Every shape was coded while the groups were counted, so
+                // a code here is always below the escape.
+                let rec = match off {
+                    Ok(off) => Rec6::new(off as u32, palette.code(a) as u16),
+                    Err(_) => Rec6::new(push_wide(wide, a, u32::MAX), REC6_WIDE),
+                };
+                recs.set(i, rec);
+            }
             Recs::Full(recs) => {
                 let flags = Shape::of(a).flags;
                 let rec = match (off, u32::try_from(a.dur)) {
@@ -532,7 +597,7 @@ impl Activities {
 
     /// Drops what only building needed (the palette's lookup).
     fn seal(&mut self) {
-        if let Recs::Shaped(_, p) = &mut self.recs {
+        if let Recs::Shaped(_, p) | Recs::Shaped6(_, p) = &mut self.recs {
             p.lookup = HashMap::default();
             p.shapes.shrink_to_fit();
         }
@@ -573,20 +638,19 @@ impl Activities {
             Recs::Shaped(recs, p) => {
                 let r = recs.get(i);
                 match r.code & REC8_WIDE {
-                    0 => {
-                        let s = p.shapes.get(r.code as usize).copied().unwrap_or(Shape {
-                            dur: 0,
-                            name: 0,
-                            flags: 0,
-                        });
-                        (
-                            base().wrapping_add(i64::from(r.off)),
-                            s.dur,
-                            s.name,
-                            s.flags,
-                        )
-                    }
+                    0 => shaped(p, r.code, base().wrapping_add(i64::from(r.off))),
                     _ => wide(r.code & !REC8_WIDE),
+                }
+            }
+            Recs::Shaped6(recs, p) => {
+                let r = recs.get(i);
+                match r.code {
+                    REC6_WIDE => wide(r.off()),
+                    code => shaped(
+                        p,
+                        u32::from(code),
+                        base().wrapping_add(i64::from(r.off() as i32)),
+                    ),
                 }
             }
         };
@@ -604,6 +668,7 @@ impl Activities {
         match &self.recs {
             Recs::Full(r) => r.len(),
             Recs::Shaped(r, _) => r.len(),
+            Recs::Shaped6(r, _) => r.len(),
         }
     }
 
@@ -647,11 +712,8 @@ impl Activities {
     pub fn bytes(&self) -> usize {
         let recs = match &self.recs {
             Recs::Full(r) => r.bytes(),
-            Recs::Shaped(r, p) => {
-                r.bytes()
-                    + p.shapes.capacity() * std::mem::size_of::<Shape>()
-                    + p.lookup.capacity() * (std::mem::size_of::<Shape>() + 4)
-            }
+            Recs::Shaped(r, p) => r.bytes() + p.bytes(),
+            Recs::Shaped6(r, p) => r.bytes() + p.bytes(),
         };
         recs + self.bases.capacity() * 8 + self.wide.capacity() * std::mem::size_of::<WideAct>()
     }
@@ -815,8 +877,25 @@ impl Collector {
 }
 
 /// The distinct correlation ids of the launch calls, each with its rank
-/// (0, 1, … in id order): a bitmap with a rank directory when the ids are
-/// dense, as Kineto issues them; a sorted list otherwise.
+/// (0, 1, … in id order), in whichever of three forms is smallest for the
+/// ids' spread: a bitmap with a rank directory when the ids are dense, as
+/// Kineto issues them; the ids' low bytes in buckets of 256 ids when a
+/// trace keeps one id in ten or so (vLLM's workers: the runtime calls
+/// between the traced ones use ids too); a sorted list when they are
+/// scattered wider still.
+///
+/// ```text
+/// ids − lo    3   7   260   300   301   700
+/// Bucketed    bucket (id−lo)/256:   0       1            2
+///             lows (id−lo)%256:   [3 7] [4 44 45]      [188]
+///             starts:             0     2            5      6 (= len)
+///             rank(301) = starts[1] + position of 45 in [4 44 45] = 2 + 2 = 4
+/// ```
+///
+/// Sizes, n ids over a span of s: Dense 12 B per 64 of the span (3s/16);
+/// Bucketed 1 B per id + 4 B per 256 of the span (n + s/64). At 800
+/// copies of the benchmark trace (1.28 M ids, 18 ids of span per id)
+/// Bucketed is 1.6 MB where Dense was 4.3.
 #[derive(Debug)]
 enum CorrIndex {
     /// Bit `c − lo` set for every id `c`; `ranks[w]` = set bits before word `w`.
@@ -825,25 +904,54 @@ enum CorrIndex {
         bits: Vec<u64>,
         ranks: Vec<u32>,
     },
+    /// Id `c` is in bucket `(c − lo) >> 8` as the byte `(c − lo) & 255`;
+    /// bucket h's bytes are `lows[starts[h]..starts[h + 1]]`, sorted and
+    /// distinct.
+    Bucketed {
+        lo: i64,
+        starts: Vec<u32>,
+        lows: Vec<u8>,
+    },
     Sorted(Vec<i64>),
 }
 
 impl CorrIndex {
     fn of(c: &Collector) -> CorrIndex {
-        let Some((lo, hi)) = c.corr_range else {
+        let ids = || launches_of(c.launches.reader()).map(|l| l.corr);
+        CorrIndex::of_ids(ids, c.corr_range, c.n_launches)
+    }
+
+    /// The index of the ids `ids()` yields (`n` of them, repeats allowed,
+    /// within `range`); `ids` is called once per pass.
+    fn of_ids<I: Iterator<Item = i64>>(
+        ids: impl Fn() -> I,
+        range: Option<(i64, i64)>,
+        n: usize,
+    ) -> CorrIndex {
+        let Some((lo, hi)) = range else {
             return CorrIndex::Sorted(Vec::new());
         };
         let span = i128::from(hi) - i128::from(lo) + 1;
         // At most 64 bits per launch call (plus 8 KiB): else a sorted list.
-        if span > 64 * c.n_launches as i128 + 65_536 {
-            let mut v: Vec<i64> = launches_of(c.launches.reader()).map(|l| l.corr).collect();
+        if span > 64 * n as i128 + 65_536 {
+            let mut v: Vec<i64> = ids().collect();
             v.sort_unstable();
             v.dedup();
             return CorrIndex::Sorted(v);
         }
-        let mut bits = vec![0u64; (span as usize).div_ceil(64)];
-        for l in launches_of(c.launches.reader()) {
-            let k = (l.corr - lo) as usize;
+        let span = span as usize;
+        if span.div_ceil(256) * 4 + n < span.div_ceil(64) * 12 {
+            CorrIndex::bucketed(ids, lo, span, n)
+        } else {
+            CorrIndex::dense(ids, lo, span)
+        }
+    }
+
+    /// A bit per id of the span, and the set bits before each word.
+    fn dense<I: Iterator<Item = i64>>(ids: impl Fn() -> I, lo: i64, span: usize) -> CorrIndex {
+        let mut bits = vec![0u64; span.div_ceil(64)];
+        for id in ids() {
+            let k = (id - lo) as usize;
             bits[k / 64] |= 1 << (k % 64);
         }
         let mut ranks = Vec::with_capacity(bits.len());
@@ -855,6 +963,54 @@ impl CorrIndex {
         CorrIndex::Dense { lo, bits, ranks }
     }
 
+    /// Two passes: count per bucket, place each id's low byte at its
+    /// bucket's cursor; then each bucket sorted and its repeats dropped,
+    /// compacting in place.
+    fn bucketed<I: Iterator<Item = i64>>(
+        ids: impl Fn() -> I,
+        lo: i64,
+        span: usize,
+        n: usize,
+    ) -> CorrIndex {
+        let buckets = span.div_ceil(256);
+        let mut starts = vec![0u32; buckets + 1];
+        for id in ids() {
+            starts[((id - lo) as usize >> 8) + 1] += 1;
+        }
+        for h in 1..starts.len() {
+            starts[h] += starts[h - 1];
+        }
+        let mut next = starts.clone();
+        let mut lows = vec![0u8; n];
+        for id in ids() {
+            let k = (id - lo) as usize;
+            let at = &mut next[k >> 8];
+            lows[*at as usize] = (k & 255) as u8;
+            *at += 1;
+        }
+        drop(next);
+        let mut kept = 0usize;
+        for h in 0..buckets {
+            let (from, to) = (starts[h] as usize, starts[h + 1] as usize);
+            let bucket = &mut lows[from..to];
+            bucket.sort_unstable();
+            starts[h] = kept as u32;
+            let mut last = None;
+            for k in from..to {
+                let b = lows[k];
+                if last != Some(b) {
+                    lows[kept] = b;
+                    kept += 1;
+                    last = Some(b);
+                }
+            }
+        }
+        starts[buckets] = kept as u32;
+        lows.truncate(kept);
+        lows.shrink_to_fit();
+        CorrIndex::Bucketed { lo, starts, lows }
+    }
+
     /// The rank of `corr`, if a launch call carries it.
     fn rank(&self, corr: i64) -> Option<u32> {
         match self {
@@ -862,6 +1018,14 @@ impl CorrIndex {
                 let k = usize::try_from(corr.checked_sub(*lo)?).ok()?;
                 let (w, b) = (*bits.get(k / 64)?, k % 64);
                 (w >> b & 1 == 1).then(|| ranks[k / 64] + (w & ((1u64 << b) - 1)).count_ones())
+            }
+            CorrIndex::Bucketed { lo, starts, lows } => {
+                let k = usize::try_from(corr.checked_sub(*lo)?).ok()?;
+                let from = *starts.get(k >> 8)?;
+                let to = *starts.get((k >> 8) + 1)?;
+                let bucket = lows.get(from as usize..to as usize)?;
+                let at = bucket.binary_search(&((k & 255) as u8)).ok()?;
+                Some(from + at as u32)
             }
             CorrIndex::Sorted(v) => v.binary_search(&corr).ok().map(|r| r as u32),
         }
@@ -874,6 +1038,7 @@ impl CorrIndex {
                 .last()
                 .zip(bits.last())
                 .map_or(0, |(r, w)| *r as usize + w.count_ones() as usize),
+            CorrIndex::Bucketed { starts, .. } => starts.last().map_or(0, |&n| n as usize),
             CorrIndex::Sorted(v) => v.len(),
         }
     }
@@ -1519,6 +1684,7 @@ mod tests {
         assert_eq!(size_of::<[u32; 4]>(), 16, "a launch record (launches.rs)");
         assert_eq!(size_of::<Rec>(), 12);
         assert_eq!(size_of::<Rec8>(), 8);
+        assert_eq!(size_of::<Rec6>(), 6);
         assert_eq!(size_of::<Shape>(), 16);
         assert_eq!(size_of::<WideAct>(), 24);
         assert_eq!(size_of::<Activity>(), 24, "the decoded value, never stored");
@@ -1801,40 +1967,48 @@ mod tests {
     }
 
     #[test]
-    fn repeated_shapes_are_kept_in_8_byte_records() {
-        // 4,000 activities of 3 shapes, a graph-replay-like trace: a
-        // palette; 4,000 of 4,000 shapes: 12 B records.
-        let ledger_of_durs = |dur: &dyn Fn(i64) -> i64| {
+    fn repeated_shapes_are_kept_in_6_or_8_byte_records() {
+        // n activities, each launched by its own call; `start` and `dur`
+        // by k.
+        let ledger_of = |n: i64, start: &dyn Fn(i64) -> i64, dur: &dyn Fn(i64) -> i64| {
             let mut c = Collector::default();
-            for k in 0..4_000i64 {
+            for k in 0..n {
+                let at = |index| EventPos { index, offset: 0 };
                 c.push(
                     &event("cuda_runtime", "cudaLaunchKernel", 10 * k, 2, k),
-                    EventPos {
-                        index: 2 * k as u64,
-                        offset: 0,
-                    },
+                    at(2 * k as u64),
                 );
                 c.push(
-                    &event("kernel", "k", 10 * k + 3, dur(k), k),
-                    EventPos {
-                        index: 2 * k as u64 + 1,
-                        offset: 0,
-                    },
+                    &event("kernel", "k", start(k), dur(k), k),
+                    at(2 * k as u64 + 1),
                 );
             }
             c.finish()
         };
+        let near = |k: i64| 10 * k + 3;
+        // Every 50,000th activity 4 s late: past ±2^31 ns of its chunk's
+        // base, so kept in the wide list.
+        let far = |k: i64| 10 * k + 3 + if k % 50_000 == 7 { 4_000_000_000 } else { 0 };
         let three = |k: i64| 1 + k % 3;
         let distinct = |k: i64| 1 + k;
-        let few = ledger_of_durs(&three);
+        let many_shapes = |k: i64| 1 + k % 70_000;
+        // 4,000 activities of 3 shapes, a graph-replay-like trace: 6 B
+        // records; 280,000 of 70,000 shapes (more than 16 bits code): 8 B;
+        // 4,000 of 4,000 shapes: 12 B records.
+        let few = ledger_of(4_000, &near, &three);
         assert!(
-            matches!(&few.activities.recs, Recs::Shaped(_, p) if p.shapes.len() == 3 && p.lookup.is_empty())
+            matches!(&few.activities.recs, Recs::Shaped6(_, p) if p.shapes.len() == 3 && p.lookup.is_empty())
         );
-        let many = ledger_of_durs(&distinct);
+        let wide_palette = ledger_of(280_000, &far, &many_shapes);
+        assert!(
+            matches!(&wide_palette.activities.recs, Recs::Shaped(_, p) if p.shapes.len() == 70_000)
+        );
+        assert_eq!(wide_palette.activities.wide.len(), 6);
+        let many = ledger_of(4_000, &near, &distinct);
         assert!(matches!(&many.activities.recs, Recs::Full(_)));
         // One chunk of 65,536 records each, allocated whole.
         assert!(
-            few.activities.bytes() <= 8 * 65_536 + 1024,
+            few.activities.bytes() <= 6 * 65_536 + 1024,
             "{}",
             few.activities.bytes()
         );
@@ -1843,17 +2017,73 @@ mod tests {
             "{}",
             many.activities.bytes()
         );
-        let cases: [(&Ledger, &dyn Fn(i64) -> i64); 2] = [(&few, &three), (&many, &distinct)];
-        for (l, dur) in cases {
+        type ByK<'a> = &'a dyn Fn(i64) -> i64;
+        let cases: [(&Ledger, i64, ByK, ByK); 3] = [
+            (&few, 4_000, &near, &three),
+            (&wide_palette, 280_000, &far, &many_shapes),
+            (&many, 4_000, &near, &distinct),
+        ];
+        for (l, n, start, dur) in cases {
             let got: Vec<(i64, i64)> = l.activities.iter().map(|a| (a.start.0, a.end.0)).collect();
-            let want: Vec<(i64, i64)> = (0..4_000)
-                .map(|k| (10 * k + 3, 10 * k + 3 + dur(k)))
-                .collect();
+            let want: Vec<(i64, i64)> = (0..n).map(|k| (start(k), start(k) + dur(k))).collect();
             assert_eq!(got, want);
         }
     }
 
+    /// The drawing of [`CorrIndex`]'s docs.
+    #[test]
+    fn the_bucketed_index_of_the_docs() {
+        let ids = [3i64, 7, 260, 300, 301, 700, 301, 3];
+        let index = CorrIndex::bucketed(|| ids.iter().copied(), 0, 701, ids.len());
+        let CorrIndex::Bucketed { starts, lows, .. } = &index else {
+            panic!("not bucketed");
+        };
+        assert_eq!(starts, &[0, 2, 5, 6]);
+        assert_eq!(lows, &[3, 7, 4, 44, 45, 188]);
+        assert_eq!(index.rank(301), Some(4));
+        assert_eq!(index.rank(302), None);
+        assert_eq!(index.len(), 6);
+        // 1.28 M ids over a span 18 times as wide (the benchmark trace at
+        // 800 copies) are bucketed; one in three, a bitmap.
+        let spread = |every: i64| {
+            let n = 1_280_000usize;
+            CorrIndex::of_ids(
+                || (0..n as i64).map(|i| i * every),
+                Some((0, (n as i64 - 1) * every)),
+                n,
+            )
+        };
+        assert!(matches!(spread(18), CorrIndex::Bucketed { .. }));
+        assert!(matches!(spread(3), CorrIndex::Dense { .. }));
+    }
+
     proptest! {
+        /// The three forms of the correlation index give every id the
+        /// same rank (its position among the distinct ids), and none to
+        /// the ids between.
+        #[test]
+        fn the_correlation_index_forms_agree(ids in prop::collection::vec(0i64..3_000, 1..300), lo in -3i64..3) {
+            let ids: Vec<i64> = ids.into_iter().map(|i| i + lo * 1_000).collect();
+            let (min, max) = (*ids.iter().min().unwrap(), *ids.iter().max().unwrap());
+            let span = (max - min + 1) as usize;
+            let mut distinct = ids.clone();
+            distinct.sort_unstable();
+            distinct.dedup();
+            let each = || ids.iter().copied();
+            let forms = [
+                CorrIndex::dense(each, min, span),
+                CorrIndex::bucketed(each, min, span, ids.len()),
+                CorrIndex::Sorted(distinct.clone()),
+            ];
+            for f in &forms {
+                prop_assert_eq!(f.len(), distinct.len());
+                for probe in min - 300..=max + 300 {
+                    let want = distinct.binary_search(&probe).ok().map(|r| r as u32);
+                    prop_assert_eq!(f.rank(probe), want, "{:?} at {}", f, probe);
+                }
+            }
+        }
+
         /// Dense correlation ids (the bitmap index), file order.
         #[test]
         fn the_ledger_gives_back_what_was_read_dense(evs in prop::collection::vec(ev_strategy(0i64..40), 0..120)) {

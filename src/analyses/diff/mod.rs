@@ -348,17 +348,17 @@ fn scope_mask(
                 ledger,
                 spec.launch_scope,
             );
-            let att = attribution::attribute(ledger, &qs);
-            for w in &att.works {
+            // Each work marked as it comes: no `Work` per context is held.
+            let overlaps = attribution::attribute_each(ledger, &qs, |_, w| {
                 with_work += u64::from(w.has_gpu_work());
                 for id in w.activity_positions(ledger) {
                     in_scope.insert(id);
                 }
-            }
-            if att.overlaps.nested > 0 {
+            });
+            if overlaps.nested > 0 {
                 notes.push(format!(
                     "{} selected contexts lie inside another selected context: each launch call is counted once, in the innermost",
-                    att.overlaps.nested
+                    overlaps.nested
                 ));
             }
             if trace.contexts.is_empty() {

@@ -36,6 +36,7 @@ use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::containment::{self, Enclosed, Enclosers, Iv, Overlaps};
 use crate::contexts::Selector;
 use crate::ledger::attribution::{self, LaunchScope, Query};
+use crate::ledger::pack::{Fields, Packed, Record, Records};
 use crate::ledger::Ledger;
 use crate::model::{Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
@@ -266,6 +267,37 @@ struct Rec {
     index: u64,
 }
 
+/// A kept call as read: Δstart, dur, lane, name, Δindex (≈ 9 B of varints
+/// instead of 32 while the trace is read and the ledger built).
+impl Record for Rec {
+    type Prev = (i64, i64);
+
+    fn write(&self, prev: &mut (i64, i64), p: &mut Packed) {
+        p.delta(self.start.0, prev.0);
+        p.delta(self.dur.0, 0);
+        p.u(u64::from(self.lane));
+        p.u(u64::from(self.name.0));
+        p.delta(self.index as i64, prev.1);
+        *prev = (self.start.0, self.index as i64);
+    }
+
+    fn read(prev: &mut (i64, i64), f: &mut impl Fields) -> Rec {
+        let start = f.delta(prev.0);
+        let dur = f.delta(0);
+        let lane = f.u() as u32;
+        let name = Sym(f.u() as u32);
+        let index = f.delta(prev.1);
+        *prev = (start, index);
+        Rec {
+            start: Ns(start),
+            dur: Ns(dur),
+            lane,
+            name,
+            index: index as u64,
+        }
+    }
+}
+
 impl Rec {
     /// start + dur, saturating (32 B per kept call, not 40: every chain
     /// call of the trace is held until the finish).
@@ -292,6 +324,8 @@ pub struct Collector {
     cache: [HashMap<Box<str>, Box<[u32]>>; 2],
     names: Interner,
     lanes: LaneTable,
+    /// The calls kept while reading, decoded into `recs` by [`Collector::analyze`].
+    kept: Records<Rec>,
     recs: Vec<Rec>,
     /// Per element, indices into `recs` (file order).
     by_element: Vec<Vec<u32>>,
@@ -360,7 +394,8 @@ impl Analysis for Collector {
         let ctx = trace.contexts;
         let contexts = (!ctx.is_empty()).then(|| (ctx.name.clone(), ctx.len() as u64));
         let ledger = trace.ledger.filter(|_| self.opts.gpu_work);
-        let mut r = self.analyze(trace.path, &self.opts, contexts, ledger);
+        let opts = self.opts.clone();
+        let mut r = self.analyze(trace.path, &opts, contexts, ledger);
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(e) = trace.error_text() {
@@ -380,6 +415,7 @@ impl Collector {
             cache: [HashMap::new(), HashMap::new()],
             names: Interner::new(),
             lanes: LaneTable::default(),
+            kept: Records::default(),
             recs: Vec::new(),
             by_element: vec![Vec::new(); opts.elements.len()],
             opts: opts.clone(),
@@ -406,8 +442,8 @@ impl Collector {
             name: self.names.intern(&ev.name),
             index: at.index,
         };
-        let id = self.recs.len() as u32;
-        self.recs.push(rec);
+        let id = self.kept.len() as u32;
+        self.kept.push(&rec);
         for &k in &hits {
             self.by_element[k as usize].push(id);
         }
@@ -437,12 +473,13 @@ impl Collector {
     /// calls per context; `ledger`, when the plan has the kernels analysis,
     /// for the GPU work of each function's calls.
     pub fn analyze(
-        &self,
+        mut self,
         path: &str,
         opts: &HierarchyOptions,
         contexts: Option<(String, u64)>,
         ledger: Option<&Ledger>,
     ) -> TraceHierarchy {
+        self.recs = std::mem::take(&mut self.kept).into_vec();
         let chains = opts
             .chains
             .iter()

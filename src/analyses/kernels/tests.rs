@@ -84,7 +84,7 @@ fn the_drawing_per_context() {
     // Start to start, per activity: 4−1 = 3, 8−2 = 6, 10−2 = 8, 14−2 = 12 → (6+8)/2 = 7 µs.
     assert_eq!(row.launch_to_activity_start_ns, Some(7_000.0));
     assert_eq!(
-        (row.launch_scope.as_str(), k.launch_scope.as_str()),
+        (row.launch_scope.as_ref(), k.launch_scope.as_str()),
         ("thread", "thread")
     );
     assert_eq!(k.rows[1].gpu_span_ns, None);

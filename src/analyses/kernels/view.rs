@@ -369,7 +369,7 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
                 ms(row.gpu_busy_ns),
                 Cell::opt_f(row.launch_latency_ns.map(|n| n / 1e3), 3),
                 Cell::opt_f(row.launch_to_activity_start_ns.map(|n| n / 1e3), 3),
-                Cell::text(row.launch_scope.clone()),
+                Cell::text(row.launch_scope.to_string()),
             ]);
         }
     }

@@ -22,12 +22,13 @@ use crate::containment::{Enclosers, Iv};
 use crate::contexts::{annotation_prefilter, Contexts, Steps};
 pub use crate::contexts::{Annotation, PairProblem, Selector, StepName};
 use crate::ledger::attribution::{self, LaunchScope};
+use crate::ledger::pack::Records;
 use crate::ledger::Ledger;
 use crate::model::{Interner, Ns};
 use crate::stats::{Exact, ExactSummary, Summary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
 use serde::{Deserialize, Serialize};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
@@ -90,7 +91,8 @@ impl Configures for PairSpec {
 #[derive(Debug, Default)]
 pub struct Pair {
     names: Interner,
-    gpu: Vec<Annotation>,
+    /// Kept as a varint stream while reading, decoded at the finish.
+    gpu: Records<Annotation>,
     mode: GpuSpanSource,
     /// Complete GPU annotations without a `ts`: not paired, noted.
     gpu_no_ts: u64,
@@ -145,15 +147,16 @@ impl Analysis for Pair {
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
         if ev.is_complete() && ev.cat == "gpu_user_annotation" {
             let a = Annotation::of(ev, at, &mut self.names);
-            self.gpu.push(a);
+            self.gpu.push(&a);
         } else if ev.ph == "X" && ev.ts.is_none() && ev.cat == "gpu_user_annotation" {
             self.gpu_no_ts += 1;
         }
     }
 
-    fn finish(self, trace: &Finished<'_>) -> TracePairs {
+    fn finish(mut self, trace: &Finished<'_>) -> TracePairs {
         let spans = trace.ledger.map(|l| correlation_spans_of(trace, l));
-        let mut r = self.figures(trace, spans.as_deref());
+        let gpu = std::mem::take(&mut self.gpu);
+        let mut r = self.figures(trace, gpu, spans.as_deref());
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(n) = time_unit_note(trace.meta) {
@@ -296,17 +299,22 @@ impl Pair {
     /// by launch correlation where the mode says, and measures.
     /// `by_correlation`: the kernels analysis's per-context rows (same
     /// contexts, same order), when it ran earlier in the plan.
-    fn figures(&self, trace: &Finished<'_>, by_correlation: Option<&[Option<i64>]>) -> TracePairs {
+    fn figures(
+        &self,
+        trace: &Finished<'_>,
+        gpu: Records<Annotation>,
+        by_correlation: Option<&[Option<i64>]>,
+    ) -> TracePairs {
         let (steps, contexts) = (trace.steps, trace.contexts);
-        let gpu = self.gpu_index(steps, contexts);
+        let gpu = self.gpu_index(gpu, steps, contexts);
         let (mut rows, unfinished, cpu_keys, silent) = context_rows(steps, contexts, &gpu.by_key);
         if let Some(k) = by_correlation.filter(|_| self.mode != GpuSpanSource::Annotation) {
             correlation_spans(&mut rows, k, self.mode);
         }
         let gpu_unpaired = gpu
             .by_key
-            .iter()
-            .filter(|(k, _)| !cpu_keys.contains(*k))
+            .groups()
+            .filter(|(k, _)| cpu_keys.get(k).is_empty())
             .map(|(_, v)| v.len() as u64)
             .sum::<u64>()
             + gpu.without_id;
@@ -330,35 +338,78 @@ impl Pair {
     }
 
     /// GPU annotations of the selected names, by (name, External id).
-    fn gpu_index(&self, steps: &Steps, contexts: &Contexts) -> GpuIndex<'_> {
-        let mut by_key: GpuByKey<'_> = HashMap::new();
+    /// The stream is decoded as it is indexed: only a selected
+    /// annotation's key and span are kept (40 B, not 56 B + 32 B).
+    fn gpu_index(
+        &self,
+        gpu: Records<Annotation>,
+        steps: &Steps,
+        contexts: &Contexts,
+    ) -> GpuIndex<'_> {
+        let mut keyed = Vec::new();
         let mut without_id = 0u64;
         let mut bad_dur = 0u64;
-        for g in &self.gpu {
+        for g in gpu.drain() {
             let name = self.names.resolve(g.name);
             if !contexts.selects(steps, name) {
                 continue;
             }
             bad_dur += u64::from(g.bad_dur);
             match g.external_id {
-                Some(id) => by_key.entry((name.to_string(), id)).or_default().push(g),
+                Some(id) => keyed.push(((name, id), Span::of(&g))),
                 None => without_id += 1,
             }
         }
         GpuIndex {
-            by_key,
+            by_key: Grouped::new(keyed),
             without_id,
             bad_dur,
         }
     }
 }
 
-/// GPU annotations by (name, External id).
-type GpuByKey<'a> = HashMap<(String, i64), Vec<&'a Annotation>>;
+/// A pairing key: (annotation name, External id).
+type Key<'a> = (&'a str, i64);
+
+/// Values grouped by key: one array sorted by key (file order kept within
+/// a key), looked up by binary search. A hash map of `String` keys to small
+/// vectors cost ≈ 200 B per key, 9 MB of `pair`'s peak at 800 copies of the
+/// benchmark trace (48,000 GPU annotations); this costs 24 B per key and
+/// the value.
+struct Grouped<'a, T> {
+    keys: Vec<Key<'a>>,
+    vals: Vec<T>,
+}
+
+impl<'a, T> Grouped<'a, T> {
+    fn new(mut pairs: Vec<(Key<'a>, T)>) -> Self {
+        // Stable: a key's values stay in the order they came.
+        pairs.sort_by(|a, b| a.0.cmp(&b.0));
+        let (keys, vals) = pairs.into_iter().unzip();
+        Grouped { keys, vals }
+    }
+
+    /// The values of `key`, in the order they came (empty if none).
+    fn get(&self, key: &Key<'_>) -> &[T] {
+        let lo = self.keys.partition_point(|k| k < key);
+        let n = self.keys[lo..].partition_point(|k| k == key);
+        &self.vals[lo..lo + n]
+    }
+
+    /// Each key with its values, in key order.
+    fn groups(&self) -> impl Iterator<Item = (Key<'a>, &[T])> + '_ {
+        let mut at = 0;
+        self.keys.chunk_by(|a, b| a == b).map(move |ks| {
+            let vals = &self.vals[at..at + ks.len()];
+            at += ks.len();
+            (ks[0], vals)
+        })
+    }
+}
 
 /// The selected names' GPU annotations, keyed for pairing.
 struct GpuIndex<'a> {
-    by_key: GpuByKey<'a>,
+    by_key: Grouped<'a, Span>,
     without_id: u64,
     /// Selected GPU annotations whose `dur` was missing or negative.
     bad_dur: u64,
@@ -416,29 +467,31 @@ impl Silent {
 /// profiler sessions in one file): each GPU annotation of that key goes to
 /// one context only, the latest of them to start at or before the
 /// annotation (GPU work starts after its launch), else the first.
-fn context_rows(
-    steps: &Steps,
+fn context_rows<'s>(
+    steps: &'s Steps,
     contexts: &Contexts,
-    gpu: &GpuByKey<'_>,
-) -> (Vec<ContextRow>, u64, HashSet<(String, i64)>, Silent) {
+    gpu: &Grouped<'_, Span>,
+) -> (Vec<ContextRow>, u64, Grouped<'s, usize>, Silent) {
     let mut rows = Vec::with_capacity(contexts.len());
     let mut unfinished = 0u64;
     let mut silent = Silent::default();
+    let key_of =
+        |c: &crate::contexts::Annotation| c.external_id.map(|id| (steps.names.resolve(c.name), id));
     // Contexts (positions, by start) holding each key.
-    let mut holders: HashMap<(String, i64), Vec<usize>> = HashMap::new();
-    for (k, c) in contexts.iter(steps).enumerate() {
-        if let Some(id) = c.external_id {
-            let key = (steps.names.resolve(c.name).to_string(), id);
-            holders.entry(key).or_default().push(k);
-        }
-    }
+    let holders = Grouped::new(
+        contexts
+            .iter(steps)
+            .enumerate()
+            .filter_map(|(k, c)| Some((key_of(c)?, k)))
+            .collect(),
+    );
     // The shares of keys held more than once: context position → annotations.
-    let mut shares: HashMap<usize, Vec<&Annotation>> = HashMap::new();
+    let mut shares: HashMap<usize, Vec<Span>> = HashMap::new();
     let starts: Vec<Ns> = contexts.iter(steps).map(|c| c.start).collect();
-    for (key, ks) in holders.iter().filter(|(_, ks)| ks.len() > 1) {
+    for (key, ks) in holders.groups().filter(|(_, ks)| ks.len() > 1) {
         silent.shared_ids += 1;
         silent.sharing_contexts += ks.len() as u64;
-        for &g in gpu.get(key).map(Vec::as_slice).unwrap_or(&[]) {
+        for &g in gpu.get(&key) {
             silent.shared_annotations += 1;
             // `ks` is in start order: one binary search, not a scan, so N
             // contexts sharing one id with N annotations cost N log N.
@@ -450,20 +503,12 @@ fn context_rows(
     for (k, c) in contexts.iter(steps).enumerate() {
         unfinished += u64::from(!c.finished);
         silent.bad_dur += u64::from(c.bad_dur);
-        let key = c
-            .external_id
-            .map(|id| (steps.names.resolve(c.name).to_string(), id));
-        let shared = key
-            .as_ref()
-            .and_then(|key| holders.get(key))
-            .is_some_and(|ks| ks.len() > 1);
-        let spans: &[&Annotation] = if shared {
+        let key = key_of(c);
+        let shared = key.as_ref().is_some_and(|key| holders.get(key).len() > 1);
+        let spans: &[Span] = if shared {
             shares.get(&k).map(Vec::as_slice).unwrap_or(&[])
         } else {
-            key.as_ref()
-                .and_then(|key| gpu.get(key))
-                .map(Vec::as_slice)
-                .unwrap_or(&[])
+            key.as_ref().map_or(&[], |key| gpu.get(key))
         };
         let span = span_of(spans);
         let gpu_ns = span.and_then(|n| i64::try_from(n).ok());
@@ -477,7 +522,7 @@ fn context_rows(
             gpu_source: (!spans.is_empty()).then_some(SpanSource::Annotation),
         });
     }
-    (rows, unfinished, holders.into_keys().collect(), silent)
+    (rows, unfinished, holders, silent)
 }
 
 /// The span statistics over the measured rows.
@@ -616,9 +661,30 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
         .join(", ")
 }
 
+/// What pairing keeps of a GPU annotation: its interval.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    start: Ns,
+    dur: Ns,
+}
+
+impl Span {
+    fn of(a: &Annotation) -> Span {
+        Span {
+            start: a.start,
+            dur: a.dur,
+        }
+    }
+
+    /// `start + dur`, exact.
+    fn end_exact(&self) -> i128 {
+        i128::from(self.start.0) + i128::from(self.dur.0)
+    }
+}
+
 /// max end − min start over a context's GPU annotations, exact (ends may
 /// lie past `i64::MAX`).
-fn span_of(spans: &[&Annotation]) -> Option<i128> {
+fn span_of(spans: &[Span]) -> Option<i128> {
     let start = spans.iter().map(|a| a.start).min()?;
     let end = spans.iter().map(|a| a.end_exact()).max()?;
     Some(end - i128::from(start.0))

@@ -34,6 +34,7 @@ use crate::model::Ns;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::ops::Range;
 
 /// Which launch calls a range can hold.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -182,7 +183,7 @@ pub fn attribute_each(
         (true, false) => by_process,
         (false, false) => {
             // Each launch call to one query at most: the inner one.
-            Runs::merge(&by_thread, &by_process, n, |t, p, len| match (t, p) {
+            Runs::merge(&by_thread, &by_process, |t, p, len| match (t, p) {
                 (NONE, p) => p,
                 (t, NONE) => t,
                 (t, p) => {
@@ -197,7 +198,7 @@ pub fn attribute_each(
             })
         }
     };
-    works_of(ledger, queries.len(), &picks, n, each);
+    works_of(ledger, queries.len(), &picks, each);
     overlaps
 }
 
@@ -214,57 +215,69 @@ pub fn attribute_each(
 /// A context holds consecutive positions of its lane, so the runs are
 /// about two per context: at 800 copies of the benchmark trace 48,000 runs
 /// (384 KB) where an answer per position took 4 B × 763,000 (3 MB).
-type Runs = Vec<(u32, u32)>;
-
-trait RunsExt {
-    fn push_pick(&mut self, k: u32, q: u32);
-    fn merge(a: &Runs, b: &Runs, n: usize, pick: impl FnMut(u32, u32, u64) -> u32) -> Runs;
+#[derive(Debug)]
+struct Runs {
+    runs: Vec<(u32, u32)>,
+    /// The positions covered: `0..calls`.
+    calls: u32,
 }
 
-impl RunsExt for Runs {
-    /// Position `k` (the next one) is held by `q`.
-    fn push_pick(&mut self, k: u32, q: u32) {
-        if self.last().is_none_or(|&(_, last)| last != q) {
-            self.push((k, q));
+impl Runs {
+    fn new(calls: usize) -> Runs {
+        Runs {
+            runs: Vec::new(),
+            calls: calls as u32,
         }
     }
 
+    fn is_empty(&self) -> bool {
+        self.runs.is_empty()
+    }
+
+    /// Position `k` (the next one) is held by `q`.
+    fn push(&mut self, k: u32, q: u32) {
+        if self.runs.last().is_none_or(|&(_, last)| last != q) {
+            self.runs.push((k, q));
+        }
+    }
+
+    /// The positions of run `i`.
+    fn range(&self, i: usize) -> Range<u32> {
+        let end = self.runs.get(i + 1).map_or(self.calls, |r| r.0);
+        self.runs[i].0..end
+    }
+
+    /// The runs held by a query below `n`: (positions, query).
+    fn held(&self, n: usize) -> impl Iterator<Item = (Range<u32>, usize)> + '_ {
+        (0..self.runs.len())
+            .filter(move |&i| (self.runs[i].1 as usize) < n)
+            .map(|i| (self.range(i), self.runs[i].1 as usize))
+    }
+
     /// The runs of `pick(a's query, b's query, positions)` over each
-    /// stretch where neither changes (both cover `0..n`).
-    fn merge(a: &Runs, b: &Runs, n: usize, mut pick: impl FnMut(u32, u32, u64) -> u32) -> Runs {
-        let (mut i, mut j, mut out) = (0, 0, Runs::new());
-        let end = |r: &Runs, i: usize| r.get(i + 1).map_or(n as u32, |x| x.0);
-        while i < a.len() && j < b.len() {
-            let from = a[i].0.max(b[j].0);
-            let to = end(a, i).min(end(b, j));
+    /// stretch where neither changes (both cover the same positions).
+    fn merge(a: &Runs, b: &Runs, mut pick: impl FnMut(u32, u32, u64) -> u32) -> Runs {
+        let (mut i, mut j, mut out) = (0, 0, Runs::new(a.calls as usize));
+        while i < a.runs.len() && j < b.runs.len() {
+            let (ra, rb) = (a.range(i), b.range(j));
+            let from = ra.start.max(rb.start);
+            let to = ra.end.min(rb.end);
             if to > from {
-                out.push_pick(from, pick(a[i].1, b[j].1, u64::from(to - from)));
+                out.push(from, pick(a.runs[i].1, b.runs[j].1, u64::from(to - from)));
             }
-            if end(a, i) == to {
-                i += 1;
-            }
-            if end(b, j) == to {
-                j += 1;
-            }
+            i += usize::from(ra.end == to);
+            j += usize::from(rb.end == to);
         }
         out
     }
 }
 
-/// Per query, the work of the launch calls it owns (`picks`: [`Runs`]
-/// over `0..calls`): the runs sorted by query (a counting sort, positions
-/// ascending within each), then each query's positions handed to
-/// [`Ledger::work_of`].
-fn works_of(
-    ledger: &Ledger,
-    n: usize,
-    picks: &Runs,
-    calls: usize,
-    mut each: impl FnMut(usize, Work),
-) {
-    let held = |(i, &(_, q)): (usize, &(u32, u32))| ((q as usize) < n).then_some((i, q as usize));
+/// Per query, the work of the launch calls it owns (`picks`: [`Runs`]):
+/// the runs sorted by query (a counting sort, positions ascending within
+/// each), then each query's positions handed to [`Ledger::work_of`].
+fn works_of(ledger: &Ledger, n: usize, picks: &Runs, mut each: impl FnMut(usize, Work)) {
     let mut starts = vec![0u32; n + 1];
-    for (_, q) in picks.iter().enumerate().filter_map(held) {
+    for (_, q) in picks.held(n) {
         starts[q + 1] += 1;
     }
     for q in 1..starts.len() {
@@ -272,9 +285,8 @@ fn works_of(
     }
     let mut next = starts.clone();
     let mut by_query = vec![0u32..0; starts[n] as usize];
-    for (i, q) in picks.iter().enumerate().filter_map(held) {
-        let end = picks.get(i + 1).map_or(calls as u32, |r| r.0);
-        by_query[next[q] as usize] = picks[i].0..end;
+    for (r, q) in picks.held(n) {
+        by_query[next[q] as usize] = r;
         next[q] += 1;
     }
     drop(next);
@@ -306,7 +318,7 @@ fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -
         .filter_map(|(i, q)| Some((q.group(scope)?, q.start, i as u32)))
         .collect();
     if qs.is_empty() {
-        return Runs::new();
+        return Runs::new(calls);
     }
     qs.sort_unstable();
     // Launches by (group, ts, index); positions are in (lane, ts) order already.
@@ -330,7 +342,7 @@ fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -
         LaunchScope::Process => Box::new(order.iter().copied()),
         _ => Box::new(0..calls as u32),
     };
-    let mut runs = Runs::new();
+    let mut runs = Runs::new(calls);
     let mut heap: BinaryHeap<Open> = BinaryHeap::new();
     let (mut next, mut group) = (0usize, None);
     for k in ks {
@@ -356,12 +368,12 @@ fn sweep(ledger: &Ledger, queries: &[Query], calls: usize, scope: LaunchScope) -
         let q = heap.peek().map_or(NONE, |top| top.2);
         match scope {
             LaunchScope::Process => dense[k as usize] = q,
-            _ => runs.push_pick(k, q),
+            _ => runs.push(k, q),
         }
     }
     drop(order);
     for (k, &q) in dense.iter().enumerate() {
-        runs.push_pick(k as u32, q);
+        runs.push(k as u32, q);
     }
     runs
 }

@@ -880,9 +880,9 @@ impl Collector {
 /// (0, 1, … in id order), in whichever of three forms is smallest for the
 /// ids' spread: a bitmap with a rank directory when the ids are dense, as
 /// Kineto issues them; the ids' low bytes in buckets of 256 ids when a
-/// trace keeps one id in ten or so (vLLM's workers: the runtime calls
-/// between the traced ones use ids too); a sorted list when they are
-/// scattered wider still.
+/// trace keeps about one id in six or fewer (vLLM's workers keep one in
+/// 18: the runtime calls between the traced ones use ids too); a sorted
+/// list when they are scattered wider still.
 ///
 /// ```text
 /// ids − lo    3   7   260   300   301   700

@@ -299,8 +299,8 @@ impl Record for Rec {
 }
 
 impl Rec {
-    /// start + dur, saturating (32 B per kept call, not 40: every chain
-    /// call of the trace is held until the finish).
+    /// start + dur, saturating (32 B per decoded call, not 40: every chain
+    /// call of the trace is held through the finish).
     fn end(&self) -> Ns {
         self.start.saturating_add(self.dur)
     }
@@ -394,8 +394,7 @@ impl Analysis for Collector {
         let ctx = trace.contexts;
         let contexts = (!ctx.is_empty()).then(|| (ctx.name.clone(), ctx.len() as u64));
         let ledger = trace.ledger.filter(|_| self.opts.gpu_work);
-        let opts = self.opts.clone();
-        let mut r = self.analyze(trace.path, &opts, contexts, ledger);
+        let mut r = self.analyze(trace.path, contexts, ledger);
         r.events = trace.events;
         r.meta = trace.meta.clone();
         if let Some(e) = trace.error_text() {
@@ -475,11 +474,11 @@ impl Collector {
     pub fn analyze(
         mut self,
         path: &str,
-        opts: &HierarchyOptions,
         contexts: Option<(String, u64)>,
         ledger: Option<&Ledger>,
     ) -> TraceHierarchy {
         self.recs = std::mem::take(&mut self.kept).into_vec();
+        let opts = &self.opts;
         let chains = opts
             .chains
             .iter()

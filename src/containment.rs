@@ -63,8 +63,9 @@ pub struct Enclosers {
 }
 
 impl Enclosers {
-    pub fn new(items: &[Iv]) -> Self {
-        let mut v: Vec<Iv> = items.to_vec();
+    /// Sorts its own copy of `items` (given a `Vec`, that one: no copy).
+    pub fn new(items: impl Into<Vec<Iv>>) -> Self {
+        let mut v: Vec<Iv> = items.into();
         v.sort_by_key(|i| (i.start, i.id));
         let mut top = Vec::with_capacity(v.len());
         let mut cur: [Slot; 2] = [(i64::MIN, NONE), (i64::MIN, NONE)];
@@ -107,8 +108,9 @@ pub struct Enclosed {
 }
 
 impl Enclosed {
-    pub fn new(items: &[Iv]) -> Self {
-        let mut v: Vec<Iv> = items.to_vec();
+    /// Sorts its own copy of `items` (given a `Vec`, that one: no copy).
+    pub fn new(items: impl Into<Vec<Iv>>) -> Self {
+        let mut v: Vec<Iv> = items.into();
         v.sort_by_key(|i| (i.start, i.id));
         let mut bottom = vec![[(i64::MAX, NONE); 2]; v.len()];
         let mut cur: [Slot; 2] = [(i64::MAX, NONE), (i64::MAX, NONE)];
@@ -265,8 +267,8 @@ mod tests {
                 })
                 .collect();
             b.extend(a.iter().filter(|i| i.id % 3 == 0));
-            let enc = Enclosers::new(&a);
-            let held = Enclosed::new(&b);
+            let enc = Enclosers::new(a.as_slice());
+            let held = Enclosed::new(b.as_slice());
             for q in &b {
                 assert_eq!(enc.encloses(q), bf_encloses(&a, q), "{q:?} in {a:?}");
             }
@@ -290,8 +292,8 @@ mod tests {
     #[test]
     fn empty_sets() {
         let q = iv(0, 1, 0);
-        assert!(!Enclosers::new(&[]).encloses(&q));
-        assert!(!Enclosed::new(&[]).holds_any(&q));
+        assert!(!Enclosers::new([]).encloses(&q));
+        assert!(!Enclosed::new([]).holds_any(&q));
         assert!(outermost(&[]).is_empty());
         assert!(Overlaps::new(&[]).of(&q).is_empty());
     }
@@ -299,9 +301,9 @@ mod tests {
     #[test]
     fn an_interval_does_not_enclose_itself() {
         let a = [iv(0, 10, 1)];
-        assert!(!Enclosers::new(&a).encloses(&a[0]));
-        assert!(!Enclosed::new(&a).holds_any(&a[0]));
+        assert!(!Enclosers::new(a.as_slice()).encloses(&a[0]));
+        assert!(!Enclosed::new(a.as_slice()).holds_any(&a[0]));
         // The same interval under another id does.
-        assert!(Enclosers::new(&a).encloses(&iv(0, 10, 2)));
+        assert!(Enclosers::new(a.as_slice()).encloses(&iv(0, 10, 2)));
     }
 }

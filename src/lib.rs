@@ -64,6 +64,7 @@ pub mod plot;
 pub(crate) mod progress;
 pub mod record;
 pub mod report;
+pub mod rows;
 pub mod runinfo;
 pub mod stats;
 pub mod steps;

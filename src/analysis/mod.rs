@@ -373,14 +373,20 @@ type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 /// Their working memory then adds up (+21 MB at 200 sample copies), so
 /// one trace at a time finishes in parallel ([`ParallelFinish`]): a batch
 /// of many files, already one file per core, stays serial and its memory
-/// does not grow with files × analyses, and at most `-j` finishes run at
-/// once ([`in_threads`]). With one analysis, or `-j 1`, it stays on the
-/// calling thread.
+/// does not grow with files × analyses, and at most `-j` finishes, and
+/// never more than [`MAX_FINISHING`], run at once ([`in_threads`]). With
+/// one analysis, or `-j 1`, it stays on the calling thread.
 ///
 /// Not rayon's pool: a read may itself run on a rayon thread (batch's
 /// files), and a pool thread that waits for its finishes steals other
 /// jobs — an archive member's, say, blocked on the very reader thread that
 /// waits here — a deadlock.
+/// The most finishes of one trace at once. `batch`'s six side by side on
+/// 16 cores took no less time than three (4.60 GB: 1.34 × inflate both)
+/// and held 8 MB more (82 against 74 MB); two took 1.46 ×
+/// (BENCHMARKS.md, sixth lease).
+pub const MAX_FINISHING: usize = 3;
+
 fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
     let finish = |a: Box<dyn Stage>| {
         let mut r = Results::default();
@@ -392,7 +398,11 @@ fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
         .flatten();
     let parts: Vec<Results> = match alone {
         None => stages.into_iter().map(finish).collect(),
-        Some(_turn) => in_threads(stages, rayon::current_num_threads(), finish),
+        Some(_turn) => in_threads(
+            stages,
+            rayon::current_num_threads().min(MAX_FINISHING),
+            finish,
+        ),
     };
     let mut results = Results::default();
     for part in parts {
@@ -545,5 +555,23 @@ mod tests {
         assert!(ParallelFinish::take().is_none());
         drop(first);
         drop(wait());
+    }
+
+    /// `in_threads` keeps at most `threads` finishes running, and gives
+    /// the results in the stages' order whatever order they end in.
+    #[test]
+    fn at_most_the_given_finishes_run_at_once() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let (running, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let out = super::in_threads((0..12u64).collect(), super::MAX_FINISHING, |k| {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(12 - k));
+            running.fetch_sub(1, Ordering::SeqCst);
+            k * 10
+        });
+        assert_eq!(out, (0..12u64).map(|k| k * 10).collect::<Vec<_>>());
+        let most = most.load(Ordering::SeqCst);
+        assert!((1..=super::MAX_FINISHING).contains(&most), "{most} at once");
     }
 }

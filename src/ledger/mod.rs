@@ -89,7 +89,7 @@ pub(crate) mod bits;
 pub(crate) mod intervals;
 mod launches;
 mod order;
-pub(crate) mod pack;
+pub mod pack;
 
 use crate::model::{Interner, Lane, LaneTable, Ns, Sym};
 use crate::stats::{median_sorted, Exact};
@@ -199,7 +199,7 @@ struct LaunchPrev {
 /// Writes and reads the launch stream: Δts, Δindex, dur, Δcorr, lane, name.
 impl LaunchPrev {
     fn write(&mut self, p: &mut Packed, l: &RawLaunch) {
-        p.begin();
+        p.begin(pack::MAX_RECORD);
         p.delta(l.ts, self.ts);
         p.delta(l.index as i64, self.index);
         p.delta(l.dur, 0);
@@ -244,7 +244,7 @@ struct ActPrev {
 
 impl ActPrev {
     fn write(&mut self, p: &mut Packed, a: &RawAct) {
-        p.begin();
+        p.begin(pack::MAX_RECORD);
         p.delta(a.start, self.start);
         p.delta(a.dur, 0);
         let has = u64::from(a.corr.is_some());

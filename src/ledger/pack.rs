@@ -18,25 +18,39 @@
 
 /// Bytes per chunk of a [`Packed`] stream.
 const CHUNK_BYTES: usize = 1 << 20;
-/// The longest record: six varints of at most 10 bytes.
-const MAX_RECORD: usize = 64;
+/// The longest record of most kinds: six varints of at most 10 bytes
+/// (a kind with more fields says so: [`Record::MAX_BYTES`]).
+pub(crate) const MAX_RECORD: usize = 64;
 
 /// A chunked stream of varint records (see the module docs).
-#[derive(Debug, Default)]
-pub(crate) struct Packed {
+#[derive(Debug, Default, Clone)]
+pub struct Packed {
     chunks: Vec<Vec<u8>>,
 }
 
 impl Packed {
-    /// Starts a record: makes room for [`MAX_RECORD`] bytes in one chunk.
-    pub fn begin(&mut self) {
-        let room = self
+    /// Starts a record of at most `room` bytes: makes room for it in one
+    /// chunk. (A longer one still stays in one chunk, which then grows.)
+    pub fn begin(&mut self, room: usize) {
+        let fits = self
             .chunks
             .last()
-            .is_some_and(|c| c.capacity() - c.len() >= MAX_RECORD);
-        if !room {
-            self.chunks.push(Vec::with_capacity(CHUNK_BYTES));
+            .is_some_and(|c| c.capacity() - c.len() >= room);
+        if !fits {
+            self.chunks.push(Vec::with_capacity(CHUNK_BYTES.max(room)));
         }
+    }
+
+    /// Gives back the last chunk's unused room (a store that is complete).
+    pub fn shrink(&mut self) {
+        if let Some(c) = self.chunks.last_mut() {
+            c.shrink_to_fit();
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum()
     }
 
     /// Appends an unsigned varint to the record begun last.
@@ -106,7 +120,7 @@ fn varint(bytes: &[u8], pos: &mut usize) -> u64 {
 }
 
 /// Reads fields of records in the order they were written.
-pub(crate) trait Fields {
+pub trait Fields {
     /// Moves to the next record; false at the end of the stream.
     fn next_record(&mut self) -> bool;
     /// The next unsigned field of the current record.
@@ -118,7 +132,7 @@ pub(crate) trait Fields {
 }
 
 /// A borrowing reader of a [`Packed`] stream.
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     chunks: &'a [Vec<u8>],
     at: usize,
     pos: usize,
@@ -145,7 +159,7 @@ impl Fields for Reader<'_> {
 }
 
 /// A consuming reader of a [`Packed`] stream: chunks are freed as it goes.
-pub(crate) struct Drain {
+pub struct Drain {
     current: Vec<u8>,
     pos: usize,
     /// The chunks not yet read, last first.
@@ -174,10 +188,12 @@ impl Fields for Drain {
 
 /// A record an analysis keeps in a [`Records`] stream: how it writes its
 /// fields after the previous record's and reads them back.
-pub(crate) trait Record: Sized {
+pub trait Record: Sized {
     /// What the next record's deltas are from.
-    type Prev: Default;
-    /// Writes the fields (at most [`MAX_RECORD`] bytes: six full varints).
+    type Prev: Default + Clone;
+    /// The most bytes [`Record::write`] writes.
+    const MAX_BYTES: usize = MAX_RECORD;
+    /// Writes the fields (at most [`Record::MAX_BYTES`]).
     fn write(&self, prev: &mut Self::Prev, p: &mut Packed);
     /// Reads back what [`Record::write`] wrote.
     fn read(prev: &mut Self::Prev, f: &mut impl Fields) -> Self;
@@ -201,10 +217,20 @@ pub(crate) trait Record: Sized {
 /// events were 12 MB decoded (5.2 + 4.6 + 2.6), and the build's high-water
 /// mark went from 64.9 to 55.4 MB with them as streams.
 #[derive(Debug)]
-pub(crate) struct Records<T: Record> {
+pub struct Records<T: Record> {
     packed: Packed,
     prev: T::Prev,
     len: usize,
+}
+
+impl<T: Record> Clone for Records<T> {
+    fn clone(&self) -> Self {
+        Records {
+            packed: self.packed.clone(),
+            prev: self.prev.clone(),
+            len: self.len,
+        }
+    }
 }
 
 impl<T: Record> Default for Records<T> {
@@ -219,13 +245,37 @@ impl<T: Record> Default for Records<T> {
 
 impl<T: Record> Records<T> {
     pub fn push(&mut self, r: &T) {
-        self.packed.begin();
+        self.packed.begin(T::MAX_BYTES);
         r.write(&mut self.prev, &mut self.packed);
         self.len += 1;
     }
 
     pub fn len(&self) -> usize {
         self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Gives back the unused room of the last chunk (no more pushes due).
+    pub fn shrink(&mut self) {
+        self.packed.shrink();
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.packed.bytes()
+    }
+
+    /// The records in the order pushed, decoded one by one (the stream
+    /// stays).
+    pub fn iter(&self) -> Iter<'_, T> {
+        Iter {
+            prev: T::Prev::default(),
+            reader: self.packed.reader(),
+            left: self.len,
+        }
     }
 
     /// The records in the order pushed; each chunk of the stream is freed
@@ -245,6 +295,31 @@ impl<T: Record> Records<T> {
         std::iter::from_fn(move || d.next_record().then(|| T::read(&mut prev, &mut d)))
     }
 }
+
+/// The records of a [`Records`], decoded one by one.
+pub struct Iter<'a, T: Record> {
+    prev: T::Prev,
+    reader: Reader<'a>,
+    left: usize,
+}
+
+impl<T: Record> Iterator for Iter<'_, T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        if !self.reader.next_record() {
+            return None;
+        }
+        self.left = self.left.saturating_sub(1);
+        Some(T::read(&mut self.prev, &mut self.reader))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl<T: Record> ExactSizeIterator for Iter<'_, T> {}
 
 /// Records per chunk of a [`Chunked`] store.
 const CHUNK_RECORDS: usize = 1 << 16;
@@ -356,7 +431,7 @@ mod tests {
     #[test]
     fn a_varint_takes_one_byte_per_7_bits() {
         let mut p = Packed::default();
-        p.begin();
+        p.begin(MAX_RECORD);
         for v in [0u64, 127, 128, 16_383, 16_384, u64::MAX] {
             p.u(v);
         }
@@ -389,7 +464,7 @@ mod tests {
             let mut prev = (0i64, 0i64);
             let all: Vec<_> = recs.iter().cycle().take(recs.len() * repeat).copied().collect();
             for &(a, b, c) in &all {
-                p.begin();
+                p.begin(MAX_RECORD);
                 p.delta(a, prev.0);
                 p.delta(b, prev.1);
                 p.u(u64::from(c));

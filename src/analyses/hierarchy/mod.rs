@@ -324,10 +324,10 @@ pub struct Collector {
     cache: [HashMap<Box<str>, Box<[u32]>>; 2],
     names: Interner,
     lanes: LaneTable,
-    /// The calls kept while reading, decoded into `recs` by [`Collector::analyze`].
+    /// The calls kept while reading (file order), decoded one element at
+    /// a time by [`Collector::element`].
     kept: Records<Rec>,
-    recs: Vec<Rec>,
-    /// Per element, indices into `recs` (file order).
+    /// Per element, positions in `kept` (increasing).
     by_element: Vec<Vec<u32>>,
     /// The checks to run at the end.
     opts: HierarchyOptions,
@@ -415,7 +415,6 @@ impl Collector {
             names: Interner::new(),
             lanes: LaneTable::default(),
             kept: Records::default(),
-            recs: Vec::new(),
             by_element: vec![Vec::new(); opts.elements.len()],
             opts: opts.clone(),
         }
@@ -472,12 +471,11 @@ impl Collector {
     /// calls per context; `ledger`, when the plan has the kernels analysis,
     /// for the GPU work of each function's calls.
     pub fn analyze(
-        mut self,
+        self,
         path: &str,
         contexts: Option<(String, u64)>,
         ledger: Option<&Ledger>,
     ) -> TraceHierarchy {
-        self.recs = std::mem::take(&mut self.kept).into_vec();
         let opts = &self.opts;
         let chains = opts
             .chains
@@ -507,10 +505,29 @@ impl Collector {
         }
     }
 
-    fn group(&self, element: usize, any_thread: bool) -> BTreeMap<u32, Vec<Iv>> {
+    /// The calls of element `e`, in file order, decoded from the stream:
+    /// two elements' calls at most are held at once (a link's parents and
+    /// children), not every kept call (32 B each: 5.2 MB at 800 copies of
+    /// the benchmark trace, for a stream of 1.6 MB).
+    fn element(&self, e: usize) -> Vec<Rec> {
+        let ids = self.by_element.get(e).map_or(&[][..], Vec::as_slice);
+        let mut out = Vec::with_capacity(ids.len());
+        let mut want = ids.iter().copied().peekable();
+        for (id, r) in self.kept.iter().enumerate() {
+            let Some(&next) = want.peek() else {
+                break;
+            };
+            if next as usize == id {
+                out.push(r);
+                want.next();
+            }
+        }
+        out
+    }
+
+    fn group(&self, recs: &[Rec], any_thread: bool) -> BTreeMap<u32, Vec<Iv>> {
         let mut g: BTreeMap<u32, Vec<Iv>> = BTreeMap::new();
-        for &r in &self.by_element[element] {
-            let r = &self.recs[r as usize];
+        for r in recs {
             g.entry(self.key(r, any_thread)).or_default().push(r.iv());
         }
         g
@@ -527,19 +544,21 @@ impl Collector {
         let mut links = Vec::new();
         for w in chain.windows(2) {
             let (pe, ce) = (w[0], w[1]);
-            let parents = self.group(pe, any);
-            let children = self.group(ce, any);
-            let enclosers: HashMap<u32, Enclosers> = parents
-                .iter()
-                .map(|(k, v)| (*k, Enclosers::new(v)))
+            let (parent_recs, child_recs) = (self.element(pe), self.element(ce));
+            // Each lane's intervals go into its tree (no copy); the
+            // parents' are grouped again only for the examples.
+            let enclosers: HashMap<u32, Enclosers> = self
+                .group(&parent_recs, any)
+                .into_iter()
+                .map(|(k, v)| (k, Enclosers::new(v)))
                 .collect();
-            let enclosed: HashMap<u32, Enclosed> = children
-                .iter()
-                .map(|(k, v)| (*k, Enclosed::new(v)))
+            let enclosed: HashMap<u32, Enclosed> = self
+                .group(&child_recs, any)
+                .into_iter()
+                .map(|(k, v)| (k, Enclosed::new(v)))
                 .collect();
             let mut uncontained: Vec<&Rec> = Vec::new();
-            for &c in &self.by_element[ce] {
-                let c = &self.recs[c as usize];
+            for c in &child_recs {
                 let inside = enclosers
                     .get(&self.key(c, any))
                     .is_some_and(|e| e.encloses(&c.iv()));
@@ -547,10 +566,9 @@ impl Collector {
                     uncontained.push(c);
                 }
             }
-            let n_children = self.by_element[ce].len() as u64;
-            let without_child = self.by_element[pe]
+            let n_children = child_recs.len() as u64;
+            let without_child = parent_recs
                 .iter()
-                .map(|&p| &self.recs[p as usize])
                 .filter(|p| {
                     !enclosed
                         .get(&self.key(p, any))
@@ -558,7 +576,12 @@ impl Collector {
                 })
                 .count() as u64;
             uncontained.sort_by_key(|r| (r.start, r.index));
-            let examples = self.examples(&uncontained, &parents, opts);
+            drop((enclosers, enclosed));
+            let parents = match uncontained.is_empty() {
+                true => BTreeMap::new(),
+                false => self.group(&parent_recs, any),
+            };
+            let examples = self.examples(&uncontained, (&parent_recs, &parents), opts);
             let n_un = uncontained.len() as u64;
             links.push(Link {
                 parent: opts.elements[pe].text.clone(),
@@ -585,10 +608,12 @@ impl Collector {
         }
     }
 
+    /// `parents`: the parent element's calls, and their intervals by lane
+    /// key.
     fn examples(
         &self,
         uncontained: &[&Rec],
-        parents: &BTreeMap<u32, Vec<Iv>>,
+        (parent_recs, parents): (&[Rec], &BTreeMap<u32, Vec<Iv>>),
         opts: &HierarchyOptions,
     ) -> Vec<Example> {
         let mut trees: HashMap<u32, Overlaps> = HashMap::new();
@@ -603,7 +628,7 @@ impl Collector {
             let names: Vec<String> = over
                 .iter()
                 .take(MAX_OVERLAP_NAMES)
-                .map(|p| self.describe_parent(p, opts.any_thread))
+                .map(|p| self.describe_parent(parent_recs, p, opts.any_thread))
                 .collect();
             out.push(Example {
                 name: self.names.resolve(c.name).to_string(),
@@ -618,9 +643,10 @@ impl Collector {
         out
     }
 
-    /// "name [ts +dur]" of an overlapping parent (with its lane under --any-thread).
-    fn describe_parent(&self, p: &Iv, any_thread: bool) -> String {
-        let rec = self.rec_by_index(p.id);
+    /// "name [ts +dur]" of an overlapping parent (one of `parents`, with
+    /// its lane under --any-thread).
+    fn describe_parent(&self, parents: &[Rec], p: &Iv, any_thread: bool) -> String {
+        let rec = rec_by_index(parents, p.id);
         let lane = if any_thread {
             format!(" on {}", self.lanes.resolve(rec.lane))
         } else {
@@ -634,18 +660,11 @@ impl Collector {
         )
     }
 
-    fn rec_by_index(&self, index: u64) -> &Rec {
-        // `recs` is in file order, so event indices are increasing.
-        let k = self.recs.partition_point(|r| r.index < index);
-        &self.recs[k]
-    }
-
-    /// The outermost calls of element `e` (a call nested in another call
+    /// The outermost calls among `recs` (a call nested in another call
     /// of the same element on its lane key is not counted twice).
-    fn outermost(&self, e: usize, any_thread: bool) -> Vec<&Rec> {
+    fn outermost<'r>(&self, recs: &'r [Rec], any_thread: bool) -> Vec<&'r Rec> {
         let mut groups: BTreeMap<u32, Vec<&Rec>> = BTreeMap::new();
-        for &r in &self.by_element[e] {
-            let r = &self.recs[r as usize];
+        for r in recs {
             groups.entry(self.key(r, any_thread)).or_default().push(r);
         }
         let mut out = Vec::new();
@@ -667,7 +686,8 @@ impl Collector {
         contexts: Option<u64>,
         ledger: Option<&Ledger>,
     ) -> FunctionStats {
-        let calls = self.outermost(e, opts.any_thread);
+        let recs = self.element(e);
+        let calls = self.outermost(&recs, opts.any_thread);
         let durs: Vec<Ns> = calls.iter().map(|r| r.dur).collect();
         let exact = ExactSummary::of(&durs);
         let s = exact.as_ref().map(|s| s.to_ms());
@@ -919,6 +939,19 @@ pub fn compare(base: &TraceHierarchy, cand: &TraceHierarchy) -> Comparison {
 }
 
 use crate::stats::ratio;
+
+/// The call with event index `index` among `recs` (in file order, so
+/// their event indices increase), or the nearest after it.
+fn rec_by_index(recs: &[Rec], index: u64) -> Rec {
+    let k = recs.partition_point(|r| r.index < index);
+    recs.get(k).or(recs.last()).copied().unwrap_or(Rec {
+        start: Ns(0),
+        dur: Ns(0),
+        lane: 0,
+        name: Sym(0),
+        index,
+    })
+}
 
 #[cfg(test)]
 mod tests;

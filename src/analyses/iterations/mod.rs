@@ -49,6 +49,7 @@ use crate::ledger::intervals::{self, Iv};
 use crate::ledger::pack::{Fields, Packed, Record, Records};
 use crate::ledger::{is_graph_launch, Kind, LaunchCall, Ledger};
 use crate::model::{LaneTable, Ns, Sym};
+use crate::rows::{self, Rows};
 use crate::stats::{median_sorted, Exact};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -326,7 +327,7 @@ impl<T> Phases<T> {
 }
 
 /// One iteration (`--per-iteration`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IterationRow {
     pub start_ns: i64,
     /// b_i − start; `None` for the open iteration.
@@ -345,6 +346,82 @@ pub struct IterationRow {
     /// phase): what `kernels`' S_context sums.
     pub context_span_ns: Option<i64>,
     pub phases: Phases<PhaseWork>,
+}
+
+/// A row as [`Rows`] keeps it: Δstart, closed, the optional wall, idle and
+/// context span, busy, the five counts, then each phase's busy and five
+/// counts.
+impl Record for IterationRow {
+    /// The previous row's start.
+    type Prev = i64;
+    /// 35 varints.
+    const MAX_BYTES: usize = 352;
+
+    fn write(&self, prev: &mut i64, p: &mut Packed) {
+        p.delta(self.start_ns, *prev);
+        *prev = self.start_ns;
+        p.u(u64::from(self.closed));
+        rows::write_opts(p, &[self.wall_ns, self.gpu_idle_ns, self.context_span_ns]);
+        p.delta(self.gpu_busy_ns, 0);
+        for n in [
+            self.kernels,
+            self.memcpys,
+            self.memsets,
+            self.launches,
+            self.graph_launches,
+        ] {
+            p.u(n);
+        }
+        for ph in Phase::ALL {
+            let w = self.phases.get(ph);
+            p.delta(w.gpu_busy_ns, 0);
+            for n in [
+                w.kernels,
+                w.memcpys,
+                w.memsets,
+                w.launches,
+                w.graph_launches,
+            ] {
+                p.u(n);
+            }
+        }
+    }
+
+    fn read(prev: &mut i64, f: &mut impl Fields) -> IterationRow {
+        let start_ns = f.delta(*prev);
+        *prev = start_ns;
+        let closed = f.u() != 0;
+        let [wall_ns, gpu_idle_ns, context_span_ns] = rows::read_opts(f);
+        let gpu_busy_ns = f.delta(0);
+        let [kernels, memcpys, memsets, launches, graph_launches] = [(); 5].map(|_| f.u());
+        let mut phases = Phases::<PhaseWork>::default();
+        for ph in Phase::ALL {
+            let gpu_busy_ns = f.delta(0);
+            let [kernels, memcpys, memsets, launches, graph_launches] = [(); 5].map(|_| f.u());
+            *phases.get_mut(ph) = PhaseWork {
+                gpu_busy_ns,
+                kernels,
+                memcpys,
+                memsets,
+                launches,
+                graph_launches,
+            };
+        }
+        IterationRow {
+            start_ns,
+            wall_ns,
+            closed,
+            gpu_busy_ns,
+            gpu_idle_ns,
+            kernels,
+            memcpys,
+            memsets,
+            launches,
+            graph_launches,
+            context_span_ns,
+            phases,
+        }
+    }
 }
 
 /// Per-token figures of one phase.
@@ -446,7 +523,7 @@ pub struct TraceIterations {
     pub complete: bool,
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "crate::record::public")]
-    pub rows: Vec<IterationRow>,
+    pub rows: Rows<IterationRow>,
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub sums: Sums,
     /// The repeating graph's start-to-start intervals (ns, sorted): the
@@ -651,105 +728,15 @@ impl Signatures {
     }
 }
 
-/// What the sweep over every lane fills: the iterations' rows (the
-/// accumulators are the rows themselves) and the graph replays by
-/// signature.
+/// The graph replays by signature, as the sweep over every lane meets them.
+#[derive(Default)]
 struct Measured {
-    rows: Vec<IterationRow>,
-    /// Per iteration: the extent of the activities launched inside its
-    /// step context (its row's context span).
-    ctx: Vec<Option<(Ns, Ns)>>,
-    /// Per iteration: whether its intervals are sealed into its row.
-    sealed: Vec<bool>,
     sigs: Signatures,
     /// By signature id.
     graphs: Vec<GraphAcc>,
 }
 
 impl Measured {
-    fn new(wins: &[Window]) -> Measured {
-        Measured {
-            rows: wins.iter().map(empty_row).collect(),
-            ctx: vec![None; wins.len()],
-            sealed: vec![false; wins.len()],
-            sigs: Signatures::default(),
-            graphs: Vec::new(),
-        }
-    }
-
-    /// Adds a launch call of phase `phase` (inside the step context itself
-    /// when `in_ctx`) and its activities to iteration `i`; returns their
-    /// Σ durations and kernels (a graph replay's figures).
-    /// Its intervals go to `open` (none once sealed: as before, a late
-    /// activity does not change a sealed iteration's figures).
-    fn add(
-        &mut self,
-        i: usize,
-        open: &mut OpenIvs,
-        call: &LaunchCall<'_>,
-        phase: Phase,
-        in_ctx: bool,
-    ) -> (i128, u64) {
-        let keep = !self.sealed[i];
-        debug_assert!(
-            keep || call.activities.is_empty(),
-            "activities after sealing"
-        );
-        let w = self.rows[i].phases.get_mut(phase);
-        let ctx = &mut self.ctx[i];
-        w.launches += 1;
-        w.graph_launches += u64::from(is_graph_launch(call.name));
-        let mut total: i128 = 0;
-        let mut kernels = 0u64;
-        for a in call.activities {
-            match a.kind {
-                Kind::Kernel => w.kernels += 1,
-                Kind::Memcpy => w.memcpys += 1,
-                Kind::Memset => w.memsets += 1,
-            }
-            kernels += u64::from(a.kind == Kind::Kernel);
-            total += i128::from(a.end.0) - i128::from(a.start.0);
-            if keep {
-                open.all.push((a.start, a.end));
-                open.phase[phase as usize].push((a.start, a.end));
-            }
-            if in_ctx {
-                *ctx = Some(match *ctx {
-                    Some((s, e)) => (s.min(a.start), e.max(a.end)),
-                    None => (a.start, a.end),
-                });
-            }
-        }
-        (total, kernels)
-    }
-
-    /// Turns iteration `i`'s intervals into its row's figures and frees
-    /// them. Launch calls come in ts order per lane and an iteration
-    /// belongs to one lane, so once a lane's sweep moves past an iteration
-    /// nothing more is added to it.
-    fn seal(&mut self, i: usize, open: &mut OpenIvs) {
-        if self.sealed[i] {
-            debug_assert!(open.all.is_empty(), "activities after sealing");
-            return;
-        }
-        self.sealed[i] = true;
-        let len =
-            |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
-        let all = std::mem::take(&mut open.all);
-        let extent = all
-            .iter()
-            .map(|iv| iv.0)
-            .min()
-            .zip(all.iter().map(|iv| iv.1).max());
-        let busy = len(all);
-        let row = &mut self.rows[i];
-        row.gpu_busy_ns = busy;
-        row.gpu_idle_ns = extent.and_then(|(s, e)| e.0.checked_sub(s.0)?.checked_sub(busy));
-        for (p, ivs) in Phase::ALL.into_iter().zip(std::mem::take(&mut open.phase)) {
-            row.phases.get_mut(p).gpu_busy_ns = len(ivs);
-        }
-    }
-
     /// Folds a graph replay (a graph launch call of iteration `i`, whose
     /// activities' Σ durations and kernels are `total_ns` and `kernels`)
     /// into its signature's [`GraphAcc`]. Its signature is the ordered
@@ -790,24 +777,137 @@ impl Measured {
         g.replays += 1;
         g.starts.push(first_start.0);
     }
+}
 
-    /// The rows, their totals over the phases and context spans filled.
-    fn into_rows(self) -> (Vec<IterationRow>, Vec<GraphAcc>) {
-        let mut rows = self.rows;
-        for (r, ctx) in rows.iter_mut().zip(self.ctx) {
-            let ph = [
-                &r.phases.forward,
-                &r.phases.sample,
-                &r.phases.draft,
-                &r.phases.other,
-            ];
-            let sum = |f: fn(&PhaseWork) -> u64| ph.iter().map(|p| f(p)).sum::<u64>();
-            (r.kernels, r.memcpys, r.memsets) =
-                (sum(|p| p.kernels), sum(|p| p.memcpys), sum(|p| p.memsets));
-            (r.launches, r.graph_launches) = (sum(|p| p.launches), sum(|p| p.graph_launches));
-            r.context_span_ns = ctx.and_then(|(s, e)| e.0.checked_sub(s.0));
+/// One lane's iterations, filled in their start order: only the current
+/// one is a struct (its row, its activity intervals, its context's extent);
+/// the ones the sweep has left are sealed into a varint stream.
+///
+/// ```text
+/// lane's iterations   it0        it1        it2        it3
+/// launch calls         c c c      c c                   c c
+/// sweep               [it0 open] ─seal─► out: [row0]
+///                                [it1 open] ─seal─► out: [row0 row1]
+///                     (it2 has no call: sealed empty when the sweep reaches it3)
+/// end of lane                                          ─seal─► [row0 row1 row2 row3]
+/// ```
+///
+/// Calls come in ts order per lane and an iteration is the last one of its
+/// lane starting at or before a call, so the sweep never goes back: a row
+/// is final once sealed. A `Vec` of every row as accumulators held 304 B
+/// per iteration through the sweep (7.3 MB at 800 sample copies).
+struct LaneRows<'a> {
+    wins: &'a [Window],
+    its: &'a [usize],
+    /// The position in `its` of the current iteration.
+    at: usize,
+    row: IterationRow,
+    open: OpenIvs,
+    /// The extent of the activities launched inside the current
+    /// iteration's step context (its row's context span).
+    ctx: Option<(Ns, Ns)>,
+    out: Records<IterationRow>,
+}
+
+impl<'a> LaneRows<'a> {
+    fn new(wins: &'a [Window], its: &'a [usize]) -> LaneRows<'a> {
+        let row = its
+            .first()
+            .map_or_else(IterationRow::default, |&i| empty_row(&wins[i]));
+        LaneRows {
+            wins,
+            its,
+            at: 0,
+            row,
+            open: OpenIvs::default(),
+            ctx: None,
+            out: Records::default(),
         }
-        (rows, self.graphs)
+    }
+
+    /// Seals iterations up to the one at position `k` (not included),
+    /// which becomes the current one.
+    fn move_to(&mut self, k: usize) {
+        while self.at < k {
+            self.seal();
+            self.at += 1;
+            if let Some(&i) = self.its.get(self.at) {
+                self.row = empty_row(&self.wins[i]);
+            }
+        }
+    }
+
+    /// Every iteration of the lane, sealed.
+    fn finish(mut self) -> Records<IterationRow> {
+        self.move_to(self.its.len());
+        self.out
+    }
+
+    /// Adds a launch call of phase `phase` (inside the step context itself
+    /// when `in_ctx`) and its activities to the current iteration; returns
+    /// their Σ durations and kernels (a graph replay's figures).
+    fn add(&mut self, call: &LaunchCall<'_>, phase: Phase, in_ctx: bool) -> (i128, u64) {
+        let w = self.row.phases.get_mut(phase);
+        w.launches += 1;
+        w.graph_launches += u64::from(is_graph_launch(call.name));
+        let mut total: i128 = 0;
+        let mut kernels = 0u64;
+        for a in call.activities {
+            match a.kind {
+                Kind::Kernel => w.kernels += 1,
+                Kind::Memcpy => w.memcpys += 1,
+                Kind::Memset => w.memsets += 1,
+            }
+            kernels += u64::from(a.kind == Kind::Kernel);
+            total += i128::from(a.end.0) - i128::from(a.start.0);
+            self.open.all.push((a.start, a.end));
+            self.open.phase[phase as usize].push((a.start, a.end));
+            if in_ctx {
+                self.ctx = Some(match self.ctx {
+                    Some((s, e)) => (s.min(a.start), e.max(a.end)),
+                    None => (a.start, a.end),
+                });
+            }
+        }
+        (total, kernels)
+    }
+
+    /// Turns the current iteration's intervals into its row's figures,
+    /// fills its totals over the phases, and writes it out.
+    fn seal(&mut self) {
+        if self.at >= self.its.len() {
+            return;
+        }
+        let len =
+            |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
+        let all = std::mem::take(&mut self.open.all);
+        let extent = all
+            .iter()
+            .map(|iv| iv.0)
+            .min()
+            .zip(all.iter().map(|iv| iv.1).max());
+        let busy = len(all);
+        let r = &mut self.row;
+        r.gpu_busy_ns = busy;
+        r.gpu_idle_ns = extent.and_then(|(s, e)| e.0.checked_sub(s.0)?.checked_sub(busy));
+        for (p, ivs) in Phase::ALL
+            .into_iter()
+            .zip(std::mem::take(&mut self.open.phase))
+        {
+            r.phases.get_mut(p).gpu_busy_ns = len(ivs);
+        }
+        let ph = [
+            &r.phases.forward,
+            &r.phases.sample,
+            &r.phases.draft,
+            &r.phases.other,
+        ];
+        let sum = |f: fn(&PhaseWork) -> u64| ph.iter().map(|p| f(p)).sum::<u64>();
+        (r.kernels, r.memcpys, r.memsets) =
+            (sum(|p| p.kernels), sum(|p| p.memcpys), sum(|p| p.memsets));
+        (r.launches, r.graph_launches) = (sum(|p| p.launches), sum(|p| p.graph_launches));
+        r.context_span_ns = self.ctx.take().and_then(|(s, e)| e.0.checked_sub(s.0));
+        self.out.push(&self.row);
     }
 }
 
@@ -817,15 +917,7 @@ fn empty_row(w: &Window) -> IterationRow {
         start_ns: w.start.0,
         wall_ns: w.end.and_then(|e| e.0.checked_sub(w.start.0)),
         closed: w.end.is_some(),
-        gpu_busy_ns: 0,
-        gpu_idle_ns: None,
-        kernels: 0,
-        memcpys: 0,
-        memsets: 0,
-        launches: 0,
-        graph_launches: 0,
-        context_span_ns: None,
-        phases: Phases::default(),
+        ..IterationRow::default()
     }
 }
 
@@ -839,7 +931,7 @@ fn measure(
     pick: Option<u64>,
 ) -> TraceIterations {
     let wins = windows(trace);
-    let mut m = Measured::new(&wins);
+    let mut m = Measured::default();
     // Iterations by lane, in start order.
     let mut by_lane: BTreeMap<(Sym, Sym), Vec<usize>> = BTreeMap::new();
     for (i, w) in wins.iter().enumerate() {
@@ -853,25 +945,51 @@ fn measure(
         })
         .collect();
     let names = &trace.steps.names;
-    for (lane, its) in &by_lane {
+    // Each lane's rows, in its iterations' order.
+    let mut sealed = Vec::with_capacity(by_lane.len());
+    for its in by_lane.values() {
+        let lane = wins[its[0]].lane;
         let (pid, tid) = (names.resolve(lane.0), names.resolve(lane.1));
-        let Some(lane_id) = ledger.lane_of(pid, tid) else {
-            continue;
-        };
-        let on_lane = shown
-            .iter()
-            .enumerate()
-            .filter(|(_, (p, t))| p == pid && t == tid)
-            .map(|(id, _)| lane_slice(ranges, id as u32))
-            .collect();
-        let sweep = Sweep::new(&wins, its, on_lane);
-        measure_lane(&mut m, ledger, lane_id, &wins, its, sweep);
+        let mut rows = LaneRows::new(&wins, its);
+        if let Some(lane_id) = ledger.lane_of(pid, tid) {
+            let on_lane = shown
+                .iter()
+                .enumerate()
+                .filter(|(_, (p, t))| p == pid && t == tid)
+                .map(|(id, _)| lane_slice(ranges, id as u32))
+                .collect();
+            let sweep = Sweep::new(&wins, its, on_lane);
+            measure_lane(&mut m, &mut rows, ledger, lane_id, sweep);
+        }
+        sealed.push(rows.finish());
     }
-    let (rows, graphs) = m.into_rows();
+    let rows = in_iteration_order(&wins, &by_lane, &sealed);
+    drop(sealed);
     let mut out = figures(trace, rows);
-    graph_figures(&mut out, graphs, pick);
+    graph_figures(&mut out, m.graphs, pick);
     out.notes = notes(trace, ledger, &out);
     out
+}
+
+/// The lanes' rows merged back into iteration order (the order of the
+/// selected contexts).
+fn in_iteration_order(
+    wins: &[Window],
+    by_lane: &BTreeMap<(Sym, Sym), Vec<usize>>,
+    sealed: &[Records<IterationRow>],
+) -> Rows<IterationRow> {
+    let lane_of: HashMap<(Sym, Sym), usize> =
+        by_lane.keys().enumerate().map(|(k, &l)| (l, k)).collect();
+    let mut readers: Vec<_> = sealed.iter().map(Records::iter).collect();
+    wins.iter()
+        .map(|w| {
+            lane_of
+                .get(&w.lane)
+                .and_then(|&k| readers.get_mut(k))
+                .and_then(Iterator::next)
+                .unwrap_or_else(|| empty_row(w))
+        })
+        .collect()
 }
 
 /// The ranges of interned lane `lane` among `ranges` (sorted by lane).
@@ -881,56 +999,55 @@ fn lane_slice(ranges: &[PhaseRange], lane: u32) -> &[PhaseRange] {
     &ranges[lo..hi]
 }
 
-/// The iteration (of `its`, on one lane, in start order) a launch call at
-/// `ts` belongs to: the last one starting at or before it, unless it has
-/// ended by then.
+/// The position in `its` (one lane's iterations, in start order) of the
+/// iteration a launch call at `ts` belongs to: the last one starting at or
+/// before it, unless it has ended by then.
 fn iteration_of(wins: &[Window], its: &[usize], ts: Ns) -> Option<usize> {
-    let k = its.partition_point(|&i| wins[i].start <= ts);
-    let i = *its.get(k.checked_sub(1)?)?;
-    match wins[i].end {
+    let k = its
+        .partition_point(|&i| wins[i].start <= ts)
+        .checked_sub(1)?;
+    match wins[*its.get(k)?].end {
         Some(e) if ts >= e => None,
-        _ => Some(i),
+        _ => Some(k),
     }
 }
 
 /// Sweeps one lane's launch calls (in ts order) into its iterations.
 fn measure_lane(
     m: &mut Measured,
+    rows: &mut LaneRows<'_>,
     ledger: &Ledger,
     lane_id: u32,
-    wins: &[Window],
-    its: &[usize],
     mut sweep: Sweep<'_>,
 ) {
-    let mut current: Option<usize> = None;
-    let mut open = OpenIvs::default();
+    let (wins, its) = (rows.wins, rows.its);
     for call in ledger.lane_launches(lane_id) {
-        let Some(i) = iteration_of(wins, its, call.ts) else {
+        let Some(k) = iteration_of(wins, its, call.ts) else {
             continue;
         };
-        // The sweep has left the previous iteration for good.
-        if let Some(prev) = current.filter(|&p| p != i) {
-            m.seal(prev, &mut open);
-        }
-        current = Some(i);
+        // The sweep has left the iterations before it for good.
+        rows.move_to(k);
+        let i = its[k];
         let phase = sweep.phase_at(call.ts);
         let in_ctx = call.ts < wins[i].ctx_end;
-        let (total, kernels) = m.add(i, &mut open, &call, phase, in_ctx);
+        let (total, kernels) = rows.add(&call, phase, in_ctx);
         if is_graph_launch(call.name) {
             let closed = wins[i].end.is_some();
             m.replay(ledger, &call, (i, closed), total, kernels);
         }
     }
-    if let Some(last) = current {
-        m.seal(last, &mut open);
-    }
 }
 
 /// Sums over the closed iterations and the per-iteration means.
-fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
+fn figures(trace: &Finished<'_>, rows: Rows<IterationRow>) -> TraceIterations {
     let mut s = Sums::default();
-    let closed: Vec<&IterationRow> = rows.iter().filter(|r| r.closed).collect();
-    for r in &closed {
+    let mut closed = 0u64;
+    for r in &rows {
+        s.context_span_ns += r.context_span_ns.map_or(0, i128::from);
+        if !r.closed {
+            continue;
+        }
+        closed += 1;
         s.wall_ns += i128::from(r.wall_ns.unwrap_or(0));
         s.busy_ns += i128::from(r.gpu_busy_ns);
         s.idle_ns += i128::from(r.gpu_idle_ns.unwrap_or(0));
@@ -946,12 +1063,7 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
             s.phase_launches[p as usize] += i128::from(w.launches);
         }
     }
-    s.context_span_ns = rows
-        .iter()
-        .filter_map(|r| r.context_span_ns)
-        .map(i128::from)
-        .sum();
-    let c = closed.len() as i128;
+    let c = i128::from(closed);
     let mean = |num: i128| (c > 0).then_some(Exact { num, den: c });
     let per_iteration = PerIteration {
         wall_ms: mean(s.wall_ns).map(Exact::ms),
@@ -969,7 +1081,7 @@ fn figures(trace: &Finished<'_>, rows: Vec<IterationRow>) -> TraceIterations {
         path: trace.path.to_string(),
         context: trace.contexts.name.clone(),
         contexts: rows.len() as u64,
-        iterations_closed: closed.len() as u64,
+        iterations_closed: closed,
         completion_tokens: None,
         tokens_source: None,
         tokens_per_iteration: None,

@@ -83,7 +83,7 @@ fn run(events: &[String], spec: IterationsSpec) -> TraceIterations {
 fn the_drawing_per_iteration() {
     let t = run(&drawing(), IterationsSpec::default());
     assert_eq!((t.contexts, t.iterations_closed), (3, 2));
-    let r0 = &t.rows[0];
+    let r0 = &t.rows.get(0).expect("row 0");
     assert_eq!(
         (r0.start_ns, r0.wall_ns, r0.closed),
         (0, Some(25_000), true)
@@ -106,12 +106,12 @@ fn the_drawing_per_iteration() {
     assert_eq!((ph.draft.graph_launches, ph.sample.launches), (1, 1));
     assert_eq!(r0.context_span_ns, Some(5_000));
     // The prefill ends iteration 1; its launch L7 belongs to no iteration.
-    let r1 = &t.rows[1];
+    let r1 = &t.rows.get(1).expect("row 1");
     assert_eq!(
         (r1.wall_ns, r1.gpu_busy_ns, r1.kernels),
         (Some(15_000), 3_000, 2)
     );
-    let r2 = &t.rows[2];
+    let r2 = &t.rows.get(2).expect("row 2");
     assert_eq!(
         (r2.wall_ns, r2.closed, r2.gpu_busy_ns),
         (None, false, 1_000)
@@ -186,7 +186,11 @@ fn no_gpu_work_and_no_step_do_not_panic() {
         IterationsSpec::default(),
     );
     assert_eq!(
-        (t.contexts, t.iterations_closed, t.rows[0].gpu_busy_ns),
+        (
+            t.contexts,
+            t.iterations_closed,
+            t.rows.get(0).expect("row 0").gpu_busy_ns
+        ),
         (1, 0, 0)
     );
     let t = run(&[], IterationsSpec::default());
@@ -303,4 +307,80 @@ fn sweep_matches_brute_force() {
             );
         }
     }
+}
+
+/// [`LaneRows`]' drawing, on two threads: their iterations interleave in
+/// time, tid 7's third one has no launch call, and the rows come back in
+/// the contexts' order, each with its own calls.
+///
+/// ```text
+/// tid 7  [it 0..5)        [it 10..15)       [it 20..25)  [it 30..35 … open
+///          L@1 L@2          L@11                            L@31
+/// tid 8          [it 5..8)        [it 15..18 … open
+///                  L@6              L@16 L@17 L@17.5
+/// rows (by start): 0 → 2 calls, 5 → 1, 10 → 1, 15 → 3, 20 → 0, 30 → 1
+/// ```
+#[test]
+fn lane_rows_come_back_in_the_contexts_order() {
+    let on = |tid: u32, cat: &str, name: &str, ts: &str, dur: &str, args: &str| {
+        format!(
+            r#"{{"ph":"X","cat":"{cat}","name":"{name}","pid":1,"tid":{tid},"ts":{ts},"dur":{dur},"args":{{{args}}}}}"#
+        )
+    };
+    let mut evs = Vec::new();
+    for (tid, ts) in [
+        (7, "0"),
+        (7, "10"),
+        (7, "20"),
+        (7, "30"),
+        (8, "5"),
+        (8, "15"),
+    ] {
+        evs.push(on(tid, "user_annotation", STEP, ts, "3", ""));
+    }
+    let calls = [
+        (7, "1"),
+        (7, "2"),
+        (8, "6"),
+        (7, "11"),
+        (8, "16"),
+        (8, "17"),
+        (8, "17.5"),
+        (7, "31"),
+    ];
+    for (corr, (tid, ts)) in calls.into_iter().enumerate() {
+        let corr = corr as i64 + 1;
+        let c = format!("\"correlation\":{corr}");
+        evs.push(on(tid, "cuda_runtime", "cudaLaunchKernel", ts, "0.1", &c));
+        // 0.02 µs after the call starts.
+        let start = match ts.contains('.') {
+            true => format!("{ts}2"),
+            false => format!("{ts}.02"),
+        };
+        evs.push(k("k", &start, "0.1", corr));
+    }
+    let t = run(&evs, IterationsSpec::default());
+    let got: Vec<(i64, u64, bool)> = t
+        .rows
+        .iter()
+        .map(|r| (r.start_ns, r.launches, r.closed))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (0, 2, true),
+            (5_000, 1, true),
+            (10_000, 1, true),
+            (15_000, 3, false),
+            (20_000, 0, true),
+            (30_000, 1, false),
+        ]
+    );
+    let empty = t.rows.get(4).expect("row 4");
+    assert_eq!(
+        (empty.gpu_busy_ns, empty.gpu_idle_ns, empty.kernels),
+        (0, None, 0)
+    );
+    assert_eq!(t.rows.get(3).expect("row 3").kernels, 3);
+    assert_eq!((t.contexts, t.iterations_closed), (6, 4));
 }

@@ -16,8 +16,10 @@ pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::ledger::attribution::{self, LaunchScope, Overlaps, Query};
+use crate::ledger::pack::{Fields, Packed, Record};
 use crate::ledger::{self, Kind, Ledger, Work};
 use crate::model::{Ns, Sym};
+use crate::rows::{self, Rows};
 use crate::stats::{Exact, ExactSummary, Multiset, Summary};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -148,6 +150,70 @@ pub struct KernelRow {
     pub launch_scope: Cow<'static, str>,
 }
 
+/// A row as [`Rows`] keeps it: Δstart, cpu, the five counts, the two
+/// optional spans, the two medians, the scope (`thread`: 0, `process`: 1,
+/// else its text).
+impl Record for KernelRow {
+    /// The previous row's start.
+    type Prev = i64;
+    const MAX_BYTES: usize = 192;
+
+    fn write(&self, prev: &mut i64, p: &mut Packed) {
+        p.delta(self.start_ns, *prev);
+        *prev = self.start_ns;
+        p.delta(self.cpu_ns, 0);
+        for n in [
+            self.launches,
+            self.graph_launches,
+            self.kernels,
+            self.memcpys,
+            self.memsets,
+        ] {
+            p.u(n);
+        }
+        rows::write_opts(p, &[self.gpu_span_ns, self.gpu_busy_ns]);
+        rows::write_f64(p, self.launch_latency_ns);
+        rows::write_f64(p, self.launch_to_activity_start_ns);
+        match self.launch_scope.as_ref() {
+            "thread" => p.u(0),
+            "process" => p.u(1),
+            other => {
+                p.u(2);
+                rows::write_str(p, other);
+            }
+        }
+    }
+
+    fn read(prev: &mut i64, f: &mut impl Fields) -> KernelRow {
+        let start_ns = f.delta(*prev);
+        *prev = start_ns;
+        let cpu_ns = f.delta(0);
+        let [launches, graph_launches, kernels, memcpys, memsets] = [(); 5].map(|_| f.u());
+        let [gpu_span_ns, gpu_busy_ns] = rows::read_opts(f);
+        let launch_latency_ns = rows::read_f64(f);
+        let launch_to_activity_start_ns = rows::read_f64(f);
+        let launch_scope = match f.u() {
+            0 => Cow::Borrowed("thread"),
+            1 => Cow::Borrowed("process"),
+            _ => Cow::Owned(rows::read_str(f)),
+        };
+        KernelRow {
+            start_ns,
+            cpu_ns,
+            launches,
+            graph_launches,
+            kernels,
+            memcpys,
+            memsets,
+            gpu_span_ns,
+            gpu_busy_ns,
+            launch_latency_ns,
+            launch_to_activity_start_ns,
+            launch_scope,
+        }
+    }
+}
+
 /// One kernel name among the contexts' kernels.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TopKernel {
@@ -197,7 +263,7 @@ pub struct TraceKernels {
     pub complete: bool,
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "crate::record::public")]
-    pub rows: Vec<KernelRow>,
+    pub rows: Rows<KernelRow>,
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub sums: Sums,
 }
@@ -228,13 +294,14 @@ fn summarize(
         .map(|c| (c.start, c.dur))
         .collect();
     let mut fold = Fold::default();
-    let mut rows = Vec::with_capacity(qs.len());
+    let mut rows = Rows::default();
     let overlaps = attribution::attribute_each(ledger, &qs, |q, w| {
         let (start, dur) = ctx[q];
-        rows.push(row(start, dur, &w, qs[q].scope));
+        rows.push(&row(start, dur, &w, qs[q].scope));
         fold.add(ledger, &w);
     });
     drop(ctx);
+    rows.shrink();
     let mut k = figures(trace, &fold, rows);
     k.launch_scope = scope_label(scope, &qs);
     k.top_kernels = top_kernels(ledger, fold.by_name, fold.measured, top, k.sums.busy_ns);
@@ -363,7 +430,7 @@ fn row(start: Ns, dur: Ns, w: &Work, scope: LaunchScope) -> KernelRow {
 }
 
 /// Counts and statistics over the contexts with GPU work.
-fn figures(trace: &Finished<'_>, f: &Fold, rows: Vec<KernelRow>) -> TraceKernels {
+fn figures(trace: &Finished<'_>, f: &Fold, rows: Rows<KernelRow>) -> TraceKernels {
     TraceKernels {
         path: trace.path.to_string(),
         context: trace.contexts.name.clone(),

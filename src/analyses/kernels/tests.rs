@@ -71,7 +71,7 @@ fn the_drawing_per_context() {
     let mut r = run(&drawing());
     let k = r.results.take::<Kernels>().unwrap();
     assert_eq!((k.contexts, k.contexts_with_gpu_work), (2, 1));
-    let row = &k.rows[0];
+    let row = &k.rows.get(0).expect("row 0");
     // c=10 and c=11 lie in the step; c=12 starts at its end, c=13 on tid 8.
     assert_eq!((row.launches, row.graph_launches), (2, 1));
     assert_eq!((row.kernels, row.memcpys, row.memsets), (3, 1, 0));
@@ -87,7 +87,7 @@ fn the_drawing_per_context() {
         (row.launch_scope.as_ref(), k.launch_scope.as_str()),
         ("thread", "thread")
     );
-    assert_eq!(k.rows[1].gpu_span_ns, None);
+    assert_eq!(k.rows.get(1).expect("row 1").gpu_span_ns, None);
     assert_eq!(k.gpu_idle_ms.median, Some(0.004));
     assert_eq!(k.kernels_per_context.median, Some(3.0));
     assert!(
@@ -137,8 +137,8 @@ fn duplicate_correlation_belongs_to_the_first_call() {
     // A second call with c=11, later in the file, inside step 2.
     evs.push(launch("cudaLaunchKernel", 7, "31", 11));
     let k = run(&evs).results.take::<Kernels>().unwrap();
-    assert_eq!(k.rows[0].kernels, 3);
-    assert_eq!(k.rows[1].kernels, 0);
+    assert_eq!(k.rows.get(0).expect("row 0").kernels, 3);
+    assert_eq!(k.rows.get(1).expect("row 1").kernels, 0);
 }
 
 #[test]

@@ -385,7 +385,12 @@ impl<'a, T> Grouped<'a, T> {
     fn new(mut pairs: Vec<(Key<'a>, T)>) -> Self {
         // Stable: a key's values stay in the order they came.
         pairs.sort_by(|a, b| a.0.cmp(&b.0));
-        let (keys, vals) = pairs.into_iter().unzip();
+        let keys = pairs.iter().map(|p| p.0).collect();
+        // Collected in place (the pairs' memory holds the values), then
+        // the rest given back: the pairs and an unzipped copy of both
+        // halves were held at once before.
+        let mut vals: Vec<T> = pairs.into_iter().map(|p| p.1).collect();
+        vals.shrink_to_fit();
         Grouped { keys, vals }
     }
 
@@ -635,7 +640,7 @@ fn inner_ranges(steps: &Steps, contexts: &Contexts) -> String {
     }
     let held: HashMap<LaneKey, Enclosers> = ctx_by_lane
         .into_iter()
-        .map(|(lane, ivs)| (lane, Enclosers::new(&ivs)))
+        .map(|(lane, ivs)| (lane, Enclosers::new(ivs)))
         .collect();
     let mut counts: HashMap<&str, u64> = HashMap::new();
     for a in steps

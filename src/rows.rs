@@ -50,11 +50,6 @@ impl<T: Record> Rows<T> {
         self.iter().last()
     }
 
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.records.bytes()
-    }
-
     /// Appends a row.
     pub fn push(&mut self, row: &T) {
         self.records.push(row);
@@ -131,6 +126,18 @@ impl<'de, T: Record + DeserializeOwned> Deserialize<'de> for Rows<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Vec::<T>::deserialize(d).map(Rows::from)
     }
+}
+
+/// Writes unsigned counts, one varint each.
+pub(crate) fn write_counts(p: &mut Packed, counts: &[u64]) {
+    for &n in counts {
+        p.u(n);
+    }
+}
+
+/// Reads what [`write_counts`] wrote for `N` counts.
+pub(crate) fn read_counts<const N: usize>(f: &mut impl Fields) -> [u64; N] {
+    [(); N].map(|_| f.u())
 }
 
 /// Writes `Option<i64>`s as one presence mask (bit k: the k-th is there)

@@ -48,11 +48,6 @@ impl Packed {
         }
     }
 
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.chunks.iter().map(Vec::capacity).sum()
-    }
-
     /// Appends an unsigned varint to the record begun last.
     pub fn u(&mut self, mut v: u64) {
         let Some(c) = self.chunks.last_mut() else {
@@ -261,11 +256,6 @@ impl<T: Record> Records<T> {
     /// Gives back the unused room of the last chunk (no more pushes due).
     pub fn shrink(&mut self) {
         self.packed.shrink();
-    }
-
-    /// Bytes held.
-    pub fn bytes(&self) -> usize {
-        self.packed.bytes()
     }
 
     /// The records in the order pushed, decoded one by one (the stream

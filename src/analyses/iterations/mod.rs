@@ -362,28 +362,32 @@ impl Record for IterationRow {
         *prev = self.start_ns;
         p.u(u64::from(self.closed));
         rows::write_opts(p, &[self.wall_ns, self.gpu_idle_ns, self.context_span_ns]);
-        p.delta(self.gpu_busy_ns, 0);
-        for n in [
-            self.kernels,
-            self.memcpys,
-            self.memsets,
-            self.launches,
-            self.graph_launches,
+        let totals = PhaseWork {
+            gpu_busy_ns: self.gpu_busy_ns,
+            kernels: self.kernels,
+            memcpys: self.memcpys,
+            memsets: self.memsets,
+            launches: self.launches,
+            graph_launches: self.graph_launches,
+        };
+        for w in [
+            &totals,
+            &self.phases.forward,
+            &self.phases.sample,
+            &self.phases.draft,
+            &self.phases.other,
         ] {
-            p.u(n);
-        }
-        for ph in Phase::ALL {
-            let w = self.phases.get(ph);
             p.delta(w.gpu_busy_ns, 0);
-            for n in [
-                w.kernels,
-                w.memcpys,
-                w.memsets,
-                w.launches,
-                w.graph_launches,
-            ] {
-                p.u(n);
-            }
+            rows::write_counts(
+                p,
+                &[
+                    w.kernels,
+                    w.memcpys,
+                    w.memsets,
+                    w.launches,
+                    w.graph_launches,
+                ],
+            );
         }
     }
 
@@ -392,32 +396,37 @@ impl Record for IterationRow {
         *prev = start_ns;
         let closed = f.u() != 0;
         let [wall_ns, gpu_idle_ns, context_span_ns] = rows::read_opts(f);
-        let gpu_busy_ns = f.delta(0);
-        let [kernels, memcpys, memsets, launches, graph_launches] = [(); 5].map(|_| f.u());
-        let mut phases = Phases::<PhaseWork>::default();
-        for ph in Phase::ALL {
+        let mut work = || {
             let gpu_busy_ns = f.delta(0);
-            let [kernels, memcpys, memsets, launches, graph_launches] = [(); 5].map(|_| f.u());
-            *phases.get_mut(ph) = PhaseWork {
+            let [kernels, memcpys, memsets, launches, graph_launches] = rows::read_counts(f);
+            PhaseWork {
                 gpu_busy_ns,
                 kernels,
                 memcpys,
                 memsets,
                 launches,
                 graph_launches,
-            };
-        }
+            }
+        };
+        // The row's totals, then each phase's, as written.
+        let t = work();
+        let phases = Phases {
+            forward: work(),
+            sample: work(),
+            draft: work(),
+            other: work(),
+        };
         IterationRow {
             start_ns,
             wall_ns,
             closed,
-            gpu_busy_ns,
+            gpu_busy_ns: t.gpu_busy_ns,
             gpu_idle_ns,
-            kernels,
-            memcpys,
-            memsets,
-            launches,
-            graph_launches,
+            kernels: t.kernels,
+            memcpys: t.memcpys,
+            memsets: t.memsets,
+            launches: t.launches,
+            graph_launches: t.graph_launches,
             context_span_ns,
             phases,
         }

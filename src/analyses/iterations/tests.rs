@@ -384,3 +384,44 @@ fn lane_rows_come_back_in_the_contexts_order() {
     assert_eq!(t.rows.get(3).expect("row 3").kernels, 3);
     assert_eq!((t.contexts, t.iterations_closed), (6, 4));
 }
+
+/// A row's record gives it back exactly, extremes and absences included.
+#[test]
+fn a_row_round_trips_through_its_record() {
+    let w = |k: u64| PhaseWork {
+        gpu_busy_ns: i64::MIN + k as i64,
+        kernels: u64::MAX - k,
+        memcpys: k,
+        memsets: 0,
+        launches: 7,
+        graph_launches: k * 3,
+    };
+    let a = IterationRow {
+        start_ns: i64::MAX,
+        wall_ns: None,
+        closed: false,
+        gpu_busy_ns: -1,
+        gpu_idle_ns: Some(i64::MIN),
+        kernels: u64::MAX,
+        memcpys: 1,
+        memsets: 2,
+        launches: 3,
+        graph_launches: 4,
+        context_span_ns: Some(0),
+        phases: Phases {
+            forward: w(1),
+            sample: w(2),
+            draft: w(3),
+            other: w(4),
+        },
+    };
+    let b = IterationRow {
+        start_ns: i64::MIN,
+        wall_ns: Some(5),
+        closed: true,
+        context_span_ns: None,
+        ..a.clone()
+    };
+    let rows: Rows<IterationRow> = vec![a.clone(), b.clone()].into();
+    assert_eq!(rows.iter().collect::<Vec<_>>(), [a, b]);
+}

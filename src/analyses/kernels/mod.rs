@@ -162,15 +162,16 @@ impl Record for KernelRow {
         p.delta(self.start_ns, *prev);
         *prev = self.start_ns;
         p.delta(self.cpu_ns, 0);
-        for n in [
-            self.launches,
-            self.graph_launches,
-            self.kernels,
-            self.memcpys,
-            self.memsets,
-        ] {
-            p.u(n);
-        }
+        rows::write_counts(
+            p,
+            &[
+                self.launches,
+                self.graph_launches,
+                self.kernels,
+                self.memcpys,
+                self.memsets,
+            ],
+        );
         rows::write_opts(p, &[self.gpu_span_ns, self.gpu_busy_ns]);
         rows::write_f64(p, self.launch_latency_ns);
         rows::write_f64(p, self.launch_to_activity_start_ns);
@@ -188,7 +189,7 @@ impl Record for KernelRow {
         let start_ns = f.delta(*prev);
         *prev = start_ns;
         let cpu_ns = f.delta(0);
-        let [launches, graph_launches, kernels, memcpys, memsets] = [(); 5].map(|_| f.u());
+        let [launches, graph_launches, kernels, memcpys, memsets] = rows::read_counts(f);
         let [gpu_span_ns, gpu_busy_ns] = rows::read_opts(f);
         let launch_latency_ns = rows::read_f64(f);
         let launch_to_activity_start_ns = rows::read_f64(f);

@@ -259,3 +259,33 @@ fn attribution_matches_brute_force_on_random_nestings() {
         assert_eq!(got, want, "round {round}: {ctxs:?}");
     }
 }
+
+/// A row's record gives it back exactly: medians, absences and any scope text.
+#[test]
+fn a_row_round_trips_through_its_record() {
+    let a = KernelRow {
+        start_ns: 5_111_125_509_725_324,
+        cpu_ns: -3,
+        launches: u64::MAX,
+        graph_launches: 0,
+        kernels: 89,
+        memcpys: 1,
+        memsets: 2,
+        gpu_span_ns: None,
+        gpu_busy_ns: Some(i64::MIN),
+        launch_latency_ns: Some(2_500.5),
+        launch_to_activity_start_ns: Some(0.1),
+        launch_scope: "thread".into(),
+    };
+    let b = KernelRow {
+        launch_latency_ns: None,
+        launch_scope: "auto (thread: 1, process: 2)".to_string().into(),
+        ..a.clone()
+    };
+    let c = KernelRow {
+        launch_scope: "process".into(),
+        ..a.clone()
+    };
+    let rows: crate::rows::Rows<KernelRow> = vec![a.clone(), b.clone(), c.clone()].into();
+    assert_eq!(rows.iter().collect::<Vec<_>>(), [a, b, c]);
+}

@@ -6,9 +6,9 @@
 //! under AR, `…_generation_1(3)` under 2-token MTP); `--context NAME` takes an
 //! exact name and `--context-regex RE` every annotation whose name matches.
 
-use crate::ledger::pack::{Fields, Packed, Record};
 use crate::model::{Interner, Ns, Sym};
 use crate::steps;
+use crate::store::pack::{Fields, Packed, Record};
 use crate::trace::{Event, EventPos, Prefilter};
 use regex::Regex;
 use serde::Serialize;

@@ -68,6 +68,7 @@ pub mod rows;
 pub mod runinfo;
 pub mod stats;
 pub mod steps;
+pub mod store;
 pub mod summary;
 pub(crate) mod text;
 pub mod trace;

@@ -98,7 +98,8 @@ impl Iterator for ByStart<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Kind, RawAct};
+    use super::super::collector::RawAct;
+    use super::super::Kind;
     use super::*;
     use proptest::prelude::*;
 

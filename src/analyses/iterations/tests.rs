@@ -7,9 +7,12 @@
 //! iteration 0 = [0, 25), iteration 1 = [25, 40) (the prefill ends it), iteration 2 = [60, ∞): open
 //! ```
 
+use super::sweep::*;
 use super::*;
 use crate::analysis::{analyze_reader, Plan};
 use crate::contexts::Selector;
+use crate::model::Sym;
+use std::cmp::Reverse;
 
 const STEP: &str = "execute_context_0(0)_generation_1(3)";
 const PREFILL: &str = "execute_context_1(96)_generation_0(0)";

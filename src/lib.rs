@@ -58,6 +58,7 @@ pub mod api;
 pub mod batch;
 pub(crate) mod containment;
 pub mod contexts;
+pub mod families;
 pub mod ledger;
 pub mod model;
 pub mod plot;

@@ -34,39 +34,8 @@ use std::collections::HashMap;
 /// Rows the tables show before summing the rest.
 pub const DEFAULT_TOP: usize = 15;
 
-/// The kernel families, in match order (first match wins; patterns are
-/// case-insensitive regular expressions searched anywhere in the name).
-/// `--family NAME=REGEX` puts user patterns before these.
-pub const FAMILIES: [(&str, &str); 10] = [
-    (
-        "communication",
-        r"nccl|rccl|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|custom_?ar\b",
-    ),
-    (
-        "attention",
-        r"flash|fmha|sdpa|attention|attn|reshape_and_cache|paged_?kv|\bmla",
-    ),
-    (
-        "GEMM/GEMV",
-        r"gemm|gemv|nvjet|cublas|cutlass|xmma|wgmma|matmul|\bbmm|splitkreduce",
-    ),
-    ("sort/top-k", r"sort|topk|top_k|radix"),
-    (
-        "normalisation",
-        r"(layer|rms|group|batch|instance|l2)_?norm",
-    ),
-    ("gather/scatter/index", r"gather|scatter|index|embedding"),
-    (
-        "reduction",
-        r"reduce|reduction|argmax|argmin|softmax|cumsum|scan|segmented|triton_red_",
-    ),
-    ("copy/fill", r"^memcpy|^memset|copy|fill|catarray|concat"),
-    (
-        "elementwise",
-        r"elementwise|triton_poi_|functor|gelu|silu|relu|act_and_mul|rotary|multi_tensor_apply",
-    ),
-    ("other", r""),
-];
+/// The kernel families (`crate::families`, shared with `ranks`).
+pub use crate::families::FAMILIES;
 
 /// Which GPU work a trace's table counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -47,7 +47,7 @@ use std::collections::HashMap;
 /// `ncclKernel_*`), RCCL, vLLM's custom all-reduce
 /// (`cross_device_reduce_*`) and the collectives' generic names. The same
 /// list as `diff`'s `communication` family.
-pub const COLLECTIVE_PATTERN: &str = crate::analyses::diff::FAMILIES[0].1;
+pub const COLLECTIVE_PATTERN: &str = crate::families::COMMUNICATION;
 
 /// Default k of the threshold's median + k·MAD.
 pub const DEFAULT_MAD_K: u32 = 10;

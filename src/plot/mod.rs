@@ -91,10 +91,8 @@ where
     Ok(())
 }
 
-/// The chains whose functions figure 4 (and batch's Table 9) show by
-/// default: the hierarchy default chain plus the model step.
-pub const DEFAULT_PLOT_CHAINS: [&str; 2] =
-    [crate::analyses::hierarchy::DEFAULT_CHAIN, "execute_model"];
+/// Figure 4's default chains are `hierarchy`'s (re-exported at their old path).
+pub use crate::analyses::hierarchy::DEFAULT_PLOT_CHAINS;
 pub use theme::mode_color;
 
 /// One trace as the figures see it.

@@ -47,6 +47,9 @@ use std::collections::{BTreeMap, HashMap};
 
 /// The chain checked when none is given.
 pub const DEFAULT_CHAIN: &str = "sample_tokens>propose_draft_token_ids>proposer.propose";
+/// The chains whose functions figure 4 (and batch's Table 9) show by
+/// default: the hierarchy default chain plus the model step.
+pub const DEFAULT_PLOT_CHAINS: [&str; 2] = [DEFAULT_CHAIN, "execute_model"];
 /// CPU-side categories taking part by default (`Operator` is 2021-era Kineto).
 pub const DEFAULT_CATEGORIES: [&str; 4] =
     ["cpu_op", "user_annotation", "python_function", "Operator"];

@@ -197,7 +197,7 @@ impl Command for Hierarchy {
         campaign: &crate::batch::records::CampaignOptions,
     ) -> serde_json::Map<String, serde_json::Value> {
         let chains: Vec<String> = if campaign.chains.is_empty() {
-            let chains = crate::plot::DEFAULT_PLOT_CHAINS.iter();
+            let chains = super::DEFAULT_PLOT_CHAINS.iter();
             chains.map(|s| s.to_string()).collect()
         } else {
             campaign.chains.clone()

@@ -1,0 +1,98 @@
+//! The structure rules of docs/ARCHITECTURE.md ("What may import what"),
+//! checked on the source text so a change that breaks one fails here:
+//! no source file over 1000 lines before its tests, the stores below the
+//! ledger and the step index, shared families in their neutral module,
+//! hierarchy's chains in hierarchy.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Every `.rs` file under `dir` (or `dir` itself, a file), sorted.
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    if dir.is_file() {
+        return vec![dir.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in fs::read_dir(&d).expect("read a source directory") {
+            let p = entry.expect("a directory entry").path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|e| e == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn src(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(rel)
+}
+
+/// The lines of code outside comments (imports and paths in doc text do
+/// not count as naming a module).
+fn code_lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim_start().starts_with("//"))
+}
+
+/// The files of `dir` whose code names any of `names`, with the line.
+fn naming(dir: &str, names: &[&str]) -> Vec<String> {
+    let mut found = Vec::new();
+    for f in rust_files(&src(dir)) {
+        let text = fs::read_to_string(&f).expect("read a source file");
+        for l in code_lines(&text) {
+            if names.iter().any(|n| l.contains(n)) {
+                found.push(format!("{}: {}", f.display(), l.trim()));
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_source_file_is_over_1000_lines_before_its_tests() {
+    let mut long = Vec::new();
+    for f in rust_files(&src("")) {
+        let text = fs::read_to_string(&f).expect("read a source file");
+        let before = text
+            .lines()
+            .position(|l| l.trim() == "#[cfg(test)]")
+            .unwrap_or_else(|| text.lines().count());
+        if before > 1000 {
+            long.push(format!("{}: {before} lines", f.display()));
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "over 1000 lines before the tests: {long:#?}"
+    );
+    // The rule reads real files: the carved ledger is among them.
+    assert!(src("ledger/collector.rs").exists() && src("store/pack.rs").exists());
+}
+
+#[test]
+fn the_stores_name_neither_the_ledger_nor_the_step_index_nor_an_analysis() {
+    let bad = naming(
+        "store",
+        &["crate::ledger", "crate::contexts", "crate::analys"],
+    );
+    assert!(bad.is_empty(), "src/store/ imports above it: {bad:#?}");
+    // And the step index builds on the stores, not on the ledger (no cycle).
+    let bad = naming("contexts.rs", &["crate::ledger"]);
+    assert!(bad.is_empty(), "contexts imports the ledger: {bad:#?}");
+}
+
+#[test]
+fn analyses_share_families_and_chains_through_neutral_places() {
+    // ranks takes the collective pattern from `families`, not from diff.
+    let bad = naming("analyses/ranks", &["analyses::diff", "diff::FAMILIES"]);
+    assert!(bad.is_empty(), "ranks reads diff: {bad:#?}");
+    // hierarchy owns its chains: it imports nothing of the drawing kit's.
+    let bad = naming("analyses/hierarchy", &["crate::plot::DEFAULT"]);
+    assert!(bad.is_empty(), "hierarchy reads plot's chains: {bad:#?}");
+    let fam = fs::read_to_string(src("families.rs")).expect("read families.rs");
+    assert!(fam.contains("pub const FAMILIES"));
+}

@@ -1,0 +1,1 @@
+//! Unit tests of `ops` on small synthetic traces and the real fixtures.

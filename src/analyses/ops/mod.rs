@@ -92,6 +92,18 @@ pub enum SortBy {
     Calls,
 }
 
+impl SortBy {
+    /// The flag's spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SortBy::GpuSelf => "gpu_self",
+            SortBy::GpuTop => "gpu_top",
+            SortBy::Host => "host",
+            SortBy::Calls => "calls",
+        }
+    }
+}
+
 impl Configures for OpsSpec {
     type Analysis = Ops;
 }

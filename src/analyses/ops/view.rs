@@ -351,7 +351,11 @@ fn row_cells(r: &OpRow) -> Vec<Cell> {
 /// figures add up; inclusive ones are not summed: they overlap).
 fn ops_table(t: &TraceOps, label: &str, spec: &OpsSpec) -> Table {
     let mut table = Table::new(
-        format!("Ops of {label} (top {} by {:?})", spec.top, spec.sort),
+        format!(
+            "Ops of {label} (top {} by {})",
+            spec.top,
+            spec.sort.as_str()
+        ),
         &ROW_HEADS,
     );
     let rows = sorted(&t.ops, spec.sort);

@@ -37,7 +37,7 @@ pub mod view;
 #[cfg(test)]
 mod tests;
 
-use crate::analysis::{Analysis, Configures, Finished};
+use crate::analysis::{Analysis, Configures, Finished, InResults};
 use crate::ledger::pack::{Fields, Packed, Record, Records};
 use crate::model::{Interner, LaneTable, Sym};
 use crate::trace::{Event, EventPos, Prefilter};
@@ -338,6 +338,19 @@ impl Analysis for Ops {
     fn set_tokens(out: &mut TraceOps, tokens: Option<u64>, source: Option<&str>) {
         out.completion_tokens = tokens;
         out.tokens_source = source.map(str::to_string);
+    }
+
+    /// In `results.json`: the summary, thresholds and input counts; the
+    /// rows (hundreds per trace) stay in the records and `ops -f json`.
+    fn in_results(out: &TraceOps) -> InResults {
+        let v = serde_json::json!({
+            "units": out.units,
+            "completion_tokens": out.completion_tokens,
+            "thresholds": out.thresholds,
+            "input": out.input,
+            "summary": out.summary,
+        });
+        InResults::Nested(v)
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceOps {

@@ -14,7 +14,9 @@ fn run(events: &[String]) -> TraceOps {
 
 /// A complete event, times in µs.
 fn ev(cat: &str, name: &str, tid: i64, ts: i64, dur: i64, corr: Option<i64>) -> String {
-    let args = corr.map_or(String::new(), |c| format!(", \"args\": {{\"correlation\": {c}}}"));
+    let args = corr.map_or(String::new(), |c| {
+        format!(", \"args\": {{\"correlation\": {c}}}")
+    });
     format!("{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": 1, \"tid\": {tid}, \"ts\": {ts}, \"dur\": {dur}{args}}}")
 }
 
@@ -62,7 +64,14 @@ fn the_vllm_shape_by_hand() {
         act("kernel", "g1", 7, 335, 10, 2),
         act("kernel", "g2", 7, 350, 2, 2),
         act("kernel", "g3", 8, 340, 20, 2),
-        act("gpu_memcpy", "Memcpy DtoH (Device -> Pageable)", 7, 520, 80, 3),
+        act(
+            "gpu_memcpy",
+            "Memcpy DtoH (Device -> Pageable)",
+            7,
+            520,
+            80,
+            3,
+        ),
     ]);
     let us = 1000;
     // O2: the innermost op launches; a replay goes whole to its frame.
@@ -92,7 +101,10 @@ fn the_vllm_shape_by_hand() {
     assert_eq!(row(&t, "enter").launch_bound, None);
     // O1: the sync outside every op is in the pseudo-row.
     let pseudo = row(&t, super::NO_OP);
-    assert_eq!((pseudo.cat.as_deref(), pseudo.runtime_self_ns), (None, 50 * us));
+    assert_eq!(
+        (pseudo.cat.as_deref(), pseudo.runtime_self_ns),
+        (None, 50 * us)
+    );
     // O6: per launch; the copy starts before its call returns.
     let s = &t.summary;
     assert_eq!(s.launch_stats.launch_latency_ns.sum, (15 + 25 + 10) * us);

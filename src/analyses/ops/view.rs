@@ -191,9 +191,11 @@ impl Command for Ops {
         super::batch::section(c)
     }
 
-    /// The per-trace columns (`ops_verdict`, `ops_host_busy_per_gpu`, …).
+    /// The per-trace columns of traces.csv (`ops_verdict`,
+    /// `ops_host_busy_per_gpu`, `ops_host_wait_share_of_idle`,
+    /// `ops_launches_per_token`, `ops_short_gpu_launches_per_token`).
     fn trace_columns() -> Vec<Figure> {
-        columns()
+        columns().into_iter().take(5).collect()
     }
 }
 

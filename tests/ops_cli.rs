@@ -361,3 +361,72 @@ fn hundred_thousand_overlapping_ops() {
     assert_eq!(x["first_launch_delay_ns_sum"], (200_000 - (N - 1)) * 1000);
     assert_eq!(y["first_launch_delay_ns_sum"], 100 * 1000);
 }
+
+/// `batch` over the samples: traces.csv's ops columns, the report's
+/// section naming MTP's launch-bound ops (the drafter among them), ops.csv,
+/// figure 10, and results.json's summary without the rows.
+#[test]
+fn batch_names_mtps_launch_bound_ops() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().to_string_lossy().to_string();
+    bin()
+        .args(["-q", "batch", "sample_traces", "-o", &o])
+        .assert()
+        .success();
+    let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let at = report
+        .find("## Who launches the GPU work")
+        .expect("the ops section");
+    let section = &report[at..];
+    let text_row = section
+        .lines()
+        .find(|l| l.starts_with("| text | `"))
+        .expect("text's explanation row");
+    assert!(text_row.contains("`proposer.propose`"), "{text_row}");
+    assert!(section.contains("| text | mtp | launch-bound | launch-bound | 71.809132 | 4.952092 |"));
+    let csv = std::fs::read_to_string(out.path().join("traces.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for k in [
+        "ops_verdict",
+        "ops_host_busy_per_gpu",
+        "ops_host_wait_share_of_idle",
+        "ops_launches_per_token",
+        "ops_short_gpu_launches_per_token",
+    ] {
+        assert!(head.contains(&k), "traces.csv lacks {k}");
+    }
+    let ops_csv = std::fs::read_to_string(out.path().join("ops.csv")).unwrap();
+    assert!(ops_csv.contains("proposer.propose"));
+    assert!(out
+        .path()
+        .join("figures/fig10_ops_gpu_vs_host_per_token.png")
+        .exists());
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let t = results["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["path"].as_str().unwrap().starts_with("text_ar/dp0"))
+        .unwrap();
+    assert_eq!(t["ops"]["summary"]["gpu_linked_ns"], 12_638_958);
+    assert!(t["ops"]["ops"].is_null(), "rows stay out of results.json");
+}
+
+/// A trace cut short: the figures of what was read, exit 2, no panic.
+#[test]
+fn a_damaged_trace_is_an_error_with_figures() {
+    let out = bin()
+        .args([
+            "-q",
+            "ops",
+            "-f",
+            "json",
+            "tests/data/damaged/cut_in_events.json",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let d: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(d["traces"][0]["complete"], false);
+}

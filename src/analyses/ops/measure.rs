@@ -174,10 +174,11 @@ fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
     let mut dup = 0;
     for (i, c) in calls.iter().enumerate() {
         if let Some(k) = c.corr {
-            if first.contains_key(&k) {
-                dup += 1;
-            } else {
-                first.insert(k, i as u32);
+            match first.entry(k) {
+                std::collections::hash_map::Entry::Occupied(_) => dup += 1,
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(i as u32);
+                }
             }
         }
     }
@@ -644,7 +645,7 @@ fn summarize(f: Facts<'_>) -> OpsSummary {
         .collect();
     let bound_gpu: i128 = bound.iter().map(|r| i128::from(r.gpu_top_ns)).sum();
     s.launch_bound_gpu_share = ratio6(bound_gpu, top_total);
-    bound.sort_by(|a, b| b.gpu_top_ns.cmp(&a.gpu_top_ns));
+    bound.sort_by_key(|r| std::cmp::Reverse(r.gpu_top_ns));
     s.launch_bound_top_ops = bound.iter().take(10).map(|r| r.name.clone()).collect();
 
     host_side(&f, &mut s);

@@ -108,7 +108,7 @@ pub fn compare(a: &TraceOps, b: &TraceOps) -> OpsComparison {
             .unwrap_or(0)
             .max(p.candidate_gpu_top_ns.unwrap_or(0))
     };
-    top.sort_by(|p, q| larger(q).cmp(&larger(p)));
+    top.sort_by_key(|p| std::cmp::Reverse(larger(p)));
     OpsComparison {
         baseline: a.path.clone(),
         candidate: b.path.clone(),
@@ -307,9 +307,9 @@ pub fn sorted(rows: &[OpRow], by: SortBy) -> Vec<&OpRow> {
     let mut v: Vec<&OpRow> = rows.iter().collect();
     match by {
         SortBy::GpuSelf => {}
-        SortBy::GpuTop => v.sort_by(|a, b| b.gpu_top_ns.cmp(&a.gpu_top_ns)),
-        SortBy::Host => v.sort_by(|a, b| b.host_ns.cmp(&a.host_ns)),
-        SortBy::Calls => v.sort_by(|a, b| b.calls.cmp(&a.calls)),
+        SortBy::GpuTop => v.sort_by_key(|r| std::cmp::Reverse(r.gpu_top_ns)),
+        SortBy::Host => v.sort_by_key(|r| std::cmp::Reverse(r.host_ns)),
+        SortBy::Calls => v.sort_by_key(|r| std::cmp::Reverse(r.calls)),
     }
     v
 }

@@ -358,12 +358,15 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    let threads: Vec<Thread> = by_lane.into_iter().map(|v| Thread::new(v, &ops)).collect();
-
-    // Parents (C5) and maximal-of-name instances (O5) per thread.
+    // Per thread, one at a time (its trees dropped before the next):
+    // parents (C5), maximal-of-name instances (O5), and the launchers (O2)
+    // and top-level ops (O4) of its runtime calls.
     let mut parent: Vec<Option<u32>> = vec![None; ops.len()];
     let mut maximal: Vec<Vec<Maximal>> = vec![Vec::new(); lanes.len()];
-    for (lane, t) in threads.iter().enumerate() {
+    let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
+    let mut top: Vec<Option<u32>> = vec![None; calls.len()];
+    for (lane, v) in by_lane.into_iter().enumerate() {
+        let t = Thread::new(v, &ops);
         let mut reach: HashMap<u32, i64> = HashMap::new();
         for (q, &i) in t.order.iter().enumerate() {
             let o = &ops[i as usize];
@@ -380,15 +383,9 @@ pub(super) fn measure(st: Ops) -> TraceOps {
                 maximal[lane].push(Maximal { row, ts: o.ts, end });
             }
         }
-    }
-
-    // Launchers (O2) and top-level ops (O4) of every runtime call.
-    let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
-    let mut top: Vec<Option<u32>> = vec![None; calls.len()];
-    for (lane, cs) in calls_by_lane.iter().enumerate() {
-        for &ci in cs {
+        for &ci in &calls_by_lane[lane] {
             let c = &calls[ci as usize];
-            let (inner, outer) = threads[lane].enclosers(c.ts, end_of(c.ts, c.dur));
+            let (inner, outer) = t.enclosers(c.ts, end_of(c.ts, c.dur));
             launcher[ci as usize] = inner;
             top[ci as usize] = outer.or(inner);
         }
@@ -418,6 +415,8 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         let len = crate::ledger::intervals::length(&crate::ledger::intervals::union(ivs));
         covered[group[0].0 as usize] = sat(len);
     }
+    drop(children);
+    drop(parent);
     for (i, o) in ops.iter().enumerate() {
         let r = &mut rows.rows[op_row[i] as usize].row;
         r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur - covered[i]);

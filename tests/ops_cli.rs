@@ -190,6 +190,12 @@ fn table_top_sort_csv_stdin_help() {
     assert!(text.contains("verdict (O9)"));
     let d = run_json(&["-q", "ops", "-f", "json", &ar], 0);
     let rows = d["traces"][0]["ops"].as_array().unwrap();
+    for by in ["gpu_self", "gpu_top", "host"] {
+        bin()
+            .args(["-q", "ops", "--sort", by, &ar])
+            .assert()
+            .success();
+    }
     let most = rows
         .iter()
         .map(|r| r["calls"].as_u64().unwrap())

@@ -6,6 +6,8 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::ops::{Ops, OpsSpec};
 
+/// Which CPU operator launched which GPU work, and is the run launch-bound.
+///
 /// For every host op name (cat + exact name, python frames included): calls,
 /// CPU and host time, the launches it made itself and the GPU work they ran,
 /// inclusive and top-level GPU time, launch latency and queue delay; a

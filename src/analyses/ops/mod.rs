@@ -86,7 +86,9 @@ impl Default for OpsSpec {
 #[serde(rename_all = "snake_case")]
 pub enum SortBy {
     #[default]
+    #[cfg_attr(feature = "cli", value(name = "gpu_self"))]
     GpuSelf,
+    #[cfg_attr(feature = "cli", value(name = "gpu_top"))]
     GpuTop,
     Host,
     Calls,

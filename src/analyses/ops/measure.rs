@@ -325,6 +325,21 @@ impl RowSet {
     }
 }
 
+/// O5's self CPU time: each parent's row less the length of the union of
+/// its children (improperly nested siblings may overlap).
+fn subtract_children(mut children: Vec<(u32, i64, i64)>, op_row: &[u32], rows: &mut RowSet) {
+    children.sort_unstable();
+    for group in children.chunk_by(|a, b| a.0 == b.0) {
+        let ivs: Vec<(crate::model::Ns, crate::model::Ns)> = group
+            .iter()
+            .map(|c| (crate::model::Ns(c.1), crate::model::Ns(c.2)))
+            .collect();
+        let len = crate::ledger::intervals::length(&crate::ledger::intervals::union(ivs));
+        let r = &mut rows.rows[op_row[group[0].0 as usize] as usize].row;
+        r.cpu_self_ns = r.cpu_self_ns.saturating_sub(sat(len));
+    }
+}
+
 /// The figures of one trace from what was kept.
 pub(super) fn measure(st: Ops) -> TraceOps {
     let Ops {
@@ -359,22 +374,26 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
     // Per thread, one at a time (its trees dropped before the next):
-    // parents (C5), maximal-of-name instances (O5), and the launchers (O2)
-    // and top-level ops (O4) of its runtime calls.
-    let mut parent: Vec<Option<u32>> = vec![None; ops.len()];
+    // parents (C5), maximal-of-name instances (O5), the launchers (O2) and
+    // top-level ops (O4) of its runtime calls, and self CPU time (O5).
     let mut maximal: Vec<Vec<Maximal>> = vec![Vec::new(); lanes.len()];
     let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
     let mut top: Vec<Option<u32>> = vec![None; calls.len()];
     for (lane, v) in by_lane.into_iter().enumerate() {
         let t = Thread::new(v, &ops);
         let mut reach: HashMap<u32, i64> = HashMap::new();
+        // (parent op, start, end) of every child op and launched call.
+        let mut children: Vec<(u32, i64, i64)> = Vec::new();
         for (q, &i) in t.order.iter().enumerate() {
             let o = &ops[i as usize];
             let end = end_of(o.ts, o.dur);
-            parent[i as usize] = t.any.rightmost(q, end).map(|k| t.order[k]);
+            if let Some(k) = t.any.rightmost(q, end) {
+                children.push((t.order[k], o.ts, end));
+            }
             let row = op_row[i as usize];
             let r = &mut rows.rows[row as usize].row;
             r.calls += 1;
+            r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
             let far = reach.entry(row).or_insert(i64::MIN);
             if *far < end {
                 // Not enclosed by an earlier instance of its name.
@@ -388,43 +407,17 @@ pub(super) fn measure(st: Ops) -> TraceOps {
             let (inner, outer) = t.enclosers(c.ts, end_of(c.ts, c.dur));
             launcher[ci as usize] = inner;
             top[ci as usize] = outer.or(inner);
+            if let Some(l) = inner {
+                children.push((l, c.ts, end_of(c.ts, c.dur)));
+            }
         }
-    }
-
-    // Self CPU time (O5): dur − |∪ children| per instance.
-    let mut children: Vec<(u32, i64, i64)> = Vec::new();
-    for (i, p) in parent.iter().enumerate() {
-        if let Some(p) = p {
-            let o = &ops[i];
-            children.push((*p, o.ts, end_of(o.ts, o.dur)));
-        }
-    }
-    for (ci, l) in launcher.iter().enumerate() {
-        if let Some(l) = l {
-            let c = &calls[ci];
-            children.push((*l, c.ts, end_of(c.ts, c.dur)));
-        }
-    }
-    children.sort_unstable();
-    let mut covered: Vec<i64> = vec![0; ops.len()];
-    for group in children.chunk_by(|a, b| a.0 == b.0) {
-        let ivs: Vec<(crate::model::Ns, crate::model::Ns)> = group
-            .iter()
-            .map(|c| (crate::model::Ns(c.1), crate::model::Ns(c.2)))
-            .collect();
-        let len = crate::ledger::intervals::length(&crate::ledger::intervals::union(ivs));
-        covered[group[0].0 as usize] = sat(len);
-    }
-    drop(children);
-    drop(parent);
-    for (i, o) in ops.iter().enumerate() {
-        let r = &mut rows.rows[op_row[i] as usize].row;
-        r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur - covered[i]);
+        drop(t);
+        subtract_children(children, &op_row, &mut rows);
     }
 
     // Per runtime call: the launcher's self figures (O6–O7), the top-level
     // op's (O4).
-    let mut first_self: Vec<Option<i64>> = vec![None; ops.len()];
+    let mut first_self: HashMap<u32, i64> = HashMap::new();
     let mut all: Vec<(LaunchKind, PerLaunch)> = Vec::new();
     let mut without_op = 0u64;
     let mut graph_kernels = 0u64;
@@ -463,8 +456,8 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         r.latencies.push(p.latency);
         match launcher[ci] {
             Some(o) => {
-                let f = &mut first_self[o as usize];
-                *f = Some(f.map_or(c.ts, |t| t.min(c.ts)));
+                let f = first_self.entry(o).or_insert(c.ts);
+                *f = (*f).min(c.ts);
             }
             None => without_op += 1,
         }
@@ -476,12 +469,11 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         t.activities_top += l.acts;
         t.gpu_top_ns = t.gpu_top_ns.saturating_add(l.gpu);
     }
-    for (i, f) in first_self.iter().enumerate() {
-        if let Some(t) = f {
-            let r = &mut rows.rows[op_row[i] as usize].row;
-            r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
-            r.first_launch_delay_n += 1;
-        }
+    for (&i, t) in &first_self {
+        let i = i as usize;
+        let r = &mut rows.rows[op_row[i] as usize].row;
+        r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
+        r.first_launch_delay_n += 1;
     }
 
     // Inclusive (O3) and sync time (O5), once per name.

@@ -34,7 +34,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
@@ -84,6 +84,29 @@ def test_iterations_matches_cli():
     assert (ar["contexts"], ar["iterations_closed"], len(ar["rows"])) == (64, 63, 64)
     assert mtp["graphs"]["repeating"]["kernels_per_replay"] == 46
     assert torchtrace.run("iterations", AR) == torchtrace.iterations(AR)
+
+
+def test_ops_matches_cli():
+    doc = torchtrace.ops([AR, MTP], top=5, sort="calls")
+    assert doc == cli_json("ops", str(AR), str(MTP), "--top", "5", "--sort", "calls")
+    assert torchtrace.run("ops", AR) == torchtrace.ops(AR)
+    ar, mtp = doc["traces"]
+    s = ar["summary"]
+    # O4: self and top-level attribution each partition the linked GPU work.
+    assert sum(r["gpu_self_ns"] for r in ar["ops"]) == s["gpu_linked_ns"] == 12638958
+    assert sum(r["gpu_top_ns"] for r in ar["ops"]) == s["gpu_linked_ns"]
+    assert (s["launches"], s["graph_launches"], s["verdict"]) == (736, 64, "launch-bound")
+    assert doc["comparison"]["candidate_verdict"] == "launch-bound"
+
+
+def test_ops_frame_has_every_row():
+    pd = pytest.importorskip("pandas")
+    doc = torchtrace.ops(AR)
+    df = torchtrace.ops_frame(doc)
+    assert isinstance(df, pd.DataFrame)
+    assert len(df) == len(doc["traces"][0]["ops"])
+    assert list(df.columns[:3]) == ["path", "cat", "name"]
+    assert df["gpu_self_ns"].sum() == doc["traces"][0]["summary"]["gpu_linked_ns"]
 
 
 def test_diff_matches_cli():

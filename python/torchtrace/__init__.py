@@ -36,6 +36,8 @@ __all__ = [
     "diff",
     "kernels",
     "iterations",
+    "ops",
+    "ops_frame",
     "hierarchy",
     "contexts",
     "to_frame",
@@ -257,6 +259,41 @@ def iterations(
     """
     return run("iterations", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_iteration, progress=progress, **options)
+
+
+def ops(
+    paths: Paths,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    top: int = 20,
+    sort: str = "gpu_self",
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Which CPU operator launched which GPU work, and whether the run is
+    launch-bound (shared/docs/VIEWS.md O1-O10), as ``torchtrace ops -f json``
+    does: ``run("ops", ...)``.
+
+    Args:
+        paths: one trace; two: baseline (AR) then candidate (MTP), their
+            top-level ops compared; or more, side by side.
+        tokens, summaries, progress: as for :func:`run` (per-token figures).
+        top, sort: the CLI's table options (``"gpu_self"``, ``"gpu_top"``,
+            ``"host"``, ``"calls"``); the document has every row regardless.
+
+    Returns:
+        ``{"traces": [{"summary": {...}, "ops": [...], ...}], "comparison": {...} or None}``.
+    """
+    return run("ops", paths, tokens=tokens, summaries=summaries, progress=progress,
+               top=top, sort=sort)
+
+
+def ops_frame(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pandas") -> Any:
+    """Every op row of an :func:`ops` document (or of the traces given), one
+    row per (trace, cat, name) with the trace's ``path`` first, as
+    :func:`to_frame` makes it (a pandas ``DataFrame`` or a ``pyarrow.Table``)."""
+    doc = doc_or_paths if isinstance(doc_or_paths, dict) else ops(doc_or_paths)
+    rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t["ops"]]
+    return to_frame(rows, kind=kind)
 
 
 def hierarchy(

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod hierarchy;
 pub mod iterations;
 pub mod kernels;
+pub mod ops;
 pub mod pair;
 pub mod ranks;
 
@@ -22,4 +23,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<iterations::Iterations>(),
     Entry::command::<diff::Diff>(),
     Entry::command::<ranks::Ranks>(),
+    Entry::command::<ops::Ops>(),
 ];

@@ -13,6 +13,7 @@ pub mod hierarchy;
 pub mod iterations;
 pub mod kernels;
 pub mod merge;
+pub mod ops;
 pub mod pair;
 pub mod plot;
 pub mod ranks;
@@ -114,6 +115,7 @@ pub enum Command {
     Merge(merge::MergeArgs),
     Diff(diff::DiffArgs),
     Ranks(ranks::RanksArgs),
+    Ops(ops::OpsArgs),
 }
 
 /// What is known about each trace's run; the same flags on `pair`,
@@ -356,6 +358,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Merge(a) => merge::run(a, &cli.global),
         Command::Diff(a) => diff::run(a, &cli.global),
         Command::Ranks(a) => ranks::run(a, &cli.global),
+        Command::Ops(a) => ops::run(a, &cli.global),
     }
 }
 
@@ -374,6 +377,7 @@ impl Command {
             Command::Merge(a) => a.records.iter().collect(),
             Command::Diff(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Ranks(a) => a.traces.iter().collect(),
+            Command::Ops(a) => a.traces.iter().chain(&a.run.summary).collect(),
         }
     }
 }

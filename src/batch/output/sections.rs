@@ -159,6 +159,7 @@ mod tests {
                 vec!["gpu_work.csv", "gpu_work.md"],
                 vec!["iterations.csv"],
                 vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
+                vec!["ops.csv"],
             ]
         );
         let stems: Vec<&str> = s
@@ -171,7 +172,8 @@ mod tests {
             [
                 "fig7_iterations_per_token",
                 "fig7b_graph_cadence",
-                "fig8_gpu_time_by_family"
+                "fig8_gpu_time_by_family",
+                "fig10_ops_gpu_vs_host_per_token"
             ]
         );
         assert!(s[4]

@@ -1,0 +1,288 @@
+//! `ops` in `batch` (its [`crate::api::Command::batch_section`]): per
+//! workload, AR against MTP — report.md's "Who launches the GPU work"
+//! section (both verdicts, host busy per GPU ns, the host-wait share of
+//! GPU idle, launches and short-GPU launches per token, MTP's launch-bound
+//! top-level ops and the top-level ops whose host time per token grew the
+//! most), `ops.csv` (one row per match and top-level op) and figure 10:
+//! per workload, the top-level ops' GPU time and host time per token, AR
+//! beside MTP.
+//!
+//! Every figure is [`super::view::compare`]'s, as `torchtrace ops AR MTP`
+//! prints it.
+
+use super::view::{compare, count_per_token, OpsComparison};
+use super::{Ops, TraceOps};
+use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
+use crate::report::{self, Cell, Table};
+
+/// The CSV file the section writes.
+pub const CSV: &str = "ops.csv";
+/// Figure 10's file stem.
+pub const FIGURE: &str = "fig10_ops_gpu_vs_host_per_token";
+
+struct Row<'c> {
+    m: &'c Match,
+    ar: &'c TraceOps,
+    mtp: &'c TraceOps,
+    c: OpsComparison,
+}
+
+/// The section: `None` when no match has ops figures on both sides.
+pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
+    let rows: Vec<Row> = campaign
+        .matched::<Ops>()
+        .into_iter()
+        .map(|(m, ar, mtp)| Row {
+            m,
+            ar,
+            mtp,
+            c: compare(ar, mtp),
+        })
+        .collect();
+    if rows.is_empty() {
+        return None;
+    }
+    let mut md = report::markdown::section(&summary_table(&rows), "##");
+    md.push_str(&format!(
+        "\nPer trace, `torchtrace ops`' summary (shared/docs/VIEWS.md O9): host busy = the launching threads' \
+         window less their sync-like calls, per ns of linked GPU work; host wait = GPU idle gaps whose work's \
+         runtime call started after the stream went idle (I2–I3); verdict = launch-bound iff host busy > GPU work \
+         and host wait > half the idle. Short-GPU launch: runtime call ≤ 50 µs and GPU work shorter than it (O6). \
+         CSV: [{CSV}]({CSV}).\n\n"
+    ));
+    md.push_str(&report::markdown::section(&explain_table(&rows), "###"));
+    Some(Section {
+        markdown: md,
+        files: vec![SectionFile {
+            name: CSV.into(),
+            text: report::csv::to_string(&csv_table(&rows)),
+            what: "top-level ops per token, AR vs MTP per workload".into(),
+        }],
+        figures: vec![Box::new(figure(&rows))],
+    })
+}
+
+fn f6(v: Option<f64>) -> Cell {
+    Cell::opt_f(v, 6)
+}
+
+fn verdict(t: &TraceOps) -> Cell {
+    t.summary.verdict.clone().map_or(Cell::Null, Cell::Text)
+}
+
+fn summary_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "Who launches the GPU work: AR vs MTP per workload (ops)",
+        &[
+            "Workload",
+            "Mode",
+            "Verdict AR",
+            "Verdict MTP",
+            "Host busy/GPU ns AR",
+            "Host busy/GPU ns MTP",
+            "Host-wait share of idle AR",
+            "Host-wait share of idle MTP",
+            "Launches/token AR",
+            "Launches/token MTP",
+            "Short-GPU launches/token AR",
+            "Short-GPU launches/token MTP",
+        ],
+    );
+    for r in rows {
+        let (a, m) = (r.ar, r.mtp);
+        t.row(vec![
+            r.m.workload.clone().into(),
+            r.m.candidate_mode.clone().into(),
+            verdict(a),
+            verdict(m),
+            f6(a.summary.host_busy_per_gpu),
+            f6(m.summary.host_busy_per_gpu),
+            f6(a.summary.host_wait_share_of_idle),
+            f6(m.summary.host_wait_share_of_idle),
+            f6(count_per_token(a.summary.launches, a)),
+            f6(count_per_token(m.summary.launches, m)),
+            f6(count_per_token(a.summary.launch_stats.short_gpu, a)),
+            f6(count_per_token(m.summary.launch_stats.short_gpu, m)),
+        ]);
+    }
+    t
+}
+
+/// Host time per token MTP − AR of a top-level op (ns), when both known.
+fn host_growth(p: &super::view::TopLevelPair) -> Option<f64> {
+    Some(p.candidate_host_per_token_ns.unwrap_or(0.0) - p.baseline_host_per_token_ns.unwrap_or(0.0))
+        .filter(|_| {
+            p.candidate_host_per_token_ns.is_some() || p.baseline_host_per_token_ns.is_some()
+        })
+}
+
+/// The ops that explain the difference: MTP's launch-bound top-level ops
+/// (O9) and the three top-level ops whose host time per token grew most.
+fn explain_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "The ops that explain the difference",
+        &[
+            "Workload",
+            "MTP's launch-bound top-level ops (by GPU time)",
+            "Launch-bound share of MTP's top-level GPU time",
+            "Largest growth of host time per token (MTP − AR, ns)",
+        ],
+    );
+    for r in rows {
+        let mut grow: Vec<(&str, f64)> =
+            r.c.top_level
+                .iter()
+                .filter_map(|p| host_growth(p).map(|g| (p.name.as_str(), g)))
+                .collect();
+        grow.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let grow: Vec<String> = grow
+            .iter()
+            .take(3)
+            .map(|(n, g)| format!("`{n}` {g:+.0}"))
+            .collect();
+        let bound: Vec<String> = r
+            .mtp
+            .summary
+            .launch_bound_top_ops
+            .iter()
+            .take(5)
+            .map(|n| format!("`{n}`"))
+            .collect();
+        t.row(vec![
+            r.m.workload.clone().into(),
+            if bound.is_empty() {
+                "none".to_string()
+            } else {
+                bound.join(", ")
+            }
+            .into(),
+            f6(r.mtp.summary.launch_bound_gpu_share),
+            if grow.is_empty() {
+                "—".to_string()
+            } else {
+                grow.join(", ")
+            }
+            .into(),
+        ]);
+    }
+    t.notes.push(
+        "top-level op = the outermost cpu_op/user_annotation enclosing a launch (O4); launch-bound op = its GPU work is shorter than its non-blocked host time (O8); per token = / completion tokens".into(),
+    );
+    t
+}
+
+fn csv_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "ops",
+        &[
+            "workload",
+            "candidate_mode",
+            "baseline",
+            "candidate",
+            "baseline_verdict",
+            "candidate_verdict",
+            "cat",
+            "name",
+            "baseline_gpu_top_ns",
+            "candidate_gpu_top_ns",
+            "baseline_host_ns",
+            "candidate_host_ns",
+            "baseline_gpu_top_per_token_ns",
+            "candidate_gpu_top_per_token_ns",
+            "baseline_host_per_token_ns",
+            "candidate_host_per_token_ns",
+            "baseline_launch_bound",
+            "candidate_launch_bound",
+        ],
+    );
+    let i = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
+    let b = |v: Option<bool>| v.map_or(Cell::Null, |x| Cell::text(x.to_string()));
+    for r in rows {
+        for p in &r.c.top_level {
+            t.row(vec![
+                r.m.workload.clone().into(),
+                r.m.candidate_mode.clone().into(),
+                r.ar.path.clone().into(),
+                r.mtp.path.clone().into(),
+                verdict(r.ar),
+                verdict(r.mtp),
+                p.cat.clone().map_or(Cell::Null, Cell::Text),
+                p.name.clone().into(),
+                i(p.baseline_gpu_top_ns),
+                i(p.candidate_gpu_top_ns),
+                i(p.baseline_host_ns),
+                i(p.candidate_host_ns),
+                f6(p.baseline_gpu_top_per_token_ns),
+                f6(p.candidate_gpu_top_per_token_ns),
+                f6(p.baseline_host_per_token_ns),
+                f6(p.candidate_host_per_token_ns),
+                b(p.baseline_launch_bound),
+                b(p.candidate_launch_bound),
+            ]);
+        }
+    }
+    t
+}
+
+/// Σ over a trace's top-level ops of (GPU, host) time per token, in ms.
+fn per_token_ms(t: &TraceOps) -> Option<(f64, f64)> {
+    let tokens = t.completion_tokens.filter(|&n| n > 0)? as f64;
+    let top = t.ops.iter().filter(|r| r.gpu_top_ns > 0);
+    let gpu: i64 = top.clone().map(|r| r.gpu_top_ns).sum();
+    let host: i64 = top.map(|r| r.host_ns).sum();
+    Some((gpu as f64 / tokens / 1e6, host as f64 / tokens / 1e6))
+}
+
+fn bars(t: &TraceOps, mode_label: &str, mode: &str) -> [StackedBar; 2] {
+    let v = per_token_ms(t);
+    let bar = |what: &str, values: Option<Vec<f64>>, ms: Option<f64>| StackedBar {
+        label: format!("{mode_label} {what}"),
+        mode: Some(mode.into()),
+        values,
+        top: ms.map_or_else(String::new, |m| format!("{m:.3} ms")),
+        below: String::new(),
+    };
+    [
+        bar("GPU", v.map(|(g, _)| vec![g, 0.0]), v.map(|x| x.0)),
+        bar("host", v.map(|(_, h)| vec![0.0, h]), v.map(|x| x.1)),
+    ]
+}
+
+/// Figure 10.
+fn figure(rows: &[Row]) -> StackedBars {
+    let groups = rows
+        .iter()
+        .map(|r| {
+            let mut b: Vec<StackedBar> = bars(r.ar, "AR", "ar").into();
+            let label = crate::runinfo::Mode::display(&r.m.candidate_mode);
+            b.extend(bars(r.mtp, &label, &r.m.candidate_mode));
+            BarGroup {
+                name: r.m.workload.clone(),
+                bars: b,
+                note: r.mtp.summary.verdict.clone().map(|v| format!("MTP: {v}")),
+            }
+        })
+        .collect();
+    StackedBars {
+        stem: FIGURE.into(),
+        title: "Top-level ops: GPU time vs host time per generated token".into(),
+        subtitle: "ops: per top-level op (outermost cpu_op/user_annotation of each launch), Σ GPU work launched and Σ host time (CPU total − sync), per completion token".into(),
+        y_desc: "time per generated token (ms)".into(),
+        segments: vec![
+            Segment {
+                name: "GPU work of the top-level ops".into(),
+                color: series_color(0),
+            },
+            Segment {
+                name: "host time of the top-level ops".into(),
+                color: series_color(1),
+            },
+        ],
+        groups,
+        empty: (
+            "no top-level ops per token".into(),
+            "needs completion-token counts and GPU work (see `torchtrace ops`)".into(),
+        ),
+    }
+}

@@ -1,0 +1,715 @@
+//! The end of the read: launch links (C3), containment (C4–C5), the rows
+//! (O1–O8), the GPU gaps (I2–I3) and the summary (O9). Integer ns
+//! throughout; ratios are exact fractions rounded half to even to 6
+//! decimals, means and medians to a whole ns (C1).
+
+use super::contain::EndTree;
+use super::gaps::{self, StreamAct};
+use super::inclusive::{self, Maximal, Point, WEIGHTS};
+use super::{
+    HostOp, LaunchStats, Linked, OpRow, Ops, OpsSummary, QueueStats, Thresholds, TimeStats,
+    TraceOps, HOST_CATEGORIES, LONG_LAUNCH_DELAY_NS, LONG_RUNTIME_NS, NO_OP, SHORT_GPU_CPU_MAX_NS,
+};
+use crate::model::Sym;
+use std::collections::HashMap;
+
+/// `num / den` rounded half to even (`den > 0`).
+pub(crate) fn div_half_even(num: i128, den: i128) -> i128 {
+    let (q, r) = (num.div_euclid(den), num.rem_euclid(den));
+    match (2 * r).cmp(&den) {
+        std::cmp::Ordering::Less => q,
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal => q + (q & 1),
+    }
+}
+
+/// An exact ratio printed with 6 decimals (C1); `None` when `den` is 0.
+pub(crate) fn ratio6(num: i128, den: i128) -> Option<f64> {
+    (den > 0).then(|| div_half_even(num * 1_000_000, den) as f64 / 1e6)
+}
+
+fn sat(v: i128) -> i64 {
+    v.clamp(i128::from(i64::MIN), i128::from(i64::MAX)) as i64
+}
+
+/// The median of sorted values, an even count's two middles averaged and
+/// rounded half to even (C1).
+fn median(sorted: &[i64]) -> Option<i64> {
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some(sat(div_half_even(
+            i128::from(sorted[n / 2 - 1]) + i128::from(sorted[n / 2]),
+            2,
+        ))),
+    }
+}
+
+/// Sync-like by name (C7): `Synchronize`, or a synchronous memcpy API
+/// (`^(cuda|hip|cu)Memcpy` without `Async`).
+fn sync_by_name(name: &str) -> bool {
+    if name.contains("Synchronize") {
+        return true;
+    }
+    let memcpy_api = ["cuda", "hip", "cu"].iter().any(|p| {
+        name.strip_prefix(p)
+            .is_some_and(|r| r.starts_with("Memcpy"))
+    });
+    memcpy_api && !name.contains("Async")
+}
+
+/// A graph launch (C3): the name matches `GraphLaunch`.
+fn is_graph(name: &str) -> bool {
+    name.contains("GraphLaunch")
+}
+
+/// What one runtime call launched (C3, O6).
+#[derive(Debug, Clone, Copy, Default)]
+struct Launch {
+    acts: u64,
+    kernels: u64,
+    memcpys: u64,
+    memsets: u64,
+    gpu: i64,
+    /// Its first activity's start (O6: earliest start, then end, then file order).
+    first: Option<i64>,
+    graph: bool,
+    sync: bool,
+}
+
+/// The kind of a launch (O9): graph by name, else memcpy/memset when all
+/// its activities are, else kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LaunchKind {
+    Kernel,
+    Graph,
+    Memcpy,
+    Memset,
+}
+
+impl Launch {
+    fn kind(&self) -> LaunchKind {
+        if self.graph {
+            LaunchKind::Graph
+        } else if self.memcpys == self.acts {
+            LaunchKind::Memcpy
+        } else if self.memsets == self.acts {
+            LaunchKind::Memset
+        } else {
+            LaunchKind::Kernel
+        }
+    }
+}
+
+/// Per-launch figures (O6).
+#[derive(Debug, Clone, Copy)]
+struct PerLaunch {
+    cpu: i64,
+    gpu: i64,
+    acts: u64,
+    latency: i64,
+    queue: i64,
+}
+
+impl PerLaunch {
+    fn short_gpu(&self) -> bool {
+        self.cpu <= SHORT_GPU_CPU_MAX_NS && self.gpu < self.cpu
+    }
+    fn long_runtime(&self) -> bool {
+        self.cpu > LONG_RUNTIME_NS
+    }
+    fn long_delay(&self) -> bool {
+        self.queue > LONG_LAUNCH_DELAY_NS
+    }
+}
+
+/// O9's statistics of a set of launches.
+fn launch_stats(v: &[PerLaunch]) -> LaunchStats {
+    let sum = |f: fn(&PerLaunch) -> i64| sat(v.iter().map(|p| i128::from(f(p))).sum());
+    let count = |f: fn(&PerLaunch) -> bool| v.iter().filter(|p| f(p)).count() as u64;
+    let stats = |f: fn(&PerLaunch) -> i64| {
+        let mut xs: Vec<i64> = v.iter().map(f).collect();
+        xs.sort_unstable();
+        let total: i128 = xs.iter().map(|&x| i128::from(x)).sum();
+        TimeStats {
+            sum: sat(total),
+            mean: (!xs.is_empty()).then(|| sat(div_half_even(total, xs.len() as i128))),
+            median: median(&xs),
+            min: xs.first().copied(),
+            max: xs.last().copied(),
+        }
+    };
+    let q = stats(|p| p.queue);
+    LaunchStats {
+        launches: v.len() as u64,
+        activities: v.iter().map(|p| p.acts).sum(),
+        cpu_ns: sum(|p| p.cpu),
+        gpu_ns: sum(|p| p.gpu),
+        launch_latency_ns: stats(|p| p.latency),
+        queue_delay_ns: QueueStats {
+            sum: q.sum,
+            mean: q.mean,
+            median: q.median,
+            min: q.min,
+            max: q.max,
+            negative: count(|p| p.queue < 0),
+            sum_clipped: sum(|p| p.queue.max(0)),
+        },
+        short_gpu: count(PerLaunch::short_gpu),
+        gpu_shorter_than_cpu: count(|p| p.gpu < p.cpu),
+        long_runtime: count(PerLaunch::long_runtime),
+        long_launch_delay: count(PerLaunch::long_delay),
+    }
+}
+
+fn end_of(ts: i64, dur: i64) -> i64 {
+    ts.saturating_add(dur)
+}
+
+/// Every activity's owner (C3: the first runtime call in file order with
+/// its correlation) and the duplicate count.
+fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
+    let mut first: HashMap<i64, u32> = HashMap::with_capacity(calls.len());
+    let mut dup = 0;
+    for (i, c) in calls.iter().enumerate() {
+        if let Some(k) = c.corr {
+            match first.entry(k) {
+                std::collections::hash_map::Entry::Occupied(_) => dup += 1,
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(i as u32);
+                }
+            }
+        }
+    }
+    let own = acts
+        .iter()
+        .map(|a| a.corr.and_then(|k| first.get(&k).copied()))
+        .collect();
+    (own, dup)
+}
+
+/// What each runtime call launched.
+fn launches(
+    calls: &[Linked],
+    acts: &[Linked],
+    own: &[Option<u32>],
+    names: &crate::model::Interner,
+) -> Vec<Launch> {
+    let mut out: Vec<Launch> = calls
+        .iter()
+        .map(|c| Launch {
+            graph: is_graph(names.resolve(c.name)),
+            sync: sync_by_name(names.resolve(c.name)),
+            ..Launch::default()
+        })
+        .collect();
+    let mut first_key: Vec<Option<(i64, i64, u64)>> = vec![None; calls.len()];
+    for (a, o) in acts.iter().zip(own) {
+        let Some(o) = *o else { continue };
+        let l = &mut out[o as usize];
+        l.acts += 1;
+        l.gpu = l.gpu.saturating_add(a.dur);
+        match a.code {
+            1 => {
+                l.memcpys += 1;
+                // C7: a memcpy to or from pageable memory blocks the host.
+                if names.resolve(a.name).contains("Pageable") {
+                    l.sync = true;
+                }
+            }
+            2 => l.memsets += 1,
+            _ => l.kernels += 1,
+        }
+        let key = (a.ts, end_of(a.ts, a.dur), a.index);
+        let f = &mut first_key[o as usize];
+        if f.is_none_or(|k| key < k) {
+            *f = Some(key);
+            l.first = Some(a.ts);
+        }
+    }
+    out
+}
+
+/// The ops of one thread in key order and their enclosers.
+struct Thread {
+    /// Op indices in key order `(ts, −end, file index)` (C4).
+    order: Vec<u32>,
+    starts: Vec<i64>,
+    any: EndTree,
+    /// RecordFunction scopes only (python frames excluded, O4).
+    scopes: EndTree,
+}
+
+impl Thread {
+    fn new(mut order: Vec<u32>, ops: &[HostOp]) -> Thread {
+        order.sort_unstable_by_key(|&i| {
+            let o = &ops[i as usize];
+            (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), o.index)
+        });
+        let end = |&i: &u32| end_of(ops[i as usize].ts, ops[i as usize].dur);
+        let ends: Vec<i64> = order.iter().map(end).collect();
+        let scope_ends: Vec<i64> = order
+            .iter()
+            .map(|i| match ops[*i as usize].cat {
+                2 => i64::MIN,
+                _ => end(i),
+            })
+            .collect();
+        Thread {
+            starts: order.iter().map(|&i| ops[i as usize].ts).collect(),
+            any: EndTree::new(&ends),
+            scopes: EndTree::new(&scope_ends),
+            order,
+        }
+    }
+
+    /// (innermost op, outermost RecordFunction scope) enclosing a runtime
+    /// call [ts, end] (C4: any op with ts ≤ call.ts and call.end ≤ end).
+    fn enclosers(&self, ts: i64, end: i64) -> (Option<u32>, Option<u32>) {
+        let p = self.starts.partition_point(|&s| s <= ts);
+        let at = |k: Option<usize>| k.map(|k| self.order[k]);
+        (
+            at(self.any.rightmost(p, end)),
+            at(self.scopes.leftmost(p, end)),
+        )
+    }
+}
+
+/// Row accumulators beside the public row.
+#[derive(Default)]
+struct Acc {
+    row: OpRow,
+    latencies: Vec<i64>,
+}
+
+/// The rows by (cat, name), the pseudo-row last created.
+struct RowSet {
+    ids: HashMap<(u8, Sym), u32>,
+    rows: Vec<Acc>,
+    pseudo: Option<u32>,
+}
+
+impl RowSet {
+    fn of_op(&mut self, o: &HostOp, names: &crate::model::Interner) -> u32 {
+        let next = self.rows.len() as u32;
+        let id = *self.ids.entry((o.cat, o.name)).or_insert(next);
+        if id == next {
+            self.rows.push(Acc {
+                row: OpRow {
+                    cat: Some(HOST_CATEGORIES[o.cat as usize % 4].to_string()),
+                    name: names.resolve(o.name).to_string(),
+                    ..OpRow::default()
+                },
+                latencies: Vec::new(),
+            });
+        }
+        id
+    }
+
+    fn pseudo(&mut self) -> u32 {
+        if let Some(p) = self.pseudo {
+            return p;
+        }
+        let id = self.rows.len() as u32;
+        self.rows.push(Acc {
+            row: OpRow {
+                cat: None,
+                name: NO_OP.to_string(),
+                ..OpRow::default()
+            },
+            latencies: Vec::new(),
+        });
+        self.pseudo = Some(id);
+        id
+    }
+}
+
+/// O5's self CPU time: each parent's row less the length of the union of
+/// its children (improperly nested siblings may overlap).
+fn subtract_children(mut children: Vec<(u32, i64, i64)>, op_row: &[u32], rows: &mut RowSet) {
+    children.sort_unstable();
+    for group in children.chunk_by(|a, b| a.0 == b.0) {
+        let ivs: Vec<(crate::model::Ns, crate::model::Ns)> = group
+            .iter()
+            .map(|c| (crate::model::Ns(c.1), crate::model::Ns(c.2)))
+            .collect();
+        let len = crate::ledger::intervals::length(&crate::ledger::intervals::union(ivs));
+        let r = &mut rows.rows[op_row[group[0].0 as usize] as usize].row;
+        r.cpu_self_ns = r.cpu_self_ns.saturating_sub(sat(len));
+    }
+}
+
+/// The figures of one trace from what was kept.
+pub(super) fn measure(st: Ops) -> TraceOps {
+    let Ops {
+        names,
+        lanes,
+        host,
+        calls,
+        acts,
+        mut counts,
+    } = st;
+    let ops = host.into_vec();
+    let calls = calls.into_vec();
+    let acts = acts.into_vec();
+    let (own, dup) = owners(&calls, &acts);
+    counts.duplicate_runtime_correlation = dup;
+    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
+    let launched = launches(&calls, &acts, &own, &names);
+
+    // Rows of every op (O1), threads in key order (C4).
+    let mut rows = RowSet {
+        ids: HashMap::new(),
+        rows: Vec::new(),
+        pseudo: None,
+    };
+    let op_row: Vec<u32> = ops.iter().map(|o| rows.of_op(o, &names)).collect();
+    let mut by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
+    for (i, o) in ops.iter().enumerate() {
+        by_lane[o.lane as usize].push(i as u32);
+    }
+    let mut calls_by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
+    for (i, c) in calls.iter().enumerate() {
+        calls_by_lane[c.lane as usize].push(i as u32);
+    }
+    // Per thread, one at a time (its trees dropped before the next):
+    // parents (C5), maximal-of-name instances (O5), the launchers (O2) and
+    // top-level ops (O4) of its runtime calls, and self CPU time (O5).
+    let mut maximal: Vec<Vec<Maximal>> = vec![Vec::new(); lanes.len()];
+    let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
+    let mut top: Vec<Option<u32>> = vec![None; calls.len()];
+    for (lane, v) in by_lane.into_iter().enumerate() {
+        let t = Thread::new(v, &ops);
+        let mut reach: HashMap<u32, i64> = HashMap::new();
+        // (parent op, start, end) of every child op and launched call.
+        let mut children: Vec<(u32, i64, i64)> = Vec::new();
+        for (q, &i) in t.order.iter().enumerate() {
+            let o = &ops[i as usize];
+            let end = end_of(o.ts, o.dur);
+            if let Some(k) = t.any.rightmost(q, end) {
+                children.push((t.order[k], o.ts, end));
+            }
+            let row = op_row[i as usize];
+            let r = &mut rows.rows[row as usize].row;
+            r.calls += 1;
+            r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
+            let far = reach.entry(row).or_insert(i64::MIN);
+            if *far < end {
+                // Not enclosed by an earlier instance of its name.
+                *far = end;
+                r.cpu_total_ns = r.cpu_total_ns.saturating_add(o.dur);
+                maximal[lane].push(Maximal { row, ts: o.ts, end });
+            }
+        }
+        for &ci in &calls_by_lane[lane] {
+            let c = &calls[ci as usize];
+            let (inner, outer) = t.enclosers(c.ts, end_of(c.ts, c.dur));
+            launcher[ci as usize] = inner;
+            top[ci as usize] = outer.or(inner);
+            if let Some(l) = inner {
+                children.push((l, c.ts, end_of(c.ts, c.dur)));
+            }
+        }
+        drop(t);
+        subtract_children(children, &op_row, &mut rows);
+    }
+
+    // Per runtime call: the launcher's self figures (O6–O7), the top-level
+    // op's (O4).
+    let mut first_self: HashMap<u32, i64> = HashMap::new();
+    let mut all: Vec<(LaunchKind, PerLaunch)> = Vec::new();
+    let mut without_op = 0u64;
+    let mut graph_kernels = 0u64;
+    for (ci, c) in calls.iter().enumerate() {
+        let row = match launcher[ci] {
+            Some(o) => op_row[o as usize],
+            None => rows.pseudo(),
+        };
+        let r = &mut rows.rows[row as usize];
+        r.row.runtime_self_ns = r.row.runtime_self_ns.saturating_add(c.dur);
+        let l = &launched[ci];
+        let Some(first) = l.first else { continue };
+        let p = PerLaunch {
+            cpu: c.dur,
+            gpu: l.gpu,
+            acts: l.acts,
+            latency: first.saturating_sub(c.ts),
+            queue: first.saturating_sub(end_of(c.ts, c.dur)),
+        };
+        all.push((l.kind(), p));
+        if l.graph {
+            graph_kernels += l.acts;
+        }
+        let s = &mut r.row;
+        s.launches_self += 1;
+        s.graph_launches_self += u64::from(l.graph);
+        s.kernels_self += l.kernels;
+        s.memcpys_self += l.memcpys;
+        s.memsets_self += l.memsets;
+        s.gpu_self_ns = s.gpu_self_ns.saturating_add(l.gpu);
+        s.short_gpu_self += u64::from(p.short_gpu());
+        s.long_runtime_self += u64::from(p.long_runtime());
+        s.long_launch_delay_self += u64::from(p.long_delay());
+        s.launch_latency_ns_sum = s.launch_latency_ns_sum.saturating_add(p.latency);
+        s.queue_delay_ns_sum = s.queue_delay_ns_sum.saturating_add(p.queue);
+        r.latencies.push(p.latency);
+        match launcher[ci] {
+            Some(o) => {
+                let f = first_self.entry(o).or_insert(c.ts);
+                *f = (*f).min(c.ts);
+            }
+            None => without_op += 1,
+        }
+        let trow = match top[ci] {
+            Some(o) => op_row[o as usize],
+            None => row,
+        };
+        let t = &mut rows.rows[trow as usize].row;
+        t.activities_top += l.acts;
+        t.gpu_top_ns = t.gpu_top_ns.saturating_add(l.gpu);
+    }
+    for (&i, t) in &first_self {
+        let i = i as usize;
+        let r = &mut rows.rows[op_row[i] as usize].row;
+        r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
+        r.first_launch_delay_n += 1;
+    }
+
+    // Inclusive (O3) and sync time (O5), once per name.
+    let mut sums = vec![[0i128; WEIGHTS]; rows.rows.len()];
+    for (lane, cs) in calls_by_lane.iter().enumerate() {
+        let mut points: Vec<Point> = cs
+            .iter()
+            .map(|&ci| {
+                let (c, l) = (&calls[ci as usize], &launched[ci as usize]);
+                let launch = l.first.is_some();
+                Point {
+                    ts: c.ts,
+                    end: end_of(c.ts, c.dur),
+                    w: [
+                        i64::from(launch),
+                        l.acts as i64,
+                        l.gpu,
+                        if l.sync { c.dur } else { 0 },
+                    ],
+                }
+            })
+            .collect();
+        inclusive::add_sums(&mut points, &mut maximal[lane], &mut sums);
+    }
+    for (acc, s) in rows.rows.iter_mut().zip(&sums) {
+        let r = &mut acc.row;
+        if r.cat.is_none() {
+            // The pseudo-row holds what no op encloses: its self figures.
+            r.launches_total = r.launches_self;
+            r.activities_total = r.kernels_self + r.memcpys_self + r.memsets_self;
+            r.gpu_total_ns = r.gpu_self_ns;
+        } else {
+            r.launches_total = s[0] as u64;
+            r.activities_total = s[1] as u64;
+            r.gpu_total_ns = sat(s[2]);
+            r.sync_ns = sat(s[3]);
+        }
+        r.host_ns = r.cpu_total_ns.saturating_sub(r.sync_ns);
+        // O8.
+        r.launch_bound = (r.activities_total > 0).then_some(r.gpu_total_ns < r.host_ns);
+        acc.latencies.sort_unstable();
+        r.launch_latency_ns_median = median(&acc.latencies);
+    }
+    let mut out_rows: Vec<OpRow> = rows.rows.into_iter().map(|a| a.row).collect();
+    sort_rows(&mut out_rows);
+
+    let summary = summarize(Facts {
+        ops: &ops,
+        calls: &calls,
+        acts: &acts,
+        own: &own,
+        launched: &launched,
+        all: &all,
+        rows: &out_rows,
+        lanes: lanes.len(),
+        without_op,
+        graph_kernels,
+    });
+    TraceOps {
+        path: String::new(),
+        complete: true,
+        error: None,
+        units: "ns".into(),
+        completion_tokens: None,
+        tokens_source: None,
+        thresholds: Thresholds::default(),
+        input: counts,
+        summary,
+        ops: out_rows,
+        names_cut: names.cut() as u64,
+    }
+}
+
+/// O1's order: gpu_self desc, gpu_total desc, cpu_total desc, cat, name.
+pub(crate) fn sort_rows(rows: &mut [OpRow]) {
+    rows.sort_by(|a, b| {
+        b.gpu_self_ns
+            .cmp(&a.gpu_self_ns)
+            .then(b.gpu_total_ns.cmp(&a.gpu_total_ns))
+            .then(b.cpu_total_ns.cmp(&a.cpu_total_ns))
+            .then(
+                a.cat
+                    .as_deref()
+                    .unwrap_or("")
+                    .cmp(b.cat.as_deref().unwrap_or("")),
+            )
+            .then(a.name.cmp(&b.name))
+    });
+}
+
+/// What the summary is computed from.
+struct Facts<'a> {
+    ops: &'a [HostOp],
+    calls: &'a [Linked],
+    acts: &'a [Linked],
+    own: &'a [Option<u32>],
+    launched: &'a [Launch],
+    all: &'a [(LaunchKind, PerLaunch)],
+    rows: &'a [OpRow],
+    lanes: usize,
+    without_op: u64,
+    graph_kernels: u64,
+}
+
+/// O9.
+fn summarize(f: Facts<'_>) -> OpsSummary {
+    let mut s = OpsSummary {
+        host_ops: f.ops.len() as u64,
+        runtime_calls: f.calls.len() as u64,
+        launches: f.all.len() as u64,
+        graph_launches: f
+            .all
+            .iter()
+            .filter(|(k, _)| *k == LaunchKind::Graph)
+            .count() as u64,
+        activities: f.acts.len() as u64,
+        graph_kernels: f.graph_kernels,
+        launches_without_op: f.without_op,
+        ..OpsSummary::default()
+    };
+    let (mut gpu, mut linked) = (0i128, 0i128);
+    for (a, o) in f.acts.iter().zip(f.own) {
+        match a.code {
+            1 => s.memcpys += 1,
+            2 => s.memsets += 1,
+            _ => s.kernels += 1,
+        }
+        gpu += i128::from(a.dur);
+        if o.is_some() {
+            s.activities_linked += 1;
+            linked += i128::from(a.dur);
+        }
+    }
+    s.activities_unlinked = s.activities - s.activities_linked;
+    s.gpu_ns = sat(gpu);
+    s.gpu_linked_ns = sat(linked);
+    s.gpu_unlinked_ns = sat(gpu - linked);
+    let per: Vec<PerLaunch> = f.all.iter().map(|(_, p)| *p).collect();
+    s.launch_stats = launch_stats(&per);
+    let of = |k: LaunchKind| {
+        let v: Vec<PerLaunch> = f
+            .all
+            .iter()
+            .filter(|(x, _)| *x == k)
+            .map(|(_, p)| *p)
+            .collect();
+        launch_stats(&v)
+    };
+    s.launch_stats_by_kind.kernel = of(LaunchKind::Kernel);
+    s.launch_stats_by_kind.graph = of(LaunchKind::Graph);
+    s.launch_stats_by_kind.memcpy = of(LaunchKind::Memcpy);
+    s.launch_stats_by_kind.memset = of(LaunchKind::Memset);
+
+    // Launch-bound share of the top-level GPU time (O8, O9).
+    let top_total: i128 = f.rows.iter().map(|r| i128::from(r.gpu_top_ns)).sum();
+    let mut bound: Vec<&OpRow> = f
+        .rows
+        .iter()
+        .filter(|r| r.launch_bound == Some(true) && r.gpu_top_ns > 0)
+        .collect();
+    let bound_gpu: i128 = bound.iter().map(|r| i128::from(r.gpu_top_ns)).sum();
+    s.launch_bound_gpu_share = ratio6(bound_gpu, top_total);
+    bound.sort_by_key(|r| std::cmp::Reverse(r.gpu_top_ns));
+    s.launch_bound_top_ops = bound.iter().take(10).map(|r| r.name.clone()).collect();
+
+    host_side(&f, &mut s);
+    let mut stream_acts: Vec<StreamAct> = f
+        .acts
+        .iter()
+        .zip(f.own)
+        .map(|(a, o)| StreamAct {
+            stream: a.lane,
+            start: a.ts,
+            end: end_of(a.ts, a.dur),
+            index: a.index,
+            call_ts: o.map(|o| f.calls[o as usize].ts),
+        })
+        .collect();
+    let idle = gaps::idle(&mut stream_acts);
+    s.gpu_idle_ns = idle.idle_ns;
+    s.gpu_host_wait_ns = idle.host_wait_ns;
+    s.host_wait_share_of_idle = ratio6(i128::from(idle.host_wait_ns), i128::from(idle.idle_ns));
+    s.verdict = (s.activities > 0).then(|| {
+        let busy = s.host_busy_ns > s.gpu_linked_ns;
+        let waits = 2 * i128::from(idle.host_wait_ns) > i128::from(idle.idle_ns);
+        if busy && waits {
+            "launch-bound"
+        } else {
+            "not launch-bound"
+        }
+        .to_string()
+    });
+    s
+}
+
+/// O9's host side over the launching threads: window, blocked, busy.
+fn host_side(f: &Facts<'_>, s: &mut OpsSummary) {
+    let mut launching = vec![false; f.lanes];
+    for (c, l) in f.calls.iter().zip(f.launched) {
+        if l.first.is_some() {
+            launching[c.lane as usize] = true;
+        }
+    }
+    let mut span: Vec<Option<(i64, i64)>> = vec![None; f.lanes];
+    let mut widen = |lane: u32, ts: i64, end: i64| {
+        let w = &mut span[lane as usize];
+        *w = Some(w.map_or((ts, end), |(a, b)| (a.min(ts), b.max(end))));
+    };
+    for o in f.ops {
+        widen(o.lane, o.ts, end_of(o.ts, o.dur));
+    }
+    for c in f.calls {
+        widen(c.lane, c.ts, end_of(c.ts, c.dur));
+    }
+    let window: i128 = span
+        .iter()
+        .zip(&launching)
+        .filter(|(_, l)| **l)
+        .filter_map(|(w, _)| *w)
+        .map(|(a, b)| i128::from(b) - i128::from(a))
+        .sum();
+    let mut blocked_ivs: Vec<Vec<(crate::model::Ns, crate::model::Ns)>> = vec![Vec::new(); f.lanes];
+    for (c, l) in f.calls.iter().zip(f.launched) {
+        if l.sync && launching[c.lane as usize] {
+            blocked_ivs[c.lane as usize].push((
+                crate::model::Ns(c.ts),
+                crate::model::Ns(end_of(c.ts, c.dur)),
+            ));
+        }
+    }
+    let blocked: i128 = blocked_ivs
+        .into_iter()
+        .map(|v| crate::ledger::intervals::length(&crate::ledger::intervals::union(v)))
+        .sum();
+    s.host_window_ns = sat(window);
+    s.host_blocked_ns = sat(blocked);
+    s.host_busy_ns = sat(window - blocked);
+    s.host_busy_per_gpu = ratio6(window - blocked, i128::from(s.gpu_linked_ns));
+}

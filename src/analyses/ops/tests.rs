@@ -1,0 +1,172 @@
+//! Unit tests of `ops` on small synthetic traces whose every figure is
+//! worked out by hand from VIEWS.md (rule ids in each test's doc).
+
+use super::{OpRow, Ops, OpsSpec, TraceOps};
+use crate::analysis::{analyze_reader, Plan};
+use crate::contexts::Selector;
+
+fn run(events: &[String]) -> TraceOps {
+    let text = format!("{{\"traceEvents\": [{}]}}", events.join(",\n"));
+    let plan = Plan::new(Selector::default()).with(OpsSpec::default());
+    let mut r = analyze_reader("synthetic", text.as_bytes(), &plan);
+    r.take::<Ops>().expect("ops ran")
+}
+
+/// A complete event, times in µs.
+fn ev(cat: &str, name: &str, tid: i64, ts: i64, dur: i64, corr: Option<i64>) -> String {
+    let args = corr.map_or(String::new(), |c| {
+        format!(", \"args\": {{\"correlation\": {c}}}")
+    });
+    format!("{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": 1, \"tid\": {tid}, \"ts\": {ts}, \"dur\": {dur}{args}}}")
+}
+
+/// A device activity on stream `stream` of device 0, times in µs.
+fn act(cat: &str, name: &str, stream: i64, ts: i64, dur: i64, corr: i64) -> String {
+    format!("{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": 0, \"tid\": {stream}, \"ts\": {ts}, \"dur\": {dur}, \"args\": {{\"correlation\": {corr}, \"device\": 0, \"stream\": {stream}}}}}")
+}
+
+fn row<'a>(t: &'a TraceOps, name: &str) -> &'a OpRow {
+    t.ops
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no row {name}"))
+}
+
+/// The vLLM shape of C4 (a record_function range starting inside the
+/// python frame `enter` and ending inside `exit`: not nested), a graph
+/// replay (O2: its launcher is the python frame), a pageable DtoH copy
+/// (C7: sync-like), a sync call outside every op (O1's pseudo-row):
+///
+/// ```text
+/// tid 1 [step=====================================================)      [sync)
+///         [enter)   [exit)  [replay)    [copy_======)             1000   1100
+///           [rf==========)    L2 graph   L3 memcpy (Pageable)
+///             [topk==)
+///               [sort)
+///                L1 kernel
+/// ```
+#[test]
+fn the_vllm_shape_by_hand() {
+    let t = run(&[
+        ev("user_annotation", "step", 1, 0, 1000, None),
+        ev("python_function", "enter", 1, 10, 20, None),
+        ev("user_annotation", "rf", 1, 20, 180, None),
+        ev("python_function", "exit", 1, 190, 20, None),
+        ev("cpu_op", "aten::topk", 1, 40, 60, None),
+        ev("cpu_op", "aten::sort", 1, 50, 40, None),
+        ev("cuda_runtime", "cudaLaunchKernel", 1, 60, 10, Some(1)),
+        ev("python_function", "replay", 1, 300, 100, None),
+        ev("cuda_runtime", "cudaGraphLaunch", 1, 310, 20, Some(2)),
+        ev("cpu_op", "aten::copy_", 1, 500, 200, None),
+        ev("cuda_runtime", "cudaMemcpyAsync", 1, 510, 180, Some(3)),
+        ev("cuda_runtime", "cudaStreamSynchronize", 1, 1100, 50, None),
+        act("kernel", "k1", 7, 75, 5, 1),
+        act("kernel", "g1", 7, 335, 10, 2),
+        act("kernel", "g2", 7, 350, 2, 2),
+        act("kernel", "g3", 8, 340, 20, 2),
+        act(
+            "gpu_memcpy",
+            "Memcpy DtoH (Device -> Pageable)",
+            7,
+            520,
+            80,
+            3,
+        ),
+    ]);
+    let us = 1000;
+    // O2: the innermost op launches; a replay goes whole to its frame.
+    assert_eq!(row(&t, "aten::sort").gpu_self_ns, 5 * us);
+    assert_eq!(row(&t, "replay").gpu_self_ns, 32 * us);
+    assert_eq!(row(&t, "replay").kernels_self, 3);
+    assert_eq!(row(&t, "replay").graph_launches_self, 1);
+    assert_eq!(row(&t, "aten::copy_").memcpys_self, 1);
+    // O3: inclusive once per name; O4: the step owns every launch.
+    assert_eq!(row(&t, "step").gpu_total_ns, 117 * us);
+    assert_eq!(row(&t, "rf").gpu_total_ns, 5 * us);
+    assert_eq!(row(&t, "aten::topk").gpu_total_ns, 5 * us);
+    assert_eq!(row(&t, "step").gpu_top_ns, 117 * us);
+    assert_eq!(row(&t, "replay").gpu_top_ns, 0);
+    assert_eq!(t.summary.gpu_linked_ns, 117 * us);
+    // O5: the step's children are enter, rf, exit, replay, copy_ (topk's
+    // parent is rf): |∪| = 200 + 100 + 200.
+    assert_eq!(row(&t, "step").cpu_self_ns, 500 * us);
+    assert_eq!(row(&t, "aten::sort").cpu_self_ns, 30 * us);
+    // C7: the pageable copy blocks: sync in step and copy_.
+    assert_eq!(row(&t, "step").sync_ns, 180 * us);
+    assert_eq!(row(&t, "step").host_ns, 820 * us);
+    assert_eq!(row(&t, "aten::copy_").host_ns, 20 * us);
+    // O8: copy_'s 80 µs of GPU work outlast its 20 µs of host time.
+    assert_eq!(row(&t, "aten::copy_").launch_bound, Some(false));
+    assert_eq!(row(&t, "aten::sort").launch_bound, Some(true));
+    assert_eq!(row(&t, "enter").launch_bound, None);
+    // O1: the sync outside every op is in the pseudo-row.
+    let pseudo = row(&t, super::NO_OP);
+    assert_eq!(
+        (pseudo.cat.as_deref(), pseudo.runtime_self_ns),
+        (None, 50 * us)
+    );
+    // O6: per launch; the copy starts before its call returns.
+    let s = &t.summary;
+    assert_eq!(s.launch_stats.launch_latency_ns.sum, (15 + 25 + 10) * us);
+    assert_eq!(s.launch_stats.queue_delay_ns.sum, (5 + 5 - 170) * us);
+    assert_eq!(s.launch_stats.queue_delay_ns.negative, 1);
+    assert_eq!(s.launch_stats.queue_delay_ns.sum_clipped, 10 * us);
+    assert_eq!(s.launch_stats.launch_latency_ns.median, Some(15 * us));
+    assert_eq!(s.launch_stats_by_kind.graph.activities, 3);
+    assert_eq!(s.launch_stats_by_kind.memcpy.launches, 1);
+    assert_eq!(row(&t, "aten::sort").first_launch_delay_ns_sum, 10 * us);
+    // O9: window 0..1150, blocked 180 + 50.
+    assert_eq!(s.host_window_ns, 1150 * us);
+    assert_eq!(s.host_blocked_ns, 230 * us);
+    assert_eq!(s.host_busy_ns, 920 * us);
+    // I2–I3 on stream 7: gaps 255 (host wait), 5 (not), 168 (host wait).
+    assert_eq!(s.gpu_idle_ns, 428 * us);
+    assert_eq!(s.gpu_host_wait_ns, 423 * us);
+    assert_eq!(s.host_wait_share_of_idle, Some(0.988318));
+    assert_eq!(s.verdict.as_deref(), Some("launch-bound"));
+    assert_eq!(s.host_busy_per_gpu, Some(7.863248));
+    // Σ gpu_self = Σ gpu_top = gpu_linked (O4).
+    let self_sum: i64 = t.ops.iter().map(|r| r.gpu_self_ns).sum();
+    assert_eq!(self_sum, s.gpu_linked_ns);
+}
+
+/// O10: without host ops every launch is in the pseudo-row (verdict still
+/// computed); C4: of two identical intervals the earlier in the file is
+/// outer, so the later launches and the earlier is top-level.
+#[test]
+fn pseudo_row_and_identical_intervals() {
+    let t = run(&[
+        ev("cuda_runtime", "cudaLaunchKernel", 1, 0, 5, Some(1)),
+        act("kernel", "k", 7, 10, 3, 1),
+    ]);
+    assert_eq!(t.ops.len(), 1);
+    assert_eq!(t.ops[0].launches_self, 1);
+    assert_eq!(t.ops[0].gpu_top_ns, 3000);
+    assert_eq!(t.ops[0].gpu_total_ns, 3000);
+    assert_eq!(t.summary.launches_without_op, 1);
+    assert_eq!(t.summary.verdict.as_deref(), Some("not launch-bound"));
+    let t = run(&[
+        ev("cpu_op", "A", 1, 0, 100, None),
+        ev("cpu_op", "B", 1, 0, 100, None),
+        ev("cuda_runtime", "cudaLaunchKernel", 1, 10, 5, Some(1)),
+        act("kernel", "k", 7, 20, 3, 1),
+    ]);
+    assert_eq!(row(&t, "B").gpu_self_ns, 3000);
+    assert_eq!(row(&t, "A").gpu_top_ns, 3000);
+    // A's only child is B, which covers it whole.
+    assert_eq!(row(&t, "A").cpu_self_ns, 0);
+    assert_eq!(row(&t, "B").cpu_self_ns, 95_000);
+}
+
+/// C1's rounding helpers: half to even.
+#[test]
+fn ratios_and_means_round_half_to_even() {
+    use super::measure::{div_half_even, ratio6};
+    assert_eq!(div_half_even(5, 2), 2);
+    assert_eq!(div_half_even(7, 2), 4);
+    assert_eq!(div_half_even(-5, 2), -2);
+    assert_eq!(ratio6(1, 3), Some(0.333333));
+    assert_eq!(ratio6(1, 8_000_000), Some(0.0)); // 0.125e-6 → 0
+    assert_eq!(ratio6(3, 2_000_000), Some(0.000002)); // 1.5e-6 → 2e-6
+    assert_eq!(ratio6(1, 0), None);
+}

@@ -634,7 +634,10 @@ mod tests {
         match pair(&[PathBuf::from("tests/data")], &Common::default()) {
             Err(ApiError::Arguments(why)) => {
                 assert!(why.contains("is a directory"), "{why}");
-                assert!(why.contains("torchtrace batch tests/data -o OUTDIR"), "{why}");
+                assert!(
+                    why.contains("torchtrace batch tests/data -o OUTDIR"),
+                    "{why}"
+                );
             }
             Err(e) => panic!("{e:?}"),
             Ok(_) => panic!("a directory was read as a trace"),

@@ -243,7 +243,9 @@ pub fn looks_like_trace(path: &Path, name: &str) -> bool {
     };
     let mut head = Vec::with_capacity(SNIFF_BYTES as usize);
     let _ = match gz {
-        true => MultiGzDecoder::new(f).take(SNIFF_BYTES).read_to_end(&mut head),
+        true => MultiGzDecoder::new(f)
+            .take(SNIFF_BYTES)
+            .read_to_end(&mut head),
         false => f.take(SNIFF_BYTES).read_to_end(&mut head),
     };
     trace_opening(&head)
@@ -535,7 +537,9 @@ mod tests {
             ]
         );
         assert!(!trace_opening(b"[1, 2]"));
-        assert!(trace_opening(b"{\"schemaVersion\": 1, \"deviceProperties\": []"));
+        assert!(trace_opening(
+            b"{\"schemaVersion\": 1, \"deviceProperties\": []"
+        ));
     }
 
     #[test]

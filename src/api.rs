@@ -377,9 +377,27 @@ fn given_per_trace(
             given.len()
         )));
     }
+    if let Some(why) = crate::runinfo::partial_tokens(given, n) {
+        return Err(ApiError::Arguments(why));
+    }
     Ok((0..n)
         .map(|i| given.get(i).cloned().unwrap_or_default())
         .collect())
+}
+
+/// Refuses a directory among the traces of a subcommand that reads trace
+/// files: the system's "Is a directory (os error 21)" says nothing of what
+/// to do instead (issue 38), so the error names the two ways.
+pub fn refuse_directories(paths: &[PathBuf], name: &str) -> Result<(), ApiError> {
+    match paths.iter().find(|p| p.is_dir()) {
+        Some(dir) => {
+            let d = dir.display();
+            Err(ApiError::Arguments(format!(
+                "{d}: is a directory, and `{name}` reads trace files: name the traces (e.g. {d}/*.pt.trace.json.gz), or run `torchtrace batch {d} -o OUTDIR` to analyse every trace under it"
+            )))
+        }
+        None => Ok(()),
+    }
 }
 
 /// Takes each result's partial-read error out, keeping the first: the
@@ -404,6 +422,9 @@ pub fn run<A: Command>(
         }
         false => paths,
     };
+    if !A::TAKES_DIRECTORIES {
+        refuse_directories(paths, A::NAME)?;
+    }
     let given = given_per_trace(paths, &common.given, A::MAX_TRACES)?;
     let config = A::configure(options, &common.selector)?;
     let plan = Plan::new(common.selector.clone())
@@ -449,7 +470,7 @@ pub fn run<A: Command>(
 /// (recursively, sorted by relative name; frontend and capture traces
 /// left out); files are kept as given.
 pub fn expand_directories(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ApiError> {
-    use crate::batch::inputs::{classify, walk, Kind};
+    use crate::batch::inputs::{walk, Kind};
     let mut out = Vec::new();
     for p in paths {
         if !p.is_dir() {
@@ -463,7 +484,7 @@ pub fn expand_directories(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ApiError> {
         out.extend(
             files
                 .into_iter()
-                .filter(|f| classify(&f.rel, false) == Kind::Worker)
+                .filter(|f| f.kind() == Kind::Worker)
                 .map(|f| f.path),
         );
         if out.len() == before {
@@ -587,6 +608,40 @@ mod tests {
             ..Default::default()
         };
         assert!(matches!(pair(&[p], &opts), Err(ApiError::Arguments(_))));
+    }
+
+    /// Tokens for one of two traces: the second would take its summary's
+    /// tokens silently (issue 38); a directory: `batch` is suggested.
+    #[test]
+    fn partial_tokens_and_directories_are_argument_errors() {
+        let p = PathBuf::from(HTA);
+        let one = Common {
+            given: vec![Given {
+                tokens: Some(5),
+                ..Default::default()
+            }],
+            quiet: true,
+            ..Default::default()
+        };
+        for name in ["pair", "kernels", "iterations", "diff"] {
+            let two = [p.clone(), p.clone()];
+            match run_named(name, &two, &one, &serde_json::json!({})) {
+                Err(ApiError::Arguments(why)) => assert!(why.contains("1 of 2"), "{why}"),
+                Err(e) => panic!("{name}: {e:?}"),
+                Ok(_) => panic!("{name}: tokens for one of two traces were taken"),
+            }
+        }
+        match pair(&[PathBuf::from("tests/data")], &Common::default()) {
+            Err(ApiError::Arguments(why)) => {
+                assert!(why.contains("is a directory"), "{why}");
+                assert!(
+                    why.contains("torchtrace batch tests/data -o OUTDIR"),
+                    "{why}"
+                );
+            }
+            Err(e) => panic!("{e:?}"),
+            Ok(_) => panic!("a directory was read as a trace"),
+        }
     }
 
     #[test]

@@ -424,6 +424,21 @@ pub struct Given {
     pub summary: Option<PathBuf>,
 }
 
+/// Why completion tokens given for some of `n` traces but not all are
+/// refused (`None`: given for every trace, or for none). The others would
+/// take their run summaries' tokens without a word, and a ratio of the
+/// two sides (S_context) would mix a number the user typed with one the
+/// run counted: `pair --tokens 5 AR MTP` gave S_context 34.08 instead of
+/// 2.51 (issue 38). Every subcommand that takes tokens checks it here.
+pub fn partial_tokens(given: &[Given], n: usize) -> Option<String> {
+    let with = given.iter().take(n).filter(|g| g.tokens.is_some()).count();
+    (with > 0 && with < n).then(|| {
+        format!(
+            "completion tokens (--tokens) given for {with} of {n} traces: give them once for every trace, in order, or for none (each trace's run summary then gives its own)"
+        )
+    })
+}
+
 impl RunInfo {
     /// Resolves a trace file's run information from the command line, its
     /// summary (`--summary`, else the one beside it) and its step names.
@@ -496,6 +511,20 @@ mod tests {
         assert_eq!(Mode::display("mtp"), "MTP");
         assert_eq!(label("d/x.json", Some("ar"), Some("text")), "text AR");
         assert_eq!(label("d/x.json", None, None), "x");
+    }
+
+    #[test]
+    fn tokens_for_some_traces_only_are_refused() {
+        let t = |n| Given {
+            tokens: n,
+            ..Default::default()
+        };
+        assert_eq!(partial_tokens(&[], 2), None);
+        assert_eq!(partial_tokens(&[t(Some(5)), t(Some(9))], 2), None);
+        assert_eq!(partial_tokens(&[t(Some(5))], 1), None);
+        let why = partial_tokens(&[t(Some(5))], 2).unwrap();
+        assert!(why.contains("given for 1 of 2 traces"), "{why}");
+        assert!(partial_tokens(&[t(None), t(Some(5))], 2).is_some());
     }
 
     #[test]

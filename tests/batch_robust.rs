@@ -96,7 +96,7 @@ fn missing_path_is_a_failed_row_not_an_abort() {
     let missing = tmp.path().join("nope.pt.trace.json.gz");
     let (code, stdout, _) = batch(&[root.to_str().unwrap(), missing.to_str().unwrap()], &out);
     assert_eq!(code, 1, "{stdout}");
-    assert!(stdout.contains("1 comparisons, 1 failed"), "{stdout}");
+    assert!(stdout.contains("1 comparison, 1 failed"), "{stdout}");
     let r = rows(&results(&out));
     let m = row(&r, missing.to_str().unwrap());
     assert_eq!(m.1, "error");
@@ -143,7 +143,7 @@ fn symlinked_directories_are_followed_and_loops_reported() {
     let out = tmp.path().join("out");
     let (code, stdout, stderr) = batch(&[root.to_str().unwrap()], &out);
     assert_eq!(code, 0, "{stdout}{stderr}");
-    assert!(stdout.contains("1 comparisons, 0 failed"), "{stdout}");
+    assert!(stdout.contains("1 comparison, 0 failed"), "{stdout}");
     let r = rows(&results(&out));
     let l = row(&r, "text_ar/loop");
     assert_eq!(l.1, "skipped");
@@ -164,7 +164,7 @@ fn duplicate_inputs_are_analysed_once() {
     let out = tmp.path().join("out");
     let (code, stdout, _) = batch(&[root.to_str().unwrap(), again.to_str().unwrap()], &out);
     assert_eq!(code, 0, "{stdout}");
-    assert!(stdout.contains("1 comparisons, 0 failed"), "{stdout}");
+    assert!(stdout.contains("1 comparison, 0 failed"), "{stdout}");
     let v = results(&out);
     let r = rows(&v);
     let dups: Vec<_> = r
@@ -218,7 +218,7 @@ fn tar_hard_links_are_analysed_as_their_target() {
     let (code, stdout, _) = batch(&[tar_path.to_str().unwrap()], &out);
     // The dangling link is the one failure; both runs are compared.
     assert_eq!(code, 1, "{stdout}");
-    assert!(stdout.contains("1 comparisons, 1 failed"), "{stdout}");
+    assert!(stdout.contains("1 comparison, 1 failed"), "{stdout}");
     let r = rows(&results(&out));
     assert_eq!(row(&r, &format!("text_mtp/{}", name(&mt))).1, "ok");
     let again = row(&r, "again/x.pt.trace.json.gz");
@@ -241,7 +241,7 @@ fn outdir_inside_or_equal_to_the_input() {
             let (code, stdout, stderr) = batch(&[root.to_str().unwrap()], &out);
             assert_eq!(code, 0, "{stdout}{stderr}");
             assert!(
-                stdout.contains("2 worker traces, 1 comparisons, 0 failed"),
+                stdout.contains("2 worker traces, 1 comparison, 0 failed"),
                 "{stdout}"
             );
         }

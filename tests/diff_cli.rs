@@ -413,8 +413,14 @@ fn one_side_without_gpu_work_and_unknown_tokens_are_notes() {
     assert!(got["dominant"]["baseline"].is_null());
     assert_eq!(got["kernels"][0]["status"], "added");
     assert!(String::from_utf8_lossy(&out.stderr).contains("no GPU activity in the trace scope"));
-    // Tokens unknown on one side, contexts known: per context.
-    let got = diff(&sample("text_ar"), CMTP, &["--tokens", "0"], 0);
+    // Tokens unknown (0) on both sides, contexts known: per context.
+    // (Tokens for one side only are refused: issue 38.)
+    let got = diff(
+        &sample("text_ar"),
+        CMTP,
+        &["--tokens", "0", "--tokens", "0"],
+        0,
+    );
     assert_eq!(got["normalisation"], "context");
     assert!(got["notes"].to_string().contains("per selected context"));
     assert_eq!(got["baseline"]["normaliser"], got["baseline"]["contexts"]);

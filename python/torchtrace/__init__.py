@@ -144,7 +144,9 @@ def run(
             (default: the most frequent pure-decode vLLM step name).
         context_regex: select every ``user_annotation`` whose name matches.
         tokens: completion tokens per trace (an int for one trace, or a list
-            with ``None`` where unknown); else each trace's run summary.
+            with one per trace); else each trace's run summary. Tokens for
+            some traces but not all are a ``ValueError`` (the others would
+            silently take their summaries' tokens).
         summaries: run summary JSON files per trace (instead of the
             ``X.summary.json`` beside trace ``X.pt.trace.json.gz``).
         per_context: add each trace's ``per_context`` rows, where it has them.

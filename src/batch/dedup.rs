@@ -41,7 +41,7 @@ pub fn mark(inputs: &[Input], plans: &mut [Plan]) -> Vec<String> {
         match plan {
             Plan::Directory(files, _) => {
                 for (j, f) in files.iter().enumerate() {
-                    if inputs::classify(&f.rel, false) == Kind::Worker {
+                    if f.kind() == Kind::Worker {
                         cands.push(Candidate {
                             label: input.label(&f.rel),
                             path: f.path.clone(),

@@ -201,6 +201,64 @@ pub struct DirFile {
     pub dup_of: Option<String>,
     /// Position in the sorted listing (kept when a shard takes a subset).
     pub ordinal: u64,
+    /// A Kineto trace under a name that does not say so (`ar_run.json.gz`):
+    /// recognised by its first bytes ([`looks_like_trace`]) when the walk
+    /// listed it, so it is analysed as a file given by its path would be.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub trace_by_content: bool,
+}
+
+impl DirFile {
+    /// What kind of file it is: by its name ([`classify`]), or a worker
+    /// trace recognised by content.
+    pub fn kind(&self) -> Kind {
+        match self.trace_by_content {
+            true => Kind::Worker,
+            false => classify(&self.rel, false),
+        }
+    }
+}
+
+/// How much of a file (decompressed) is searched for a trace's opening.
+const SNIFF_BYTES: u64 = 64 << 10;
+
+/// Whether a file named like none of vLLM's files is a Kineto trace all
+/// the same: a JSON object (gzip-compressed or not) whose opening, before
+/// the events, holds `"traceEvents"` or Kineto's `"schemaVersion"` with
+/// `"deviceProperties"`. Only names ending in `.json` or `.gz` are opened
+/// (a trace renamed `ar_run.json.gz`, say), and at most 64 KiB of them
+/// read, so a directory of logs costs nothing. A false negative is
+/// listed as "not a trace" with the rule in its reason.
+pub fn looks_like_trace(path: &Path, name: &str) -> bool {
+    if !(name.ends_with(".json") || name.ends_with(".gz")) {
+        return false;
+    }
+    let Ok(mut f) = File::open(path) else {
+        return false;
+    };
+    let mut magic = [0u8; 2];
+    let gz = f.read_exact(&mut magic).is_ok() && magic == [0x1f, 0x8b];
+    let Ok(f) = File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::with_capacity(SNIFF_BYTES as usize);
+    let _ = match gz {
+        true => MultiGzDecoder::new(f)
+            .take(SNIFF_BYTES)
+            .read_to_end(&mut head),
+        false => f.take(SNIFF_BYTES).read_to_end(&mut head),
+    };
+    trace_opening(&head)
+}
+
+/// See [`looks_like_trace`]: the first bytes of a document.
+fn trace_opening(head: &[u8]) -> bool {
+    let start = head.iter().position(|b| !b.is_ascii_whitespace());
+    if start.is_none_or(|i| head[i] != b'{') {
+        return false;
+    }
+    let has = |needle: &[u8]| memchr::memmem::find(head, needle).is_some();
+    has(b"\"traceEvents\"") || (has(b"\"schemaVersion\"") && has(b"\"deviceProperties\""))
 }
 
 /// An entry of a directory that is listed without being read: a
@@ -375,12 +433,14 @@ impl Walker {
                 child,
             );
         } else if md.is_file() {
+            let by_content = !traceish && looks_like_trace(&ent.path(), &child);
             self.files.push(DirFile {
                 rel: child,
                 path: ent.path(),
                 size: md.len(),
                 dup_of: None,
                 ordinal: 0,
+                trace_by_content: by_content,
             });
         } else {
             self.issues.push(WalkIssue {
@@ -451,6 +511,35 @@ mod tests {
         assert_eq!(classify("README.md", false), Kind::Other);
         assert_eq!(classify("trace.json", false), Kind::Other);
         assert_eq!(classify("trace.json", true), Kind::Worker);
+    }
+
+    /// A trace renamed `ar_run.json.gz` in a directory is found by its
+    /// content (issue 38); a JSON file of another kind is not.
+    #[test]
+    fn renamed_trace_is_recognised_by_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+            "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz",
+        );
+        std::fs::copy(&sample, dir.path().join("ar_run.json.gz")).unwrap();
+        std::fs::write(dir.path().join("config.json"), br#"{"model": "x"}"#).unwrap();
+        std::fs::write(dir.path().join("plain.json"), b" {\"traceEvents\": []}").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"{\"traceEvents\": []}").unwrap();
+        let (files, _) = walk(dir.path(), None).unwrap();
+        let kinds: Vec<(&str, Kind)> = files.iter().map(|f| (f.rel.as_str(), f.kind())).collect();
+        assert_eq!(
+            kinds,
+            [
+                ("ar_run.json.gz", Kind::Worker),
+                ("config.json", Kind::Other),
+                ("notes.txt", Kind::Other),
+                ("plain.json", Kind::Worker),
+            ]
+        );
+        assert!(!trace_opening(b"[1, 2]"));
+        assert!(trace_opening(
+            b"{\"schemaVersion\": 1, \"deviceProperties\": []"
+        ));
     }
 
     #[test]

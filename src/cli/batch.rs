@@ -105,6 +105,11 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         write_records(path, &header, &files)?;
     }
     let Some(out) = &args.out else {
+        // A shard may hold no trace when there are more shards than
+        // traces; the merge says whether the campaign had any.
+        if shard == records::Shard::ALL && !files.iter().any(is_analysed) {
+            return Ok(nothing_analysed(files.len(), None));
+        }
         return Ok(report_failures(
             files.iter().filter(|f| f.status == batch::Status::Error),
             files
@@ -173,7 +178,7 @@ pub struct ReportArgs {
     /// What to print on stdout.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Markdown)]
     pub format: FormatArg,
-    /// Image format of the figures.
+    /// Image format of the figures (the same flag on `plot` and `ranks`).
     #[arg(long, value_enum, default_value_t = ImageFormatArg::Png)]
     pub image_format: ImageFormatArg,
     /// Do not draw figures.
@@ -202,11 +207,34 @@ pub fn write_outputs(
     let mut stdout = super::stdout();
     batch::output::write_stdout(&mut stdout, res, context, output.format.into())?;
     stdout.flush()?;
+    let table = out.join("traces.csv");
+    let analysed = res.records.iter().filter(|r| is_analysed(&r.file)).count();
+    if analysed == 0 {
+        return Ok(nothing_analysed(res.records.len(), Some(&table)));
+    }
     Ok(report_failures(
         res.failed().map(|r| &r.file),
         res.attempted(),
-        Some(&out.join("traces.csv")),
+        Some(&table),
     ))
+}
+
+/// A worker trace that was read (to its end or not): what a batch is for.
+fn is_analysed(f: &batch::FileResult) -> bool {
+    f.kind == batch::inputs::Kind::Worker && f.status != batch::Status::Skipped
+}
+
+/// A batch that read no worker trace exits 1 and says why, rather than
+/// writing empty tables under exit 0 (issue 38: `batch emptydir -o X`).
+fn nothing_analysed(files: usize, table: Option<&std::path::Path>) -> Exit {
+    let listed = table.map_or(String::new(), |t| {
+        format!("; {} gives each file's reason", t.display())
+    });
+    eprintln!(
+        "torchtrace: no trace analysed: the PATHs hold {}, none of them a worker trace (a file named *.pt.trace.json[.gz], a Kineto trace by content in a directory, or a trace file given as a PATH){listed}",
+        batch::output::count(files, "file")
+    );
+    Exit::Problems
 }
 
 /// Names every failed file on stderr, then "N of M failed"; exit 1 when

@@ -61,7 +61,7 @@ use torchtrace::analyses::diff::{Diff, DiffSpec};
 #[command(verbatim_doc_comment)]
 pub struct DiffArgs {
     /// BASELINE then CANDIDATE. `-` reads stdin (once).
-    #[arg(required = true, num_args = 2, value_name = "TRACE")]
+    #[arg(required = true, num_args = 2, value_names = ["BASELINE", "CANDIDATE"])]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub contexts: super::ContextArgs,

@@ -44,23 +44,29 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every subcommand takes.
+/// Options every subcommand takes, listed under their own heading in each
+/// subcommand's help (not among its own options).
 #[derive(Debug, Args, Clone)]
+#[command(next_help_heading = GLOBAL_HEADING)]
 pub struct GlobalArgs {
     /// Worker threads for files processed in parallel, at most 1024
     /// (default, or 0: all cores).
-    #[arg(long, short = 'j', global = true, value_name = "N",
+    #[arg(long, short = 'j', global = true, value_name = "N", help_heading = GLOBAL_HEADING,
           value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS as i64))]
     pub threads: Option<u16>,
     /// No progress bars or notes on stderr (errors are still printed).
-    #[arg(long, short = 'q', global = true)]
+    #[arg(long, short = 'q', global = true, help_heading = GLOBAL_HEADING)]
     pub quiet: bool,
     /// The largest single event (or top-level value) read, e.g. 64M, 1G;
     /// past it a trace is an error naming the byte offset, so memory stays
     /// bounded on any input [default: 64M, or $TORCHTRACE_MAX_EVENT_SIZE]
-    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
+    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size,
+          help_heading = GLOBAL_HEADING)]
     pub max_event_size: Option<u64>,
 }
+
+/// The help heading of [`GlobalArgs`].
+pub const GLOBAL_HEADING: &str = "Global options (any subcommand)";
 
 impl GlobalArgs {
     /// What every per-trace subcommand takes besides its own options.

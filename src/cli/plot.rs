@@ -40,9 +40,11 @@ pub struct PlotArgs {
     /// Output directory (created if needed).
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: PathBuf,
-    /// Image format.
-    #[arg(long, short = 'f', value_enum, default_value_t = ImageFormatArg::Png)]
-    pub format: ImageFormatArg,
+    /// Image format of the figures (the same flag on `batch`, `merge` and
+    /// `ranks`; `-f`/`--format`, its older spellings, still work).
+    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png,
+          alias = "format", short_alias = 'f')]
+    pub image_format: ImageFormatArg,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
     /// Completion tokens, once per trace in order (else the run summary
@@ -83,6 +85,17 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     if args.mode.len() > n {
         bail!("--mode given {} times for {n} trace(s)", args.mode.len());
     }
+    let given: Vec<Given> = (0..n)
+        .map(|i| Given {
+            tokens: args.tokens.get(i).copied(),
+            mode: args.mode.get(i).cloned(),
+            summary: None,
+        })
+        .collect();
+    if let Some(why) = torchtrace::runinfo::partial_tokens(&given, n) {
+        bail!(why);
+    }
+    torchtrace::api::refuse_directories(&args.traces, "plot")?;
     let chains: Vec<String> = if args.chain.is_empty() {
         DEFAULT_PLOT_CHAINS.iter().map(|s| s.to_string()).collect()
     } else {
@@ -103,12 +116,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let mut exit = Exit::Ok;
     for (i, (res, path)) in results.iter().zip(&args.traces).enumerate() {
         let mut pairs = res.get::<Pair>().cloned().context("pairing ran")?;
-        let given = Given {
-            tokens: args.tokens.get(i).copied(),
-            mode: args.mode.get(i).cloned(),
-            summary: None,
-        };
-        let run = RunInfo::for_trace(path, &given, &pairs.step_names)?;
+        let run = RunInfo::for_trace(path, &given[i], &pairs.step_names)?;
         let t = run.tokens.as_ref();
         pairs.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
         let mut kernels = res.get::<Kernels>().cloned();
@@ -151,7 +159,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         note(global, "no hierarchy data: figure 4 shows an empty state");
     }
     let size = (args.width, args.height);
-    let files = plot::render_all(&input, &args.out, args.format.into(), size)?;
+    let files = plot::render_all(&input, &args.out, args.image_format.into(), size)?;
     let mut stdout = super::stdout();
     for f in &files {
         writeln!(stdout, "{}", f.display())?;

@@ -63,9 +63,10 @@ pub struct RanksArgs {
     /// ranks_<run>.png|svg.
     #[arg(long, value_name = "DIR")]
     pub plot: Option<PathBuf>,
-    /// Image format of --plot.
-    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png)]
-    pub plot_format: ImageFormatArg,
+    /// Image format of --plot's figures (the same flag on `plot`, `batch`
+    /// and `merge`; `--plot-format`, its older spelling, still works).
+    #[arg(long, value_enum, default_value_t = ImageFormatArg::Png, alias = "plot-format")]
+    pub image_format: ImageFormatArg,
     /// Output format.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -74,7 +75,7 @@ pub struct RanksArgs {
 pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common(args.contexts.selector()?, Vec::new());
     let how = (args.format, args.per_step);
-    let (plot, fmt) = (args.plot, args.plot_format);
+    let (plot, fmt) = (args.plot, args.image_format);
     super::run_command_then::<Ranks>(&args.traces, common, &args.options, how, global, |report| {
         let Some(dir) = plot else {
             return Ok(());

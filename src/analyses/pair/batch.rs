@@ -85,7 +85,9 @@ fn heads(machine: bool) -> &'static [&'static str] {
     } else {
         &[
             "Workload",
-            "Mode",
+            // The candidate's mode (the baseline is AR): "Mode" alone read
+            // as if each row were one mode's (issue 38).
+            "Candidate mode",
             "Tokens AR",
             "Tokens MTP",
             "Contexts AR",

@@ -50,6 +50,9 @@ pub enum OutputError {
     /// `figures` exists and is not a directory.
     #[error("{path}: not a directory, cannot replace it (nothing in {dir} was changed)")]
     NotDirectory { path: String, dir: String },
+    /// `-o` names something that is not a directory.
+    #[error("{path}: OUTDIR (-o) is a file, not a directory: give a directory to write the outputs into (created if needed)")]
+    OutdirIsFile { path: String },
     #[error("{0}")]
     Json(serde_json::Error),
 }
@@ -60,6 +63,25 @@ fn cannot_create(path: &Path) -> impl FnOnce(std::io::Error) -> OutputError + '_
         path: path.display().to_string(),
         error,
     }
+}
+
+/// `n thing` or `n things`: "1 files" read as a mistake (issue 38).
+pub fn count(n: usize, thing: &str) -> String {
+    match n {
+        1 => format!("1 {thing}"),
+        _ => format!("{n} {thing}s"),
+    }
+}
+
+/// Creates OUTDIR, saying so when it names a file: the system's "File
+/// exists" does not say which file, nor that -o wants a directory.
+fn create_outdir(dir: &Path) -> Result<(), OutputError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(OutputError::OutdirIsFile {
+            path: dir.display().to_string(),
+        });
+    }
+    std::fs::create_dir_all(dir).map_err(cannot_create(dir))
 }
 
 /// What `write_all` produced besides the fixed files.
@@ -176,7 +198,7 @@ pub struct OutLock {
 /// directories that a killed run left behind are removed (the lock says
 /// nobody is writing them).
 pub fn lock_outdir(dir: &Path) -> Result<OutLock, OutputError> {
-    std::fs::create_dir_all(dir).map_err(cannot_create(dir))?;
+    create_outdir(dir)?;
     let f = match std::fs::File::open(dir) {
         Ok(f) => f,
         Err(_) => {
@@ -233,7 +255,7 @@ pub fn write_all_atomic(
     context: &str,
     figures: Option<ImageFormat>,
 ) -> Result<Written, OutputError> {
-    std::fs::create_dir_all(dir).map_err(cannot_create(dir))?;
+    create_outdir(dir)?;
     let tmp = dir.join(format!("{TEMP_PREFIX}{}", std::process::id()));
     if tmp.exists() {
         let _ = std::fs::remove_dir_all(&tmp);

@@ -118,13 +118,13 @@ fn opening(res: &BatchResult, context: &str) -> String {
         ));
     }
     s.push_str(&format!(
-        "\n{} files: {} ok, {} failed, {} skipped. Step contexts: {}. {} AR/MTP comparisons.\n\n",
-        res.records.len(),
+        "\n{}: {} ok, {} failed, {} skipped. Step contexts: {}. {}.\n\n",
+        super::count(res.records.len(), "file"),
         count(Status::Ok),
         count(Status::Error),
         count(Status::Skipped),
         report::markdown::escape(context),
-        res.comparisons.len()
+        super::count(res.comparisons.len(), "AR/MTP comparison")
     ));
     s.push_str(
         "Files: [results.json](results.json) (everything), [traces.csv](traces.csv) (one row per input file)",

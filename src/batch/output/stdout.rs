@@ -28,10 +28,10 @@ pub fn stdout_markdown(res: &BatchResult) -> String {
         .filter(|r| r.file.kind == Kind::Worker)
         .count();
     let mut s = format!(
-        "## torchtrace batch: {} files, {} worker traces, {} comparisons, {} failed\n\n",
-        res.records.len(),
-        workers,
-        res.comparisons.len(),
+        "## torchtrace batch: {}, {}, {}, {} failed\n\n",
+        super::count(res.records.len(), "file"),
+        super::count(workers, "worker trace"),
+        super::count(res.comparisons.len(), "comparison"),
         res.failed().count()
     );
     if let Some(h) = headline(res) {

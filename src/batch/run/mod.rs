@@ -141,7 +141,7 @@ fn skip_reason(kind: Kind) -> Option<String> {
             Kind::Frontend => "frontend (AsyncLLM) trace: no engine steps",
             Kind::Capture => "capture trace (capture_traces/): not analysed",
             Kind::ProfilerOut => "torch key_averages table: not analysed",
-            Kind::Other => "not a trace",
+            Kind::Other => "not a trace (in a directory: neither named *.pt.trace.json[.gz] nor a Kineto trace by its content)",
             Kind::Worker | Kind::Summary => return None,
         }
         .to_string(),
@@ -208,7 +208,7 @@ fn dir_file_info(idx: usize, input: &Input, f: &DirFile) -> EntryInfo {
     EntryInfo {
         path: input.label(&f.rel),
         input: idx,
-        kind: inputs::classify(&f.rel, false),
+        kind: f.kind(),
         size: f.size,
         dir_name: dir_name_of(&f.rel, input),
         fs_path: Some(f.path.clone()),

@@ -80,7 +80,7 @@ impl Plan {
         match self {
             Plan::Directory(files, _) => files
                 .iter()
-                .filter(|f| inputs::classify(&f.rel, false) == Kind::Worker)
+                .filter(|f| f.kind() == Kind::Worker)
                 .map(|f| f.size)
                 .sum(),
             Plan::File { .. } | Plan::Tar { .. } => file_size(),

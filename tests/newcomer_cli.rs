@@ -1,0 +1,128 @@
+//! Issue 38: what a newcomer trips over, run as the newcomer ran it, on
+//! the sample traces.
+
+use assert_cmd::Command;
+use std::path::Path;
+
+const AR: &str =
+    "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz";
+const MTP: &str =
+    "sample_traces/text_mtp/dp0_pp0_tp0_dcp0_ep0_rank0.1795968151611149496.pt.trace.json.gz";
+
+/// Runs the binary; (exit status, stdout, stderr).
+fn tt(args: &[&str]) -> (i32, String, String) {
+    let out = Command::cargo_bin("torchtrace")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `--tokens` for one of two traces: exit 2, for every subcommand that
+/// takes tokens (before, `pair` mixed 5 with the summary's 68 silently).
+#[test]
+fn partial_tokens_are_refused_everywhere() {
+    for sub in ["pair", "kernels", "iterations", "diff"] {
+        let (code, out, err) = tt(&[sub, "-q", "--tokens", "5", AR, MTP]);
+        assert_eq!(code, 2, "{sub}: {err}");
+        assert!(out.is_empty(), "{sub}: {out}");
+        assert!(err.contains("given for 1 of 2 traces"), "{sub}: {err}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let o = dir.path().to_str().unwrap();
+    let (code, _, err) = tt(&["plot", "-q", "--tokens", "5", AR, MTP, "-o", o]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("given for 1 of 2 traces"), "{err}");
+    // Once per trace is fine: S_context from the tokens given.
+    let (code, out, _) = tt(&[
+        "pair", "-q", "-f", "json", "--tokens", "5", "--tokens", "5", AR, MTP,
+    ]);
+    assert_eq!(code, 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["traces"][1]["completion_tokens"], 5);
+}
+
+/// An empty directory: exit 1 and why; a trace renamed inside a
+/// directory is analysed (found by content).
+#[test]
+fn empty_batch_fails_and_renamed_trace_is_found() {
+    let empty = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("o");
+    let (code, _, err) = tt(&[
+        "batch",
+        "-q",
+        empty.path().to_str().unwrap(),
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("no trace analysed"), "{err}");
+
+    let runs = tempfile::tempdir().unwrap();
+    std::fs::copy(AR, runs.path().join("ar_run.json.gz")).unwrap();
+    let (code, _, err) = tt(&[
+        "batch",
+        "-q",
+        runs.path().to_str().unwrap(),
+        "-o",
+        o.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let csv = std::fs::read_to_string(o.join("traces.csv")).unwrap();
+    let row = csv
+        .lines()
+        .find(|l| l.starts_with("ar_run.json.gz"))
+        .unwrap();
+    assert!(row.contains(",worker,ok,"), "{row}");
+    let report = std::fs::read_to_string(o.join("report.md")).unwrap();
+    assert!(report.contains("1 file: 1 ok"), "{report}");
+    assert!(report.contains("0 AR/MTP comparisons"), "{report}");
+}
+
+/// `batch -o FILE` says OUTDIR is a file; `pair DIR` suggests `batch`.
+#[test]
+fn messages_say_what_to_do() {
+    let (code, _, err) = tt(&["batch", "-q", "sample_traces/text_ar", "-o", "README.md"]);
+    assert_eq!(code, 2);
+    assert!(err.contains("README.md: OUTDIR (-o) is a file"), "{err}");
+    let (code, _, err) = tt(&["pair", "sample_traces/text_ar"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("torchtrace batch sample_traces/text_ar -o OUTDIR"),
+        "{err}"
+    );
+}
+
+/// Help: diff's usage names its two traces; the global options have their
+/// own heading; one image-format flag, the old spellings hidden but kept.
+#[test]
+fn help_and_flags() {
+    let (_, diff, _) = tt(&["diff", "--help"]);
+    assert!(diff.contains("<BASELINE> <CANDIDATE>"), "{diff}");
+    assert!(!diff.contains("<TRACE> <TRACE>..."), "{diff}");
+    for sub in ["pair", "batch", "ranks", "plot"] {
+        let (_, help, _) = tt(&[sub, "--help"]);
+        let (own, global) = help.split_once("Global options (any subcommand):").unwrap();
+        assert!(
+            global.contains("--threads") && global.contains("--max-event-size"),
+            "{sub}"
+        );
+        assert!(!own.contains("--max-event-size"), "{sub}");
+        if sub != "pair" {
+            assert!(help.contains("--image-format"), "{sub}");
+            // Old spellings are hidden aliases: no option line of theirs.
+            let listed = |flag: &str| help.lines().any(|l| l.trim_start().starts_with(flag));
+            assert!(
+                !listed("--plot-format") && (sub != "plot" || !listed("-f, --format <")),
+                "{sub}"
+            );
+        }
+    }
+    assert!(Path::new(AR).exists());
+}

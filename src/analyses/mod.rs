@@ -7,6 +7,7 @@
 
 pub mod diff;
 pub mod hierarchy;
+pub mod idle;
 pub mod iterations;
 pub mod kernels;
 pub mod pair;
@@ -22,4 +23,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<iterations::Iterations>(),
     Entry::command::<diff::Diff>(),
     Entry::command::<ranks::Ranks>(),
+    Entry::command::<idle::Idle>(),
 ];

@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod diff;
 pub mod hierarchy;
+pub mod idle;
 pub mod iterations;
 pub mod kernels;
 pub mod merge;
@@ -114,6 +115,7 @@ pub enum Command {
     Merge(merge::MergeArgs),
     Diff(diff::DiffArgs),
     Ranks(ranks::RanksArgs),
+    Idle(idle::IdleArgs),
 }
 
 /// What is known about each trace's run; the same flags on `pair`,
@@ -356,6 +358,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Merge(a) => merge::run(a, &cli.global),
         Command::Diff(a) => diff::run(a, &cli.global),
         Command::Ranks(a) => ranks::run(a, &cli.global),
+        Command::Idle(a) => idle::run(a, &cli.global),
     }
 }
 
@@ -374,6 +377,7 @@ impl Command {
             Command::Merge(a) => a.records.iter().collect(),
             Command::Diff(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Ranks(a) => a.traces.iter().collect(),
+            Command::Idle(a) => a.traces.iter().chain(&a.run.summary).collect(),
         }
     }
 }

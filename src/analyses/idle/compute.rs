@@ -60,10 +60,13 @@ fn owners(calls: &mut [Call], counts: &mut Counts) -> HashMap<i64, usize> {
     calls.sort_by_key(|c| c.index);
     let mut own: HashMap<i64, usize> = HashMap::with_capacity(calls.len());
     for (i, c) in calls.iter().enumerate() {
-        if own.contains_key(&c.corr) {
-            counts.duplicate_runtime_correlation += 1;
-        } else {
-            own.insert(c.corr, i);
+        match own.entry(c.corr) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                counts.duplicate_runtime_correlation += 1;
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
         }
     }
     own

@@ -541,13 +541,18 @@ pub struct Compared {
     pub ratio: Option<f64>,
 }
 
+/// A whole-trace sum of a trace.
+type SumOf = fn(&TraceIdle) -> i128;
+/// Its per-token figure.
+type PerOf = fn(&PerToken) -> Option<f64>;
+
 /// Compares two traces per token (busy, host wait, kernel wait, other).
 pub fn compare(a: &TraceIdle, m: &TraceIdle) -> Comparison {
     let exact = |t: &TraceIdle, x: i128| -> Option<(i128, i128)> {
         let tok = i128::from(t.completion_tokens.filter(|&t| t > 0)?);
         Some((x, tok))
     };
-    let figs: [(&str, fn(&TraceIdle) -> i128, fn(&PerToken) -> Option<f64>); 5] = [
+    let figs: [(&str, SumOf, PerOf); 5] = [
         ("busy", TraceIdle::busy_ns, |p| p.busy_ns),
         ("idle", |t| t.idle_sums()[3], |p| p.idle_ns),
         ("host_wait", |t| t.idle_sums()[0], |p| p.host_wait_ns),

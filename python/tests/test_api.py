@@ -34,7 +34,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
@@ -247,3 +247,27 @@ def test_ctrl_c_interrupts_a_blocked_read(tmp_path):
         with open(fifo, "wb"):
             pass
     assert time.monotonic() - start < 5
+
+
+def test_idle_matches_cli_and_gives_tables():
+    doc = torchtrace.idle([AR, MTP])
+    assert doc == cli_json("idle", str(AR), str(MTP))
+    assert torchtrace.run("idle", AR) == torchtrace.idle(AR)
+    ar = doc["traces"][0]
+    assert ar["units"] == "ns"
+    assert ar["steps"]["grammar"] == "vllm"
+    assert len(ar["steps"]["rows"]) == ar["steps"]["count"]
+    s = ar["streams"][0]
+    assert s["host_wait_ns"] + s["kernel_wait_ns"] + s["other_ns"] == s["idle_ns"]
+    assert [r["figure"] for r in doc["comparison"]["rows"]] == ["busy", "idle", "host_wait", "kernel_wait", "other"]
+    rows = torchtrace.idle_frames(doc, kind="rows")
+    assert len(rows["steps"]) == sum(t["steps"]["count"] for t in doc["traces"])
+    assert rows["streams"][0]["queue_in_flight_max"] == s["queue"]["in_flight"]["max"]
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return
+    frames = torchtrace.idle_frames(doc)
+    assert list(frames) == ["devices", "streams", "steps"]
+    assert len(frames["steps"]) == len(rows["steps"])
+    assert frames["devices"]["busy_ns"].iloc[0] == ar["devices"][0]["busy_ns"]

@@ -38,6 +38,8 @@ __all__ = [
     "iterations",
     "ops",
     "ops_frame",
+    "idle",
+    "idle_frames",
     "hierarchy",
     "contexts",
     "to_frame",
@@ -296,6 +298,56 @@ def ops_frame(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pandas") 
     doc = doc_or_paths if isinstance(doc_or_paths, dict) else ops(doc_or_paths)
     rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t["ops"]]
     return to_frame(rows, kind=kind)
+def idle(
+    paths: Paths,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    progress: bool = False,
+    **options: Any,
+) -> Dict[str, Any]:
+    """Why the GPU waits: per device the timeline and comm/compute overlap,
+    per stream the idle gaps (host wait, kernel wait, other) and the launch
+    queue, per step the same breakdown, as ``torchtrace idle -f json`` does:
+    ``run("idle", ...)`` (the step rows are always included).
+
+    Args:
+        paths: one trace; two: baseline (AR) then candidate (MTP), compared per
+            token; or more, side by side.
+        tokens, summaries, progress: as for :func:`run`.
+        **options: ``kernel_wait_ns`` (a non-host-wait gap shorter than this is
+            a kernel wait; default 30000).
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
+    """
+    return run("idle", paths, tokens=tokens, summaries=summaries, progress=progress, **options)
+
+
+def idle_frames(doc: Dict[str, Any], kind: str = "pandas") -> Dict[str, Any]:
+    """An :func:`idle` document as three tables — ``devices``, ``streams``
+    (the queue flattened into ``queue_*`` columns) and ``steps`` (every step
+    row) — each with the trace's ``path``: pandas DataFrames (``kind="pandas"``),
+    ``pyarrow.Table``s (``kind="arrow"``) or lists of dicts (``kind="rows"``).
+    """
+    devices: List[Dict[str, Any]] = []
+    streams: List[Dict[str, Any]] = []
+    steps: List[Dict[str, Any]] = []
+    for t in doc["traces"]:
+        devices.extend({"path": t["path"], **d} for d in t["devices"])
+        for s in t["streams"]:
+            row = {"path": t["path"], **{k: v for k, v in s.items() if k != "queue"}}
+            for q in ("in_flight", "pending"):
+                row.update({f"queue_{q}_{k}": v for k, v in s["queue"][q].items()})
+            row["queue_activities_starting_before_launch"] = s["queue"]["activities_starting_before_launch"]
+            streams.append(row)
+        for r in t["steps"]["rows"]:
+            row = {"path": t["path"], **{k: v for k, v in r.items() if k != "queue_in_flight"}}
+            row["queue_in_flight_max"] = max((q["max"] for q in r["queue_in_flight"].values()), default=None)
+            steps.append(row)
+    tables = {"devices": devices, "streams": streams, "steps": steps}
+    if kind == "rows":
+        return tables
+    return {k: to_frame(v, kind=kind) for k, v in tables.items()}
 
 
 def hierarchy(

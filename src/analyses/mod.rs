@@ -7,6 +7,7 @@
 
 pub mod diff;
 pub mod hierarchy;
+pub mod idle;
 pub mod iterations;
 pub mod kernels;
 pub mod ops;
@@ -24,4 +25,5 @@ pub static REGISTRY: &[Entry] = &[
     Entry::command::<diff::Diff>(),
     Entry::command::<ranks::Ranks>(),
     Entry::command::<ops::Ops>(),
+    Entry::command::<idle::Idle>(),
 ];

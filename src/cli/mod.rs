@@ -10,6 +10,7 @@
 pub mod batch;
 pub mod diff;
 pub mod hierarchy;
+pub mod idle;
 pub mod iterations;
 pub mod kernels;
 pub mod merge;
@@ -122,6 +123,7 @@ pub enum Command {
     Diff(diff::DiffArgs),
     Ranks(ranks::RanksArgs),
     Ops(ops::OpsArgs),
+    Idle(idle::IdleArgs),
 }
 
 /// What is known about each trace's run; the same flags on `pair`,
@@ -365,6 +367,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Diff(a) => diff::run(a, &cli.global),
         Command::Ranks(a) => ranks::run(a, &cli.global),
         Command::Ops(a) => ops::run(a, &cli.global),
+        Command::Idle(a) => idle::run(a, &cli.global),
     }
 }
 
@@ -384,6 +387,7 @@ impl Command {
             Command::Diff(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Ranks(a) => a.traces.iter().collect(),
             Command::Ops(a) => a.traces.iter().chain(&a.run.summary).collect(),
+            Command::Idle(a) => a.traces.iter().chain(&a.run.summary).collect(),
         }
     }
 }

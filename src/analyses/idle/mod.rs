@@ -1,0 +1,592 @@
+//! Why the GPU waits (`torchtrace idle`, issue 35): the idle breakdown,
+//! the launch queue and comm/compute overlap, per device, per stream and
+//! per step, with the definitions of `shared/docs/VIEWS.md` (rules C1–C8,
+//! I1–I6; each rule id is cited where it is applied).
+//!
+//! ```text
+//! host  tid 7  [== step 0 ==)          [== step 1 ==)                 C8: a step's window is
+//!                L1@1   L2@4             L3@20                        [S_i.ts, S_{i+1}.ts)
+//! GPU  stream 7        [k1 5..9)  [k2 11..13)       [k3 22..25)
+//!                                ^ gap 2: L2 (4) ≤ prev end 9 and 2 < 30 µs → kernel wait (I3)
+//!                                                  ^ gap 9: L3 (20) > prev end 13 → host wait
+//! I2   gap_k = max(0, ts_k − max_{j<k} end_j)      Σ gaps = span − busy = (25 − 5) − 9 = 11
+//! I6   k1, k2 → step 0 (their launches start in [0, 20)); k3 → step 1, so the idle before
+//!      a step's first kernel is that step's: step 0 idle 2, step 1 idle 9
+//! I5   in flight on stream 7: +1 at L1 (1), L2 (4), L3 (20); −1 at each kernel's end
+//!        t   1  4  9  13 20 25
+//!        v   1  2  1  0  1  0     max 2, ∫ = 3+10+4+0+5 = 22 ns·1, window 24, mean 22/24
+//! ```
+//!
+//! The analysis keeps what it needs while reading (each GPU activity with
+//! its device and stream, each runtime call with its correlation, and
+//! `ProfilerStep#` CPU ops; the step index gives the user annotations).
+//! The ledger is not used: it does not keep an activity's device and
+//! stream, which every figure here is grouped by. Everything at the
+//! finish is sorts and linear sweeps: O(events log events).
+
+mod compute;
+mod queue;
+pub mod view;
+
+use crate::analysis::{Analysis, Configures, Finished};
+use crate::ledger::Kind;
+use crate::model::{Interner, Lane, LaneTable, Sym, ThreadPart};
+use crate::trace::{Event, EventPos, Prefilter};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// HTA's `consecutive_kernel_delay` (I3): 30 µs, in exact ns.
+pub const KERNEL_WAIT_NS: i64 = 30_000;
+
+/// HTA's `CUDA_MAX_LAUNCH_QUEUE_PER_STREAM` (I5).
+pub const QUEUE_LIMIT: i64 = 1024;
+
+/// Options of the idle analysis.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+#[serde(default, deny_unknown_fields)]
+pub struct IdleSpec {
+    /// A gap that is not a host wait and is shorter than N ns is a kernel
+    /// wait (I3; HTA's 30 µs).
+    #[cfg_attr(
+        feature = "cli",
+        arg(long = "kernel-wait-ns", value_name = "N", default_value_t = KERNEL_WAIT_NS)
+    )]
+    pub kernel_wait_ns: i64,
+}
+
+impl Default for IdleSpec {
+    fn default() -> Self {
+        IdleSpec {
+            kernel_wait_ns: KERNEL_WAIT_NS,
+        }
+    }
+}
+
+impl Configures for IdleSpec {
+    type Analysis = Idle;
+}
+
+/// C6: what a device activity does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Compute,
+    Comm,
+    Memory,
+}
+
+/// C6's communication names (case-insensitive).
+const COMM_PATTERN: &str =
+    r"(?i)^(nccl|rccl)|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all";
+
+/// C6: memcpy/memset activities and kernels named `Memcpy…`/`Memset…` are
+/// memory; kernels matching [`COMM_PATTERN`] are communication; every
+/// other kernel is compute.
+pub fn classify(kind: Kind, name: &str) -> Class {
+    static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();
+    let re = RE.get_or_init(|| regex::Regex::new(COMM_PATTERN).expect("valid regex"));
+    if kind != Kind::Kernel || name.starts_with("Memcpy") || name.starts_with("Memset") {
+        Class::Memory
+    } else if re.is_match(name) {
+        Class::Comm
+    } else {
+        Class::Compute
+    }
+}
+
+/// A device activity as kept while reading (C2).
+#[derive(Debug, Clone, Copy)]
+struct Act {
+    start: i64,
+    end: i64,
+    index: u64,
+    corr: Option<i64>,
+    name: Sym,
+    /// Its (device, stream) lane: pid and tid as Kineto writes them for GPU
+    /// events (pid = `args.device`, tid = `args.stream`).
+    lane: u32,
+    kind: Kind,
+}
+
+/// A runtime call with a correlation (C2, C3).
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    ts: i64,
+    corr: i64,
+    index: u64,
+    /// Its (pid, tid).
+    lane: u32,
+}
+
+/// A `ProfilerStep#<n>` CPU op (C8's fallback grammar, when it is not a
+/// user annotation and so not in the step index).
+#[derive(Debug, Clone, Copy)]
+struct OpStep {
+    start: i64,
+    end: i64,
+    index: u64,
+    lane: u32,
+    name: Sym,
+}
+
+/// The streaming state.
+pub struct Idle {
+    spec: IdleSpec,
+    names: Interner,
+    lanes: LaneTable,
+    acts: Vec<Act>,
+    calls: Vec<Call>,
+    op_steps: Vec<OpStep>,
+    counts: Counts,
+}
+
+/// Input the rules had to correct or leave out, counted (C1, C3, I2, I5,
+/// I6): each non-zero count is also a note.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Counts {
+    /// C1: device activities with `dur < 0`, taken as 0.
+    pub negative_dur_clamped: u64,
+    /// C1: device activities without `ts`, skipped.
+    pub no_ts: u64,
+    /// C3: runtime calls whose correlation an earlier call already owns.
+    pub duplicate_runtime_correlation: u64,
+    /// C3: activities with no owning runtime call.
+    pub unlinked: u64,
+    /// I5: linked activities starting before their runtime call.
+    pub activities_starting_before_launch: u64,
+    /// I2: activities starting before the running maximum end of their
+    /// stream (their gap is 0, never negative).
+    pub overlapping: u64,
+    /// O10: activities of zero duration (counted, add 0 ns).
+    pub zero_duration: u64,
+    /// Streams with one activity (no gap).
+    pub single_activity_streams: u64,
+    /// I6: step rows without any GPU activity.
+    pub steps_without_gpu_work: u64,
+}
+
+impl Analysis for Idle {
+    const NAME: &'static str = "idle";
+    const KEY: &'static str = "idle";
+    type Config = IdleSpec;
+    type Output = TraceIdle;
+
+    fn start(config: &IdleSpec) -> Self {
+        Idle {
+            spec: config.clone(),
+            names: Interner::new(),
+            lanes: LaneTable::default(),
+            acts: Vec::new(),
+            calls: Vec::new(),
+            op_steps: Vec::new(),
+            counts: Counts::default(),
+        }
+    }
+
+    /// Launch calls and activities (the ledger's needles) and
+    /// `ProfilerStep#` ops.
+    fn prefilter(&self) -> Prefilter {
+        crate::ledger::prefilter().union(&Prefilter::any_of(&["ProfilerStep#"]))
+    }
+
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if ev.ph != "X" {
+            return;
+        }
+        if let Some(kind) = Kind::of_category(&ev.cat) {
+            self.push_activity(ev, at, kind);
+        } else if crate::ledger::LAUNCH_CATEGORIES.contains(&&*ev.cat) {
+            self.push_call(ev, at);
+        } else if matches!(&*ev.cat, "cpu_op" | "Operator") && is_profiler_step(&ev.name) {
+            let Some(ts) = ev.ts else { return };
+            self.op_steps.push(OpStep {
+                start: ts.0,
+                end: ts.0.saturating_add(ev.dur_or_zero().0),
+                index: at.index,
+                lane: self.lanes.intern(ev.lane()),
+                name: self.names.intern(&ev.name),
+            });
+        }
+    }
+
+    fn set_tokens(out: &mut TraceIdle, tokens: Option<u64>, source: Option<&str>) {
+        out.set_tokens(tokens, source.map(str::to_string));
+    }
+
+    fn finish(self, trace: &Finished<'_>) -> TraceIdle {
+        let mut out = compute::measure(self, trace);
+        if let Some(e) = trace.error_text() {
+            out.complete = false;
+            out.error = Some(e);
+        }
+        out
+    }
+}
+
+impl Idle {
+    /// C1: `dur < 0` → 0 (counted), no `ts` → skipped (counted).
+    fn push_activity(&mut self, ev: &Event<'_>, at: EventPos, kind: Kind) {
+        let Some(ts) = ev.ts else {
+            self.counts.no_ts += 1;
+            return;
+        };
+        if ev.dur.is_some_and(|d| d.0 < 0) {
+            self.counts.negative_dur_clamped += 1;
+        }
+        self.acts.push(Act {
+            start: ts.0,
+            end: ts.0.saturating_add(ev.dur_or_zero().0),
+            index: at.index,
+            corr: ev.args.correlation,
+            name: self.names.intern(&ev.name),
+            lane: self.lanes.intern(ev.lane()),
+            kind,
+        });
+    }
+
+    /// C2/C3: a runtime call counts for linking only with a correlation.
+    fn push_call(&mut self, ev: &Event<'_>, at: EventPos) {
+        let (Some(ts), Some(corr)) = (ev.ts, ev.args.correlation) else {
+            return;
+        };
+        self.calls.push(Call {
+            ts: ts.0,
+            corr,
+            index: at.index,
+            lane: self.lanes.intern(ev.lane()),
+        });
+    }
+}
+
+/// C8's fallback grammar: the whole name is `ProfilerStep#<digits>`.
+pub fn is_profiler_step(name: &str) -> bool {
+    name.strip_prefix("ProfilerStep#")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A pid or tid as a label: numbers as written, strings without quotes.
+fn label(p: &ThreadPart) -> String {
+    match p {
+        ThreadPart::Num(n) => n.to_string(),
+        ThreadPart::Str(s) => s.clone(),
+    }
+}
+
+fn lane_labels(l: &Lane) -> (String, String) {
+    (label(&l.pid), label(&l.tid))
+}
+
+/// The thresholds the figures were computed with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thresholds {
+    pub kernel_wait_ns: i64,
+    pub queue_limit: i64,
+}
+
+/// I4: one device's timeline.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceTimeline {
+    pub device: String,
+    pub activities: u64,
+    pub span_ns: i64,
+    pub busy_ns: i64,
+    pub idle_ns: i64,
+    pub compute_ns: i64,
+    pub comm_ns: i64,
+    pub memory_ns: i64,
+    pub non_compute_ns: i64,
+    pub comm_kernels: u64,
+    pub comm_comp_overlap_ns: i64,
+    pub comm_comp_overlap_pct: Option<f64>,
+    pub idle_pct: Option<f64>,
+    pub compute_pct: Option<f64>,
+}
+
+/// I5: one step function's statistics over its window.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueStats {
+    pub max: i64,
+    pub min: i64,
+    pub integral_ns: i128,
+    pub window_ns: i64,
+    /// integral / window (time-weighted); null for an empty window.
+    pub mean: Option<f64>,
+    pub time_at_zero_ns: i64,
+    pub time_at_or_above_1024_ns: i64,
+}
+
+/// I5: a stream's launch queue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Queue {
+    pub in_flight: QueueStats,
+    pub pending: QueueStats,
+    pub activities_starting_before_launch: u64,
+}
+
+/// I2–I3: one (device, stream).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StreamIdle {
+    pub device: String,
+    pub stream: String,
+    pub activities: u64,
+    pub unlinked: u64,
+    pub first_start_ns: i64,
+    pub last_end_ns: i64,
+    pub span_ns: i64,
+    pub busy_ns: i64,
+    pub idle_ns: i64,
+    pub host_wait_ns: i64,
+    pub host_wait_gaps: u64,
+    pub host_wait_pct_of_idle: Option<f64>,
+    pub kernel_wait_ns: i64,
+    pub kernel_wait_gaps: u64,
+    pub kernel_wait_pct_of_idle: Option<f64>,
+    pub other_ns: i64,
+    pub other_gaps: u64,
+    pub other_pct_of_idle: Option<f64>,
+    pub queue: Queue,
+}
+
+/// I6: the GPU work and idle of a step, of `pre`, of `unattributed`, or
+/// (summed) of all of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Part {
+    pub activities: u64,
+    pub kernels: u64,
+    pub gpu_first_start_ns: Option<i64>,
+    pub gpu_last_end_ns: Option<i64>,
+    /// The union of its activities (all devices and streams together);
+    /// in `totals`, the sum of the parts' unions.
+    pub busy_ns: i64,
+    /// Σ dur.
+    pub gpu_ns: i64,
+    pub host_wait_ns: i64,
+    pub kernel_wait_ns: i64,
+    pub other_ns: i64,
+    /// Σ of the gaps before its activities (I2–I3).
+    pub idle_ns: i64,
+    /// Σ over devices of the union of its comm kernels there.
+    pub comm_ns: i64,
+    /// Σ over devices of |its comm ∩ all compute of the device|.
+    pub comm_comp_overlap_ns: i64,
+    pub comm_comp_overlap_pct: Option<f64>,
+}
+
+/// I6: a stream's in-flight queue over a step's window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct QueueBrief {
+    pub max: i64,
+    pub mean: Option<f64>,
+}
+
+/// I6: one step (an iteration: its annotation to the next on its thread).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepRow {
+    pub index: u64,
+    pub name: String,
+    pub host_start_ns: i64,
+    /// The next step annotation's start on its thread; null for the last.
+    pub host_end_ns: Option<i64>,
+    pub annotation_end_ns: i64,
+    #[serde(flatten)]
+    pub work: Part,
+    /// `"<device>:<stream>"` → in-flight max and time-weighted mean over
+    /// `[host_start, host_end)` (the last step: to the stream's last change).
+    pub queue_in_flight: BTreeMap<String, QueueBrief>,
+}
+
+/// I6: the per-step breakdown.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepIdle {
+    /// `vllm`, `ProfilerStep` or null (no per-step rows).
+    pub grammar: Option<String>,
+    pub window: String,
+    pub count: u64,
+    pub rows: Vec<StepRow>,
+    pub pre: Part,
+    pub unattributed: Part,
+    /// Σ rows + pre + unattributed (additive fields; pcts from the sums).
+    pub totals: Part,
+}
+
+/// Per-token figures over the whole trace (null without tokens).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerToken {
+    pub busy_ns: Option<f64>,
+    pub idle_ns: Option<f64>,
+    pub host_wait_ns: Option<f64>,
+    pub kernel_wait_ns: Option<f64>,
+    pub other_ns: Option<f64>,
+}
+
+/// The idle figures of one trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceIdle {
+    pub path: String,
+    pub units: String,
+    pub thresholds: Thresholds,
+    pub devices: Vec<DeviceTimeline>,
+    /// Σ overlap / Σ comm over the devices (I4).
+    pub comm_comp_overlap_pct: Option<f64>,
+    pub streams: Vec<StreamIdle>,
+    pub steps: StepIdle,
+    pub counts: Counts,
+    pub completion_tokens: Option<u64>,
+    pub tokens_source: Option<String>,
+    pub per_token: PerToken,
+    pub notes: Vec<String>,
+    pub complete: bool,
+    pub error: Option<String>,
+}
+
+impl TraceIdle {
+    /// Σ busy over the devices.
+    pub fn busy_ns(&self) -> i128 {
+        self.devices.iter().map(|d| i128::from(d.busy_ns)).sum()
+    }
+
+    /// Σ over the streams of (host wait, kernel wait, other, idle).
+    pub fn idle_sums(&self) -> [i128; 4] {
+        let mut s = [0i128; 4];
+        for x in &self.streams {
+            s[0] += i128::from(x.host_wait_ns);
+            s[1] += i128::from(x.kernel_wait_ns);
+            s[2] += i128::from(x.other_ns);
+            s[3] += i128::from(x.idle_ns);
+        }
+        s
+    }
+
+    /// Host wait's share of the streams' idle time (%).
+    pub fn host_wait_share_pct(&self) -> Option<f64> {
+        let [h, _, _, i] = self.idle_sums();
+        pct(h, i)
+    }
+
+    /// Σ idle / Σ span over the devices (%).
+    pub fn idle_pct(&self) -> Option<f64> {
+        let idle: i128 = self.devices.iter().map(|d| i128::from(d.idle_ns)).sum();
+        let span: i128 = self.devices.iter().map(|d| i128::from(d.span_ns)).sum();
+        pct(idle, span)
+    }
+
+    /// The largest in-flight queue of any stream.
+    pub fn queue_max(&self) -> Option<i64> {
+        self.streams.iter().map(|s| s.queue.in_flight.max).max()
+    }
+
+    /// Per-token figures: whole-trace sums / completion tokens.
+    pub fn set_tokens(&mut self, tokens: Option<u64>, source: Option<String>) {
+        self.completion_tokens = tokens;
+        self.tokens_source = source;
+        let t = tokens.filter(|&t| t > 0).map(i128::from);
+        let per = |x: i128| t.map(|t| round_ratio(x, t, 6));
+        let [h, k, o, i] = self.idle_sums();
+        self.per_token = PerToken {
+            busy_ns: per(self.busy_ns()),
+            idle_ns: per(i),
+            host_wait_ns: per(h),
+            kernel_wait_ns: per(k),
+            other_ns: per(o),
+        };
+    }
+}
+
+/// `num / den` rounded half to even to `decimals` places (C1), as f64;
+/// null when `den` is 0.
+pub fn round_ratio(num: i128, den: i128, decimals: u32) -> f64 {
+    let scale = 10i128.pow(decimals);
+    let (n, d) = if den < 0 { (-num, -den) } else { (num, den) };
+    let scaled = n.saturating_mul(scale);
+    let q = scaled.div_euclid(d);
+    let r = scaled.rem_euclid(d);
+    // Half to even: up when the remainder is over half, or exactly half
+    // and q is odd.
+    let twice = r.saturating_mul(2);
+    let up = twice > d || (twice == d && q % 2 != 0);
+    let q = q + i128::from(up);
+    q as f64 / scale as f64
+}
+
+/// 100 × num / den, 4 decimals (C1); null when den is 0.
+pub fn pct(num: i128, den: i128) -> Option<f64> {
+    (den != 0).then(|| round_ratio(num.saturating_mul(100), den, 4))
+}
+
+/// A mean (other ratio, 6 decimals); null when den is 0.
+pub fn mean6(num: i128, den: i128) -> Option<f64> {
+    (den != 0).then(|| round_ratio(num, den, 6))
+}
+
+/// One ns figure as i64 (sums of one trace's ns fit; saturating).
+fn ns64(x: i128) -> i64 {
+    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
+}
+
+/// AR (baseline) against MTP (candidate), per token.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub rows: Vec<Compared>,
+}
+
+/// One per-token figure of both traces.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Compared {
+    pub figure: String,
+    pub baseline_per_token_ns: Option<f64>,
+    pub candidate_per_token_ns: Option<f64>,
+    /// baseline / candidate (> 1: the candidate spends less per token).
+    pub ratio: Option<f64>,
+}
+
+/// A whole-trace sum of a trace.
+type SumOf = fn(&TraceIdle) -> i128;
+/// Its per-token figure.
+type PerOf = fn(&PerToken) -> Option<f64>;
+
+/// Compares two traces per token (busy, host wait, kernel wait, other).
+pub fn compare(a: &TraceIdle, m: &TraceIdle) -> Comparison {
+    let exact = |t: &TraceIdle, x: i128| -> Option<(i128, i128)> {
+        let tok = i128::from(t.completion_tokens.filter(|&t| t > 0)?);
+        Some((x, tok))
+    };
+    let figs: [(&str, SumOf, PerOf); 5] = [
+        ("busy", TraceIdle::busy_ns, |p| p.busy_ns),
+        ("idle", |t| t.idle_sums()[3], |p| p.idle_ns),
+        ("host_wait", |t| t.idle_sums()[0], |p| p.host_wait_ns),
+        ("kernel_wait", |t| t.idle_sums()[1], |p| p.kernel_wait_ns),
+        ("other", |t| t.idle_sums()[2], |p| p.other_ns),
+    ];
+    let rows = figs
+        .iter()
+        .map(|&(name, sum, per)| {
+            let ratio = match (exact(a, sum(a)), exact(m, sum(m))) {
+                (Some((xa, ta)), Some((xm, tm))) => {
+                    let num = xa.checked_mul(tm);
+                    let den = xm.checked_mul(ta);
+                    match (num, den) {
+                        (Some(n), Some(d)) if d != 0 => Some(round_ratio(n, d, 6)),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            };
+            Compared {
+                figure: name.to_string(),
+                baseline_per_token_ns: per(&a.per_token),
+                candidate_per_token_ns: per(&m.per_token),
+                ratio,
+            }
+        })
+        .collect();
+    Comparison {
+        baseline: a.path.clone(),
+        candidate: m.path.clone(),
+        rows,
+    }
+}
+
+#[cfg(test)]
+mod tests;

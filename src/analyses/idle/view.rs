@@ -1,0 +1,437 @@
+//! The view of `idle`'s results: [`columns`] (one per headline figure of a
+//! trace: the side-by-side table, the CSV and `batch`'s traces.csv), the
+//! device, stream and step tables, the AR-vs-MTP per-token comparison;
+//! [`IdleReport`] is the document it prints (JSON keys as VIEWS.md I1–I6).
+
+use super::{Comparison, Idle, IdleSpec, Part, TraceIdle};
+use crate::api::{self, ApiError, Command, Document, Said};
+use crate::contexts::{Contexts, Selector};
+use crate::report::{self, Cell, Format, Table};
+use crate::views::Column;
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// The document `idle` prints (`-f json`: always with the step rows).
+#[derive(Debug, Serialize)]
+pub struct IdleReport {
+    pub traces: Vec<TraceIdle>,
+    pub comparison: Option<Comparison>,
+}
+
+impl IdleReport {
+    pub fn new(traces: Vec<TraceIdle>) -> Self {
+        let comparison = (traces.len() == 2).then(|| super::compare(&traces[0], &traces[1]));
+        IdleReport { traces, comparison }
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or_default()
+    }
+
+    /// `rows`: the table shows every step (`--per-step`).
+    pub fn write<W: Write>(&self, out: &mut W, format: Format, rows: bool) -> io::Result<()> {
+        let labels: Vec<String> = self
+            .traces
+            .iter()
+            .map(|t| crate::views::short(&t.path))
+            .collect();
+        let tables = human_tables(self, &labels, rows);
+        let full: Vec<String> = self.traces.iter().map(|t| t.path.clone()).collect();
+        let csv = csv_tables(self, &full, rows);
+        report::render(out, format, &self.json(), &tables, &csv)
+    }
+}
+
+impl Document for IdleReport {
+    fn write_to(&self, out: &mut dyn Write, format: Format, rows: bool) -> io::Result<()> {
+        let mut out = out;
+        self.write(&mut out, format, rows)
+    }
+    fn json_value(&self, _rows: bool) -> Result<serde_json::Value, ApiError> {
+        Ok(self.json())
+    }
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        self.traces
+            .iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
+            .collect()
+    }
+}
+
+/// `torchtrace idle`: one or more traces (two: AR first, compared).
+impl Command for Idle {
+    type Options = IdleSpec;
+    type Report = IdleReport;
+
+    fn configure(options: &IdleSpec, _: &Selector) -> Result<IdleSpec, ApiError> {
+        if options.kernel_wait_ns < 0 {
+            return Err(ApiError::Arguments(
+                "idle: --kernel-wait-ns may not be negative".into(),
+            ));
+        }
+        Ok(options.clone())
+    }
+
+    /// A trace without any GPU activity is a problem (exit 1).
+    fn said(t: &TraceIdle, _contexts: &Contexts) -> Said {
+        let mut problems = Vec::new();
+        if t.complete && t.streams.is_empty() {
+            problems.push(format!(
+                "{}: no GPU activity (kernel, memcpy, memset): no idle time to explain",
+                t.path
+            ));
+        }
+        let mut notes = api::path_notes(&t.path, &t.notes);
+        if t.completion_tokens.is_none() {
+            notes.push(format!(
+                "{}: completion tokens unknown (give --tokens or --summary): per-token figures are null",
+                t.path
+            ));
+        }
+        Said { problems, notes }
+    }
+
+    fn report(outputs: Vec<TraceIdle>, _: &Self::Config) -> IdleReport {
+        IdleReport::new(outputs)
+    }
+
+    /// The headline figures (`idle_idle_pct`, `idle_host_wait_share_pct`, …).
+    fn trace_columns() -> Vec<Figure> {
+        columns()
+    }
+}
+
+type Figure = Column<TraceIdle>;
+
+fn fig(
+    key: &str,
+    label: &str,
+    cell: impl Fn(&TraceIdle) -> Cell + Send + Sync + 'static,
+) -> Figure {
+    Column::new(key, label, cell)
+}
+
+fn i(x: i128) -> Cell {
+    Cell::Int(super::ns64(x))
+}
+
+/// Every per-trace headline figure, in table order.
+pub fn columns() -> Vec<Figure> {
+    vec![
+        fig("devices", "devices", |t| (t.devices.len() as u64).into()),
+        fig("streams", "streams", |t| (t.streams.len() as u64).into()),
+        fig("busy_ns", "GPU busy, Σ devices (ns)", |t| i(t.busy_ns())),
+        fig("idle_ns", "stream idle, Σ streams (ns)", |t| {
+            i(t.idle_sums()[3])
+        }),
+        fig("idle_pct", "device idle (% of span)", |t| {
+            Cell::opt_f(t.idle_pct(), 4)
+        }),
+        fig("host_wait_ns", "  host wait (ns)", |t| i(t.idle_sums()[0])),
+        fig("kernel_wait_ns", "  kernel wait (ns)", |t| {
+            i(t.idle_sums()[1])
+        }),
+        fig("other_ns", "  other (ns)", |t| i(t.idle_sums()[2])),
+        fig("host_wait_share_pct", "host wait (% of idle)", |t| {
+            Cell::opt_f(t.host_wait_share_pct(), 4)
+        }),
+        fig(
+            "comm_comp_overlap_pct",
+            "comm/compute overlap (% of comm)",
+            |t| Cell::opt_f(t.comm_comp_overlap_pct, 4),
+        ),
+        fig("queue_max", "launch queue in flight, max", |t| {
+            t.queue_max().map_or(Cell::Null, Cell::Int)
+        }),
+        fig("step_grammar", "step grammar", |t| {
+            t.steps.grammar.clone().map_or(Cell::Null, Cell::text)
+        }),
+        fig("steps", "steps", |t| t.steps.count.into()),
+        fig("completion_tokens", "completion tokens", |t| {
+            Cell::opt_i(t.completion_tokens)
+        }),
+        fig("busy_per_token_ns", "GPU busy per token (ns)", |t| {
+            Cell::opt_f(t.per_token.busy_ns, 1)
+        }),
+        fig("host_wait_per_token_ns", "host wait per token (ns)", |t| {
+            Cell::opt_f(t.per_token.host_wait_ns, 1)
+        }),
+        fig(
+            "kernel_wait_per_token_ns",
+            "kernel wait per token (ns)",
+            |t| Cell::opt_f(t.per_token.kernel_wait_ns, 1),
+        ),
+        fig("other_per_token_ns", "other idle per token (ns)", |t| {
+            Cell::opt_f(t.per_token.other_ns, 1)
+        }),
+    ]
+}
+
+fn human_tables(r: &IdleReport, labels: &[String], rows: bool) -> Vec<Table> {
+    let mut heads = vec!["figure".to_string()];
+    heads.extend(labels.iter().cloned());
+    let mut t = Table {
+        title: "GPU idle time: where the GPU waits (ns; I2–I6 of VIEWS.md)".into(),
+        headers: heads,
+        ..Default::default()
+    };
+    crate::views::transposed(&mut t, &columns(), &r.traces);
+    for (x, label) in r.traces.iter().zip(labels) {
+        if !x.complete {
+            t.notes.push(format!(
+                "{label}: INCOMPLETE — {}",
+                x.error.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    let mut tables = vec![
+        t,
+        devices_table(r, labels),
+        streams_table(r, labels),
+        parts_table(r, labels),
+    ];
+    if let Some(c) = &r.comparison {
+        tables.push(comparison_table(c, labels));
+    }
+    if rows {
+        tables.push(rows_table(r, labels));
+    }
+    tables
+}
+
+const DEVICE_HEADS: [&str; 14] = [
+    "trace",
+    "device",
+    "span_ns",
+    "busy_ns",
+    "idle_ns",
+    "compute_ns",
+    "comm_ns",
+    "memory_ns",
+    "non_compute_ns",
+    "comm_kernels",
+    "comm_comp_overlap_ns",
+    "comm_comp_overlap_pct",
+    "idle_pct",
+    "compute_pct",
+];
+
+fn devices_table(r: &IdleReport, labels: &[String]) -> Table {
+    let mut t = Table::new("Per device (I4)", &DEVICE_HEADS);
+    for (x, label) in r.traces.iter().zip(labels) {
+        for d in &x.devices {
+            t.row(vec![
+                label.clone().into(),
+                d.device.clone().into(),
+                Cell::Int(d.span_ns),
+                Cell::Int(d.busy_ns),
+                Cell::Int(d.idle_ns),
+                Cell::Int(d.compute_ns),
+                Cell::Int(d.comm_ns),
+                Cell::Int(d.memory_ns),
+                Cell::Int(d.non_compute_ns),
+                d.comm_kernels.into(),
+                Cell::Int(d.comm_comp_overlap_ns),
+                Cell::opt_f(d.comm_comp_overlap_pct, 4),
+                Cell::opt_f(d.idle_pct, 4),
+                Cell::opt_f(d.compute_pct, 4),
+            ]);
+        }
+    }
+    t
+}
+
+const STREAM_HEADS: [&str; 19] = [
+    "trace",
+    "device",
+    "stream",
+    "activities",
+    "unlinked",
+    "span_ns",
+    "busy_ns",
+    "idle_ns",
+    "host_wait_ns",
+    "host_wait_gaps",
+    "kernel_wait_ns",
+    "kernel_wait_gaps",
+    "other_ns",
+    "other_gaps",
+    "host_wait_pct_of_idle",
+    "in_flight_max",
+    "in_flight_mean",
+    "pending_max",
+    "starting_before_launch",
+];
+
+fn streams_table(r: &IdleReport, labels: &[String]) -> Table {
+    let mut t = Table::new("Per stream (I2, I3, I5)", &STREAM_HEADS);
+    for (x, label) in r.traces.iter().zip(labels) {
+        for s in &x.streams {
+            t.row(vec![
+                label.clone().into(),
+                s.device.clone().into(),
+                s.stream.clone().into(),
+                s.activities.into(),
+                s.unlinked.into(),
+                Cell::Int(s.span_ns),
+                Cell::Int(s.busy_ns),
+                Cell::Int(s.idle_ns),
+                Cell::Int(s.host_wait_ns),
+                s.host_wait_gaps.into(),
+                Cell::Int(s.kernel_wait_ns),
+                s.kernel_wait_gaps.into(),
+                Cell::Int(s.other_ns),
+                s.other_gaps.into(),
+                Cell::opt_f(s.host_wait_pct_of_idle, 4),
+                Cell::Int(s.queue.in_flight.max),
+                Cell::opt_f(s.queue.in_flight.mean, 6),
+                Cell::Int(s.queue.pending.max),
+                s.queue.activities_starting_before_launch.into(),
+            ]);
+        }
+    }
+    t
+}
+
+const PART_HEADS: [&str; 13] = [
+    "activities",
+    "kernels",
+    "busy_ns",
+    "gpu_ns",
+    "idle_ns",
+    "host_wait_ns",
+    "kernel_wait_ns",
+    "other_ns",
+    "comm_ns",
+    "comm_comp_overlap_ns",
+    "comm_comp_overlap_pct",
+    "gpu_first_start_ns",
+    "gpu_last_end_ns",
+];
+
+fn part_cells(p: &Part) -> Vec<Cell> {
+    let opt = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
+    vec![
+        p.activities.into(),
+        p.kernels.into(),
+        Cell::Int(p.busy_ns),
+        Cell::Int(p.gpu_ns),
+        Cell::Int(p.idle_ns),
+        Cell::Int(p.host_wait_ns),
+        Cell::Int(p.kernel_wait_ns),
+        Cell::Int(p.other_ns),
+        Cell::Int(p.comm_ns),
+        Cell::Int(p.comm_comp_overlap_ns),
+        Cell::opt_f(p.comm_comp_overlap_pct, 4),
+        opt(p.gpu_first_start_ns),
+        opt(p.gpu_last_end_ns),
+    ]
+}
+
+/// Σ over the step rows, pre, unattributed and totals (I6).
+fn parts_table(r: &IdleReport, labels: &[String]) -> Table {
+    let mut heads = vec!["trace", "part"];
+    heads.extend(PART_HEADS);
+    let mut t = Table::new(
+        "Per step, summed (I6: rows + pre + unattributed = totals)",
+        &heads,
+    );
+    for (x, label) in r.traces.iter().zip(labels) {
+        let rows = super::compute::sum_rows(&x.steps.rows);
+        let grammar = x.steps.grammar.as_deref().unwrap_or("none");
+        let parts = [
+            (format!("{} steps ({grammar})", x.steps.count), &rows),
+            ("pre".to_string(), &x.steps.pre),
+            ("unattributed".to_string(), &x.steps.unattributed),
+            ("totals".to_string(), &x.steps.totals),
+        ];
+        for (name, p) in parts {
+            let mut cells: Vec<Cell> = vec![label.clone().into(), name.into()];
+            cells.extend(part_cells(p));
+            t.row(cells);
+        }
+    }
+    t.notes.push(
+        "idle of a part = Σ of the gaps before its activities (the idle before a step's first kernel is that step's); totals equal the streams' sums"
+            .into(),
+    );
+    t
+}
+
+fn rows_table(r: &IdleReport, labels: &[String]) -> Table {
+    let mut heads = vec!["trace", "index", "name", "host_start_ns", "host_end_ns"];
+    heads.extend(PART_HEADS);
+    heads.push("queue_in_flight_max");
+    let mut t = Table::new("Per step (I6)", &heads);
+    for (x, label) in r.traces.iter().zip(labels) {
+        for row in &x.steps.rows {
+            let mut cells: Vec<Cell> = vec![
+                label.clone().into(),
+                row.index.into(),
+                row.name.clone().into(),
+                Cell::Int(row.host_start_ns),
+                row.host_end_ns.map_or(Cell::Null, Cell::Int),
+            ];
+            cells.extend(part_cells(&row.work));
+            let qmax = row.queue_in_flight.values().map(|q| q.max).max();
+            cells.push(qmax.map_or(Cell::Null, Cell::Int));
+            t.row(cells);
+        }
+    }
+    t
+}
+
+fn comparison_table(c: &Comparison, labels: &[String]) -> Table {
+    let mut t = Table::new(
+        format!(
+            "Per token: {} (AR, baseline) vs {} (MTP, candidate)",
+            labels[0], labels[1]
+        ),
+        &[
+            "figure",
+            "AR per token (ns)",
+            "MTP per token (ns)",
+            "AR / MTP",
+        ],
+    );
+    for x in &c.rows {
+        t.row(vec![
+            x.figure.clone().into(),
+            Cell::opt_f(x.baseline_per_token_ns, 1),
+            Cell::opt_f(x.candidate_per_token_ns, 1),
+            Cell::opt_f(x.ratio, 4),
+        ]);
+    }
+    t.notes.push(
+        "whole-trace sums / completion tokens; busy = Σ devices' busy, the idle categories Σ over streams"
+            .into(),
+    );
+    t
+}
+
+fn csv_tables(r: &IdleReport, paths: &[String], rows: bool) -> Vec<Table> {
+    let figs = columns();
+    let mut heads: Vec<&str> = vec!["path"];
+    heads.extend(figs.iter().map(|f| f.key.as_str()));
+    heads.push("complete");
+    let mut t = Table::new("idle", &heads);
+    for x in &r.traces {
+        let mut row: Vec<Cell> = vec![x.path.clone().into()];
+        row.extend(figs.iter().map(|f| f.cell(x)));
+        row.push(x.complete.to_string().into());
+        t.row(row);
+    }
+    let mut tables = vec![
+        t,
+        devices_table(r, paths),
+        streams_table(r, paths),
+        parts_table(r, paths),
+    ];
+    if let Some(c) = &r.comparison {
+        tables.push(comparison_table(c, paths));
+    }
+    if rows {
+        tables.push(rows_table(r, paths));
+    }
+    tables
+}

@@ -1,0 +1,77 @@
+//! `torchtrace idle`: why the GPU waits — idle breakdown, launch queue,
+//! comm/compute overlap, per device, stream and step.
+
+use super::{Exit, FormatArg, GlobalArgs};
+use clap::Args;
+use std::path::PathBuf;
+use torchtrace::analyses::idle::{Idle, IdleSpec};
+
+/// Explain each GPU's idle time: per device the timeline (compute, comm,
+/// memory, comm/compute overlap), per stream the gaps split into host wait,
+/// kernel wait and other, the launch queue, and the same per step; with two
+/// traces (AR first, then MTP) compare them per token.
+///
+/// Definitions (shared/docs/VIEWS.md C1–C8, I1–I6; integer ns, no rounding):
+///   activity        a kernel, memcpy or memset event (cuda_sync and
+///                   gpu_user_annotation are not); device = pid, stream = tid
+///                   (Kineto writes args.device and args.stream there)
+///   launch link     the runtime call with the same args.correlation (the
+///                   first in file order); none: unlinked
+///   classes (C6)    memory = memcpy/memset and kernels named Memcpy*/Memset*;
+///                   comm = kernels matching (case-insensitive)
+///                   ^(nccl|rccl)|cross_device_reduce|all_?reduce|all_?gather|
+///                   reduce_?scatter|all_?to_?all; compute = every other kernel
+///   device (I4)     span = last end − first start; busy = |∪ activities|;
+///                   idle = span − busy; compute/comm/memory = |∪ of the class|;
+///                   non-compute = span − compute − idle; overlap =
+///                   |∪comm ∩ ∪compute|, overlap % = overlap / comm (null
+///                   without comm)
+///   gap (I2)        per stream, activities by (ts, end, file index):
+///                   gap_k = max(0, ts_k − max_{j<k} end_j); Σ gaps = span − busy
+///   host wait (I3)  a gap > 0 whose activity's runtime call started after the
+///                   stream went idle (call.ts > max_{j<k} end_j); graph
+///                   kernels use their cudaGraphLaunch; unlinked: never
+///   kernel wait     not host wait and gap < --kernel-wait-ns (30 000 ns)
+///   other           the rest
+///   queue (I5)      in flight: +1 at the call's start per linked activity on
+///                   the stream, −1 at its end; pending: −1 at its start. A
+///                   step function (changes at one instant together), over
+///                   [first change, last change): max, min, ∫ (ns), mean =
+///                   ∫ / window, time at 0, time at ≥ 1024
+///   step (I6, C8)   vLLM step annotations (else ProfilerStep#N); window
+///                   [S_i.ts, S_{i+1}.ts) of the next step on the same thread
+///                   (the last open); an activity belongs to the step whose
+///                   window holds its runtime call's start on that thread;
+///                   before the first step: pre; unlinked or from other
+///                   threads: unattributed. A step's idle = Σ gaps before its
+///                   activities; rows + pre + unattributed = the streams' sums
+///   per token       whole-trace sums / completion tokens (busy: Σ devices)
+///
+/// JSON (-f json) always holds every step row; the table shows them with
+/// --per-step.
+///
+/// Exit status: 0 ok; 1 when a trace has no GPU activity; 2 on unreadable input.
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct IdleArgs {
+    /// Traces: one, or two (baseline AR, then candidate MTP: compared per
+    /// token), or more (side by side, e.g. the ranks of a run). `-` reads stdin.
+    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    #[command(flatten)]
+    pub run: super::RunArgs,
+    /// Also list every step in the table.
+    #[arg(long)]
+    pub per_step: bool,
+    #[command(flatten)]
+    pub options: IdleSpec,
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+}
+
+pub fn run(args: IdleArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let common = global.common_for(args.traces.len(), &super::ContextArgs::default(), &args.run)?;
+    let how = (args.format, args.per_step);
+    super::run_command::<Idle>(&args.traces, common, &args.options, how, global)
+}

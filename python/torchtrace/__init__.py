@@ -298,6 +298,8 @@ def ops_frame(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pandas") 
     doc = doc_or_paths if isinstance(doc_or_paths, dict) else ops(doc_or_paths)
     rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t["ops"]]
     return to_frame(rows, kind=kind)
+
+
 def idle(
     paths: Paths,
     tokens: PerTrace = None,

@@ -18,6 +18,8 @@
 #   hierarchy   torchtrace -q hierarchy FILE                (default: with GPU work per function)
 #   iterations  torchtrace -q iterations FILE
 #   diff        torchtrace -q diff FILE FILE                (two traces: compare with 2 × zcat)
+#   ops         torchtrace -q ops FILE                      (every host op, runtime call and activity)
+#   idle        torchtrace -q idle FILE                     (every activity and runtime call)
 #   batch       torchtrace batch -q --no-figures -o TMP FILE (every analysis, one pass)
 # and with BASE set, the same torchtrace commands with the old binary
 # (names prefixed `old-`). Prints a Markdown table: median wall s
@@ -90,13 +92,15 @@ trap 'rm -rf "$OUT"' EXIT
 NAMES=(zcat inflate)
 CMDS=("zcat '$FILE' > /dev/null" "target/release/examples/inflate '$FILE' > /dev/null")
 # The torchtrace commands, `%TT%` standing for the binary.
-TT_NAMES=(pair kernels hierarchy iterations diff batch)
+TT_NAMES=(pair kernels hierarchy iterations diff ops idle batch)
 TT_CMDS=(
     "%TT% -q pair '$FILE' > /dev/null"
     "%TT% -q kernels '$FILE' > /dev/null"
     "%TT% -q hierarchy '$FILE' > /dev/null"
     "%TT% -q iterations '$FILE' > /dev/null"
     "%TT% -q diff '$FILE' '$FILE' > /dev/null"
+    "%TT% -q ops '$FILE' > /dev/null"
+    "%TT% -q idle '$FILE' > /dev/null"
     "%TT% batch -q --no-figures -o '$OUT/batch-%N%' '$FILE' > /dev/null"
 )
 add_tt() { # prefix binary

@@ -155,7 +155,8 @@ def queue_over(pts, lo, hi):
 def empty_part():
     return {"activities": 0, "kernels": 0, "gpu_first_start_ns": None, "gpu_last_end_ns": None,
             "busy_ns": 0, "gpu_ns": 0, "host_wait_ns": 0, "kernel_wait_ns": 0, "other_ns": 0,
-            "idle_ns": 0, "comm_ns": 0, "comm_comp_overlap_ns": 0, "comm_comp_overlap_pct": None}
+            "idle_ns": 0, "compute_ns": 0, "comm_ns": 0, "memory_ns": 0, "comm_comp_overlap_ns": 0,
+            "comm_comp_overlap_pct": None}
 
 
 def one(path, kw):
@@ -305,11 +306,16 @@ def one(path, kw):
         for c in ("host_wait", "kernel_wait", "other"):
             p[c + "_ns"] = sum(a["gap"] for a in members if a["cat"] == c)
         p["idle_ns"] = sum(a["gap"] for a in members)
-        comm = ov = 0
+        comm = ov = comp = mem = 0
         for d in {a["device"] for a in members}:
-            mu = union([(a["start"], a["end"]) for a in members if a["device"] == d and a["class"] == "comm"])
+            def of(c):
+                return union([(a["start"], a["end"]) for a in members if a["device"] == d and a["class"] == c])
+            mu = of("comm")
             comm += length(mu)
+            comp += length(of("compute"))
+            mem += length(of("memory"))
             ov += inter_fast(mu, compute_of[d])
+        p["compute_ns"], p["memory_ns"] = comp, mem
         p["comm_ns"], p["comm_comp_overlap_ns"] = comm, ov
         p["comm_comp_overlap_pct"] = pct(ov, comm)
         return p
@@ -336,7 +342,7 @@ def one(path, kw):
     totals = empty_part()
     everything = rows + [pre, unatt]
     for k in ("activities", "kernels", "busy_ns", "gpu_ns", "host_wait_ns", "kernel_wait_ns", "other_ns",
-              "idle_ns", "comm_ns", "comm_comp_overlap_ns"):
+              "idle_ns", "compute_ns", "comm_ns", "memory_ns", "comm_comp_overlap_ns"):
         totals[k] = sum(p[k] for p in everything)
     firsts = [p["gpu_first_start_ns"] for p in everything if p["gpu_first_start_ns"] is not None]
     lasts = [p["gpu_last_end_ns"] for p in everything if p["gpu_last_end_ns"] is not None]

@@ -368,3 +368,79 @@ fn help_states_the_definitions() {
         assert!(h.contains(needle), "help lacks {needle}");
     }
 }
+
+/// `x / d` rounded half to even, as an integer (d > 0).
+fn half_even(x: i128, d: i128) -> i128 {
+    let (q, r) = (x.div_euclid(d), x.rem_euclid(d));
+    match (2 * r).cmp(&d) {
+        std::cmp::Ordering::Less => q,
+        std::cmp::Ordering::Greater => q + 1,
+        std::cmp::Ordering::Equal => q + (q & 1),
+    }
+}
+
+/// `batch` over the samples: report.md's "Where the GPU waits" section with
+/// the mean step recomputed here from the frozen reference (I6 rows),
+/// idle_steps.csv holding every step row of both sides, figure 11.
+#[test]
+fn batch_shows_per_step_where_ar_and_mtp_wait() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().to_string_lossy().to_string();
+    bin()
+        .args(["-q", "batch", "sample_traces", "-o", &o])
+        .assert()
+        .success();
+    let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let at = report
+        .find("## Where the GPU waits: AR vs MTP per workload (idle)")
+        .expect("the idle section");
+    let section = &report[at..];
+    assert!(
+        section.contains(
+            "| text | mtp | 98.6027 | 79.1414 | 99.8972 | 97.2774 | — | — | 46 | 50 | 68 | 34 |"
+        ),
+        "{section}"
+    );
+    assert!(section.contains("the idle category that changed most per token is host wait"));
+    let csv = std::fs::read_to_string(out.path().join("idle_steps.csv")).unwrap();
+    for (file, mode) in [
+        ("idle_sample_text_ar.json", "ar"),
+        ("idle_sample_text_mtp.json", "mtp"),
+    ] {
+        let want = expected(file);
+        let rows = want["traces"][0]["steps"]["rows"].as_array().unwrap();
+        let n = rows.len() as i128;
+        // The mean step, 0.1 µs, exactly as the table rounds it (C1).
+        let cell = |k: &str| {
+            let s: i128 = rows.iter().map(|r| r[k].as_i64().unwrap() as i128).sum();
+            let t = half_even(s, n * 100);
+            format!("{}.{}", t / 10, t % 10)
+        };
+        let line = format!(
+            "| text | {mode} | {n} | {} | {} | {} | {} | {} | {} |",
+            cell("compute_ns"),
+            cell("comm_ns"),
+            cell("memory_ns"),
+            cell("host_wait_ns"),
+            cell("kernel_wait_ns"),
+            cell("other_ns"),
+        );
+        assert!(section.contains(&line), "{line} not in\n{section}");
+        // idle_steps.csv: one line per step row, host wait as the reference.
+        let mine: Vec<&str> = csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("text,{mode},")))
+            .collect();
+        assert_eq!(mine.len(), rows.len(), "{file}: one CSV line per step");
+        let host: i64 = mine
+            .iter()
+            .map(|l| l.rsplit(',').nth(2).unwrap().parse::<i64>().unwrap())
+            .sum();
+        let want_host: i64 = rows
+            .iter()
+            .map(|r| r["host_wait_ns"].as_i64().unwrap())
+            .sum();
+        assert_eq!(host, want_host, "{file}: Σ host wait over the steps");
+    }
+    assert!(out.path().join("figures/fig11_idle_per_step.png").exists());
+}

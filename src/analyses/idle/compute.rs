@@ -152,9 +152,9 @@ fn part_of(
 #[derive(Default)]
 struct PartAcc {
     work: Part,
-    ivs: Vec<Iv>,
-    /// (device, interval) of its comm kernels.
-    comm: Vec<(usize, Iv)>,
+    /// (device, class, interval) of its activities: busy is their union,
+    /// the per-class figures the unions per (device, class).
+    classed: Vec<(u32, Class, Iv)>,
     streams: BTreeSet<usize>,
 }
 
@@ -166,27 +166,34 @@ impl PartAcc {
         w.gpu_first_start_ns = Some(w.gpu_first_start_ns.map_or(a.start, |f| f.min(a.start)));
         w.gpu_last_end_ns = Some(w.gpu_last_end_ns.map_or(a.end, |l| l.max(a.end)));
         w.gpu_ns = w.gpu_ns.saturating_add(a.end - a.start);
-        self.ivs.push((a.start, a.end));
-        if class == Class::Comm {
-            self.comm.push((device, (a.start, a.end)));
-        }
+        self.classed.push((device as u32, class, (a.start, a.end)));
         self.streams.insert(stream);
     }
 
-    /// Busy, comm and overlap from the kept intervals.
+    /// Busy, the per-class unions and the overlap from the kept intervals
+    /// (`compute`: each device's union of all its compute kernels, I4).
     fn seal(&mut self, compute: &[Vec<Iv>]) {
         let w = &mut self.work;
-        w.busy_ns = ns64(length(&union(std::mem::take(&mut self.ivs))));
-        let mut by_dev: BTreeMap<usize, Vec<Iv>> = BTreeMap::new();
-        for (d, iv) in std::mem::take(&mut self.comm) {
-            by_dev.entry(d).or_default().push(iv);
+        let classed = std::mem::take(&mut self.classed);
+        w.busy_ns = ns64(length(&union(classed.iter().map(|x| x.2).collect())));
+        let mut by_dev: BTreeMap<(usize, Class), Vec<Iv>> = BTreeMap::new();
+        for (d, c, iv) in classed {
+            by_dev.entry((d as usize, c)).or_default().push(iv);
         }
-        let (mut comm, mut ov) = (0i128, 0i128);
-        for (d, ivs) in by_dev {
+        let (mut comm, mut ov, mut comp, mut mem) = (0i128, 0i128, 0i128, 0i128);
+        for ((d, c), ivs) in by_dev {
             let u = union(ivs);
-            comm += length(&u);
-            ov += overlap(&u, compute.get(d).map_or(&[][..], Vec::as_slice));
+            match c {
+                Class::Comm => {
+                    comm += length(&u);
+                    ov += overlap(&u, compute.get(d).map_or(&[][..], Vec::as_slice));
+                }
+                Class::Compute => comp += length(&u),
+                Class::Memory => mem += length(&u),
+            }
         }
+        w.compute_ns = ns64(comp);
+        w.memory_ns = ns64(mem);
         w.comm_ns = ns64(comm);
         w.comm_comp_overlap_ns = ns64(ov);
         w.comm_comp_overlap_pct = pct(ov, comm);
@@ -625,7 +632,9 @@ fn sum_parts<'a>(parts: impl Iterator<Item = &'a Part>) -> Part {
         t.kernel_wait_ns += p.kernel_wait_ns;
         t.other_ns += p.other_ns;
         t.idle_ns += p.idle_ns;
+        t.compute_ns = t.compute_ns.saturating_add(p.compute_ns);
         t.comm_ns = t.comm_ns.saturating_add(p.comm_ns);
+        t.memory_ns = t.memory_ns.saturating_add(p.memory_ns);
         t.comm_comp_overlap_ns = t
             .comm_comp_overlap_ns
             .saturating_add(p.comm_comp_overlap_ns);

@@ -24,6 +24,7 @@
 //! stream, which every figure here is grouped by. Everything at the
 //! finish is sorts and linear sweeps: O(events log events).
 
+pub(crate) mod batch;
 mod compute;
 mod queue;
 pub mod view;
@@ -68,7 +69,7 @@ impl Configures for IdleSpec {
 }
 
 /// C6: what a device activity does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Class {
     Compute,
     Comm,
@@ -365,8 +366,12 @@ pub struct Part {
     pub other_ns: i64,
     /// Σ of the gaps before its activities (I2–I3).
     pub idle_ns: i64,
+    /// Σ over devices of the union of its compute kernels there (C6).
+    pub compute_ns: i64,
     /// Σ over devices of the union of its comm kernels there.
     pub comm_ns: i64,
+    /// Σ over devices of the union of its memory activities there (C6).
+    pub memory_ns: i64,
     /// Σ over devices of |its comm ∩ all compute of the device|.
     pub comm_comp_overlap_ns: i64,
     pub comm_comp_overlap_pct: Option<f64>,

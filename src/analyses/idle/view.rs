@@ -95,6 +95,11 @@ impl Command for Idle {
         IdleReport::new(outputs)
     }
 
+    /// report.md's "Where the GPU waits", idle_steps.csv and figure 11.
+    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+        super::batch::section(c)
+    }
+
     /// The headline figures (`idle_idle_pct`, `idle_host_wait_share_pct`, …).
     fn trace_columns() -> Vec<Figure> {
         columns()
@@ -293,7 +298,7 @@ fn streams_table(r: &IdleReport, labels: &[String]) -> Table {
     t
 }
 
-const PART_HEADS: [&str; 13] = [
+const PART_HEADS: [&str; 15] = [
     "activities",
     "kernels",
     "busy_ns",
@@ -302,7 +307,9 @@ const PART_HEADS: [&str; 13] = [
     "host_wait_ns",
     "kernel_wait_ns",
     "other_ns",
+    "compute_ns",
     "comm_ns",
+    "memory_ns",
     "comm_comp_overlap_ns",
     "comm_comp_overlap_pct",
     "gpu_first_start_ns",
@@ -320,7 +327,9 @@ fn part_cells(p: &Part) -> Vec<Cell> {
         Cell::Int(p.host_wait_ns),
         Cell::Int(p.kernel_wait_ns),
         Cell::Int(p.other_ns),
+        Cell::Int(p.compute_ns),
         Cell::Int(p.comm_ns),
+        Cell::Int(p.memory_ns),
         Cell::Int(p.comm_comp_overlap_ns),
         Cell::opt_f(p.comm_comp_overlap_pct, 4),
         opt(p.gpu_first_start_ns),

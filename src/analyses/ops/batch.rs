@@ -141,13 +141,19 @@ fn explain_table(rows: &[Row]) -> Table {
             .take(3)
             .map(|(n, g)| format!("`{n}` {g:+.0}"))
             .collect();
-        let bound: Vec<String> = r
-            .mtp
-            .summary
-            .launch_bound_top_ops
+        // MTP's launch-bound top-level ops as compared (vLLM step
+        // annotations of one kind as one op), by MTP's top-level GPU time.
+        let mut bound: Vec<(&str, i64)> =
+            r.c.top_level
+                .iter()
+                .filter(|p| p.candidate_launch_bound == Some(true))
+                .filter_map(|p| Some((p.name.as_str(), p.candidate_gpu_top_ns.filter(|&g| g > 0)?)))
+                .collect();
+        bound.sort_by_key(|b| std::cmp::Reverse(b.1));
+        let bound: Vec<String> = bound
             .iter()
             .take(5)
-            .map(|n| format!("`{n}`"))
+            .map(|(n, _)| format!("`{n}`"))
             .collect();
         t.row(vec![
             r.m.workload.clone().into(),
@@ -167,7 +173,7 @@ fn explain_table(rows: &[Row]) -> Table {
         ]);
     }
     t.notes.push(
-        "top-level op = the outermost cpu_op/user_annotation enclosing a launch (O4); launch-bound op = its GPU work is shorter than its non-blocked host time (O8); per token = / completion tokens".into(),
+        "top-level op = the outermost cpu_op/user_annotation enclosing a launch (O4), vLLM step annotations of one kind (decode, prefill, mixed) counted as one op; launch-bound op = its GPU work is shorter than its non-blocked host time (O8); per token = / completion tokens".into(),
     );
     t
 }

@@ -1,118 +1,143 @@
 //! Containment queries on one thread (VIEWS.md C4–C5): which ops enclose
-//! a runtime call or another op, without a stack.
+//! a runtime call or another op, without a call stack (the ranges need not
+//! nest), in one sweep.
 //!
-//! The ops of a thread are sorted by the order key `(ts, −end, file
-//! index)`; position p then has every op that starts no later than p. The
-//! ops enclosing a runtime call Y are the positions `p < P` (P = the ops
-//! with `ts ≤ Y.ts`) whose `end ≥ Y.end`. The innermost (largest key) is
-//! the *rightmost* such position, the outermost the *leftmost*; a max-tree
-//! of the ends answers either in O(log n), however the ops overlap:
+//! The ops of a thread are visited in the order key `(ts, −end, file
+//! index)`, and each runtime call Y once every op with `ts ≤ Y.ts` has been
+//! (so the ops before it are exactly those that start no later). The ops
+//! enclosing Y are then the visited ones with `end ≥ Y.end`; the innermost
+//! is the *latest visited*, the outermost the *earliest*. Two lists answer
+//! both in O(log n), however the ops overlap:
+//!
+//! - `stack`: the visited ops that no later-visited op out-ends (a visit
+//!   pops those ending strictly before it). Its ends never increase from
+//!   bottom to top, so the ops with `end ≥ x` are a bottom run and the
+//!   innermost encloser is that run's top. The latest visited op with end ≥ x
+//!   is always kept: an op out-ended by a later one is no answer to any x.
+//! - `records`: the RecordFunction scopes (python frames excluded, O4)
+//!   whose end exceeds every earlier scope's. Ends strictly increase, and
+//!   the earliest scope with `end ≥ x` is always one (every scope before it
+//!   ends before x): the outermost encloser is the first record ≥ x.
 //!
 //! ```text
 //! thread   A [==========================)          key order: A B C D
 //!            B   [==============)                 (B ends after C starts: not nested)
 //!                   C [=================)
 //!                       D [==)
-//! call Y                   [y)               P = 4 (A B C D start ≤ y)
-//! ends ≥ y.end:   A B C D all → innermost D (rightmost), outermost A (leftmost)
+//! visit A: stack [A]            records [A]
+//! visit B: stack [A B]          parent of B = top = A
+//! visit C: pops B (ends first)  stack [A C], parent of C = A
+//! visit D: stack [A C D]        parent of D = C
+//! call Y                   [y)               ends ≥ y.end: A C D → innermost D, outermost A
 //! call Z                        [z]          only A and C end after z: innermost C
-//! max-tree      [ maxend(A..D) ]
-//!               [max(A,B)] [max(C,D)]        descend to the rightmost/leftmost leaf ≥ Y.end
-//!                A  B       C  D             inside the prefix [0, P)
 //! ```
 //!
-//! An op's parent is the rightmost position before its own with an end at
-//! or after its end (those start no later, and precede it in key order).
+//! An op's parent (C5) is the innermost encloser of its own range among
+//! the ops visited before it: the stack's top after the pops.
 
-/// A max-tree over the ends of a thread's ops in key order (`i64::MIN`
-/// for a position that takes no part, e.g. a python frame in the
-/// RecordFunction-only tree).
-#[derive(Debug, Clone)]
-pub struct EndTree {
-    size: usize,
-    tree: Vec<i64>,
+/// The sweep over one thread's ops in key order.
+#[derive(Debug, Default)]
+pub struct Sweep {
+    /// (end, position): ends non-increasing from bottom to top.
+    stack: Vec<(i64, u32)>,
+    /// (end, position) of scopes: ends strictly increasing.
+    records: Vec<(i64, u32)>,
 }
 
-impl EndTree {
-    /// The tree over `ends` (position p = the p-th op in key order).
-    pub fn new(ends: &[i64]) -> EndTree {
-        let size = ends.len().next_power_of_two().max(1);
-        let mut tree = vec![i64::MIN; 2 * size];
-        tree[size..size + ends.len()].copy_from_slice(ends);
-        for i in (1..size).rev() {
-            tree[i] = tree[2 * i].max(tree[2 * i + 1]);
+impl Sweep {
+    /// Visits the op at `pos` (the next in key order) ending at `end`;
+    /// `scope`: a RecordFunction scope (not a python frame). Returns its
+    /// parent: the latest earlier op ending at or after `end` (C5).
+    pub fn visit(&mut self, pos: u32, end: i64, scope: bool) -> Option<u32> {
+        while self.stack.last().is_some_and(|&(e, _)| e < end) {
+            self.stack.pop();
         }
-        EndTree { size, tree }
+        let parent = self.stack.last().map(|&(_, p)| p);
+        self.stack.push((end, pos));
+        if scope && self.records.last().is_none_or(|&(e, _)| end > e) {
+            self.records.push((end, pos));
+        }
+        parent
     }
 
-    /// The largest position `p < limit` with `end[p] ≥ at_least`.
-    pub fn rightmost(&self, limit: usize, at_least: i64) -> Option<usize> {
-        self.descend(1, 0, self.size, limit, at_least, true)
+    /// The latest visited op with `end ≥ at_least` (C4's innermost).
+    pub fn innermost(&self, at_least: i64) -> Option<u32> {
+        let k = self.stack.partition_point(|&(e, _)| e >= at_least);
+        k.checked_sub(1).map(|k| self.stack[k].1)
     }
 
-    /// The smallest position `p < limit` with `end[p] ≥ at_least`.
-    pub fn leftmost(&self, limit: usize, at_least: i64) -> Option<usize> {
-        self.descend(1, 0, self.size, limit, at_least, false)
-    }
-
-    /// Node `node` covers `[lo, hi)`; O(log n): a node is entered only when
-    /// it may hold an answer, and at most one partial node per level.
-    fn descend(
-        &self,
-        node: usize,
-        lo: usize,
-        hi: usize,
-        limit: usize,
-        at_least: i64,
-        right: bool,
-    ) -> Option<usize> {
-        if lo >= limit || self.tree[node] < at_least {
-            return None;
-        }
-        if hi - lo == 1 {
-            return Some(lo);
-        }
-        let mid = (lo + hi) / 2;
-        let (a, b) = ((2 * node, lo, mid), (2 * node + 1, mid, hi));
-        let (first, second) = if right { (b, a) } else { (a, b) };
-        self.descend(first.0, first.1, first.2, limit, at_least, right)
-            .or_else(|| self.descend(second.0, second.1, second.2, limit, at_least, right))
+    /// The earliest visited scope with `end ≥ at_least` (O4's top level).
+    pub fn outermost_scope(&self, at_least: i64) -> Option<u32> {
+        let k = self.records.partition_point(|&(e, _)| e < at_least);
+        self.records.get(k).map(|&(_, p)| p)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::EndTree;
+    use super::Sweep;
 
     /// The drawing of the module docs: A B C D in key order.
     #[test]
     fn the_drawing_of_the_module_docs() {
         // A [0, 100), B [10, 50), C [20, 80), D [30, 40)
-        let t = EndTree::new(&[100, 50, 80, 40]);
+        let mut s = Sweep::default();
+        assert_eq!(s.visit(0, 100, true), None);
+        assert_eq!(s.visit(1, 50, true), Some(0));
+        assert_eq!(s.visit(2, 80, true), Some(0));
+        assert_eq!(s.visit(3, 40, true), Some(2));
         // Y = [32, 38]: every op starts before and ends after it.
-        assert_eq!(t.rightmost(4, 38), Some(3));
-        assert_eq!(t.leftmost(4, 38), Some(0));
+        assert_eq!(s.innermost(38), Some(3));
+        assert_eq!(s.outermost_scope(38), Some(0));
         // Z = [60, 70]: only A and C end at or after 70.
-        assert_eq!(t.rightmost(4, 70), Some(2));
-        // D's parent: rightmost before position 3 ending at or after 40 = C.
-        assert_eq!(t.rightmost(3, 40), Some(2));
-        assert_eq!(t.rightmost(0, 0), None);
-        assert_eq!(t.leftmost(4, 101), None);
+        assert_eq!(s.innermost(70), Some(2));
+        assert_eq!(s.innermost(101), None);
+        assert_eq!(s.outermost_scope(101), None);
     }
 
-    /// Brute force agrees on every prefix and threshold.
+    /// Brute force agrees after every visit, for every threshold, with
+    /// python frames (not scopes) among the ops.
     #[test]
     fn equals_brute_force() {
-        let ends: Vec<i64> = (0..37).map(|i| (i * 7919 % 53) as i64).collect();
-        let t = EndTree::new(&ends);
-        for limit in 0..=ends.len() {
+        let ends: Vec<i64> = (0..61).map(|i| (i * 7919 % 53) as i64).collect();
+        let scope = |p: usize| p % 3 != 1;
+        let mut s = Sweep::default();
+        for (p, &e) in ends.iter().enumerate() {
+            let parent = s.visit(p as u32, e, scope(p));
+            assert_eq!(
+                parent,
+                (0..p).rev().find(|&q| ends[q] >= e).map(|q| q as u32)
+            );
             for x in -1..55 {
-                let want_r = (0..limit).rev().find(|&p| ends[p] >= x);
-                let want_l = (0..limit).find(|&p| ends[p] >= x);
-                assert_eq!(t.rightmost(limit, x), want_r, "{limit} {x}");
-                assert_eq!(t.leftmost(limit, x), want_l, "{limit} {x}");
+                let inner = (0..=p).rev().find(|&q| ends[q] >= x).map(|q| q as u32);
+                let outer = (0..=p)
+                    .find(|&q| scope(q) && ends[q] >= x)
+                    .map(|q| q as u32);
+                assert_eq!(s.innermost(x), inner, "{p} {x}");
+                assert_eq!(s.outermost_scope(x), outer, "{p} {x}");
             }
         }
-        assert_eq!(EndTree::new(&[]).rightmost(0, 0), None);
+        assert_eq!(Sweep::default().innermost(0), None);
+    }
+
+    /// 100 000 staggered ops (each ends after every earlier one) and as many
+    /// nested: the stack stays one deep, resp. grows, and both stay exact.
+    #[test]
+    fn adversarial_overlap_and_nesting() {
+        let n = 100_000u32;
+        let mut s = Sweep::default();
+        for p in 0..n {
+            let parent = s.visit(p, 1_000 + i64::from(p), true);
+            assert_eq!(parent, None);
+        }
+        assert_eq!(s.innermost(1_000), Some(n - 1));
+        assert_eq!(s.outermost_scope(1_000), Some(0));
+        let mut s = Sweep::default();
+        for p in 0..n {
+            let parent = s.visit(p, 1_000_000 - i64::from(p), true);
+            assert_eq!(parent, p.checked_sub(1));
+        }
+        assert_eq!(s.innermost(1_000_000 - 500), Some(500));
+        assert_eq!(s.outermost_scope(0), Some(0));
     }
 }

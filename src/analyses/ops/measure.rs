@@ -3,7 +3,7 @@
 //! throughout; ratios are exact fractions rounded half to even to 6
 //! decimals, means and medians to a whole ns (C1).
 
-use super::contain::EndTree;
+use super::contain::Sweep;
 use super::gaps::{self, StreamAct};
 use super::inclusive::{self, Maximal, Point, WEIGHTS};
 use super::{
@@ -231,51 +231,6 @@ fn launches(
     out
 }
 
-/// The ops of one thread in key order and their enclosers.
-struct Thread {
-    /// Op indices in key order `(ts, −end, file index)` (C4).
-    order: Vec<u32>,
-    starts: Vec<i64>,
-    any: EndTree,
-    /// RecordFunction scopes only (python frames excluded, O4).
-    scopes: EndTree,
-}
-
-impl Thread {
-    fn new(mut order: Vec<u32>, ops: &[HostOp]) -> Thread {
-        order.sort_unstable_by_key(|&i| {
-            let o = &ops[i as usize];
-            (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), o.index)
-        });
-        let end = |&i: &u32| end_of(ops[i as usize].ts, ops[i as usize].dur);
-        let ends: Vec<i64> = order.iter().map(end).collect();
-        let scope_ends: Vec<i64> = order
-            .iter()
-            .map(|i| match ops[*i as usize].cat {
-                2 => i64::MIN,
-                _ => end(i),
-            })
-            .collect();
-        Thread {
-            starts: order.iter().map(|&i| ops[i as usize].ts).collect(),
-            any: EndTree::new(&ends),
-            scopes: EndTree::new(&scope_ends),
-            order,
-        }
-    }
-
-    /// (innermost op, outermost RecordFunction scope) enclosing a runtime
-    /// call [ts, end] (C4: any op with ts ≤ call.ts and call.end ≤ end).
-    fn enclosers(&self, ts: i64, end: i64) -> (Option<u32>, Option<u32>) {
-        let p = self.starts.partition_point(|&s| s <= ts);
-        let at = |k: Option<usize>| k.map(|k| self.order[k]);
-        (
-            at(self.any.rightmost(p, end)),
-            at(self.scopes.leftmost(p, end)),
-        )
-    }
-}
-
 /// Row accumulators beside the public row.
 #[derive(Default)]
 struct Acc {
@@ -325,18 +280,31 @@ impl RowSet {
     }
 }
 
-/// O5's self CPU time: each parent's row less the length of the union of
-/// its children (improperly nested siblings may overlap).
-fn subtract_children(mut children: Vec<(u32, i64, i64)>, op_row: &[u32], rows: &mut RowSet) {
-    children.sort_unstable();
-    for group in children.chunk_by(|a, b| a.0 == b.0) {
-        let ivs: Vec<(crate::model::Ns, crate::model::Ns)> = group
-            .iter()
-            .map(|c| (crate::model::Ns(c.1), crate::model::Ns(c.2)))
-            .collect();
-        let len = crate::ledger::intervals::length(&crate::ledger::intervals::union(ivs));
-        let r = &mut rows.rows[op_row[group[0].0 as usize] as usize].row;
-        r.cpu_self_ns = r.cpu_self_ns.saturating_sub(sat(len));
+/// O5's self CPU time: a parent's row loses the length of the union of
+/// its children (improperly nested siblings may overlap). Children reach a
+/// parent in start order (the sweep's), so the union grows by the part of
+/// each child past the children before it.
+struct Covered {
+    /// Per op of the thread (position − its first): the latest end of its
+    /// children so far.
+    till: Vec<i64>,
+    first: usize,
+}
+
+impl Covered {
+    fn new(first: usize, n: usize) -> Covered {
+        Covered {
+            till: vec![i64::MIN; n],
+            first,
+        }
+    }
+
+    /// The child [ts, end) of `parent`: what it adds to the union.
+    fn add(&mut self, parent: u32, ts: i64, end: i64) -> i64 {
+        let till = &mut self.till[parent as usize - self.first];
+        let from = ts.max(*till);
+        *till = (*till).max(end);
+        end.saturating_sub(from).max(0)
     }
 }
 
@@ -350,7 +318,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         acts,
         mut counts,
     } = st;
-    let ops = host.into_vec();
+    let mut ops = host.into_vec();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
     let (own, dup) = owners(&calls, &acts);
@@ -364,33 +332,58 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         rows: Vec::new(),
         pseudo: None,
     };
+    // C4's key order, thread by thread: each thread's ops are one run.
+    ops.sort_unstable_by_key(|o| {
+        (
+            o.lane,
+            o.ts,
+            std::cmp::Reverse(end_of(o.ts, o.dur)),
+            o.index,
+        )
+    });
     let op_row: Vec<u32> = ops.iter().map(|o| rows.of_op(o, &names)).collect();
-    let mut by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
-    for (i, o) in ops.iter().enumerate() {
-        by_lane[o.lane as usize].push(i as u32);
-    }
     let mut calls_by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    // Per thread, one at a time (its trees dropped before the next):
-    // parents (C5), maximal-of-name instances (O5), the launchers (O2) and
-    // top-level ops (O4) of its runtime calls, and self CPU time (O5).
+    // Per thread, one sweep (contain.rs) over its ops in key order and its
+    // runtime calls in start order, a call after every op starting no
+    // later: parents (C5), maximal-of-name instances (O5), the launchers
+    // (O2) and top-level ops (O4) of its runtime calls, self CPU time (O5).
     let mut maximal: Vec<Vec<Maximal>> = vec![Vec::new(); lanes.len()];
     let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
     let mut top: Vec<Option<u32>> = vec![None; calls.len()];
-    for (lane, v) in by_lane.into_iter().enumerate() {
-        let t = Thread::new(v, &ops);
+    let mut lo = 0usize;
+    for (lane, cs) in calls_by_lane.iter_mut().enumerate() {
+        let hi = lo + ops[lo..].partition_point(|o| o.lane as usize == lane);
+        cs.sort_by_key(|&ci| calls[ci as usize].ts);
+        let mut sweep = Sweep::default();
+        let mut covered = Covered::new(lo, hi - lo);
         let mut reach: HashMap<u32, i64> = HashMap::new();
-        // (parent op, start, end) of every child op and launched call.
-        let mut children: Vec<(u32, i64, i64)> = Vec::new();
-        for (q, &i) in t.order.iter().enumerate() {
-            let o = &ops[i as usize];
-            let end = end_of(o.ts, o.dur);
-            if let Some(k) = t.any.rightmost(q, end) {
-                children.push((t.order[k], o.ts, end));
+        let mut next_call = cs.iter().peekable();
+        let mut call = |ci: u32, sweep: &Sweep, covered: &mut Covered, rows: &mut RowSet| {
+            let c = &calls[ci as usize];
+            let end = end_of(c.ts, c.dur);
+            let inner = sweep.innermost(end);
+            launcher[ci as usize] = inner;
+            top[ci as usize] = sweep.outermost_scope(end).or(inner);
+            if let Some(l) = inner {
+                let cut = covered.add(l, c.ts, end);
+                let r = &mut rows.rows[op_row[l as usize] as usize].row;
+                r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
             }
-            let row = op_row[i as usize];
+        };
+        for q in lo..hi {
+            let o = ops[q];
+            while let Some(&&ci) = next_call.peek() {
+                if calls[ci as usize].ts >= o.ts {
+                    break;
+                }
+                call(ci, &sweep, &mut covered, &mut rows);
+                next_call.next();
+            }
+            let end = end_of(o.ts, o.dur);
+            let row = op_row[q];
             let r = &mut rows.rows[row as usize].row;
             r.calls += 1;
             r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
@@ -401,18 +394,16 @@ pub(super) fn measure(st: Ops) -> TraceOps {
                 r.cpu_total_ns = r.cpu_total_ns.saturating_add(o.dur);
                 maximal[lane].push(Maximal { row, ts: o.ts, end });
             }
-        }
-        for &ci in &calls_by_lane[lane] {
-            let c = &calls[ci as usize];
-            let (inner, outer) = t.enclosers(c.ts, end_of(c.ts, c.dur));
-            launcher[ci as usize] = inner;
-            top[ci as usize] = outer.or(inner);
-            if let Some(l) = inner {
-                children.push((l, c.ts, end_of(c.ts, c.dur)));
+            if let Some(p) = sweep.visit(q as u32, end, o.cat != 2) {
+                let cut = covered.add(p, o.ts, end);
+                let r = &mut rows.rows[op_row[p as usize] as usize].row;
+                r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
             }
         }
-        drop(t);
-        subtract_children(children, &op_row, &mut rows);
+        for &ci in next_call {
+            call(ci, &sweep, &mut covered, &mut rows);
+        }
+        lo = hi;
     }
 
     // Per runtime call: the launcher's self figures (O6–O7), the top-level

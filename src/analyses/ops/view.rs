@@ -62,44 +62,82 @@ fn per_token(v: Option<i64>, tokens: Option<u64>) -> Option<f64> {
     ratio6(i128::from(v?), i128::from(t))
 }
 
-/// The side-by-side comparison of two traces' top-level ops.
+/// The comparison's key of an op: its (cat, name), except that vLLM step
+/// annotations of one kind (decode, prefill, mixed) are one op, since their
+/// names carry the batch's shape: AR's decode step
+/// `execute_context_0(0)_generation_1(1)` is MTP's `…_generation_1(3)`.
+fn compare_key(r: &OpRow) -> (Option<String>, String) {
+    match crate::steps::parse(&r.name) {
+        Some(step) if r.cat.as_deref() == Some("user_annotation") => {
+            (r.cat.clone(), format!("vLLM {} steps", step.kind()))
+        }
+        _ => (r.cat.clone(), r.name.clone()),
+    }
+}
+
+/// The rows of one key in one trace, summed.
+#[derive(Debug, Clone, Copy, Default)]
+struct Side {
+    gpu_top: i64,
+    host: i64,
+    gpu_total: i64,
+    activities: u64,
+}
+
+impl Side {
+    fn add(&mut self, r: &OpRow) {
+        self.gpu_top = self.gpu_top.saturating_add(r.gpu_top_ns);
+        self.host = self.host.saturating_add(r.host_ns);
+        self.gpu_total = self.gpu_total.saturating_add(r.gpu_total_ns);
+        self.activities += r.activities_total;
+    }
+
+    /// O8 over the summed rows (one row: that row's `launch_bound`).
+    fn launch_bound(&self) -> Option<bool> {
+        (self.activities > 0).then_some(self.gpu_total < self.host)
+    }
+}
+
+type Key = (Option<String>, String);
+
+fn sides(t: &TraceOps) -> BTreeMap<Key, Side> {
+    let mut m: BTreeMap<Key, Side> = BTreeMap::new();
+    for r in &t.ops {
+        m.entry(compare_key(r)).or_default().add(r);
+    }
+    m
+}
+
+/// The side-by-side comparison of two traces' top-level ops: every key
+/// with top-level GPU time in either trace ([`compare_key`]).
 pub fn compare(a: &TraceOps, b: &TraceOps) -> OpsComparison {
-    type Key = (Option<String>, String);
-    let mut both: BTreeMap<Key, (Option<&OpRow>, Option<&OpRow>)> = BTreeMap::new();
-    for r in a.ops.iter().filter(|r| r.gpu_top_ns > 0) {
-        both.entry((r.cat.clone(), r.name.clone())).or_default().0 = Some(r);
-    }
-    for r in b.ops.iter().filter(|r| r.gpu_top_ns > 0) {
-        both.entry((r.cat.clone(), r.name.clone())).or_default().1 = Some(r);
-    }
-    // The other side's row of the same op, even without top-level time.
-    let find = |t: &TraceOps, k: &Key| -> Option<OpRow> {
-        t.ops
-            .iter()
-            .find(|r| r.cat == k.0 && r.name == k.1)
-            .cloned()
-    };
-    let mut top: Vec<TopLevelPair> = both
+    let (sa, sb) = (sides(a), sides(b));
+    let keys: std::collections::BTreeSet<&Key> = sa
+        .iter()
+        .chain(sb.iter())
+        .filter(|(_, s)| s.gpu_top > 0)
+        .map(|(k, _)| k)
+        .collect();
+    let mut top: Vec<TopLevelPair> = keys
         .into_iter()
-        .map(|(k, (x, y))| {
-            let x = x.cloned().or_else(|| find(a, &k));
-            let y = y.cloned().or_else(|| find(b, &k));
-            let g = |r: &Option<OpRow>| r.as_ref().map(|r| r.gpu_top_ns);
-            let h = |r: &Option<OpRow>| r.as_ref().map(|r| r.host_ns);
-            let lb = |r: &Option<OpRow>| r.as_ref().and_then(|r| r.launch_bound);
+        .map(|k| {
+            let (x, y) = (sa.get(k), sb.get(k));
+            let g = |s: Option<&Side>| s.map(|s| s.gpu_top);
+            let h = |s: Option<&Side>| s.map(|s| s.host);
+            let lb = |s: Option<&Side>| s.and_then(Side::launch_bound);
             TopLevelPair {
-                baseline_gpu_top_per_token_ns: per_token(g(&x), a.completion_tokens),
-                candidate_gpu_top_per_token_ns: per_token(g(&y), b.completion_tokens),
-                baseline_host_per_token_ns: per_token(h(&x), a.completion_tokens),
-                candidate_host_per_token_ns: per_token(h(&y), b.completion_tokens),
-                baseline_gpu_top_ns: g(&x),
-                candidate_gpu_top_ns: g(&y),
-                baseline_host_ns: h(&x),
-                candidate_host_ns: h(&y),
-                baseline_launch_bound: lb(&x),
-                candidate_launch_bound: lb(&y),
-                cat: k.0,
-                name: k.1,
+                baseline_gpu_top_per_token_ns: per_token(g(x), a.completion_tokens),
+                candidate_gpu_top_per_token_ns: per_token(g(y), b.completion_tokens),
+                baseline_host_per_token_ns: per_token(h(x), a.completion_tokens),
+                candidate_host_per_token_ns: per_token(h(y), b.completion_tokens),
+                baseline_gpu_top_ns: g(x),
+                candidate_gpu_top_ns: g(y),
+                baseline_host_ns: h(x),
+                candidate_host_ns: h(y),
+                baseline_launch_bound: lb(x),
+                candidate_launch_bound: lb(y),
+                cat: k.0.clone(),
+                name: k.1.clone(),
             }
         })
         .collect();

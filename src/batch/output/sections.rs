@@ -160,6 +160,7 @@ mod tests {
                 vec!["iterations.csv"],
                 vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
                 vec!["ops.csv"],
+                vec!["idle_steps.csv"],
             ]
         );
         let stems: Vec<&str> = s
@@ -173,7 +174,8 @@ mod tests {
                 "fig7_iterations_per_token",
                 "fig7b_graph_cadence",
                 "fig8_gpu_time_by_family",
-                "fig10_ops_gpu_vs_host_per_token"
+                "fig10_ops_gpu_vs_host_per_token",
+                "fig11_idle_per_step"
             ]
         );
         assert!(s[4]

@@ -55,24 +55,36 @@ pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut 
     }
     points.sort_unstable_by_key(|p| p.ts);
     maximal.sort_unstable_by_key(|m| (m.row, m.ts));
-    // (T, b, row, sign): ± F(T, b) into row.
-    let mut queries: Vec<(i128, i64, u32, i128)> = Vec::with_capacity(2 * maximal.len());
-    for (k, m) in maximal.iter().enumerate() {
-        let next = maximal
+    // Query 2k: −F(a_k, b_k); 2k + 1: +F(a_{k+1}, b_k), T = ∞ for the
+    // last instance of its row (`None` sorts last). 4 B a query: the
+    // instances hold T and b.
+    let t_of = |q: u32| -> Option<i64> {
+        let k = (q / 2) as usize;
+        if q % 2 == 0 {
+            return Some(maximal[k].ts);
+        }
+        maximal
             .get(k + 1)
-            .filter(|n| n.row == m.row)
-            .map_or(i128::MAX, |n| i128::from(n.ts));
-        queries.push((next, m.end, m.row, 1));
-        queries.push((i128::from(m.ts), m.end, m.row, -1));
-    }
-    queries.sort_unstable_by_key(|q| q.0);
+            .filter(|n| n.row == maximal[k].row)
+            .map(|n| n.ts)
+    };
+    // Ops are u32 positions throughout (measure.rs): 2^31 maximal instances
+    // on one thread would not fit in memory first.
+    let mut queries: Vec<u32> = (0..2 * maximal.len() as u32).collect();
+    queries.sort_unstable_by_key(|&q| {
+        let t = t_of(q);
+        (t.is_none(), t)
+    });
     let mut ends: Vec<i64> = points.iter().map(|p| p.end).collect();
     ends.sort_unstable();
     ends.dedup();
     let mut tree = vec![[0i128; WEIGHTS]; ends.len() + 1];
     let mut next = 0;
-    for (t, b, row, sign) in queries {
-        while let Some(p) = points.get(next).filter(|p| i128::from(p.ts) < t) {
+    for q in queries {
+        let t = t_of(q);
+        let m = maximal[(q / 2) as usize];
+        let (b, row, sign) = (m.end, m.row, if q % 2 == 0 { -1 } else { 1 });
+        while let Some(p) = points.get(next).filter(|p| t.is_none_or(|t| p.ts < t)) {
             let w = p.w.map(i128::from);
             let mut i = ends.partition_point(|&e| e < p.end) + 1;
             while i < tree.len() {

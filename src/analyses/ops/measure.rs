@@ -353,9 +353,15 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     let mut maximal: Vec<Vec<Maximal>> = vec![Vec::new(); lanes.len()];
     let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
     let mut top: Vec<Option<u32>> = vec![None; calls.len()];
+    // Each thread's ops' [first start, last end) (O9's host window).
+    let mut op_spans: Vec<Option<(i64, i64)>> = vec![None; lanes.len()];
     let mut lo = 0usize;
     for (lane, cs) in calls_by_lane.iter_mut().enumerate() {
         let hi = lo + ops[lo..].partition_point(|o| o.lane as usize == lane);
+        if let Some(first) = ops.get(lo).filter(|_| hi > lo) {
+            let last = ops[lo..hi].iter().map(|o| end_of(o.ts, o.dur)).max();
+            op_spans[lane] = last.map(|l| (first.ts, l));
+        }
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
         let mut sweep = Sweep::default();
         let mut covered = Covered::new(lo, hi - lo);
@@ -466,6 +472,11 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
         r.first_launch_delay_n += 1;
     }
+    // The ops are no longer needed: the inclusive sums below need only the
+    // maximal instances, and they may be the largest part of the peak.
+    let host_ops = ops.len() as u64;
+    drop(ops);
+    drop(op_row);
 
     // Inclusive (O3) and sync time (O5), once per name.
     let mut sums = vec![[0i128; WEIGHTS]; rows.rows.len()];
@@ -512,7 +523,8 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     sort_rows(&mut out_rows);
 
     let summary = summarize(Facts {
-        ops: &ops,
+        host_ops,
+        op_spans: &op_spans,
         calls: &calls,
         acts: &acts,
         own: &own,
@@ -557,7 +569,9 @@ pub(crate) fn sort_rows(rows: &mut [OpRow]) {
 
 /// What the summary is computed from.
 struct Facts<'a> {
-    ops: &'a [HostOp],
+    host_ops: u64,
+    /// Per thread: its ops' first start and last end.
+    op_spans: &'a [Option<(i64, i64)>],
     calls: &'a [Linked],
     acts: &'a [Linked],
     own: &'a [Option<u32>],
@@ -572,7 +586,7 @@ struct Facts<'a> {
 /// O9.
 fn summarize(f: Facts<'_>) -> OpsSummary {
     let mut s = OpsSummary {
-        host_ops: f.ops.len() as u64,
+        host_ops: f.host_ops,
         runtime_calls: f.calls.len() as u64,
         launches: f.all.len() as u64,
         graph_launches: f
@@ -668,14 +682,11 @@ fn host_side(f: &Facts<'_>, s: &mut OpsSummary) {
             launching[c.lane as usize] = true;
         }
     }
-    let mut span: Vec<Option<(i64, i64)>> = vec![None; f.lanes];
+    let mut span: Vec<Option<(i64, i64)>> = f.op_spans.to_vec();
     let mut widen = |lane: u32, ts: i64, end: i64| {
         let w = &mut span[lane as usize];
         *w = Some(w.map_or((ts, end), |(a, b)| (a.min(ts), b.max(end))));
     };
-    for o in f.ops {
-        widen(o.lane, o.ts, end_of(o.ts, o.dur));
-    }
     for c in f.calls {
         widen(c.lane, c.ts, end_of(c.ts, c.dur));
     }

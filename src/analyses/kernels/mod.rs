@@ -608,7 +608,13 @@ impl TraceKernels {
 pub struct Comparison {
     pub baseline: String,
     pub candidate: String,
-    pub s_context: Option<f64>,
+    /// Σ GPU span by launch correlation per token, baseline / candidate:
+    /// Eq. 17 with every context's span from its launches' activities, as
+    /// `pair --gpu-span correlation` gives it. Not named `s_context`: that
+    /// is `pair`'s figure, whose spans come from the GPU annotations when a
+    /// context has them (issue 37: the two differ in the 4th–7th digit).
+    pub s_context_correlation: Option<f64>,
+    /// The same with Σ GPU busy (union of the activities) for Σ GPU span.
     pub s_context_busy: Option<f64>,
     pub kernels_per_token_ratio: Option<f64>,
 }
@@ -622,7 +628,7 @@ pub fn compare(base: &TraceKernels, cand: &TraceKernels) -> Comparison {
     Comparison {
         baseline: base.path.clone(),
         candidate: cand.path.clone(),
-        s_context: ratio(span(base), span(cand)),
+        s_context_correlation: ratio(span(base), span(cand)),
         s_context_busy: ratio(busy(base), busy(cand)),
         kernels_per_token_ratio: ratio(kernels(cand), kernels(base)),
     }

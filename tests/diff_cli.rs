@@ -58,7 +58,10 @@ fn check_against(got: &Value, want: &Value) {
         assert_eq!(g["kernels"].as_u64().unwrap(), kernels, "{side} kernels");
         let n = w["completion_tokens"].as_f64().unwrap();
         let kpt = g["kernels_per_token"].as_f64().unwrap();
-        assert!((kpt - kernels as f64 / n).abs() < 1e-12, "{side} kernels/token");
+        assert!(
+            (kpt - kernels as f64 / n).abs() < 1e-12,
+            "{side} kernels/token"
+        );
         let apt = g["activities_per_token"].as_f64().unwrap();
         assert!((apt - w["activities"].as_f64().unwrap() / n).abs() < 1e-12);
         assert_eq!(int(&g["gpu_time_ns"]), int(&w["total_ns"]), "{side} Σ ns");

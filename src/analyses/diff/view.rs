@@ -30,7 +30,12 @@ impl DiffReport {
             empty.path = "(no candidate)".into();
             empty.names.clear();
             empty.signatures.clear();
-            (empty.activities, empty.kernels, empty.total_ns, empty.graph_replays) = (0, 0, 0, 0);
+            (
+                empty.activities,
+                empty.kernels,
+                empty.total_ns,
+                empty.graph_replays,
+            ) = (0, 0, 0, 0);
             traces.push(empty);
             note = Some("diff compares two traces; only one was given".to_string());
         }

@@ -55,7 +55,8 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
         "\nAn iteration is a selected decode step context up to the next step annotation on its thread, so \
          `sample_tokens` and the MTP drafter (between step annotations) are counted; per token = mean over the \
          closed iterations × n / T. P = tokens per iteration MTP/AR, S_wall and S_busy = wall and GPU busy per \
-         token AR/MTP, S_context by correlation = Eq. 17 with every context's GPU span by launch correlation (as in "GPU work per workload"; Table 8's S_context takes the GPU annotations when a context has them). Every row is `torchtrace iterations AR MTP`'s \
+         token AR/MTP, S_context (correlation) = Eq. 17 with every context's GPU span by launch correlation, as in the GPU work \
+         per workload (Table 8's S_context takes a context's GPU annotations when it has them). Every row is `torchtrace iterations AR MTP`'s \
          comparison. CSV: [{CSV}]({CSV}).\n\n"
     ));
     md.push_str(&report::markdown::section(

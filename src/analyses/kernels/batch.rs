@@ -17,7 +17,9 @@ pub fn section(c: &Campaign<'_>) -> Option<Section> {
     let markdown = format!(
         "## {}\nBy launch correlation: every launch call a step context makes (same thread, start inside it) \
          joined by `correlation` to the kernels, memcpys and memsets it caused, CUDA-graph replays included. \
-         GPU busy = union of those activities; S_context (span) is Eq. 17 with every context's GPU span by correlation          (Table 8's S_context takes a context's GPU annotations when it has them, so the two can differ in the last digits);          S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### {}",
+         GPU busy = union of those activities; S_context (span) is Eq. 17 with every context's GPU span by correlation \
+         (Table 8's S_context takes a context's GPU annotations when it has them, so the two can differ in the last \
+         digits); S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### {}",
         md(&gpu_work_table(c, false)).trim_start_matches("### "),
         md(&timeline_table(c)).trim_start_matches("### ")
     );

@@ -391,7 +391,7 @@ fn overlap_notes(o: &Overlaps, contexts: usize) -> Vec<String> {
     let mut n = Vec::new();
     if o.nested > 0 {
         n.push(format!(
-            "{} of {contexts} selected contexts lie inside another selected context: each launch call (and its GPU work) is counted once, in the innermost context holding it",
+            "{} of {contexts} selected contexts lie inside another selected context: each launch call (and its GPU work) is counted once, in the innermost context holding it (the latest to start; ties: the earliest to end, then the later in the file), so an enclosing context keeps only the work launched outside its inner ones",
             o.nested
         ));
     }

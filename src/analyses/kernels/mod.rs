@@ -612,7 +612,8 @@ pub struct Comparison {
     /// Eq. 17 with every context's span from its launches' activities, as
     /// `pair --gpu-span correlation` gives it. Not named `s_context`: that
     /// is `pair`'s figure, whose spans come from the GPU annotations when a
-    /// context has them (issue 37: the two differ in the 4th–7th digit).
+    /// context has them (issue 37: 2.77259 against 2.77679 on one
+    /// reasoning pair; the 7th digit on the samples).
     pub s_context_correlation: Option<f64>,
     /// The same with Σ GPU busy (union of the activities) for Σ GPU span.
     pub s_context_busy: Option<f64>,

@@ -345,6 +345,30 @@ fn batch_comparison_equals_the_subcommands() {
         &kernels["comparison"]["s_context_busy"],
         "batch kernels busy",
     );
+    // iterations.csv: each side's Σ context span is kernels' Σ GPU span by
+    // correlation, exactly.
+    let mut rd = csv::Reader::from_path(out.path().join("iterations.csv")).unwrap();
+    let heads = rd.headers().unwrap().clone();
+    let row = rd.records().next().expect("one workload").unwrap();
+    for (side, t) in [("ar", &sa), ("mtp", &sm)] {
+        let k = analysis("kernels", t, &["--per-context"]);
+        let span: i128 = k["traces"][0]["per_context"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| !r["gpu_span_ns"].is_null())
+            .map(|r| i(&r["gpu_span_ns"], "gpu_span_ns"))
+            .sum();
+        let col = heads
+            .iter()
+            .position(|h| h == format!("{side}_context_span_ns"))
+            .expect("context span column");
+        assert_eq!(
+            row[col].parse::<i128>().unwrap(),
+            span,
+            "{side} context span"
+        );
+    }
     // Table 8 (workloads.csv) shows pair's S_context.
     let mut rd = csv::Reader::from_path(out.path().join("workloads.csv")).unwrap();
     let heads = rd.headers().unwrap().clone();

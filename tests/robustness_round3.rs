@@ -237,10 +237,22 @@ fn enclosing_step_contexts_keep_inner_gpu_work_by_annotation() {
 }
 
 #[test]
-fn partial_overlaps_are_not_nesting() {
+fn partial_overlaps_and_other_threads_are_not_nesting() {
     // A staircase of step contexts (each overlaps the next, none holds
-    // another): no nesting note from pair; kernels names the overlap.
+    // another): no nesting note from pair; kernels names the overlap. A
+    // step context on another thread spanning them all holds none of them
+    // (nesting is per thread): it launched nothing, so it is not measured.
     let mut ev = String::new();
+    x(
+        &mut ev,
+        "user_annotation",
+        STEP,
+        1,
+        2,
+        0,
+        100_000,
+        "\"External id\":999",
+    );
     for i in 0..50u64 {
         let a = format!("\"External id\":{i}");
         x(&mut ev, "user_annotation", STEP, 1, 1, i * 1_000, 1_500, &a);

@@ -7,7 +7,7 @@
 # Installs cargo-fuzz if missing (cargo install cargo-fuzz --locked), seeds
 # the corpus (fuzz/corpus/reader, git-ignored) from tests/data: every
 # fixture and damaged case up to 256 KB, gzip ones also decompressed, then
-# runs the `reader` and `analyses` targets (fuzz/fuzz_targets/), the budget
+# runs the `reader`, `analyses` and `ops_idle` targets (fuzz/fuzz_targets/), the budget
 # split between them, with
 # RUSTC_BOOTSTRAP=1 so a stable toolchain can build it (cargo-fuzz needs
 # nightly flags: -Zsanitizer=address and coverage instrumentation).
@@ -54,12 +54,14 @@ if ((JOBS > 1)); then
     PAR=(-jobs="$JOBS" -workers="$JOBS")
 fi
 export RUSTC_BOOTSTRAP=1
-# Two targets share the budget: the reader (bytes → events) and the
-# analyses behind it (events → figures, records round trip), each from the
-# same seeds.
-TARGETS=(reader analyses)
-mkdir -p fuzz/corpus/analyses
-cp -n "$CORPUS"/* fuzz/corpus/analyses/ 2> /dev/null || true
+# Three targets share the budget: the reader (bytes → events), the
+# analyses behind it (events → figures, records round trip), and ops and
+# idle (the GPU timeline's causes), each from the same seeds.
+TARGETS=(reader analyses ops_idle)
+for t in analyses ops_idle; do
+    mkdir -p "fuzz/corpus/$t"
+    cp -n "$CORPUS"/* "fuzz/corpus/$t/" 2> /dev/null || true
+done
 for t in "${TARGETS[@]}"; do
     if ! cargo fuzz build "$t"; then
         echo "fuzz: skipped: the fuzz target $t does not build here (libFuzzer needs a C++ compiler and the ASan runtime)" >&2

@@ -876,7 +876,7 @@ def cmd_kernels(a):
         comp = {
             "baseline": out[0]["path"],
             "candidate": out[1]["path"],
-            "s_context": fl(ratio(b["span_pt"], c["span_pt"])),
+            "s_context_correlation": fl(ratio(b["span_pt"], c["span_pt"])),
             "s_context_busy": fl(ratio(b["busy_pt"], c["busy_pt"])),
             "kernels_per_token_ratio": fl(ratio(c["kpt"], b["kpt"])),
         }

@@ -185,7 +185,7 @@ def compare(a, m):
     tpi = lambda x: Fraction(x["tokens"], x["n"]) if x["tokens"] and x["n"] else None
     span = lambda x: Fraction(x["span"], x["tokens"]) if x["tokens"] else None
     return {"token_progress_ratio": ratio(tpi(m), tpi(a)), "s_wall": ratio(q(a, "wall"), q(m, "wall")),
-            "s_busy": ratio(q(a, "busy"), q(m, "busy")), "s_context": ratio(span(a), span(m))}
+            "s_busy": ratio(q(a, "busy"), q(m, "busy")), "s_context_correlation": ratio(span(a), span(m))}
 
 
 def main():

@@ -287,6 +287,41 @@ impl Contexts {
         self.rows.len()
     }
 
+    /// How many selected contexts lie wholly inside another selected
+    /// context of their thread (a step annotation whose duration encloses
+    /// other steps: nested or huge-duration). One sweep by (lane, start,
+    /// longest first) with a stack of open ends: O(n log n). Partial
+    /// overlaps are not counted (the attribution's notes name those).
+    pub fn nested_on_thread(&self, steps: &Steps) -> u64 {
+        let mut by: Vec<((Sym, Sym), Ns, std::cmp::Reverse<Ns>)> = self
+            .iter(steps)
+            .map(|c| (c.lane, c.start, std::cmp::Reverse(c.end())))
+            .collect();
+        by.sort_unstable();
+        let mut nested = 0u64;
+        // (lane, end, the largest end at or below it): an entry left under
+        // the top after it closed ends at or before `start`, so it can
+        // neither hold the range nor make the maximum say it does.
+        let mut open: Vec<((Sym, Sym), Ns, Ns)> = Vec::new();
+        for (lane, start, std::cmp::Reverse(end)) in by {
+            while open
+                .last()
+                .is_some_and(|&(l, e, _)| l != lane || e <= start)
+            {
+                open.pop();
+            }
+            let max = open.last().map(|&(_, _, m)| m);
+            if max.is_some_and(|m| end <= m) {
+                nested += 1;
+            }
+            // Zero-length ranges hold nothing.
+            if end > start {
+                open.push((lane, end, max.map_or(end, |m| m.max(end))));
+            }
+        }
+        nested
+    }
+
     pub fn is_empty(&self) -> bool {
         self.rows.is_empty()
     }

@@ -76,7 +76,12 @@ fn sections_files_and_figures_with_the_references_figures() {
     for w in ["reasoning", "text", "tool_calling"] {
         let want = expected(&format!("iterations_sample_{w}.json"));
         let row = of(&it, w);
-        for k in ["token_progress_ratio", "s_wall", "s_busy", "s_context"] {
+        for k in [
+            "token_progress_ratio",
+            "s_wall",
+            "s_busy",
+            "s_context_correlation",
+        ] {
             close(&num(&row[k]), &want["comparison"][k], &format!("{w} {k}"));
         }
         for (side, t) in [("ar", &want["traces"][0]), ("mtp", &want["traces"][1])] {

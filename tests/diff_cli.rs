@@ -45,7 +45,25 @@ fn check_against(got: &Value, want: &Value) {
         assert_eq!(g["path"], w["path"]);
         assert_eq!(g["completion_tokens"], w["completion_tokens"], "{side}");
         assert_eq!(g["contexts"], w["contexts"], "{side}");
-        assert_eq!(g["kernels"], w["activities"], "{side} activities");
+        assert_eq!(g["activities"], w["activities"], "{side} activities");
+        // Kernels are the reference's kernel-kind rows only (issue 37: they
+        // once counted memcpys and memsets too).
+        let kernels: u64 = want["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|k| k["kind"] == "kernel" && !k[side].is_null())
+            .map(|k| k[side]["calls"].as_u64().unwrap())
+            .sum();
+        assert_eq!(g["kernels"].as_u64().unwrap(), kernels, "{side} kernels");
+        let n = w["completion_tokens"].as_f64().unwrap();
+        let kpt = g["kernels_per_token"].as_f64().unwrap();
+        assert!(
+            (kpt - kernels as f64 / n).abs() < 1e-12,
+            "{side} kernels/token"
+        );
+        let apt = g["activities_per_token"].as_f64().unwrap();
+        assert!((apt - w["activities"].as_f64().unwrap() / n).abs() < 1e-12);
         assert_eq!(int(&g["gpu_time_ns"]), int(&w["total_ns"]), "{side} Σ ns");
         assert_eq!(g["graph_replays"], w["graph_replays"], "{side}");
         let gr = &got["graphs"][side];
@@ -162,7 +180,7 @@ fn check_sums(got: &Value) {
             .iter()
             .map(|f| f[side]["calls"].as_u64().unwrap())
             .sum();
-        assert_eq!(calls, got[side]["kernels"].as_u64().unwrap());
+        assert_eq!(calls, got[side]["activities"].as_u64().unwrap());
     }
     let s = &got["summary"];
     assert_eq!(
@@ -224,8 +242,8 @@ fn sample_figures_as_the_readme_shows_them() {
     assert_eq!(int(&s["duration_units"]), -2_294_965);
     assert_eq!(int(&s["added_units"]), 44_980_436);
     assert_eq!(int(&s["removed_units"]), 106_871_316);
-    assert_eq!(got["baseline"]["kernels"], 3136);
-    assert_eq!(got["candidate"]["kernels"], 1590);
+    assert_eq!(got["baseline"]["activities"], 3136);
+    assert_eq!(got["candidate"]["activities"], 1590);
     let d = &got["dominant"];
     assert_eq!(
         d["baseline"]["name"],

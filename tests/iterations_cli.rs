@@ -84,9 +84,13 @@ fn text_ar_vs_mtp_real_figures() {
     assert_eq!(m["graphs"]["repeating"]["replays"], 29);
     let c = &d["comparison"];
     close(&c["token_progress_ratio"], &Value::from(64.0 / 30.0), "P");
-    // S_context is kernels' (by correlation), to the last bit.
+    // S_context by correlation is kernels', to the last bit.
     let k = run_json(&["-q", "kernels", "-f", "json", &ar, &mtp], 0);
-    assert_eq!(c["s_context"], k["comparison"]["s_context"]);
+    assert_eq!(
+        c["s_context_correlation"],
+        k["comparison"]["s_context_correlation"]
+    );
+    assert!(c.get("s_context").is_none(), "S_context is pair's name");
     // The decomposition adds up: Σ g_p = P − S_busy.
     let g: f64 = c["decomposition"]
         .as_array()

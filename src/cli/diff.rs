@@ -41,6 +41,11 @@ use torchtrace::analyses::diff::{Diff, DiffSpec};
 /// replay = Σ activities of the replays / replays; signatures present on one
 /// side only are listed.
 ///
+/// Per side: kernels = kernel activities in scope (memcpys and memsets not
+/// counted), kernels per token = kernels / N; activities = every activity in
+/// scope (kernels, memcpys, memsets: what GPU time sums), activities per
+/// token = activities / N.
+///
 /// Dominant kernel: each side's name with the largest time: calls, median
 /// duration, time per token.
 ///

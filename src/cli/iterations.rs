@@ -40,9 +40,10 @@ use torchtrace::analyses::iterations::{Iterations, IterationsSpec};
 ///                   start-to-start interval of its consecutive replays (first
 ///                   activity start). Null without graph replays.
 ///   comparison      P = (T/n)_MTP / (T/n)_AR; S_wall, S_busy = per token
-///                   AR / MTP; S_context = Σ GPU span of the launches inside
-///                   the step contexts per token, AR / MTP (kernels' S_context
-///                   by correlation); C = mean busy per iteration MTP / AR;
+///                   AR / MTP; s_context_correlation = Σ GPU span of the
+///                   launches inside the step contexts per token, AR / MTP
+///                   (kernels' s_context_correlation; `pair`'s S_context takes
+///                   GPU annotations when a context has them); C = mean busy per iteration MTP / AR;
 ///                   Δ_p = (B_MTP,p − B_AR,p) / B_AR (so C = 1 + Σ Δ_p);
 ///                   S_busy = P / C, and phase p gives back g_p = P·Δ_p / C of
 ///                   the token progress: Σ g_p = P − S_busy.

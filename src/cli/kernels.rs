@@ -38,8 +38,11 @@ use torchtrace::kernels;
 /// compute = |∪ kernels and memsets without "nccl" in the name|; exposed
 /// communication = |∪ nccl ones − ∪ compute|; exposed memcpy = |∪ memcpys −
 /// ∪ compute − ∪ communication|.
-/// Comparison: S_context = GPU span per token (baseline / candidate); the
-/// same by GPU busy; kernels per token ratio = candidate / baseline.
+/// Comparison: s_context_correlation = Σ GPU span by correlation per token,
+/// baseline / candidate (Eq. 17 with correlation spans: `pair --gpu-span
+/// correlation`'s S_context; `pair`'s S_context takes a context's GPU
+/// annotations when it has them); s_context_busy = the same by Σ GPU busy;
+/// kernels per token ratio = candidate / baseline.
 ///
 /// Exit status: 0 ok; 1 when a trace lacks the selected context or no
 /// context launched GPU work; 2 on unreadable input.

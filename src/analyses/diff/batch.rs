@@ -389,7 +389,7 @@ fn bar(r: &Row, baseline: bool, order: &[String]) -> StackedBar {
             .gpu_time_per_token_ms
             .map_or_else(String::new, |v| format!("{v:.3} ms")),
         below: side
-            .kernels_per_token
+            .activities_per_token
             .map_or_else(String::new, |k| format!("{k:.1} activities/token")),
     }
 }

@@ -25,8 +25,13 @@ pub struct Side {
     pub tokens_source: Option<String>,
     /// What the per-token figures divide by (tokens, or contexts).
     pub normaliser: u64,
+    /// Kernel activities in scope (memcpys and memsets not counted).
     pub kernels: u64,
     pub kernels_per_token: Option<f64>,
+    /// Every GPU activity in scope: kernels, memcpys and memsets (what
+    /// `gpu_time_ns` sums).
+    pub activities: u64,
+    pub activities_per_token: Option<f64>,
     pub gpu_time_ms: f64,
     pub gpu_time_per_token_ms: Option<f64>,
     pub gpu_time_ns: i128,
@@ -223,8 +228,10 @@ fn side(t: &TraceDiff, n: i128, norm: &Norm) -> Side {
         completion_tokens: t.completion_tokens,
         tokens_source: t.tokens_source.clone(),
         normaliser: n as u64,
-        kernels: t.activities,
-        kernels_per_token: norm.count(t.activities, n),
+        kernels: t.kernels,
+        kernels_per_token: norm.count(t.kernels, n),
+        activities: t.activities,
+        activities_per_token: norm.count(t.activities, n),
         gpu_time_ms: ms(t.total_ns, 1),
         gpu_time_per_token_ms: norm.per(t.total_ns, n),
         gpu_time_ns: t.total_ns,

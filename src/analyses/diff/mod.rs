@@ -192,8 +192,11 @@ pub struct TraceDiff {
     pub contexts_with_gpu_work: u64,
     pub completion_tokens: Option<u64>,
     pub tokens_source: Option<String>,
-    /// Activities counted.
+    /// Activities counted (kernels, memcpys and memsets).
     pub activities: u64,
+    /// Of them, kernels (a graph replay brings all its kernels).
+    #[serde(default)]
+    pub kernels: u64,
     /// Σ their durations, exact ns.
     pub total_ns: i128,
     /// By (kind, name).
@@ -287,6 +290,7 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
         completion_tokens: None,
         tokens_source: None,
         activities: rows.activities,
+        kernels: rows.kernels,
         total_ns: rows.total_ns,
         names: rows.names,
         graph_replays,
@@ -351,6 +355,7 @@ struct NameRows<'l> {
     names: Vec<NameRow>,
     index: HashMap<(Kind, &'l str), u32>,
     activities: u64,
+    kernels: u64,
     total_ns: i128,
 }
 
@@ -378,11 +383,15 @@ fn name_rows<'l>(ledger: &'l Ledger, in_scope: &Bits, config: &DiffConfig) -> Na
         names: Vec::with_capacity(by.len()),
         index: HashMap::with_capacity(by.len()),
         activities: 0,
+        kernels: 0,
         total_ns: 0,
     };
     for (i, ((kind, name), mut durs)) in by.into_iter().enumerate() {
         let total = durs.sum();
         rows.activities += durs.len();
+        if kind == Kind::Kernel {
+            rows.kernels += durs.len();
+        }
         rows.total_ns += total;
         rows.index.insert((kind, name), i as u32);
         rows.names.push(NameRow {

@@ -23,6 +23,11 @@ fn trace(path: &str, tokens: Option<u64>, names: Vec<NameRow>) -> TraceDiff {
         completion_tokens: tokens,
         tokens_source: None,
         activities: names.iter().map(|r| r.calls).sum(),
+        kernels: names
+            .iter()
+            .filter(|r| r.kind == "kernel")
+            .map(|r| r.calls)
+            .sum(),
         total_ns: names.iter().map(|r| r.total_ns).sum(),
         names,
         graph_replays: 0,

@@ -30,7 +30,12 @@ impl DiffReport {
             empty.path = "(no candidate)".into();
             empty.names.clear();
             empty.signatures.clear();
-            (empty.activities, empty.total_ns, empty.graph_replays) = (0, 0, 0);
+            (
+                empty.activities,
+                empty.kernels,
+                empty.total_ns,
+                empty.graph_replays,
+            ) = (0, 0, 0, 0);
             traces.push(empty);
             note = Some("diff compares two traces; only one was given".to_string());
         }
@@ -106,6 +111,7 @@ impl Command for Diff {
             Column::new("activities", "activities", |t: &TraceDiff| {
                 t.activities.into()
             }),
+            Column::new("kernels", "kernels", |t: &TraceDiff| t.kernels.into()),
             Column::new("gpu_time_ns", "GPU time (ns)", |t: &TraceDiff| {
                 Cell::text(t.total_ns.to_string())
             }),
@@ -153,9 +159,15 @@ fn side_rows(c: &Comparison) -> Table {
         Cell::opt_i(b.completion_tokens),
         Cell::opt_i(d.completion_tokens),
     );
-    row("GPU activities", b.kernels.into(), d.kernels.into());
+    row("GPU activities", b.activities.into(), d.activities.into());
     row(
         &format!("activities per {per}"),
+        Cell::opt_f(b.activities_per_token, 2),
+        Cell::opt_f(d.activities_per_token, 2),
+    );
+    row("of them kernels", b.kernels.into(), d.kernels.into());
+    row(
+        &format!("kernels per {per}"),
         Cell::opt_f(b.kernels_per_token, 2),
         Cell::opt_f(d.kernels_per_token, 2),
     );

@@ -55,7 +55,8 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
         "\nAn iteration is a selected decode step context up to the next step annotation on its thread, so \
          `sample_tokens` and the MTP drafter (between step annotations) are counted; per token = mean over the \
          closed iterations × n / T. P = tokens per iteration MTP/AR, S_wall and S_busy = wall and GPU busy per \
-         token AR/MTP, S_context as in Table 8 (launch correlation). Every row is `torchtrace iterations AR MTP`'s \
+         token AR/MTP, S_context (correlation) = Eq. 17 with every context's GPU span by launch correlation, as in the GPU work \
+         per workload (Table 8's S_context takes a context's GPU annotations when it has them). Every row is `torchtrace iterations AR MTP`'s \
          comparison. CSV: [{CSV}]({CSV}).\n\n"
     ));
     md.push_str(&report::markdown::section(
@@ -130,7 +131,7 @@ fn summary_table(rows: &[Row]) -> Table {
             "P",
             "S_wall",
             "S_busy",
-            "S_context",
+            "S_context (correlation)",
             "Graph cadence AR (ms)",
             "Graph cadence MTP (ms)",
         ],
@@ -158,7 +159,7 @@ fn summary_table(rows: &[Row]) -> Table {
             r.c.token_progress_ratio,
             r.c.s_wall,
             r.c.s_busy,
-            r.c.s_context,
+            r.c.s_context_correlation,
         ] {
             row.push(Cell::opt_f(v, 3));
         }
@@ -256,7 +257,7 @@ fn csv_table(rows: &[Row]) -> Table {
             "token_progress_ratio",
             "s_wall",
             "s_busy",
-            "s_context",
+            "s_context_correlation",
             "iteration_cost_ratio",
             "busy_cost_ratio",
         ]
@@ -290,7 +291,7 @@ fn csv_table(rows: &[Row]) -> Table {
             c.token_progress_ratio,
             c.s_wall,
             c.s_busy,
-            c.s_context,
+            c.s_context_correlation,
             c.iteration_cost_ratio,
             c.busy_cost_ratio,
         ] {

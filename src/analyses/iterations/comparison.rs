@@ -16,9 +16,12 @@ pub struct Comparison {
     pub s_wall: Option<f64>,
     /// GPU busy per token, AR / MTP.
     pub s_busy: Option<f64>,
-    /// GPU span per token of the step contexts' own launches, AR / MTP
-    /// (= `kernels`' S_context by correlation).
-    pub s_context: Option<f64>,
+    /// GPU span per token of the step contexts' own launches, AR / MTP:
+    /// Eq. 17 with spans by launch correlation (= `kernels`'
+    /// `s_context_correlation`, `pair --gpu-span correlation`'s S_context).
+    /// `pair`'s `s_context` takes a context's GPU annotations when it has
+    /// them, so it is a different figure (issue 37) and keeps that name.
+    pub s_context_correlation: Option<f64>,
     /// Mean wall per iteration, MTP / AR.
     pub iteration_cost_ratio: Option<f64>,
     /// Mean GPU busy per iteration, MTP / AR (C).
@@ -111,7 +114,7 @@ pub fn compare(a: &TraceIterations, m: &TraceIterations) -> Comparison {
             a.per_token_exact(a.sums.busy_ns),
             m.per_token_exact(m.sums.busy_ns),
         ),
-        s_context: ratio(span(a), span(m)),
+        s_context_correlation: ratio(span(a), span(m)),
         iteration_cost_ratio: ratio(mean(m, m.sums.wall_ns), mean(a, a.sums.wall_ns)),
         busy_cost_ratio: c,
         decomposition,

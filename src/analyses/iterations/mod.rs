@@ -345,7 +345,7 @@ pub struct IterationRow {
     pub launches: u64,
     pub graph_launches: u64,
     /// GPU span of the work launched inside the step context itself (any
-    /// phase): what `kernels`' S_context sums.
+    /// phase): what `kernels`' `s_context_correlation` sums.
     pub context_span_ns: Option<i64>,
     pub phases: Phases<PhaseWork>,
 }

@@ -164,7 +164,7 @@ fn compare_adds_up() {
     let c = compare(&a, &m);
     assert_eq!(c.token_progress_ratio, Some(3.0));
     assert_eq!(c.s_busy, Some(3.0));
-    assert_eq!(c.s_context, Some(3.0));
+    assert_eq!(c.s_context_correlation, Some(3.0));
     let g: f64 = c.decomposition.iter().filter_map(|d| d.gives_back).sum();
     assert_eq!(g, 0.0);
 }

@@ -279,8 +279,8 @@ fn comparison_table(c: &Comparison, labels: &[String]) -> Table {
         ("S_wall (wall per token, AR / MTP)", c.s_wall),
         ("S_busy (GPU busy per token, AR / MTP) = P / C", c.s_busy),
         (
-            "S_context (step contexts' GPU span per token, AR / MTP)",
-            c.s_context,
+            "S_context by correlation (step contexts' GPU span per token, AR / MTP)",
+            c.s_context_correlation,
         ),
     ];
     for (label, v) in rows {
@@ -434,7 +434,7 @@ fn csv_tables(r: &IterationsReport, rows: bool) -> Vec<Table> {
                 "token_progress_ratio",
                 "s_wall",
                 "s_busy",
-                "s_context",
+                "s_context_correlation",
                 "iteration_cost_ratio",
                 "busy_cost_ratio",
             ],
@@ -445,7 +445,7 @@ fn csv_tables(r: &IterationsReport, rows: bool) -> Vec<Table> {
             Cell::opt_f(c.token_progress_ratio, 6),
             Cell::opt_f(c.s_wall, 6),
             Cell::opt_f(c.s_busy, 6),
-            Cell::opt_f(c.s_context, 6),
+            Cell::opt_f(c.s_context_correlation, 6),
             Cell::opt_f(c.iteration_cost_ratio, 6),
             Cell::opt_f(c.busy_cost_ratio, 6),
         ]);

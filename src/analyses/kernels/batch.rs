@@ -1,7 +1,7 @@
 //! `kernels` in `batch` (its [`crate::api::Command::batch_section`]):
 //! `gpu_work.csv` and `gpu_work.md`, and report.md's "GPU work per
 //! workload by launch correlation" — per workload, AR against MTP (kernels
-//! and GPU busy per token, S_context by span and by busy time,
+//! and GPU busy per token, S_context by correlation, by span and by busy time,
 //! [`super::compare`]), and the whole-trace GPU timeline of each trace.
 //! (Moved here from `src/batch/output/` unchanged: the same bytes.)
 
@@ -17,7 +17,9 @@ pub fn section(c: &Campaign<'_>) -> Option<Section> {
     let markdown = format!(
         "## {}\nBy launch correlation: every launch call a step context makes (same thread, start inside it) \
          joined by `correlation` to the kernels, memcpys and memsets it caused, CUDA-graph replays included. \
-         GPU busy = union of those activities; S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### {}",
+         GPU busy = union of those activities; S_context (span) is Eq. 17 with every context's GPU span by correlation \
+         (Table 8's S_context takes a context's GPU annotations when it has them, so the two can differ in the last \
+         digits); S_context (busy) uses Σ GPU busy instead of Σ GPU span.\n\n### {}",
         md(&gpu_work_table(c, false)).trim_start_matches("### "),
         md(&timeline_table(c)).trim_start_matches("### ")
     );
@@ -60,7 +62,7 @@ pub fn gpu_work_table(c: &Campaign<'_>, machine: bool) -> Table {
             "mtp_gpu_span_per_token_ms",
             "ar_gpu_busy_per_token_ms",
             "mtp_gpu_busy_per_token_ms",
-            "s_context",
+            "s_context_correlation",
             "s_context_busy",
             "kernels_per_token_ratio",
         ]
@@ -98,7 +100,7 @@ pub fn gpu_work_table(c: &Campaign<'_>, machine: bool) -> Table {
         row.extend(both(&|x| Cell::opt_f(x.gpu_busy_ms.median, 3)));
         row.extend(both(&|x| Cell::opt_f(x.gpu_span_per_token_ms, 4)));
         row.extend(both(&|x| Cell::opt_f(x.gpu_busy_per_token_ms, 4)));
-        row.push(Cell::opt_f(k.s_context, 3));
+        row.push(Cell::opt_f(k.s_context_correlation, 3));
         row.push(Cell::opt_f(k.s_context_busy, 3));
         row.push(Cell::opt_f(k.kernels_per_token_ratio, 3));
         t.row(row);

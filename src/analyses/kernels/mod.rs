@@ -391,7 +391,7 @@ fn overlap_notes(o: &Overlaps, contexts: usize) -> Vec<String> {
     let mut n = Vec::new();
     if o.nested > 0 {
         n.push(format!(
-            "{} of {contexts} selected contexts lie inside another selected context: each launch call (and its GPU work) is counted once, in the innermost context holding it",
+            "{} of {contexts} selected contexts lie inside another selected context: each launch call (and its GPU work) is counted once, in the innermost context holding it (the latest to start; ties: the earliest to end, then the later in the file), so an enclosing context keeps only the work launched outside its inner ones",
             o.nested
         ));
     }
@@ -608,7 +608,14 @@ impl TraceKernels {
 pub struct Comparison {
     pub baseline: String,
     pub candidate: String,
-    pub s_context: Option<f64>,
+    /// Σ GPU span by launch correlation per token, baseline / candidate:
+    /// Eq. 17 with every context's span from its launches' activities, as
+    /// `pair --gpu-span correlation` gives it. Not named `s_context`: that
+    /// is `pair`'s figure, whose spans come from the GPU annotations when a
+    /// context has them (issue 37: 2.77259 against 2.77679 on one
+    /// reasoning pair; the 7th digit on the samples).
+    pub s_context_correlation: Option<f64>,
+    /// The same with Σ GPU busy (union of the activities) for Σ GPU span.
     pub s_context_busy: Option<f64>,
     pub kernels_per_token_ratio: Option<f64>,
 }
@@ -622,7 +629,7 @@ pub fn compare(base: &TraceKernels, cand: &TraceKernels) -> Comparison {
     Comparison {
         baseline: base.path.clone(),
         candidate: cand.path.clone(),
-        s_context: ratio(span(base), span(cand)),
+        s_context_correlation: ratio(span(base), span(cand)),
         s_context_busy: ratio(busy(base), busy(cand)),
         kernels_per_token_ratio: ratio(kernels(cand), kernels(base)),
     }

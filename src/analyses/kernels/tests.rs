@@ -148,7 +148,7 @@ fn comparison_by_correlation() {
     a.set_tokens(Some(1), None);
     b.set_tokens(Some(2), None);
     let c = compare(&a, &b);
-    assert_eq!(c.s_context, Some(2.0));
+    assert_eq!(c.s_context_correlation, Some(2.0));
     assert_eq!(c.s_context_busy, Some(2.0));
     assert_eq!(c.kernels_per_token_ratio, Some(0.5));
 }

@@ -324,11 +324,11 @@ fn comparison_table(c: &Comparison, labels: &[String]) -> Table {
         &["figure", "value"],
     );
     t.row(vec![
-        "S_context (GPU span per token)".into(),
-        Cell::opt_f(c.s_context, 3),
+        "S_context by correlation (GPU span per token)".into(),
+        Cell::opt_f(c.s_context_correlation, 3),
     ]);
     t.row(vec![
-        "S_context (GPU busy per token)".into(),
+        "S_context by correlation (GPU busy per token)".into(),
         Cell::opt_f(c.s_context_busy, 3),
     ]);
     t.row(vec![
@@ -432,7 +432,7 @@ fn csv_tables(r: &KernelsReport) -> Vec<Table> {
             &[
                 "baseline",
                 "candidate",
-                "s_context",
+                "s_context_correlation",
                 "s_context_busy",
                 "kernels_per_token_ratio",
             ],
@@ -440,7 +440,7 @@ fn csv_tables(r: &KernelsReport) -> Vec<Table> {
         ct.row(vec![
             c.baseline.clone().into(),
             c.candidate.clone().into(),
-            Cell::opt_f(c.s_context, 6),
+            Cell::opt_f(c.s_context_correlation, 6),
             Cell::opt_f(c.s_context_busy, 6),
             Cell::opt_f(c.kernels_per_token_ratio, 6),
         ]);

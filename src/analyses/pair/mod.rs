@@ -330,6 +330,10 @@ impl Pair {
         if let Some(n) = span_note(&r, steps, contexts, by_correlation.is_some()) {
             r.notes.push(n);
         }
+        let nested = contexts.nested_on_thread(steps);
+        if nested > 0 {
+            r.notes.push(nesting_note(nested, contexts.len()));
+        }
         r.notes
             .extend(silent.notes(gpu.bad_dur, steps.begin_events));
         r.notes
@@ -591,6 +595,19 @@ fn correlation_spans(rows: &mut [ContextRow], by_correlation: &[Option<i64>], mo
         row.gpu_ns = span;
         row.gpu_source = span.map(|_| SpanSource::Correlation);
     }
+}
+
+/// Says which rule gave each context its GPU work when step contexts
+/// nest on a thread (an enclosing step annotation of long duration):
+/// without it a reader cannot tell whether Σ GPU span lost the inner
+/// contexts' work or counted it twice (issue 37).
+fn nesting_note(nested: u64, contexts: usize) -> String {
+    format!(
+        "{nested} of {contexts} step contexts lie inside another step context on their thread: each is measured on its own, \
+         by its GPU annotations (Kineto's, for the work launched while it was the innermost range) or by launch correlation \
+         (each launch call in the innermost context holding it, as `kernels` counts it), so no inner context's GPU work is \
+         lost; an enclosing context's GPU span can still cover an inner one's, and Σ GPU span then counts that time in both"
+    )
 }
 
 /// Says why contexts lack a GPU annotation and where their spans came

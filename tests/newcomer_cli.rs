@@ -126,3 +126,38 @@ fn help_and_flags() {
     }
     assert!(Path::new(AR).exists());
 }
+
+/// Every subcommand's `--help` ends with examples: real command lines of
+/// that subcommand (issue 38).
+#[test]
+fn every_subcommand_help_has_examples() {
+    for sub in [
+        "pair",
+        "hierarchy",
+        "kernels",
+        "iterations",
+        "diff",
+        "ranks",
+        "ops",
+        "idle",
+        "batch",
+        "merge",
+        "plot",
+    ] {
+        let out = Command::cargo_bin("torchtrace")
+            .unwrap()
+            .args([sub, "--help"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{sub} --help");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let at = text
+            .find("Examples:")
+            .unwrap_or_else(|| panic!("{sub} --help has no examples"));
+        let lines = text[at..]
+            .lines()
+            .filter(|l| l.trim_start().starts_with(&format!("torchtrace {sub} ")))
+            .count();
+        assert!(lines >= 1, "{sub}: no `torchtrace {sub} …` example");
+    }
+}

@@ -7,6 +7,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::batch::{self, records, Manifest};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # The whole campaign of the samples: report.md, tables, figures\n  torchtrace batch sample_traces -o results\n\n  # An archive, SVG figures\n  torchtrace batch campaign.tar.gz -o out --image-format svg\n\n  # Half a campaign as records, for `merge`\n  torchtrace batch DIR --shard 1/2 --records part1.jsonl";
+
 /// Analyse every trace of a benchmark campaign — directories (recursive),
 /// .tar, .tar.gz/.tgz and .zip archives (read as streams, never
 /// extracted), or trace files — in parallel, compare AR with MTP within
@@ -32,7 +35,7 @@ use torchtrace::batch::{self, records, Manifest};
 /// OUTDIR, or an OUTDIR that another batch or merge is writing (OUTDIR is
 /// locked, and its files are replaced only once all are written).
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct BatchArgs {
     /// Directories, archives (.tar, .tar.gz, .tgz, .zip) or trace files.
     #[arg(required = true, value_name = "PATH")]

@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::diff::{Diff, DiffSpec};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # What changed per token, AR → MTP, by kernel family\n  torchtrace diff sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # The whole trace, not only the step contexts\n  torchtrace diff --scope trace sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz";
+
 /// What changed between two runs (baseline first, e.g. AR; candidate second,
 /// e.g. MTP), kernel by kernel and per generated token.
 ///
@@ -63,7 +66,7 @@ use torchtrace::analyses::diff::{Diff, DiffSpec};
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (steps
 /// scope); 2 on unreadable input or bad arguments.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct DiffArgs {
     /// BASELINE then CANDIDATE. `-` reads stdin (once).
     #[arg(required = true, num_args = 2, value_names = ["BASELINE", "CANDIDATE"])]

@@ -5,6 +5,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::hierarchy::{ChainsSpec, Hierarchy};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # Median inclusive durations along the MTP chain (Table 9)\n  torchtrace hierarchy sample_traces/text_mtp/dp0*.gz\n\n  # A shorter chain, as CSV\n  torchtrace hierarchy --chain 'sample_tokens>propose_draft_token_ids' -f csv TRACE";
+
 /// Verify that events nest along chains `a>b>c` (every b inside some a,
 /// every c inside some b) and report call counts and inclusive durations;
 /// with two traces, median ratios (second / first, e.g. MTP / AR).
@@ -39,7 +42,7 @@ use torchtrace::hierarchy::{ChainsSpec, Hierarchy};
 /// Exit status: 0 every link holds; 1 some link has uncontained children;
 /// 2 on unreadable input or bad arguments.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct HierarchyArgs {
     /// Trace files (`-` reads stdin). With two: baseline (AR) then candidate (MTP).
     #[arg(required = true, value_name = "TRACE")]

@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::idle::{Idle, IdleSpec};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # Why the GPU waits: idle by cause, queue, overlap\n  torchtrace idle sample_traces/text_ar/dp0*.gz\n\n  # One row per step, AR vs MTP per token\n  torchtrace idle --per-step sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # The TP=2 rank: the all-reduce as comm, its overlap\n  torchtrace idle tests/data/tp2/ar_plain/dp0*rank0*.gz";
+
 /// Explain each GPU's idle time: per device the timeline (compute, comm,
 /// memory, comm/compute overlap), per stream the gaps split into host wait,
 /// kernel wait and other, the launch queue, and the same per step; with two
@@ -52,7 +55,7 @@ use torchtrace::analyses::idle::{Idle, IdleSpec};
 ///
 /// Exit status: 0 ok; 1 when a trace has no GPU activity; 2 on unreadable input.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct IdleArgs {
     /// Traces: one, or two (baseline AR, then candidate MTP: compared per
     /// token), or more (side by side, e.g. the ranks of a run). `-` reads stdin.

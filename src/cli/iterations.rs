@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::iterations::{Iterations, IterationsSpec};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # The whole decode loop, AR vs MTP (P, S_wall, S_busy)\n  torchtrace iterations sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every iteration as JSON\n  torchtrace iterations --per-iteration -f json TRACE";
+
 /// Measure each decode iteration (a step context up to the next step
 /// annotation), split its GPU work into phases, and give per-token figures
 /// and CUDA-graph facts; with two traces, compare them (first = AR).
@@ -51,7 +54,7 @@ use torchtrace::analyses::iterations::{Iterations, IterationsSpec};
 /// Exit status: 0 ok; 1 when a trace lacks the selected context, has no closed
 /// iteration, or its iterations launched no GPU work; 2 on unreadable input.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct IterationsArgs {
     /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
     /// (side by side, e.g. the ranks of a run). `-` reads stdin.

@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::kernels;
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # GPU work per token by launch correlation, AR vs MTP\n  torchtrace kernels sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # One row per step context\n  torchtrace kernels --per-context -f csv TRACE > contexts.csv";
+
 /// Follow each step context's launch calls (cudaLaunchKernel, cuLaunchKernel,
 /// cudaGraphLaunch, cudaMemcpyAsync, … and their hip counterparts) to the
 /// kernels, memcpys and memsets they caused, by `args.correlation`: the GPU
@@ -47,7 +50,7 @@ use torchtrace::kernels;
 /// Exit status: 0 ok; 1 when a trace lacks the selected context or no
 /// context launched GPU work; 2 on unreadable input.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct KernelsArgs {
     /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
     /// (side by side, e.g. the ranks of a run). `-` reads stdin.

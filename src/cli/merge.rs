@@ -7,6 +7,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::batch::records;
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # Two shards' records into one campaign's outputs\n  torchtrace merge part1.jsonl part2.jsonl -o results";
+
 /// Build what `torchtrace batch` writes — results.json, traces.csv, the
 /// tables, figures/ and report.md — from per-trace records (JSON lines
 /// written by `batch --records`, by each `batch --shard K/N --records`, or
@@ -25,7 +28,7 @@ use torchtrace::batch::records;
 /// or says "ok" without figures, and when another batch or merge is
 /// writing OUTDIR. A trace in the records of two campaigns is counted once.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct MergeArgs {
     /// Records files (JSON lines); `-` reads stdin.
     #[arg(required = true, value_name = "RECORDS")]

@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::ops::{Ops, OpsSpec};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # Who launched the GPU work, and is the run launch-bound\n  torchtrace ops --top 5 sample_traces/text_ar/dp0*.gz\n\n  # AR vs MTP, top-level ops per token\n  torchtrace ops sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every op row as JSON\n  torchtrace ops -f json TRACE > ops.json";
+
 /// Which CPU operator launched which GPU work, and is the run launch-bound.
 ///
 /// For every host op name (cat + exact name, python frames included): calls,
@@ -51,7 +54,7 @@ use torchtrace::analyses::ops::{Ops, OpsSpec};
 /// Exit status: 0 ok; 1 when a trace has no GPU work at all; 2 on unreadable
 /// input.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct OpsArgs {
     /// Traces: one, or two (baseline AR, then candidate MTP: compared), or
     /// more (side by side). `-` reads stdin.

@@ -5,6 +5,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::pair::{Pair, PairSpec};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # The AR/MTP pair of the samples: Table 8's figures and S_context\n  torchtrace pair sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every context as CSV, tokens given per trace\n  torchtrace pair --per-context -f csv --tokens 68 --tokens 68 AR.json.gz MTP.json.gz\n\n  # A trace from stdin\n  zcat trace.json.gz | torchtrace pair -";
+
 /// Pair each step's CPU user_annotation with its gpu_user_annotation(s) by
 /// External id and report the paper's figures; with two traces, compare
 /// them (first = baseline/AR, second = candidate/MTP).
@@ -35,7 +38,7 @@ use torchtrace::pair::{Pair, PairSpec};
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (the step
 /// names it has are listed) or no context got a GPU span; 2 on unreadable input.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct PairArgs {
     /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
     /// (side by side, e.g. the ranks of a run). `-` reads stdin.

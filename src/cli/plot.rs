@@ -13,6 +13,9 @@ use torchtrace::plot::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
 use torchtrace::runinfo::{Given, RunInfo};
 use torchtrace::{HierarchyOptions, PairSpec, Plan};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # The RQ4 figures of the samples\n  torchtrace plot sample_traces/*/dp0_*.pt.trace.json.gz -o figures\n\n  # One trace, SVG\n  torchtrace plot TRACE -o figs --image-format svg";
+
 /// Draw the RQ4 figures for the traces given and write them to DIR.
 ///
 /// Figures (same colours everywhere: AR blue, MTP orange, other grey):
@@ -32,7 +35,7 @@ use torchtrace::{HierarchyOptions, PairSpec, Plan};
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (figures
 /// are still written); 2 on unreadable input or unwritable output.
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct PlotArgs {
     /// Trace files: one, a baseline/candidate pair, or several pairs.
     #[arg(required = true, value_name = "TRACE")]

@@ -6,6 +6,9 @@ use clap::Args;
 use std::path::PathBuf;
 use torchtrace::analyses::ranks::{Ranks, RanksSpec};
 
+/// `--help`'s examples (real runs, as in README).
+const EXAMPLES: &str = "Examples:\n  # The ranks of the TP=2 run: collectives aligned, stragglers\n  torchtrace ranks tests/data/tp2/ar_plain/\n\n  # Per step, with figures\n  torchtrace ranks --per-step --plot figs RANK0.json.gz RANK1.json.gz";
+
 /// Group rank traces into runs, align their decode steps, match their
 /// collectives and find the stragglers: per step, the rank the others
 /// waited for, and how long.
@@ -46,7 +49,7 @@ use torchtrace::analyses::ranks::{Ranks, RanksSpec};
 /// arguments or when a trace could not be read to its end (the other ranks
 /// are still reported).
 #[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
+#[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct RanksArgs {
     /// Rank traces, or directories holding them (any number, any runs).
     #[arg(required = true, value_name = "TRACE|DIR")]

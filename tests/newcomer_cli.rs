@@ -161,3 +161,42 @@ fn every_subcommand_help_has_examples() {
         assert!(lines >= 1, "{sub}: no `torchtrace {sub} …` example");
     }
 }
+
+/// `batch --help` names every file a real batch writes (the samples: AR/MTP
+/// matches; the TP=2 run: ranks) (issue 38).
+#[test]
+fn batch_help_lists_every_output() {
+    let help = Command::cargo_bin("torchtrace")
+        .unwrap()
+        .args(["batch", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&help.stdout).to_string();
+    for input in ["sample_traces", "tests/data/tp2"] {
+        let out = tempfile::tempdir().unwrap();
+        Command::cargo_bin("torchtrace")
+            .unwrap()
+            .args(["-q", "batch", input, "-o"])
+            .arg(out.path())
+            .assert()
+            .success();
+        for e in std::fs::read_dir(out.path()).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().to_string();
+            let stem = name.split('.').next().unwrap().to_string();
+            assert!(
+                help.contains(&name)
+                    || help.contains(&format!("{stem}.csv/.md"))
+                    || name == "figures",
+                "batch --help does not name {name} ({input})"
+            );
+        }
+        for e in std::fs::read_dir(out.path().join("figures")).unwrap() {
+            let name = e.unwrap().file_name().to_string_lossy().to_string();
+            let fig = name.split('_').next().unwrap();
+            assert!(
+                help.contains(fig),
+                "batch --help does not name figure {name}"
+            );
+        }
+    }
+}

@@ -26,9 +26,24 @@ const EXAMPLES: &str = "Examples:\n  # The whole campaign of the samples: report
 /// the step name (generation_1(1) → ar, generation_1(k+1) → mtp) and
 /// (workload) the directory's name.
 ///
-/// OUTDIR gets results.json, traces.csv, workloads.csv/.md (Table 8),
-/// hierarchy.csv/.md (Table 9), figures/ and report.md. Stdout gets a
-/// Markdown summary (or --format).
+/// OUTDIR gets (each table only when some trace or AR/MTP match has its
+/// figures):
+///   results.json             everything, per trace and per comparison
+///   traces.csv               one row per input file: status, reason, figures
+///   workloads.csv/.md        Table 8: AR vs MTP per workload (pair)
+///   hierarchy.csv/.md        Table 9: the chain's medians (hierarchy)
+///   gpu_work.csv/.md         kernels and GPU busy per token (kernels)
+///   iterations.csv           the whole decode loop, AR vs MTP (iterations)
+///   diff.csv, diff_families.csv, diff_kernels.csv
+///                            what changed per token, AR → MTP (diff)
+///   ranks_runs.csv, ranks.csv, ranks_stragglers.csv
+///                            multi-rank runs, per run and per rank (ranks)
+///   ops.csv                  top-level ops per token, AR vs MTP (ops)
+///   idle_steps.csv           busy and idle by cause per step (idle)
+///   figures/                 fig1–fig8 and fig7b, fig9_ranks_<run>, fig10_ops…,
+///                            fig11_idle_per_step (.png/.svg: --image-format)
+///   report.md                all of it, linked
+/// Stdout gets a Markdown summary (or --format).
 ///
 /// Exit status: 0 ok; 1 when some input failed (each is reported with
 /// its reason; the rest complete); 2 on bad arguments, an unwritable

@@ -40,8 +40,10 @@ const EXAMPLES: &str = "Examples:\n  # The whole campaign of the samples: report
 ///                            multi-rank runs, per run and per rank (ranks)
 ///   ops.csv                  top-level ops per token, AR vs MTP (ops)
 ///   idle_steps.csv           busy and idle by cause per step (idle)
-///   figures/                 fig1–fig8 and fig7b, fig9_ranks_<run>, fig10_ops…,
-///                            fig11_idle_per_step (.png/.svg: --image-format)
+///   figures/                 fig1 … fig6 (the study's spans, tokens, hierarchy,
+///                            CPU vs GPU, GPU busy), fig7, fig7b (iterations),
+///                            fig8 (diff), fig9_ranks_<run>, fig10 (ops),
+///                            fig11 (idle); .png/.svg: --image-format
 ///   report.md                all of it, linked
 /// Stdout gets a Markdown summary (or --format).
 ///

@@ -167,8 +167,10 @@ where
         vec![(x - half, medf), (x + half, medf)],
         INK.stroke_width(th.upx(3.0)),
     )))?;
-    let top = axis.f(sorted.last().copied().unwrap_or(whir)).max(whi);
-    let (px, py) = chart.backend_coord(&(x, top));
+    // The label sits on the box's upper whisker, not over the highest
+    // outlier, which may be far above (its white backing keeps it legible
+    // over dots).
+    let (px, py) = chart.backend_coord(&(x, whi));
     let label = fmt_ms(med);
     let style = th.bold(12.5);
     let (tw, tht) = root.estimate_text_size(&label, &style)?;

@@ -205,3 +205,59 @@ fn batch_help_lists_every_output() {
         }
     }
 }
+
+/// `ranks` with one rank's trace cut short: the intact rank keeps its own
+/// collectives (2 592 on TP=2 rank 0), the broken one is marked incomplete,
+/// and the matched count (what the waits are over) is given apart (issue 38).
+#[test]
+fn ranks_keeps_the_intact_ranks_figures() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/tp2/ar_plain");
+    for e in std::fs::read_dir(&src).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        if !name.ends_with(".pt.trace.json.gz") {
+            continue;
+        }
+        let bytes = std::fs::read(&p).unwrap();
+        let keep = if name.contains("rank1") {
+            bytes.len() / 2
+        } else {
+            bytes.len()
+        };
+        std::fs::write(dir.path().join(&name), &bytes[..keep]).unwrap();
+    }
+    let out = Command::cargo_bin("torchtrace")
+        .unwrap()
+        .args(["-q", "ranks", "-f", "json"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let text = v.to_string();
+    let ranks = find_ranks(&v).unwrap_or_else(|| panic!("no rank rows in {text:.400}"));
+    let r0 = ranks.iter().find(|r| r["rank"] == 0).unwrap();
+    let r1 = ranks.iter().find(|r| r["rank"] == 1).unwrap();
+    assert_eq!(r0["collectives"], 2592);
+    assert_eq!(r0["complete"], true);
+    assert_eq!(r1["complete"], false);
+    let m = r0["collectives_matched"].as_u64().unwrap();
+    assert_eq!(r1["collectives_matched"].as_u64().unwrap(), m);
+    assert!(m < 2592 && m <= r1["collectives"].as_u64().unwrap());
+}
+
+/// The first array of objects with a "rank" and a "complete" key (the rank rows).
+fn find_ranks(v: &serde_json::Value) -> Option<&Vec<serde_json::Value>> {
+    match v {
+        serde_json::Value::Array(a) => {
+            if a.first()
+                .is_some_and(|x| x.get("rank").is_some() && x.get("complete").is_some())
+            {
+                return Some(a);
+            }
+            a.iter().find_map(find_ranks)
+        }
+        serde_json::Value::Object(m) => m.values().find_map(find_ranks),
+        _ => None,
+    }
+}

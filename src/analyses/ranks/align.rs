@@ -55,6 +55,9 @@ pub struct RankAtStep {
     /// cpu_start − the earliest rank's cpu_start.
     pub cpu_skew_ns: i64,
     pub gpu_span_ns: Option<i64>,
+    /// Its own collectives in the step (a truncated rank may have fewer).
+    #[serde(default)]
+    pub collectives: u64,
     /// Σ duration of its matched collectives.
     pub in_collectives_ns: i64,
     pub wait_ns: i64,
@@ -123,8 +126,13 @@ pub struct RankRow {
     pub error: Option<String>,
     pub decode_steps: u64,
     pub boundary_steps: u64,
-    /// Matched collectives in the aligned decode steps.
+    /// Its own collectives in the aligned decode steps (what the rank's
+    /// trace says, also when another rank's is cut short).
     pub collectives: u64,
+    /// Of them matched with every rank's (per step, the fewest any rank
+    /// has): the ones its wait is measured over.
+    #[serde(default)]
+    pub collectives_matched: u64,
     pub collectives_outside_steps: u64,
     /// Σ wait over the aligned decode steps.
     pub wait_ns: i64,
@@ -408,6 +416,7 @@ fn step_row(
                 cpu_start_ns: starts[r],
                 cpu_skew_ns: starts[r].saturating_sub(first),
                 gpu_span_ns: st.gpu_span(),
+                collectives: st.collectives.len() as u64,
                 in_collectives_ns: st.collectives[..m]
                     .iter()
                     .map(|c| c.end_ns.saturating_sub(c.start_ns))
@@ -572,7 +581,8 @@ fn rank_row(
         error: t.error.clone(),
         decode_steps: t.decode.len() as u64,
         boundary_steps: t.boundary.len() as u64,
-        collectives: steps.iter().map(|s| s.collectives).sum(),
+        collectives: steps.iter().map(|s| s.per_rank[r].collectives).sum(),
+        collectives_matched: steps.iter().map(|s| s.collectives).sum(),
         collectives_outside_steps: t.collectives_outside_steps,
         wait_ns: wait,
         gpu_span_ns: span,

@@ -184,6 +184,7 @@ fn ranks_table(r: &RunReport) -> Table {
             "trace",
             "decode steps",
             "collectives",
+            "matched",
             "clock offset (µs)",
             "offset spread (µs)",
             "applied",
@@ -200,6 +201,7 @@ fn ranks_table(r: &RunReport) -> Table {
             short(&row.path).into(),
             Cell::Int(row.decode_steps as i64),
             Cell::Int(row.collectives as i64),
+            Cell::Int(row.collectives_matched as i64),
             us(o.offset_ns),
             o.spread_ns.map_or(Cell::Null, us),
             o.applied.to_string().into(),
@@ -223,6 +225,15 @@ fn ranks_table(r: &RunReport) -> Table {
         th.mad_k,
         r.wait_share.map_or("n/a".into(), |s| format!("{:.2} %", s * 100.0)),
     ));
+    if r.ranks
+        .iter()
+        .any(|x| x.collectives != x.collectives_matched)
+    {
+        t.notes.push(
+            "collectives = the rank's own in the aligned decode steps; matched = those every rank has (per step the first k, k the fewest): waits are over the matched ones"
+                .into(),
+        );
+    }
     if !r.missing_ranks.is_empty() {
         t.notes
             .push(format!("missing ranks: {:?}", r.missing_ranks));

@@ -75,6 +75,8 @@ pub(crate) mod text;
 pub mod trace;
 pub(crate) mod tracefile;
 pub mod views;
+pub(crate) mod windows;
+pub mod export;
 
 pub use analyses::hierarchy::view::HierarchyReport;
 pub use analyses::kernels::view::KernelsReport;

@@ -149,7 +149,9 @@ fn sample_ar_equals_ops_and_kernels() {
             None => assert_eq!(depth[i], 0),
         }
     }
-    assert_eq!(rows(&steps), 65, "64 decode steps and the prefill");
+    // Every vLLM step annotation (C8): the 64 selected decode steps and the
+    // others (prefill, boundary), as many as `idle`'s per-step rows.
+    assert_eq!(rows(&steps), 68);
 }
 
 /// Per step: the activities of each step (I6 window) equal `idle`'s rows,

@@ -25,7 +25,7 @@ use torchtrace::export::{self, Compression, ExportOptions, Table};
 /// Examples:
 ///   torchtrace export trace.pt.trace.json.gz -o t/
 ///   torchtrace export ar.json.gz mtp.json.gz -o t/ --tables activities,steps
-///   duckdb -c "SELECT name, sum(dur_ns) FROM 't/activities.parquet' GROUP BY 1 ORDER BY 2 DESC LIMIT 10"
+///   duckdb -c "SELECT name, sum(dur_ns) FROM 't/activities.parquet' GROUP BY 1"
 ///
 /// Exit status: 0 ok; 2 on unreadable input or a file that cannot be
 /// written (nothing half-written is left under a table's name).

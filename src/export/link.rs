@@ -36,6 +36,7 @@ pub(crate) struct Linkedup {
     pub call_top: Vec<Option<u32>>,
     pub call_step: Vec<Option<u32>>,
     pub acts: Vec<Linked>,
+    pub act_config: Vec<super::Config3>,
     pub act_owner: Vec<Option<u32>>,
     /// The graph replay of an activity's launch: the launch's ordinal among
     /// the graph launches that launched work.
@@ -98,7 +99,12 @@ fn contain(
 
 /// Links what the read kept.
 pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
-    let Export { ops: kept, ext, .. } = st;
+    let Export {
+        ops: kept,
+        ext,
+        launch,
+        ..
+    } = st;
     let crate::analyses::ops::Ops {
         names,
         lanes,
@@ -111,6 +117,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
     let op_ext: Vec<Option<i64>> = ext.drain().map(|e| e.0).collect();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
+    let act_config = launch.into_vec();
     let (own, dup) = measure::owners(&calls, &acts);
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
@@ -167,6 +174,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
         call_top,
         call_step,
         acts,
+        act_config,
         act_owner: own,
         call_replay,
         steps,

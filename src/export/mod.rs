@@ -174,11 +174,55 @@ impl Record for Ext {
     }
 }
 
+/// A kernel's launch configuration, kept beside ops' record of the
+/// activity (`None` where the trace does not write it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Config3 {
+    pub grid: Option<[i64; 3]>,
+    pub block: Option<[i64; 3]>,
+    pub registers: Option<i64>,
+    pub shared_memory: Option<i64>,
+}
+
+impl Record for Config3 {
+    type Prev = ();
+
+    fn write(&self, _: &mut (), p: &mut Packed) {
+        let flags = u64::from(self.grid.is_some())
+            | u64::from(self.block.is_some()) << 1
+            | u64::from(self.registers.is_some()) << 2
+            | u64::from(self.shared_memory.is_some()) << 3;
+        p.u(flags);
+        for v in self.grid.iter().chain(&self.block).flatten() {
+            p.delta(*v, 0);
+        }
+        for v in self.registers.iter().chain(&self.shared_memory) {
+            p.delta(*v, 0);
+        }
+    }
+
+    fn read(_: &mut (), f: &mut impl Fields) -> Config3 {
+        let flags = f.u();
+        let mut dims = |on: bool| on.then(|| [f.delta(0), f.delta(0), f.delta(0)]);
+        let grid = dims(flags & 1 != 0);
+        let block = dims(flags & 2 != 0);
+        let registers = (flags & 4 != 0).then(|| f.delta(0));
+        let shared_memory = (flags & 8 != 0).then(|| f.delta(0));
+        Config3 {
+            grid,
+            block,
+            registers,
+            shared_memory,
+        }
+    }
+}
+
 /// The streaming state of one trace.
 pub struct Export {
     config: ExportConfig,
     ops: Ops,
     ext: Records<Ext>,
+    launch: Records<Config3>,
 }
 
 impl Analysis for Export {
@@ -192,6 +236,7 @@ impl Analysis for Export {
             config: config.clone(),
             ops: Ops::default(),
             ext: Records::default(),
+            launch: Records::default(),
         }
     }
 
@@ -199,12 +244,21 @@ impl Analysis for Export {
         self.ops.prefilter()
     }
 
-    /// `ops`'s push; a host op it kept gets its External id beside it.
+    /// `ops`'s push; a host op it kept gets its External id beside it, an
+    /// activity its launch configuration.
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        let before = self.ops.host.len();
+        let (host, acts) = (self.ops.host.len(), self.ops.acts.len());
         self.ops.push(ev, at);
-        if self.ops.host.len() > before {
+        if self.ops.host.len() > host {
             self.ext.push(&Ext(ev.args.external_id));
+        } else if self.ops.acts.len() > acts {
+            let a = &ev.args;
+            self.launch.push(&Config3 {
+                grid: a.grid,
+                block: a.block,
+                registers: a.registers,
+                shared_memory: a.shared_memory,
+            });
         }
     }
 

@@ -85,6 +85,14 @@ pub fn schema(table: Table) -> SchemaRef {
             ("launcher_op_id", N),
             ("top_op_id", N),
             ("step", N),
+            ("grid_x", N),
+            ("grid_y", N),
+            ("grid_z", N),
+            ("block_x", N),
+            ("block_y", N),
+            ("block_z", N),
+            ("registers_per_thread", N),
+            ("shared_memory", N),
         ]),
         Table::Launches => schema_of(&[
             ("trace", D),
@@ -176,7 +184,7 @@ fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec
             let a = &l.acts[lo..hi];
             let own = &l.act_owner[lo..hi];
             let call = |o: &Option<u32>| o.map(|c| c as usize);
-            vec![
+            let mut v = vec![
                 tr,
                 ints(rows),
                 opts(a.iter().map(|x| l.lanes[x.lane as usize].0)),
@@ -193,7 +201,17 @@ fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec
                 opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_launcher[c])))),
                 opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_top[c])))),
                 opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_step[c])))),
-            ]
+            ];
+            let k = &l.act_config[lo..hi];
+            for d in 0..3 {
+                v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
+            }
+            for d in 0..3 {
+                v.push(opts(k.iter().map(|x| x.block.map(|b| b[d]))));
+            }
+            v.push(opts(k.iter().map(|x| x.registers)));
+            v.push(opts(k.iter().map(|x| x.shared_memory)));
+            v
         }
         Table::Launches => {
             let c = &l.calls[lo..hi];

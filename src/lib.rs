@@ -58,6 +58,7 @@ pub mod api;
 pub mod batch;
 pub(crate) mod containment;
 pub mod contexts;
+pub mod export;
 pub mod families;
 pub mod ledger;
 pub mod model;
@@ -76,7 +77,6 @@ pub mod trace;
 pub(crate) mod tracefile;
 pub mod views;
 pub(crate) mod windows;
-pub mod export;
 
 pub use analyses::hierarchy::view::HierarchyReport;
 pub use analyses::kernels::view::KernelsReport;

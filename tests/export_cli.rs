@@ -29,7 +29,9 @@ fn read(path: &Path) -> Vec<RecordBatch> {
 fn ints(batches: &[RecordBatch], col: &str) -> Vec<Option<i64>> {
     let mut v = Vec::new();
     for b in batches {
-        let a = b.column_by_name(col).unwrap_or_else(|| panic!("no column {col}"));
+        let a = b
+            .column_by_name(col)
+            .unwrap_or_else(|| panic!("no column {col}"));
         let a = a.as_primitive::<Int64Type>();
         v.extend((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))));
     }
@@ -40,7 +42,9 @@ fn ints(batches: &[RecordBatch], col: &str) -> Vec<Option<i64>> {
 fn strings(batches: &[RecordBatch], col: &str) -> Vec<Option<String>> {
     let mut v = Vec::new();
     for b in batches {
-        let a = b.column_by_name(col).unwrap_or_else(|| panic!("no column {col}"));
+        let a = b
+            .column_by_name(col)
+            .unwrap_or_else(|| panic!("no column {col}"));
         let d = a.as_dictionary::<Int32Type>();
         let values = d.values().as_string::<i32>();
         for i in 0..d.len() {
@@ -77,7 +81,12 @@ fn sample_ar_equals_ops_and_kernels() {
     let t = sample(AR);
     let dir = tempfile::tempdir().unwrap();
     let out = export(&[&t], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let acts = read(&dir.path().join("activities.parquet"));
     let launches = read(&dir.path().join("launches.parquet"));
     let ops = read(&dir.path().join("ops.parquet"));
@@ -85,9 +94,17 @@ fn sample_ar_equals_ops_and_kernels() {
 
     let dur = ints(&acts, "dur_ns");
     let owner = ints(&acts, "launch_id");
-    let linked: i64 = dur.iter().zip(&owner).filter(|(_, o)| o.is_some()).map(|(d, _)| d.unwrap()).sum();
+    let linked: i64 = dur
+        .iter()
+        .zip(&owner)
+        .filter(|(_, o)| o.is_some())
+        .map(|(d, _)| d.unwrap())
+        .sum();
     assert_eq!(linked, 12_638_958);
-    let with_acts = ints(&launches, "activities").iter().filter(|n| n.unwrap() > 0).count();
+    let with_acts = ints(&launches, "activities")
+        .iter()
+        .filter(|n| n.unwrap() > 0)
+        .count();
     assert_eq!(with_acts, 736);
     let mut replays: Vec<i64> = ints(&acts, "graph_replay").into_iter().flatten().collect();
     replays.dedup();
@@ -97,19 +114,31 @@ fn sample_ar_equals_ops_and_kernels() {
     let timeline = &k["traces"][0]["timeline"];
     assert_eq!(rows(&acts) as u64, timeline["activities"].as_u64().unwrap());
     let kinds = strings(&acts, "kind");
-    let n_kernels = kinds.iter().filter(|k| k.as_deref() == Some("kernel")).count();
+    let n_kernels = kinds
+        .iter()
+        .filter(|k| k.as_deref() == Some("kernel"))
+        .count();
     let o = run_json(&["-q", "ops", "-f", "json", &t], 0);
     let s = &o["traces"][0]["summary"];
     assert_eq!(n_kernels as u64, s["kernels"].as_u64().unwrap());
-    assert_eq!(dur.iter().map(|d| d.unwrap()).sum::<i64>(), s["gpu_ns"].as_i64().unwrap());
+    assert_eq!(
+        dur.iter().map(|d| d.unwrap()).sum::<i64>(),
+        s["gpu_ns"].as_i64().unwrap()
+    );
     assert_eq!(rows(&launches) as u64, s["runtime_calls"].as_u64().unwrap());
     assert_eq!(rows(&ops) as u64, s["host_ops"].as_u64().unwrap());
     // Graph launches own 3008 - … kernels: Σ over the replays' rows.
-    let graph_kernels = ints(&acts, "graph_replay").iter().filter(|r| r.is_some()).count();
+    let graph_kernels = ints(&acts, "graph_replay")
+        .iter()
+        .filter(|r| r.is_some())
+        .count();
     assert_eq!(graph_kernels as u64, s["graph_kernels"].as_u64().unwrap());
 
     // Ids are positions; a launch's figures equal its activities'.
-    assert_eq!(ints(&acts, "id"), (0..rows(&acts) as i64).map(Some).collect::<Vec<_>>());
+    assert_eq!(
+        ints(&acts, "id"),
+        (0..rows(&acts) as i64).map(Some).collect::<Vec<_>>()
+    );
     let sums = ints(&launches, "activities_dur_ns");
     let mut by_launch: BTreeMap<i64, i64> = BTreeMap::new();
     for (d, o) in dur.iter().zip(&owner) {
@@ -134,7 +163,10 @@ fn sample_ar_equals_ops_and_kernels() {
         ints(&ops, "parent_id"),
         ops.iter()
             .flat_map(|b| {
-                let a = b.column_by_name("depth").unwrap().as_primitive::<Int32Type>();
+                let a = b
+                    .column_by_name("depth")
+                    .unwrap()
+                    .as_primitive::<Int32Type>();
                 a.values().to_vec()
             })
             .collect::<Vec<i32>>(),
@@ -160,7 +192,10 @@ fn steps_equal_idle(trace: &str, dir: &Path) {
     let acts = read(&dir.join("activities.parquet"));
     let steps = read(&dir.join("steps.parquet"));
     let idle = run_json(&["-q", "idle", "-f", "json", trace], 0);
-    let want = idle["traces"][0]["steps"]["rows"].as_array().unwrap().clone();
+    let want = idle["traces"][0]["steps"]["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(rows(&steps), want.len(), "{trace}: steps");
     let mut count = vec![0u64; want.len()];
     let mut gpu = vec![0i64; want.len()];
@@ -173,7 +208,11 @@ fn steps_equal_idle(trace: &str, dir: &Path) {
     let start = ints(&steps, "start_ns");
     let end = ints(&steps, "iteration_end_ns");
     for (i, w) in want.iter().enumerate() {
-        assert_eq!(count[i], w["activities"].as_u64().unwrap(), "{trace}: step {i}");
+        assert_eq!(
+            count[i],
+            w["activities"].as_u64().unwrap(),
+            "{trace}: step {i}"
+        );
         assert_eq!(gpu[i], w["gpu_ns"].as_i64().unwrap(), "{trace}: step {i}");
         assert_eq!(start[i], w["host_start_ns"].as_i64(), "{trace}: step {i}");
         assert_eq!(end[i], w["host_end_ns"].as_i64(), "{trace}: step {i}");
@@ -184,7 +223,12 @@ fn steps_equal_idle(trace: &str, dir: &Path) {
 fn steps_equal_idle_on_the_sample() {
     let t = sample(AR);
     let dir = tempfile::tempdir().unwrap();
-    assert_eq!(export(&[&t, "--tables", "activities,steps"], dir.path()).status.code(), Some(0));
+    assert_eq!(
+        export(&[&t, "--tables", "activities,steps"], dir.path())
+            .status
+            .code(),
+        Some(0)
+    );
     assert!(!dir.path().join("ops.parquet").exists());
     steps_equal_idle(&t, dir.path());
 }
@@ -194,7 +238,9 @@ fn traces_under(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![dir.to_path_buf()];
     while let Some(d) = dirs.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             let n = p.to_string_lossy().to_string();
@@ -252,13 +298,25 @@ fn every_trace_agrees_with_ops() {
         let dur = ints(&acts, "dur_ns");
         let owner = ints(&acts, "launch_id");
         assert_eq!(rows(&acts) as u64, s.activities, "{what}");
-        let linked: i64 = dur.iter().zip(&owner).filter(|(_, o)| o.is_some()).map(|(d, _)| d.unwrap()).sum();
+        let linked: i64 = dur
+            .iter()
+            .zip(&owner)
+            .filter(|(_, o)| o.is_some())
+            .map(|(d, _)| d.unwrap())
+            .sum();
         assert_eq!(linked, s.gpu_linked_ns, "{what}");
         let launches = read(&dir.path().join("launches.parquet"));
         assert_eq!(rows(&launches) as u64, s.runtime_calls, "{what}");
-        let n = ints(&launches, "activities").iter().filter(|n| n.unwrap() > 0).count();
+        let n = ints(&launches, "activities")
+            .iter()
+            .filter(|n| n.unwrap() > 0)
+            .count();
         assert_eq!(n as u64, s.launches, "{what}");
-        assert_eq!(rows(&read(&dir.path().join("ops.parquet"))) as u64, s.host_ops, "{what}");
+        assert_eq!(
+            rows(&read(&dir.path().join("ops.parquet"))) as u64,
+            s.host_ops,
+            "{what}"
+        );
         checked += 1;
     }
     assert!(checked >= 8, "{checked} traces checked");
@@ -278,7 +336,12 @@ fn several_traces_one_file_per_table_same_with_any_j() {
             .arg(dir)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     for table in ["activities", "launches", "ops", "steps"] {
         let f = format!("{table}.parquet");
@@ -288,19 +351,42 @@ fn several_traces_one_file_per_table_same_with_any_j() {
     }
     let acts = read(&d1.path().join("activities.parquet"));
     let traces = strings(&acts, "trace");
-    let first_b = traces.iter().position(|t| t.as_deref() == Some(b.as_str())).unwrap();
-    assert!(traces[..first_b].iter().all(|t| t.as_deref() == Some(a.as_str())));
-    assert!(traces[first_b..].iter().all(|t| t.as_deref() == Some(b.as_str())));
+    let first_b = traces
+        .iter()
+        .position(|t| t.as_deref() == Some(b.as_str()))
+        .unwrap();
+    assert!(traces[..first_b]
+        .iter()
+        .all(|t| t.as_deref() == Some(a.as_str())));
+    assert!(traces[first_b..]
+        .iter()
+        .all(|t| t.as_deref() == Some(b.as_str())));
     // Each trace's rows are its own export's.
     let one = tempfile::tempdir().unwrap();
-    assert_eq!(export(&[&b, "--compression", "snappy"], one.path()).status.code(), Some(0));
+    assert_eq!(
+        export(&[&b, "--compression", "snappy"], one.path())
+            .status
+            .code(),
+        Some(0)
+    );
     let alone = read(&one.path().join("activities.parquet"));
     assert_eq!(rows(&acts) - first_b, rows(&alone));
     assert_eq!(ints(&acts, "dur_ns")[first_b..], ints(&alone, "dur_ns")[..]);
-    assert_eq!(ints(&acts, "launch_id")[first_b..], ints(&alone, "launch_id")[..]);
+    assert_eq!(
+        ints(&acts, "launch_id")[first_b..],
+        ints(&alone, "launch_id")[..]
+    );
     let none = tempfile::tempdir().unwrap();
-    assert_eq!(export(&[&b, "--compression", "none"], none.path()).status.code(), Some(0));
-    assert_eq!(ints(&read(&none.path().join("activities.parquet")), "dur_ns"), ints(&alone, "dur_ns"));
+    assert_eq!(
+        export(&[&b, "--compression", "none"], none.path())
+            .status
+            .code(),
+        Some(0)
+    );
+    assert_eq!(
+        ints(&read(&none.path().join("activities.parquet")), "dur_ns"),
+        ints(&alone, "dur_ns")
+    );
     // Nothing left beside the tables.
     let names: Vec<String> = std::fs::read_dir(d1.path())
         .unwrap()
@@ -323,12 +409,21 @@ fn bad_input_and_unwritable_output() {
     assert!(err.contains("a-file"), "{err}");
 
     let damaged = root().join("tests/data/damaged");
-    let bad = std::fs::read_dir(&damaged).unwrap().next().unwrap().unwrap().path();
+    let bad = std::fs::read_dir(&damaged)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let to = dir.path().join("t");
     let out = export(&[bad.to_str().unwrap()], &to);
     assert_eq!(out.status.code(), Some(2), "{}", bad.display());
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
 
-    let out = bin().args(["export", &t, "--tables", "kernels", "-o"]).arg(&to).output().unwrap();
+    let out = bin()
+        .args(["export", &t, "--tables", "kernels", "-o"])
+        .arg(&to)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }

@@ -191,13 +191,15 @@ fn export(
 ) -> PyResult<Answer> {
     use torchtrace::export::{ExportError, ExportOptions};
     let json = serde_json::json!({"out": out, "tables": tables, "compression": compression});
-    let options: ExportOptions = serde_json::from_value(json)
-        .map_err(|e| PyValueError::new_err(format!("export: {e}")))?;
+    let options: ExportOptions =
+        serde_json::from_value(json).map_err(|e| PyValueError::new_err(format!("export: {e}")))?;
     let common = api::Common {
         quiet: !progress,
         ..api::Common::default()
     };
-    let outcome = run_detached(py, move || torchtrace::export::run(&paths, &common, &options))?;
+    let outcome = run_detached(py, move || {
+        torchtrace::export::run(&paths, &common, &options)
+    })?;
     let outcome = outcome.map_err(|e| match e {
         ExportError::Api(e) => Err(to_py(py, e)),
         other => Ok(PyOSError::new_err(other.to_string())),

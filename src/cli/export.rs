@@ -40,7 +40,12 @@ pub struct ExportArgs {
     #[arg(long, short = 'o', value_name = "DIR")]
     pub out: PathBuf,
     /// The tables to write, comma-separated.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "activities,launches,ops,steps")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "activities,launches,ops,steps"
+    )]
     pub tables: Vec<Table>,
     /// Parquet compression.
     #[arg(long, value_enum, default_value_t = Compression::Zstd)]
@@ -63,7 +68,8 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         note(global, &n.text);
     }
     let mut stdout = super::stdout();
-    out.report.write_to(&mut stdout, args.format.into(), false)?;
+    out.report
+        .write_to(&mut stdout, args.format.into(), false)?;
     stdout.flush()?;
     super::incomplete(out.report.completeness(), "tables written")?;
     Ok(Exit::of(&out))

@@ -9,12 +9,12 @@
 
 pub mod batch;
 pub mod diff;
+pub mod export;
 pub mod hierarchy;
 pub mod idle;
 pub mod iterations;
 pub mod kernels;
 pub mod merge;
-pub mod export;
 pub mod ops;
 pub mod pair;
 pub mod plot;

@@ -27,7 +27,8 @@ pub(crate) struct Linkedup {
     /// (pid, tid) of each lane as integers (`None`: not an integer).
     pub lanes: Vec<(Option<i64>, Option<i64>)>,
     pub ops: Vec<HostOp>,
-    pub op_ext: Vec<Option<i64>>,
+    /// External ids, decoded a batch at a time when written.
+    pub op_ext: crate::store::pack::Records<super::Ext>,
     pub op_parent: Vec<Option<u32>>,
     pub op_depth: Vec<u32>,
     pub calls: Vec<Linked>,
@@ -36,7 +37,8 @@ pub(crate) struct Linkedup {
     pub call_top: Vec<Option<u32>>,
     pub call_step: Vec<Option<u32>>,
     pub acts: Vec<Linked>,
-    pub act_config: Vec<super::Config3>,
+    /// Launch configurations, decoded a batch at a time when written.
+    pub act_config: crate::store::pack::Records<super::Config3>,
     pub act_owner: Vec<Option<u32>>,
     /// The graph replay of an activity's launch: the launch's ordinal among
     /// the graph launches that launched work.
@@ -63,7 +65,12 @@ fn contain(
     lanes: usize,
     ops: &[HostOp],
     calls: &[Linked],
-) -> (Vec<Option<u32>>, Vec<u32>, Vec<Option<u32>>, Vec<Option<u32>>) {
+) -> (
+    Vec<Option<u32>>,
+    Vec<u32>,
+    Vec<Option<u32>>,
+    Vec<Option<u32>>,
+) {
     let mut by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes];
     for (i, o) in ops.iter().enumerate() {
         by_lane[o.lane as usize].push(i as u32);
@@ -114,10 +121,8 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
         mut counts,
     } = kept;
     let ops = host.into_vec();
-    let op_ext: Vec<Option<i64>> = ext.drain().map(|e| e.0).collect();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
-    let act_config = launch.into_vec();
     let (own, dup) = measure::owners(&calls, &acts);
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
@@ -165,7 +170,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
         names,
         lanes: lane_ints,
         ops,
-        op_ext,
+        op_ext: ext,
         op_parent,
         op_depth,
         calls,
@@ -174,7 +179,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
         call_top,
         call_step,
         acts,
-        act_config,
+        act_config: launch,
         act_owner: own,
         call_replay,
         steps,

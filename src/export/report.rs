@@ -78,7 +78,10 @@ pub struct ExportReport {
 
 impl ExportReport {
     fn shown(&self) -> Vec<Shown> {
-        let mut files = Shown::new(format!("Parquet tables in {}", self.out), &["table", "file", "rows"]);
+        let mut files = Shown::new(
+            format!("Parquet tables in {}", self.out),
+            &["table", "file", "rows"],
+        );
         for f in &self.files {
             files.row(vec![
                 Cell::text(&f.table),

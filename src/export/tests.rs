@@ -33,10 +33,28 @@ fn trace() -> String {
         ev("user_annotation", STEP, 0, 100, ""),
         ev("cpu_op", "aten::mm", 10, 30, "\"External id\": 5"),
         ev("cpu_op", "inner", 12, 10, ""),
-        ev("cuda_runtime", "cudaLaunchKernel", 15, 5, "\"correlation\": 1"),
+        ev(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            15,
+            5,
+            "\"correlation\": 1",
+        ),
         ev("user_annotation", STEP, 200, 50, ""),
-        ev("cuda_runtime", "cudaGraphLaunch", 210, 5, "\"correlation\": 2"),
-        ev("cuda_runtime", "cudaLaunchKernel", 220, 1, "\"correlation\": 3"),
+        ev(
+            "cuda_runtime",
+            "cudaGraphLaunch",
+            210,
+            5,
+            "\"correlation\": 2",
+        ),
+        ev(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            220,
+            1,
+            "\"correlation\": 3",
+        ),
         kernel("k1", 25, 10, 1),
         kernel("g1", 230, 4, 2),
         kernel("g2", 235, 4, 2),
@@ -47,7 +65,10 @@ fn trace() -> String {
 
 fn read(path: &std::path::Path) -> Vec<RecordBatch> {
     let f = std::fs::File::open(path).unwrap();
-    let r = ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap();
+    let r = ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
     r.map(|b| b.unwrap()).collect()
 }
 
@@ -80,24 +101,43 @@ fn every_link_of_the_drawing() {
     let out = run(&[path], &common, &options).unwrap();
     let t = &out.report.traces[0];
     assert_eq!((t.activities, t.activities_dur_ns), (4, 19_000));
-    assert_eq!((t.runtime_calls, t.launches_with_activities, t.graph_launches), (3, 2, 1));
+    assert_eq!(
+        (
+            t.runtime_calls,
+            t.launches_with_activities,
+            t.graph_launches
+        ),
+        (3, 2, 1)
+    );
     assert_eq!(t.step_grammar.as_deref(), Some("vllm"));
     let at = |n: &str| options.out.join(format!("{n}.parquet"));
 
     // ops: parents and depths (C4–C5), External ids.
     let ops = read(&at("ops"));
     assert_eq!(col(&ops, "parent_id"), vec![None, Some(0), Some(1), None]);
-    let depth = ops[0].column_by_name("depth").unwrap().as_primitive::<Int32Type>();
+    let depth = ops[0]
+        .column_by_name("depth")
+        .unwrap()
+        .as_primitive::<Int32Type>();
     assert_eq!(depth.values().to_vec(), vec![0, 1, 2, 0]);
     assert_eq!(col(&ops, "external_id"), vec![None, Some(5), None, None]);
-    assert_eq!(col(&ops, "end_ns"), some(&[100_000, 40_000, 22_000, 250_000]));
+    assert_eq!(
+        col(&ops, "end_ns"),
+        some(&[100_000, 40_000, 22_000, 250_000])
+    );
 
     // launches: figures (O6), launcher (O2), top-level (O4), step (I6).
     let l = read(&at("launches"));
     assert_eq!(col(&l, "activities"), some(&[1, 2, 0]));
     assert_eq!(col(&l, "activities_dur_ns"), some(&[10_000, 8_000, 0]));
-    assert_eq!(col(&l, "launch_latency_ns"), vec![Some(10_000), Some(20_000), None]);
-    assert_eq!(col(&l, "queue_delay_ns"), vec![Some(5_000), Some(15_000), None]);
+    assert_eq!(
+        col(&l, "launch_latency_ns"),
+        vec![Some(10_000), Some(20_000), None]
+    );
+    assert_eq!(
+        col(&l, "queue_delay_ns"),
+        vec![Some(5_000), Some(15_000), None]
+    );
     assert_eq!(col(&l, "launcher_op_id"), some(&[2, 3, 3]));
     assert_eq!(col(&l, "top_op_id"), some(&[0, 3, 3]));
     assert_eq!(col(&l, "graph_replay"), vec![None, Some(0), None]);
@@ -108,14 +148,23 @@ fn every_link_of_the_drawing() {
     assert_eq!(col(&a, "launch_id"), vec![Some(0), Some(1), Some(1), None]);
     assert_eq!(col(&a, "graph_replay"), vec![None, Some(0), Some(0), None]);
     assert_eq!(col(&a, "step"), vec![Some(0), Some(1), Some(1), None]);
-    assert_eq!(col(&a, "launcher_op_id"), vec![Some(2), Some(3), Some(3), None]);
+    assert_eq!(
+        col(&a, "launcher_op_id"),
+        vec![Some(2), Some(3), Some(3), None]
+    );
     assert_eq!(col(&a, "stream"), some(&[7, 7, 7, 7]));
-    let names = a[0].column_by_name("launch_name").unwrap().as_dictionary::<Int32Type>();
+    let names = a[0]
+        .column_by_name("launch_name")
+        .unwrap()
+        .as_dictionary::<Int32Type>();
     assert!(names.is_null(3));
     // The kernel's launch configuration where the trace has it.
     assert_eq!(col(&a, "grid_y"), vec![Some(12), None, None, None]);
     assert_eq!(col(&a, "block_x"), vec![Some(384), None, None, None]);
-    assert_eq!(col(&a, "registers_per_thread"), vec![Some(168), None, None, None]);
+    assert_eq!(
+        col(&a, "registers_per_thread"),
+        vec![Some(168), None, None, None]
+    );
     assert_eq!(col(&a, "shared_memory"), vec![Some(4096), None, None, None]);
 
     // steps: windows (C8), tokens from the name.
@@ -135,6 +184,9 @@ fn no_table_and_no_trace_are_errors() {
         tables: Vec::new(),
         ..ExportOptions::default()
     };
-    assert!(matches!(run(&[PathBuf::from("x")], &common, &options), Err(ExportError::Api(_))));
+    assert!(matches!(
+        run(&[PathBuf::from("x")], &common, &options),
+        Err(ExportError::Api(_))
+    ));
     assert!(run(&[], &common, &ExportOptions::default()).is_err());
 }

@@ -196,13 +196,23 @@ fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec
                 ints(a.iter().map(|x| x.dur)),
                 opts(a.iter().map(|x| x.corr)),
                 opts(own.iter().map(|o| id(*o))),
-                dict(own.iter().map(|o| call(o).and_then(|c| name(l.calls[c].name)))),
-                opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_replay[c])))),
-                opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_launcher[c])))),
+                dict(
+                    own.iter()
+                        .map(|o| call(o).and_then(|c| name(l.calls[c].name))),
+                ),
+                opts(
+                    own.iter()
+                        .map(|o| call(o).and_then(|c| id(l.call_replay[c]))),
+                ),
+                opts(
+                    own.iter()
+                        .map(|o| call(o).and_then(|c| id(l.call_launcher[c]))),
+                ),
                 opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_top[c])))),
                 opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_step[c])))),
             ];
-            let k = &l.act_config[lo..hi];
+            // Decoded from the varint stream for this batch only.
+            let k: Vec<super::Config3> = l.act_config.iter().skip(lo).take(n).collect();
             for d in 0..3 {
                 v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
             }
@@ -229,10 +239,16 @@ fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec
                 ints(la.iter().map(|x| x.acts as i64)),
                 ints(la.iter().map(|x| x.gpu)),
                 opts(la.iter().map(|x| x.first)),
-                opts(c.iter().zip(la).map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts)))),
-                opts(c.iter().zip(la).map(|(x, y)| {
-                    y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))
-                })),
+                opts(
+                    c.iter()
+                        .zip(la)
+                        .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
+                ),
+                opts(
+                    c.iter()
+                        .zip(la)
+                        .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
+                ),
                 Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
                 opts(l.call_replay[lo..hi].iter().map(|v| id(*v))),
                 opts(l.call_launcher[lo..hi].iter().map(|v| id(*v))),
@@ -255,9 +271,11 @@ fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec
                 ints(o.iter().map(|x| x.dur)),
                 opts(l.op_parent[lo..hi].iter().map(|v| id(*v))),
                 Arc::new(Int32Array::from_iter_values(
-                    l.op_depth[lo..hi].iter().map(|&d| d.min(i32::MAX as u32) as i32),
+                    l.op_depth[lo..hi]
+                        .iter()
+                        .map(|&d| d.min(i32::MAX as u32) as i32),
                 )),
-                opts(l.op_ext[lo..hi].iter().copied()),
+                opts(l.op_ext.iter().skip(lo).take(n).map(|e| e.0)),
             ]
         }
         Table::Steps => {
@@ -275,9 +293,21 @@ fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec
                 ints(s.iter().map(|w| w.ann_end)),
                 opts(l.step_ends[lo..hi].iter().copied()),
                 dict(std::iter::repeat_n(Some(grammar), n)),
-                opts(parsed.iter().map(|p| p.as_ref().map(|p| p.context_reqs as i64))),
-                opts(parsed.iter().map(|p| p.as_ref().map(|p| p.generation_reqs as i64))),
-                opts(parsed.iter().map(|p| p.as_ref().and_then(|p| p.generation_tokens).map(|t| t as i64))),
+                opts(
+                    parsed
+                        .iter()
+                        .map(|p| p.as_ref().map(|p| p.context_reqs as i64)),
+                ),
+                opts(
+                    parsed
+                        .iter()
+                        .map(|p| p.as_ref().map(|p| p.generation_reqs as i64)),
+                ),
+                opts(parsed.iter().map(|p| {
+                    p.as_ref()
+                        .and_then(|p| p.generation_tokens)
+                        .map(|t| t as i64)
+                })),
             ]
         }
     }
@@ -385,7 +415,11 @@ fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> ExportEr
 fn merge(traces: &[TracePart], table: Table, to: &Path, c: Compression) -> Result<(), ExportError> {
     let mut w = writer(to, table, c).map_err(WriteFailure::into_error)?;
     let sch = schema(table);
-    for p in traces.iter().flat_map(|t| &t.parts).filter(|p| p.table == table) {
+    for p in traces
+        .iter()
+        .flat_map(|t| &t.parts)
+        .filter(|p| p.table == table)
+    {
         let from = Path::new(&p.file);
         let f = File::open(from).map_err(io_err(from))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(f)

@@ -4,9 +4,8 @@
 
 use super::queue::StepFn;
 use super::{
-    classify, lane_labels, mean6, ns64, pct, Act, Call, Class, Counts,
-    DeviceTimeline, Idle, Part, Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds,
-    TraceIdle, QUEUE_LIMIT,
+    classify, lane_labels, mean6, ns64, pct, Act, Call, Class, Counts, DeviceTimeline, Idle, Part,
+    Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
 };
 use crate::analysis::Finished;
 use crate::ledger::Kind;

@@ -530,13 +530,30 @@ mod tests {
     /// integers go to serde, which reads them as absent.
     #[test]
     fn launch_configuration() {
-        let e = ok(r#"{"args": {"grid": [8, 12, 1], "block": [ 384 ,1,1 ], "registers per thread": 168, "shared memory": 0}}"#);
-        assert_eq!((e.args.grid, e.args.block), (Some([8, 12, 1]), Some([384, 1, 1])));
-        assert_eq!((e.args.registers, e.args.shared_memory), (Some(168), Some(0)));
-        for odd in [r#"[1, 2]"#, r#"[1, 2, 3, 4]"#, r#"[1.5, 2, 3]"#, r#""8""#, r#"[]"#] {
+        let e = ok(
+            r#"{"args": {"grid": [8, 12, 1], "block": [ 384 ,1,1 ], "registers per thread": 168, "shared memory": 0}}"#,
+        );
+        assert_eq!(
+            (e.args.grid, e.args.block),
+            (Some([8, 12, 1]), Some([384, 1, 1]))
+        );
+        assert_eq!(
+            (e.args.registers, e.args.shared_memory),
+            (Some(168), Some(0))
+        );
+        for odd in [
+            r#"[1, 2]"#,
+            r#"[1, 2, 3, 4]"#,
+            r#"[1.5, 2, 3]"#,
+            r#""8""#,
+            r#"[]"#,
+        ] {
             let text = format!(r#"{{"args": {{"grid": {odd}}}}}"#);
             assert!(extract(text.as_bytes()).is_none(), "{odd}");
-            let at = crate::trace::EventPos { index: 0, offset: 0 };
+            let at = crate::trace::EventPos {
+                index: 0,
+                offset: 0,
+            };
             let e = super::super::event::parse_event_generic(text.as_bytes(), at).unwrap();
             assert_eq!(e.args.grid, None, "{odd}");
         }

@@ -59,18 +59,18 @@ fn int_of(p: &ThreadPart) -> Option<i64> {
     }
 }
 
+/// What containment gives: per op its parent and depth, per runtime call
+/// its launcher and top-level op (positions in `ops`).
+struct Contained {
+    parent: Vec<Option<u32>>,
+    depth: Vec<u32>,
+    launcher: Vec<Option<u32>>,
+    top: Vec<Option<u32>>,
+}
+
 /// Parents and depths of the ops (C5), launchers and top-level ops of the
 /// runtime calls (O2, O4), thread by thread as `ops` computes them.
-fn contain(
-    lanes: usize,
-    ops: &[HostOp],
-    calls: &[Linked],
-) -> (
-    Vec<Option<u32>>,
-    Vec<u32>,
-    Vec<Option<u32>>,
-    Vec<Option<u32>>,
-) {
+fn contain(lanes: usize, ops: &[HostOp], calls: &[Linked]) -> Contained {
     let mut by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes];
     for (i, o) in ops.iter().enumerate() {
         by_lane[o.lane as usize].push(i as u32);
@@ -101,7 +101,12 @@ fn contain(
             top[ci as usize] = outer.or(inner);
         }
     }
-    (parent, depth, launcher, top)
+    Contained {
+        parent,
+        depth,
+        launcher,
+        top,
+    }
 }
 
 /// Links what the read kept.
@@ -127,7 +132,12 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
     let launched = measure::launches(&calls, &acts, &own, &names);
-    let (op_parent, op_depth, call_launcher, call_top) = contain(lanes.len(), &ops, &calls);
+    let Contained {
+        parent: op_parent,
+        depth: op_depth,
+        launcher: call_launcher,
+        top: call_top,
+    } = contain(lanes.len(), &ops, &calls);
 
     let mut replays = 0u32;
     let call_replay = launched

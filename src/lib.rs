@@ -58,6 +58,7 @@ pub mod api;
 pub mod batch;
 pub(crate) mod containment;
 pub mod contexts;
+pub mod export;
 pub mod families;
 pub mod ledger;
 pub mod model;
@@ -75,6 +76,7 @@ pub(crate) mod text;
 pub mod trace;
 pub(crate) mod tracefile;
 pub mod views;
+pub(crate) mod windows;
 
 pub use analyses::hierarchy::view::HierarchyReport;
 pub use analyses::kernels::view::KernelsReport;

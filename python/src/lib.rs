@@ -176,6 +176,40 @@ fn run(
     answer(py, outcome, per_context)
 }
 
+/// `torchtrace export`: the Parquet tables of every trace in `paths`
+/// written into `out` (`tables`: names, `compression`: `zstd`, `snappy`
+/// or `none`); returns the report as JSON text, with the notes.
+#[pyfunction]
+#[pyo3(signature = (paths, out, tables, compression="zstd", progress=false))]
+fn export(
+    py: Python<'_>,
+    paths: Vec<PathBuf>,
+    out: PathBuf,
+    tables: Vec<String>,
+    compression: &str,
+    progress: bool,
+) -> PyResult<Answer> {
+    use torchtrace::export::{ExportError, ExportOptions};
+    let json = serde_json::json!({"out": out, "tables": tables, "compression": compression});
+    let options: ExportOptions =
+        serde_json::from_value(json).map_err(|e| PyValueError::new_err(format!("export: {e}")))?;
+    let common = api::Common {
+        quiet: !progress,
+        ..api::Common::default()
+    };
+    let outcome = run_detached(py, move || {
+        torchtrace::export::run(&paths, &common, &options)
+    })?;
+    let outcome = outcome.map_err(|e| match e {
+        ExportError::Api(e) => Err(to_py(py, e)),
+        other => Ok(PyOSError::new_err(other.to_string())),
+    });
+    match outcome {
+        Ok(o) => answer(py, Ok(o), false),
+        Err(Err(e)) | Err(Ok(e)) => Err(e),
+    }
+}
+
 /// The analyses `run` knows: `(name, is_subcommand)` in registry order.
 #[pyfunction]
 fn analyses() -> Vec<(&'static str, bool)> {
@@ -394,5 +428,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(fail_task, m)?)?;
     m.add_function(wrap_pyfunction!(analyze, m)?)?;
     m.add_function(wrap_pyfunction!(merge, m)?)?;
+    m.add_function(wrap_pyfunction!(export, m)?)?;
     Ok(())
 }

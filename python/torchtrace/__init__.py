@@ -40,6 +40,8 @@ __all__ = [
     "ops_frame",
     "idle",
     "idle_frames",
+    "export",
+    "EXPORT_TABLES",
     "hierarchy",
     "contexts",
     "to_frame",
@@ -350,6 +352,56 @@ def idle_frames(doc: Dict[str, Any], kind: str = "pandas") -> Dict[str, Any]:
     if kind == "rows":
         return tables
     return {k: to_frame(v, kind=kind) for k, v in tables.items()}
+
+
+#: The tables :func:`export` writes, in order.
+EXPORT_TABLES = ("activities", "launches", "ops", "steps")
+
+
+def export(
+    paths: Paths,
+    tables: Union[None, str, Sequence[str]] = None,
+    out: Optional[PathLike] = None,
+    compression: str = "zstd",
+    progress: bool = False,
+) -> Dict[str, Any]:
+    """Every linked event as Apache Arrow tables, as ``torchtrace export``
+    writes them (int64 ns, exact; README.md defines every column).
+
+    Args:
+        paths: one trace or several (their rows one after another, told
+            apart by the ``trace`` column).
+        tables: names among :data:`EXPORT_TABLES` (default: all four).
+        out: a directory to keep the Parquet files in (``<table>.parquet``);
+            default: a temporary one, removed once the tables are read.
+        compression: ``"zstd"``, ``"snappy"`` or ``"none"``.
+        progress: progress bars on stderr.
+
+    Returns:
+        ``{table name: pyarrow.Table}`` (needs pyarrow: ``pip install
+        torchtrace[arrow]``).
+    """
+    try:
+        import pyarrow.parquet as pq
+    except ImportError as e:  # pragma: no cover - depends on the environment
+        raise ImportError("torchtrace.export needs pyarrow: pip install pyarrow") from e
+    import tempfile
+
+    names = list(EXPORT_TABLES) if tables is None else _strings(tables) or []
+
+    def write(directory: str) -> Dict[str, Any]:
+        answer = _native.export(_paths(paths), directory, names, compression, progress)
+        _finish(answer)
+        # Read into memory: the files may be removed afterwards.
+        return {
+            n: pq.read_table(os.path.join(directory, n + ".parquet"), memory_map=False)
+            for n in names
+        }
+
+    if out is not None:
+        return write(os.fspath(out))
+    with tempfile.TemporaryDirectory(prefix="torchtrace-export-") as d:
+        return write(d)
 
 
 def hierarchy(

@@ -39,6 +39,16 @@ def run(
     """Analysis ``name`` as ``torchtrace <name> -f json``; ``options``: its own
     options as a JSON object."""
 
+def export(
+    paths: Sequence[str],
+    out: str,
+    tables: Sequence[str],
+    compression: str = "zstd",
+    progress: bool = False,
+) -> Answer:
+    """``torchtrace export PATHS -o OUT --tables ... -f json``: the Parquet
+    tables written into ``out``; the answer's document lists the files."""
+
 def analyses() -> List[Tuple[str, bool]]:
     """``(name, is_subcommand)`` of every analysis, in registry order."""
 

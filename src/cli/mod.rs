@@ -9,6 +9,7 @@
 
 pub mod batch;
 pub mod diff;
+pub mod export;
 pub mod hierarchy;
 pub mod idle;
 pub mod iterations;
@@ -124,6 +125,7 @@ pub enum Command {
     Ranks(ranks::RanksArgs),
     Ops(ops::OpsArgs),
     Idle(idle::IdleArgs),
+    Export(export::ExportArgs),
 }
 
 /// What is known about each trace's run; the same flags on `pair`,
@@ -368,6 +370,7 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
         Command::Ranks(a) => ranks::run(a, &cli.global),
         Command::Ops(a) => ops::run(a, &cli.global),
         Command::Idle(a) => idle::run(a, &cli.global),
+        Command::Export(a) => export::run(a, &cli.global),
     }
 }
 
@@ -388,6 +391,7 @@ impl Command {
             Command::Ranks(a) => a.traces.iter().collect(),
             Command::Ops(a) => a.traces.iter().chain(&a.run.summary).collect(),
             Command::Idle(a) => a.traces.iter().chain(&a.run.summary).collect(),
+            Command::Export(a) => a.traces.iter().collect(),
         }
     }
 }

@@ -17,12 +17,20 @@ pub struct EventPos {
 }
 
 /// The `args` torchtrace reads; other keys are not kept. (Kineto's names:
-/// `External id`, `correlation`, `finished`.)
+/// `External id`, `correlation`, `finished`, `grid`, `block`, `registers per
+/// thread`, `shared memory`.)
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Args {
     pub external_id: Option<i64>,
     pub correlation: Option<i64>,
     pub finished: Option<bool>,
+    /// A kernel's `grid` and `block` (three integers each; anything else
+    /// is `None`), `registers per thread` and `shared memory` (bytes), as
+    /// Kineto writes them (`export` reads them).
+    pub grid: Option<[i64; 3]>,
+    pub block: Option<[i64; 3]>,
+    pub registers: Option<i64>,
+    pub shared_memory: Option<i64>,
 }
 
 /// An event with its times resolved: what the analyses consume.

@@ -4,9 +4,8 @@
 
 use super::queue::StepFn;
 use super::{
-    classify, is_profiler_step, lane_labels, mean6, ns64, pct, Act, Call, Class, Counts,
-    DeviceTimeline, Idle, Part, Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds,
-    TraceIdle, QUEUE_LIMIT,
+    classify, lane_labels, mean6, ns64, pct, Act, Call, Class, Counts, DeviceTimeline, Idle, Part,
+    Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
 };
 use crate::analysis::Finished;
 use crate::ledger::Kind;
@@ -72,54 +71,27 @@ fn owners(calls: &mut [Call], counts: &mut Counts) -> HashMap<i64, usize> {
     own
 }
 
-/// One step annotation (C8).
-struct Win {
-    name: String,
-    lane: (String, String),
-    start: i64,
-    ann_end: i64,
-    index: u64,
-}
+/// One step annotation (C8), from the neutral step windows.
+type Win = crate::windows::StepWindow;
 
 /// C8: vLLM step annotations; if none, `ProfilerStep#<n>` (user
 /// annotation or CPU op); if none, no steps. Sorted by (start, index).
 fn step_annotations(trace: &Finished<'_>, idle: &Idle) -> (Option<String>, Vec<Win>) {
-    let st = trace.steps;
-    let of_steps = |pick: &dyn Fn(&str) -> bool| -> Vec<Win> {
-        st.cpu
+    crate::windows::step_windows(trace.steps, || {
+        idle.op_steps
             .iter()
-            .filter(|a| pick(st.names.resolve(a.name)))
-            .map(|a| Win {
-                name: st.names.resolve(a.name).to_string(),
-                lane: (
-                    st.names.resolve(a.lane.0).to_string(),
-                    st.names.resolve(a.lane.1).to_string(),
-                ),
-                start: a.start.0,
-                ann_end: a.end().0,
-                index: a.index,
+            .map(|o| {
+                let l = idle.lanes.resolve(o.lane);
+                Win {
+                    name: idle.names.resolve(o.name).to_string(),
+                    lane: (l.pid.to_string(), l.tid.to_string()),
+                    start: o.start,
+                    ann_end: o.end,
+                    index: o.index,
+                }
             })
             .collect()
-    };
-    let mut wins = of_steps(&|n| crate::steps::parse(n).is_some());
-    let mut grammar = "vllm";
-    if wins.is_empty() {
-        grammar = "ProfilerStep";
-        wins = of_steps(&is_profiler_step);
-        wins.extend(idle.op_steps.iter().map(|o| {
-            let l = idle.lanes.resolve(o.lane);
-            Win {
-                name: idle.names.resolve(o.name).to_string(),
-                lane: (l.pid.to_string(), l.tid.to_string()),
-                start: o.start,
-                ann_end: o.end,
-                index: o.index,
-            }
-        }));
-    }
-    wins.sort_by_key(|w| (w.start, w.index));
-    let grammar = (!wins.is_empty()).then(|| grammar.to_string());
-    (grammar, wins)
+    })
 }
 
 /// Where an activity's figures go (I6).
@@ -139,12 +111,10 @@ fn part_of(
     key: &(String, String),
     ts: i64,
 ) -> Owner {
-    let Some(ids) = by_lane.get(key) else {
-        return Owner::Unattributed;
-    };
-    match ids.partition_point(|&i| wins[i].start <= ts).checked_sub(1) {
-        Some(k) => Owner::Row(ids[k]),
-        None => Owner::Pre,
+    match crate::windows::window_at(by_lane, wins, key, ts) {
+        None => Owner::Unattributed,
+        Some(None) => Owner::Pre,
+        Some(Some(k)) => Owner::Row(k),
     }
 }
 

@@ -259,11 +259,8 @@ impl Idle {
     }
 }
 
-/// C8's fallback grammar: the whole name is `ProfilerStep#<digits>`.
-pub fn is_profiler_step(name: &str) -> bool {
-    name.strip_prefix("ProfilerStep#")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
+/// C8's fallback grammar (in the neutral step windows).
+pub use crate::windows::is_profiler_step;
 
 /// A pid or tid as a label: numbers as written, strings without quotes.
 fn label(p: &ThreadPart) -> String {

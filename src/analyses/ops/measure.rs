@@ -60,21 +60,21 @@ fn sync_by_name(name: &str) -> bool {
 }
 
 /// A graph launch (C3): the name matches `GraphLaunch`.
-fn is_graph(name: &str) -> bool {
+pub(crate) fn is_graph(name: &str) -> bool {
     name.contains("GraphLaunch")
 }
 
 /// What one runtime call launched (C3, O6).
 #[derive(Debug, Clone, Copy, Default)]
-struct Launch {
-    acts: u64,
+pub(crate) struct Launch {
+    pub acts: u64,
     kernels: u64,
     memcpys: u64,
     memsets: u64,
-    gpu: i64,
+    pub gpu: i64,
     /// Its first activity's start (O6: earliest start, then end, then file order).
-    first: Option<i64>,
-    graph: bool,
+    pub first: Option<i64>,
+    pub graph: bool,
     sync: bool,
 }
 
@@ -163,13 +163,13 @@ fn launch_stats(v: &[PerLaunch]) -> LaunchStats {
     }
 }
 
-fn end_of(ts: i64, dur: i64) -> i64 {
+pub(crate) fn end_of(ts: i64, dur: i64) -> i64 {
     ts.saturating_add(dur)
 }
 
 /// Every activity's owner (C3: the first runtime call in file order with
 /// its correlation) and the duplicate count.
-fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
+pub(crate) fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
     let mut first: HashMap<i64, u32> = HashMap::with_capacity(calls.len());
     let mut dup = 0;
     for (i, c) in calls.iter().enumerate() {
@@ -190,7 +190,7 @@ fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
 }
 
 /// What each runtime call launched.
-fn launches(
+pub(crate) fn launches(
     calls: &[Linked],
     acts: &[Linked],
     own: &[Option<u32>],

@@ -28,10 +28,10 @@
 //! rows (O1–O8), the GPU gaps (I2–I3, [`gaps`]) and the summary (O9).
 
 pub(crate) mod batch;
-mod contain;
+pub(crate) mod contain;
 pub mod gaps;
 mod inclusive;
-mod measure;
+pub(crate) mod measure;
 pub mod view;
 
 #[cfg(test)]
@@ -227,12 +227,12 @@ pub struct InputCounts {
 /// The streaming state of one trace.
 #[derive(Debug, Default)]
 pub struct Ops {
-    names: Interner,
-    lanes: LaneTable,
-    host: Records<HostOp>,
-    calls: Records<Linked>,
-    acts: Records<Linked>,
-    counts: InputCounts,
+    pub(crate) names: Interner,
+    pub(crate) lanes: LaneTable,
+    pub(crate) host: Records<HostOp>,
+    pub(crate) calls: Records<Linked>,
+    pub(crate) acts: Records<Linked>,
+    pub(crate) counts: InputCounts,
 }
 
 /// The category class of an event (C2).

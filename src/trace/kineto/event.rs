@@ -45,6 +45,14 @@ struct KinetoArgs {
     correlation: Option<i64>,
     #[serde(deserialize_with = "lenient_bool")]
     finished: Option<bool>,
+    #[serde(deserialize_with = "lenient_dims")]
+    grid: Option<[i64; 3]>,
+    #[serde(deserialize_with = "lenient_dims")]
+    block: Option<[i64; 3]>,
+    #[serde(rename = "registers per thread", deserialize_with = "lenient_i64")]
+    registers: Option<i64>,
+    #[serde(rename = "shared memory", deserialize_with = "lenient_i64")]
+    shared_memory: Option<i64>,
 }
 
 /// `args` must be an object (or `null`): anything else — an array, a
@@ -70,6 +78,10 @@ impl<'de> Visitor<'de> for ArgsVisitor {
             external_id: a.external_id,
             correlation: a.correlation,
             finished: a.finished,
+            grid: a.grid,
+            block: a.block,
+            registers: a.registers,
+            shared_memory: a.shared_memory,
         })
     }
 }
@@ -278,6 +290,19 @@ fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error>
         }
     }
     d.deserialize_any(V)
+}
+
+/// A kernel's `grid` / `block`: an array of exactly three integers (as
+/// `i64`); any other value is `None`, never an error.
+fn lenient_dims<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[i64; 3]>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    Ok(match v.as_array().map(Vec::as_slice) {
+        Some([x, y, z]) => match (x.as_i64(), y.as_i64(), z.as_i64()) {
+            (Some(x), Some(y), Some(z)) => Some([x, y, z]),
+            _ => None,
+        },
+        _ => None,
+    })
 }
 
 fn lenient_bool<'de, D: Deserializer<'de>>(d: D) -> Result<Option<bool>, D::Error> {

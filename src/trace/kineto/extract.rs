@@ -6,7 +6,8 @@
 //! one; launch calls and GPU activities are ~22 % of a vLLM trace's events
 //! and every analysis that builds the correlation ledger parses them all.
 //! This extractor reads the fields [`Event`] has (`ph`, `cat`, `name`,
-//! `pid`, `tid`, `ts`, `dur`, `args.{External id, correlation, finished}`)
+//! `pid`, `tid`, `ts`, `dur`, `args.{External id, correlation, finished,
+//! grid, block, registers per thread, shared memory}`)
 //! and passes over everything else, still checking that it is JSON.
 //!
 //! It is deliberately narrow: it answers `None` for anything it is not
@@ -427,6 +428,10 @@ impl<'a> Cursor<'a> {
             "External id" => once(&mut a.external_id, &mut seen, 1, c.id()?),
             "correlation" => once(&mut a.correlation, &mut seen, 2, c.id()?),
             "finished" => once(&mut a.finished, &mut seen, 4, c.flag()?),
+            "grid" => once(&mut a.grid, &mut seen, 8, c.dims()?),
+            "block" => once(&mut a.block, &mut seen, 16, c.dims()?),
+            "registers per thread" => once(&mut a.registers, &mut seen, 32, c.id()?),
+            "shared memory" => once(&mut a.shared_memory, &mut seen, 64, c.id()?),
             _ => c.skip(2),
         })?;
         Some(a)
@@ -441,6 +446,22 @@ impl<'a> Cursor<'a> {
             b'f' => self.literal(b"false").map(|()| None),
             _ => self.integer().map(Some),
         }
+    }
+
+    /// `grid`, `block`: `[x, y, z]` of plain integers, or `null`; any
+    /// other value goes to the generic path (which reads it as `None`).
+    fn dims(&mut self) -> Option<Option<[i64; 3]>> {
+        if self.peek()? == b'n' {
+            return self.literal(b"null").map(|()| None);
+        }
+        self.eat(b'[')?;
+        let mut v = [0i64; 3];
+        for (k, slot) in v.iter_mut().enumerate() {
+            self.ws()?;
+            *slot = self.integer()?;
+            (self.after_member(b']')? == (k == 2)).then_some(())?;
+        }
+        Some(Some(v))
     }
 
     /// `finished`: a boolean, or `null` (absent).
@@ -502,6 +523,41 @@ mod tests {
         assert_eq!(e.dur, Some(Ns(5_312)));
         assert_eq!(e.args.external_id, Some(3615));
         assert_eq!(e.args.correlation, Some(14339));
+        assert_eq!((e.args.grid, e.args.block), (Some([8, 12, 1]), None));
+    }
+
+    /// A kernel's launch configuration; shapes other than three plain
+    /// integers go to serde, which reads them as absent.
+    #[test]
+    fn launch_configuration() {
+        let e = ok(
+            r#"{"args": {"grid": [8, 12, 1], "block": [ 384 ,1,1 ], "registers per thread": 168, "shared memory": 0}}"#,
+        );
+        assert_eq!(
+            (e.args.grid, e.args.block),
+            (Some([8, 12, 1]), Some([384, 1, 1]))
+        );
+        assert_eq!(
+            (e.args.registers, e.args.shared_memory),
+            (Some(168), Some(0))
+        );
+        for odd in [
+            r#"[1, 2]"#,
+            r#"[1, 2, 3, 4]"#,
+            r#"[1.5, 2, 3]"#,
+            r#""8""#,
+            r#"[]"#,
+        ] {
+            let text = format!(r#"{{"args": {{"grid": {odd}}}}}"#);
+            assert!(extract(text.as_bytes()).is_none(), "{odd}");
+            let at = crate::trace::EventPos {
+                index: 0,
+                offset: 0,
+            };
+            let e = super::super::event::parse_event_generic(text.as_bytes(), at).unwrap();
+            assert_eq!(e.args.grid, None, "{odd}");
+        }
+        assert_eq!(ok(r#"{"args": {"grid": null}}"#).args.grid, None);
     }
 
     #[test]

@@ -1,0 +1,76 @@
+//! `torchtrace export`: every linked event as Apache Parquet tables
+//! (issue 36); the library's `export::run` does the work.
+
+use super::{note, Exit, FormatArg, GlobalArgs};
+use clap::Args;
+use std::path::PathBuf;
+use torchtrace::api::Document;
+use torchtrace::export::{self, Compression, ExportOptions, Table};
+
+/// Write every linked event as Apache Parquet tables (exact int64 ns).
+///
+/// One file per table in DIR: activities.parquet (one row per GPU kernel,
+/// memcpy, memset: device, stream, times, correlation, its launch, graph
+/// replay, launcher and top-level op, step), launches.parquet (one row per
+/// runtime/driver call: activities launched, Σ dur, launch latency, queue
+/// delay), ops.parquet (one row per host op: parent, depth, External id)
+/// and steps.parquet (one row per step annotation: window, tokens).
+/// Row ids (`id`, `launch_id`, `parent_id`, `step`, …) are positions in
+/// file order, per trace. Every table has a `trace` column (the path as
+/// given); with several traces their rows follow one another in the order
+/// given, in one file per table (not a partitioned dataset). Files are
+/// written under a temporary name and renamed when complete. README.md
+/// defines every column.
+///
+/// Examples:
+///   torchtrace export trace.pt.trace.json.gz -o t/
+///   torchtrace export ar.json.gz mtp.json.gz -o t/ --tables activities,steps
+///   duckdb -c "SELECT name, sum(dur_ns) FROM 't/activities.parquet' GROUP BY 1"
+///
+/// Exit status: 0 ok; 2 on unreadable input or a file that cannot be
+/// written (nothing half-written is left under a table's name).
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct ExportArgs {
+    /// Traces (`-` reads stdin).
+    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
+    pub traces: Vec<PathBuf>,
+    /// The output directory (created if missing; the tables' files in it
+    /// are replaced).
+    #[arg(long, short = 'o', value_name = "DIR")]
+    pub out: PathBuf,
+    /// The tables to write, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "activities,launches,ops,steps"
+    )]
+    pub tables: Vec<Table>,
+    /// Parquet compression.
+    #[arg(long, value_enum, default_value_t = Compression::Zstd)]
+    pub compression: Compression,
+    /// What is printed about the files written.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    pub format: FormatArg,
+}
+
+pub fn run(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    use std::io::Write;
+    let common = global.common(Default::default(), Vec::new());
+    let options = ExportOptions {
+        out: args.out,
+        tables: args.tables,
+        compression: args.compression,
+    };
+    let out = export::run(&args.traces, &common, &options)?;
+    for n in &out.notes {
+        note(global, &n.text);
+    }
+    let mut stdout = super::stdout();
+    out.report
+        .write_to(&mut stdout, args.format.into(), false)?;
+    stdout.flush()?;
+    super::incomplete(out.report.completeness(), "tables written")?;
+    Ok(Exit::of(&out))
+}

@@ -1,0 +1,377 @@
+//! `torchtrace export` (issue 36): every linked event of a trace as Apache
+//! Parquet tables — `activities`, `launches`, `ops`, `steps` — with exact
+//! int64 ns times, for notebooks, DuckDB and polars.
+//!
+//! Not an analysis of the registry: it writes files, not a report. It is a
+//! library call, [`run`], that the command line and the Python package
+//! wrap. The read is the engine's (`analysis::drive` through a [`Plan`]
+//! holding the streaming state [`Export`], an [`Analysis`]); the state is
+//! the `ops` analysis's own (`analyses::ops::Ops`: the same events, the
+//! same C1/C2 rules, so the counts agree with `ops` by construction) plus
+//! each host op's External id.
+//!
+//! ```text
+//! TRACE… ─ read_all (traces side by side, -j) ─► Export::push (ops' records + External ids)
+//!            finish, per trace: link.rs (owners C3, launch figures O6, enclosers C4–C5,
+//!            step windows C8/I6) ─► write.rs: DIR/.torchtrace-export-<pid>/<n>.<table>.parquet
+//! run, in trace order: one trace → rename each part to DIR/<table>.parquet;
+//!            several → the parts copied batch by batch into DIR/.<table>.parquet.partial,
+//!            renamed to DIR/<table>.parquet; the temporary folder removed
+//! ```
+//!
+//! A file under its final name is always complete: an unwritable DIR or a
+//! full disk is an [`ExportError`] naming the file, and the partial files
+//! are removed.
+
+mod link;
+pub mod report;
+mod write;
+
+#[cfg(test)]
+mod tests;
+
+use crate::analyses::ops::Ops;
+use crate::analysis::{Analysis, Finished, Plan};
+use crate::api::{self, ApiError, Common, Message, Outcome};
+use crate::store::pack::{Fields, Packed, Record, Records};
+use crate::trace::{Event, EventPos, Prefilter};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub use report::{ExportReport, TableFile, TracePart};
+
+/// The tables, in the order they are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Table {
+    /// One row per GPU activity (kernel, memcpy, memset).
+    Activities,
+    /// One row per runtime/driver call.
+    Launches,
+    /// One row per host op.
+    Ops,
+    /// One row per step annotation (C8).
+    Steps,
+}
+
+impl Table {
+    pub const ALL: [Table; 4] = [Table::Activities, Table::Launches, Table::Ops, Table::Steps];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Table::Activities => "activities",
+            Table::Launches => "launches",
+            Table::Ops => "ops",
+            Table::Steps => "steps",
+        }
+    }
+
+    /// The file name under the output directory.
+    pub fn file_name(self) -> String {
+        format!("{}.parquet", self.as_str())
+    }
+}
+
+/// The Parquet compression (`--compression`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[serde(rename_all = "snake_case")]
+pub enum Compression {
+    #[default]
+    Zstd,
+    Snappy,
+    None,
+}
+
+/// What to write, and where.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExportOptions {
+    /// The output directory (created if missing).
+    pub out: PathBuf,
+    /// The tables to write (default: all four).
+    pub tables: Vec<Table>,
+    pub compression: Compression,
+}
+
+impl Default for ExportOptions {
+    fn default() -> Self {
+        ExportOptions {
+            out: PathBuf::new(),
+            tables: Table::ALL.to_vec(),
+            compression: Compression::Zstd,
+        }
+    }
+}
+
+/// Why an export failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExportError {
+    /// The call or a trace (as every subcommand says it).
+    #[error(transparent)]
+    Api(#[from] ApiError),
+    /// A file or directory could not be written.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The Parquet writer refused (the text names the file).
+    #[error("{path}: cannot write Parquet: {message}")]
+    Parquet { path: String, message: String },
+}
+
+impl ExportError {
+    fn io(path: &Path, source: std::io::Error) -> ExportError {
+        ExportError::Io {
+            path: path.display().to_string(),
+            source,
+        }
+    }
+}
+
+/// What a plan holds: the tables, the codec, the temporary folder and the
+/// next part's number.
+#[derive(Debug, Clone)]
+pub struct ExportConfig {
+    tables: Vec<Table>,
+    compression: Compression,
+    parts: PathBuf,
+    next: Arc<AtomicU64>,
+}
+
+/// A host op's External id, kept beside ops' record of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Ext(pub Option<i64>);
+
+impl Record for Ext {
+    type Prev = i64;
+
+    fn write(&self, prev: &mut i64, p: &mut Packed) {
+        match self.0 {
+            None => p.u(0),
+            Some(v) => {
+                p.u(1);
+                p.delta(v, *prev);
+                *prev = v;
+            }
+        }
+    }
+
+    fn read(prev: &mut i64, f: &mut impl Fields) -> Ext {
+        match f.u() {
+            0 => Ext(None),
+            _ => {
+                let v = f.delta(*prev);
+                *prev = v;
+                Ext(Some(v))
+            }
+        }
+    }
+}
+
+/// A kernel's launch configuration, kept beside ops' record of the
+/// activity (`None` where the trace does not write it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Config3 {
+    pub grid: Option<[i64; 3]>,
+    pub block: Option<[i64; 3]>,
+    pub registers: Option<i64>,
+    pub shared_memory: Option<i64>,
+}
+
+impl Record for Config3 {
+    type Prev = ();
+
+    fn write(&self, _: &mut (), p: &mut Packed) {
+        let flags = u64::from(self.grid.is_some())
+            | u64::from(self.block.is_some()) << 1
+            | u64::from(self.registers.is_some()) << 2
+            | u64::from(self.shared_memory.is_some()) << 3;
+        p.u(flags);
+        for v in self.grid.iter().chain(&self.block).flatten() {
+            p.delta(*v, 0);
+        }
+        for v in self.registers.iter().chain(&self.shared_memory) {
+            p.delta(*v, 0);
+        }
+    }
+
+    fn read(_: &mut (), f: &mut impl Fields) -> Config3 {
+        let flags = f.u();
+        let mut dims = |on: bool| on.then(|| [f.delta(0), f.delta(0), f.delta(0)]);
+        let grid = dims(flags & 1 != 0);
+        let block = dims(flags & 2 != 0);
+        let registers = (flags & 4 != 0).then(|| f.delta(0));
+        let shared_memory = (flags & 8 != 0).then(|| f.delta(0));
+        Config3 {
+            grid,
+            block,
+            registers,
+            shared_memory,
+        }
+    }
+}
+
+/// The streaming state of one trace.
+pub struct Export {
+    config: ExportConfig,
+    ops: Ops,
+    ext: Records<Ext>,
+    launch: Records<Config3>,
+}
+
+impl Analysis for Export {
+    const NAME: &'static str = "export";
+    const KEY: &'static str = "export";
+    type Config = ExportConfig;
+    type Output = TracePart;
+
+    fn start(config: &ExportConfig) -> Self {
+        Export {
+            config: config.clone(),
+            ops: Ops::default(),
+            ext: Records::default(),
+            launch: Records::default(),
+        }
+    }
+
+    fn prefilter(&self) -> Prefilter {
+        self.ops.prefilter()
+    }
+
+    /// `ops`'s push; a host op it kept gets its External id beside it, an
+    /// activity its launch configuration.
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        let (host, acts) = (self.ops.host.len(), self.ops.acts.len());
+        self.ops.push(ev, at);
+        if self.ops.host.len() > host {
+            self.ext.push(&Ext(ev.args.external_id));
+        } else if self.ops.acts.len() > acts {
+            let a = &ev.args;
+            self.launch.push(&Config3 {
+                grid: a.grid,
+                block: a.block,
+                registers: a.registers,
+                shared_memory: a.shared_memory,
+            });
+        }
+    }
+
+    fn finish(self, trace: &Finished<'_>) -> TracePart {
+        let n = self.config.next.fetch_add(1, Ordering::Relaxed);
+        let config = self.config.clone();
+        let linked = link::link(self, trace);
+        let mut part = write::write_part(&linked, trace.path, n, &config);
+        part.notes = notes(&linked);
+        if let Some(e) = trace.error_text() {
+            part.complete = false;
+            part.error = Some(e);
+        }
+        part
+    }
+}
+
+/// The notes of a trace's bad input (ops' wording) and of its steps.
+fn notes(l: &link::Linkedup) -> Vec<String> {
+    let ops = crate::analyses::ops::TraceOps {
+        input: l.counts,
+        names_cut: l.names.cut() as u64,
+        ..Default::default()
+    };
+    let mut v = ops.notes();
+    if l.steps.is_empty() {
+        v.push("no step annotations (C8): the step columns are null".into());
+    }
+    if l.text_lanes > 0 {
+        v.push(format!(
+            "{} pid/tid values are not integers: null in the tables",
+            l.text_lanes
+        ));
+    }
+    v
+}
+
+/// The temporary folder of this process's parts under `out`.
+fn parts_dir(out: &Path) -> PathBuf {
+    out.join(format!(".torchtrace-export-{}", std::process::id()))
+}
+
+/// Exports every trace of `paths` into `options.out`: one file per table,
+/// the traces' rows one after another in the order given (a `trace`
+/// column tells them apart). Reads the traces side by side (`-j`); the
+/// files are the same whatever the thread count.
+pub fn run(
+    paths: &[PathBuf],
+    common: &Common,
+    options: &ExportOptions,
+) -> Result<Outcome<ExportReport>, ExportError> {
+    if paths.is_empty() {
+        return Err(ApiError::Arguments("no trace given".into()).into());
+    }
+    if options.tables.is_empty() {
+        return Err(ApiError::Arguments("export: no table asked for (--tables)".into()).into());
+    }
+    api::refuse_directories(paths, "export")?;
+    let mut tables = options.tables.clone();
+    tables.sort_unstable();
+    tables.dedup();
+    std::fs::create_dir_all(&options.out).map_err(|e| ExportError::io(&options.out, e))?;
+    let parts = parts_dir(&options.out);
+    std::fs::create_dir_all(&parts).map_err(|e| ExportError::io(&parts, e))?;
+    let config = ExportConfig {
+        tables: tables.clone(),
+        compression: options.compression,
+        parts: parts.clone(),
+        next: Arc::new(AtomicU64::new(0)),
+    };
+    let result = read_and_write(paths, common, &config, &options.out);
+    // The parts are gone whatever happened (renamed, copied, or partial).
+    let _ = std::fs::remove_dir_all(&parts);
+    result
+}
+
+fn read_and_write(
+    paths: &[PathBuf],
+    common: &Common,
+    config: &ExportConfig,
+    out: &Path,
+) -> Result<Outcome<ExportReport>, ExportError> {
+    let plan = Plan::new(common.selector.clone())
+        .reading(common.read)
+        .with_analysis::<Export>(config.clone());
+    let mut results = api::read_all(paths, common.quiet, |path, counter| {
+        crate::analysis::analyze_path(path, counter, &plan)
+    })?;
+    let incomplete = results.iter_mut().find_map(|r| r.error.take());
+    let mut traces = Vec::with_capacity(results.len());
+    for mut r in results {
+        traces.push(r.take::<Export>().ok_or(ApiError::NotRun("export"))?);
+    }
+    if let Some(e) = traces.iter().find_map(|t| t.write_error.clone()) {
+        return Err(e.into_error());
+    }
+    let files = write::finalize(&traces, &config.tables, out, config.compression)?;
+    let mut notes = Vec::new();
+    for (i, t) in traces.iter().enumerate() {
+        notes.extend(
+            api::path_notes(&t.path, &t.notes)
+                .into_iter()
+                .map(|text| Message { trace: i, text }),
+        );
+    }
+    Ok(Outcome {
+        report: ExportReport {
+            out: out.display().to_string(),
+            traces,
+            files,
+        },
+        problems: Vec::new(),
+        notes,
+        incomplete,
+    })
+}

@@ -1,0 +1,192 @@
+//! Unit tests of the export: a small trace whose every link is worked out
+//! by hand (VIEWS.md rule ids in the comments), written and read back.
+
+use super::*;
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Int32Type, Int64Type};
+use arrow_array::{Array, RecordBatch};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+
+fn ev(cat: &str, name: &str, ts: i64, dur: i64, args: &str) -> String {
+    format!("{{\"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": 1, \"tid\": 1, \"ts\": {ts}, \"dur\": {dur}, \"args\": {{{args}}}}}")
+}
+
+fn kernel(name: &str, ts: i64, dur: i64, corr: i64) -> String {
+    let config = match name {
+        "k1" => ", \"grid\": [8, 12, 1], \"block\": [384, 1, 1], \"registers per thread\": 168, \"shared memory\": 4096",
+        _ => "",
+    };
+    format!("{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{name}\", \"pid\": 0, \"tid\": 7, \"ts\": {ts}, \"dur\": {dur}, \"args\": {{\"correlation\": {corr}{config}}}}}")
+}
+
+const STEP: &str = "execute_context_0(0)_generation_1(1)";
+
+/// ```text
+/// thread 1  [op0 step ======================)        [op3 step =========)
+///             [op1 aten::mm =====)                      L1 graph c=2  L2 c=3
+///               [op2 inner ==)
+///                  L0 c=1
+/// stream 7             [k1 c=1)                            [g1][g2]        [orphan c=99]
+/// ```
+fn trace() -> String {
+    let events = [
+        ev("user_annotation", STEP, 0, 100, ""),
+        ev("cpu_op", "aten::mm", 10, 30, "\"External id\": 5"),
+        ev("cpu_op", "inner", 12, 10, ""),
+        ev(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            15,
+            5,
+            "\"correlation\": 1",
+        ),
+        ev("user_annotation", STEP, 200, 50, ""),
+        ev(
+            "cuda_runtime",
+            "cudaGraphLaunch",
+            210,
+            5,
+            "\"correlation\": 2",
+        ),
+        ev(
+            "cuda_runtime",
+            "cudaLaunchKernel",
+            220,
+            1,
+            "\"correlation\": 3",
+        ),
+        kernel("k1", 25, 10, 1),
+        kernel("g1", 230, 4, 2),
+        kernel("g2", 235, 4, 2),
+        kernel("orphan", 300, 1, 99),
+    ];
+    format!("{{\"traceEvents\": [{}]}}", events.join(",\n"))
+}
+
+fn read(path: &std::path::Path) -> Vec<RecordBatch> {
+    let f = std::fs::File::open(path).unwrap();
+    let r = ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap();
+    r.map(|b| b.unwrap()).collect()
+}
+
+fn col(b: &[RecordBatch], name: &str) -> Vec<Option<i64>> {
+    let mut v = Vec::new();
+    for b in b {
+        let a = b.column_by_name(name).unwrap().as_primitive::<Int64Type>();
+        v.extend((0..a.len()).map(|i| a.is_valid(i).then(|| a.value(i))));
+    }
+    v
+}
+
+fn some(v: &[i64]) -> Vec<Option<i64>> {
+    v.iter().map(|&x| Some(x)).collect()
+}
+
+#[test]
+fn every_link_of_the_drawing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.json");
+    std::fs::write(&path, trace()).unwrap();
+    let options = ExportOptions {
+        out: dir.path().join("out"),
+        ..ExportOptions::default()
+    };
+    let common = Common {
+        quiet: true,
+        ..Common::default()
+    };
+    let out = run(&[path], &common, &options).unwrap();
+    let t = &out.report.traces[0];
+    assert_eq!((t.activities, t.activities_dur_ns), (4, 19_000));
+    assert_eq!(
+        (
+            t.runtime_calls,
+            t.launches_with_activities,
+            t.graph_launches
+        ),
+        (3, 2, 1)
+    );
+    assert_eq!(t.step_grammar.as_deref(), Some("vllm"));
+    let at = |n: &str| options.out.join(format!("{n}.parquet"));
+
+    // ops: parents and depths (C4–C5), External ids.
+    let ops = read(&at("ops"));
+    assert_eq!(col(&ops, "parent_id"), vec![None, Some(0), Some(1), None]);
+    let depth = ops[0]
+        .column_by_name("depth")
+        .unwrap()
+        .as_primitive::<Int32Type>();
+    assert_eq!(depth.values().to_vec(), vec![0, 1, 2, 0]);
+    assert_eq!(col(&ops, "external_id"), vec![None, Some(5), None, None]);
+    assert_eq!(
+        col(&ops, "end_ns"),
+        some(&[100_000, 40_000, 22_000, 250_000])
+    );
+
+    // launches: figures (O6), launcher (O2), top-level (O4), step (I6).
+    let l = read(&at("launches"));
+    assert_eq!(col(&l, "activities"), some(&[1, 2, 0]));
+    assert_eq!(col(&l, "activities_dur_ns"), some(&[10_000, 8_000, 0]));
+    assert_eq!(
+        col(&l, "launch_latency_ns"),
+        vec![Some(10_000), Some(20_000), None]
+    );
+    assert_eq!(
+        col(&l, "queue_delay_ns"),
+        vec![Some(5_000), Some(15_000), None]
+    );
+    assert_eq!(col(&l, "launcher_op_id"), some(&[2, 3, 3]));
+    assert_eq!(col(&l, "top_op_id"), some(&[0, 3, 3]));
+    assert_eq!(col(&l, "graph_replay"), vec![None, Some(0), None]);
+    assert_eq!(col(&l, "step"), some(&[0, 1, 1]));
+
+    // activities: owner by correlation (C3), everything of its launch.
+    let a = read(&at("activities"));
+    assert_eq!(col(&a, "launch_id"), vec![Some(0), Some(1), Some(1), None]);
+    assert_eq!(col(&a, "graph_replay"), vec![None, Some(0), Some(0), None]);
+    assert_eq!(col(&a, "step"), vec![Some(0), Some(1), Some(1), None]);
+    assert_eq!(
+        col(&a, "launcher_op_id"),
+        vec![Some(2), Some(3), Some(3), None]
+    );
+    assert_eq!(col(&a, "stream"), some(&[7, 7, 7, 7]));
+    let names = a[0]
+        .column_by_name("launch_name")
+        .unwrap()
+        .as_dictionary::<Int32Type>();
+    assert!(names.is_null(3));
+    // The kernel's launch configuration where the trace has it.
+    assert_eq!(col(&a, "grid_y"), vec![Some(12), None, None, None]);
+    assert_eq!(col(&a, "block_x"), vec![Some(384), None, None, None]);
+    assert_eq!(
+        col(&a, "registers_per_thread"),
+        vec![Some(168), None, None, None]
+    );
+    assert_eq!(col(&a, "shared_memory"), vec![Some(4096), None, None, None]);
+
+    // steps: windows (C8), tokens from the name.
+    let s = read(&at("steps"));
+    assert_eq!(col(&s, "start_ns"), some(&[0, 200_000]));
+    assert_eq!(col(&s, "iteration_end_ns"), vec![Some(200_000), None]);
+    assert_eq!(col(&s, "generation_tokens"), some(&[1, 1]));
+    // Nothing left beside the tables.
+    assert_eq!(std::fs::read_dir(&options.out).unwrap().count(), 4);
+    assert!(out.notes.iter().any(|n| n.text.contains("unlinked")));
+}
+
+#[test]
+fn no_table_and_no_trace_are_errors() {
+    let common = Common::default();
+    let options = ExportOptions {
+        tables: Vec::new(),
+        ..ExportOptions::default()
+    };
+    assert!(matches!(
+        run(&[PathBuf::from("x")], &common, &options),
+        Err(ExportError::Api(_))
+    ));
+    assert!(run(&[], &common, &ExportOptions::default()).is_err());
+}

@@ -1,0 +1,484 @@
+//! The Parquet files: each table's Arrow schema, a trace's rows written in
+//! record batches of [`BATCH_ROWS`] (row groups of at most
+//! [`ROW_GROUP_ROWS`]), and the final files from the parts.
+//!
+//! Names (`name`, `cat`, `kind`, `trace`, …) are Arrow dictionary columns
+//! (`dictionary<int32, utf8>`), written with Parquet's dictionary encoding;
+//! times are int64 ns, exact; ids are the row's position in its table
+//! (file order), per trace.
+
+use super::link::Linkedup;
+use super::report::{PartFile, TableFile, TracePart, WriteFailure};
+use super::{Compression, ExportConfig, ExportError, Table};
+use crate::analyses::ops::measure::end_of;
+use arrow_array::builder::StringDictionaryBuilder;
+use arrow_array::types::Int32Type;
+use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ArrowWriter;
+use parquet::file::properties::WriterProperties;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Rows per record batch handed to the writer.
+pub const BATCH_ROWS: usize = 64 * 1024;
+
+/// The most rows of a row group (the writer holds one row group encoded).
+pub const ROW_GROUP_ROWS: usize = 128 * 1024;
+
+fn dict_type() -> DataType {
+    DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8))
+}
+
+/// Column kinds of the schemas.
+#[derive(Clone, Copy)]
+enum C {
+    /// int64, never null.
+    I,
+    /// int64, null where unknown.
+    N,
+    /// dictionary string, never null.
+    D,
+    /// dictionary string, null where unknown.
+    Dn,
+    /// int32.
+    I32,
+    /// boolean.
+    B,
+}
+
+fn schema_of(cols: &[(&str, C)]) -> SchemaRef {
+    let fields: Vec<Field> = cols
+        .iter()
+        .map(|&(name, c)| match c {
+            C::I => Field::new(name, DataType::Int64, false),
+            C::N => Field::new(name, DataType::Int64, true),
+            C::D => Field::new(name, dict_type(), false),
+            C::Dn => Field::new(name, dict_type(), true),
+            C::I32 => Field::new(name, DataType::Int32, false),
+            C::B => Field::new(name, DataType::Boolean, false),
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// The columns of each table, in order (README's definitions).
+pub fn schema(table: Table) -> SchemaRef {
+    use C::*;
+    match table {
+        Table::Activities => schema_of(&[
+            ("trace", D),
+            ("id", I),
+            ("device", N),
+            ("stream", N),
+            ("kind", D),
+            ("name", D),
+            ("start_ns", I),
+            ("end_ns", I),
+            ("dur_ns", I),
+            ("correlation", N),
+            ("launch_id", N),
+            ("launch_name", Dn),
+            ("graph_replay", N),
+            ("launcher_op_id", N),
+            ("top_op_id", N),
+            ("step", N),
+            ("grid_x", N),
+            ("grid_y", N),
+            ("grid_z", N),
+            ("block_x", N),
+            ("block_y", N),
+            ("block_z", N),
+            ("registers_per_thread", N),
+            ("shared_memory", N),
+        ]),
+        Table::Launches => schema_of(&[
+            ("trace", D),
+            ("id", I),
+            ("pid", N),
+            ("tid", N),
+            ("name", D),
+            ("start_ns", I),
+            ("end_ns", I),
+            ("dur_ns", I),
+            ("correlation", N),
+            ("activities", I),
+            ("activities_dur_ns", I),
+            ("first_activity_start_ns", N),
+            ("launch_latency_ns", N),
+            ("queue_delay_ns", N),
+            ("graph", B),
+            ("graph_replay", N),
+            ("launcher_op_id", N),
+            ("top_op_id", N),
+            ("step", N),
+        ]),
+        Table::Ops => schema_of(&[
+            ("trace", D),
+            ("id", I),
+            ("pid", N),
+            ("tid", N),
+            ("cat", D),
+            ("name", D),
+            ("start_ns", I),
+            ("end_ns", I),
+            ("dur_ns", I),
+            ("parent_id", N),
+            ("depth", I32),
+            ("external_id", N),
+        ]),
+        Table::Steps => schema_of(&[
+            ("trace", D),
+            ("id", I),
+            ("name", D),
+            ("pid", N),
+            ("tid", N),
+            ("start_ns", I),
+            ("end_ns", I),
+            ("iteration_end_ns", N),
+            ("grammar", D),
+            ("context_requests", N),
+            ("generation_requests", N),
+            ("generation_tokens", N),
+        ]),
+    }
+}
+
+fn dict<'a>(values: impl Iterator<Item = Option<&'a str>>) -> ArrayRef {
+    let mut b = StringDictionaryBuilder::<Int32Type>::new();
+    for v in values {
+        match v {
+            Some(s) => {
+                b.append_value(s);
+            }
+            None => b.append_null(),
+        }
+    }
+    Arc::new(b.finish())
+}
+
+fn ints(values: impl Iterator<Item = i64>) -> ArrayRef {
+    Arc::new(Int64Array::from_iter_values(values))
+}
+
+fn opts(values: impl Iterator<Item = Option<i64>>) -> ArrayRef {
+    Arc::new(values.collect::<Int64Array>())
+}
+
+fn id(v: Option<u32>) -> Option<i64> {
+    v.map(i64::from)
+}
+
+const KINDS: [&str; 3] = ["kernel", "memcpy", "memset"];
+
+/// Rows `[lo, hi)` of `table`'s columns.
+fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec<ArrayRef> {
+    let n = hi - lo;
+    let tr = dict(std::iter::repeat_n(Some(trace), n));
+    let rows = lo as i64..hi as i64;
+    let name = |s| Some(l.names.resolve(s));
+    match table {
+        Table::Activities => {
+            let a = &l.acts[lo..hi];
+            let own = &l.act_owner[lo..hi];
+            let call = |o: &Option<u32>| o.map(|c| c as usize);
+            let mut v = vec![
+                tr,
+                ints(rows),
+                opts(a.iter().map(|x| l.lanes[x.lane as usize].0)),
+                opts(a.iter().map(|x| l.lanes[x.lane as usize].1)),
+                dict(a.iter().map(|x| Some(KINDS[x.code as usize % 3]))),
+                dict(a.iter().map(|x| name(x.name))),
+                ints(a.iter().map(|x| x.ts)),
+                ints(a.iter().map(|x| end_of(x.ts, x.dur))),
+                ints(a.iter().map(|x| x.dur)),
+                opts(a.iter().map(|x| x.corr)),
+                opts(own.iter().map(|o| id(*o))),
+                dict(
+                    own.iter()
+                        .map(|o| call(o).and_then(|c| name(l.calls[c].name))),
+                ),
+                opts(
+                    own.iter()
+                        .map(|o| call(o).and_then(|c| id(l.call_replay[c]))),
+                ),
+                opts(
+                    own.iter()
+                        .map(|o| call(o).and_then(|c| id(l.call_launcher[c]))),
+                ),
+                opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_top[c])))),
+                opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_step[c])))),
+            ];
+            // Decoded from the varint stream for this batch only.
+            let k: Vec<super::Config3> = l.act_config.iter().skip(lo).take(n).collect();
+            for d in 0..3 {
+                v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
+            }
+            for d in 0..3 {
+                v.push(opts(k.iter().map(|x| x.block.map(|b| b[d]))));
+            }
+            v.push(opts(k.iter().map(|x| x.registers)));
+            v.push(opts(k.iter().map(|x| x.shared_memory)));
+            v
+        }
+        Table::Launches => {
+            let c = &l.calls[lo..hi];
+            let la = &l.launched[lo..hi];
+            vec![
+                tr,
+                ints(rows),
+                opts(c.iter().map(|x| l.lanes[x.lane as usize].0)),
+                opts(c.iter().map(|x| l.lanes[x.lane as usize].1)),
+                dict(c.iter().map(|x| name(x.name))),
+                ints(c.iter().map(|x| x.ts)),
+                ints(c.iter().map(|x| end_of(x.ts, x.dur))),
+                ints(c.iter().map(|x| x.dur)),
+                opts(c.iter().map(|x| x.corr)),
+                ints(la.iter().map(|x| x.acts as i64)),
+                ints(la.iter().map(|x| x.gpu)),
+                opts(la.iter().map(|x| x.first)),
+                opts(
+                    c.iter()
+                        .zip(la)
+                        .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
+                ),
+                opts(
+                    c.iter()
+                        .zip(la)
+                        .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
+                ),
+                Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
+                opts(l.call_replay[lo..hi].iter().map(|v| id(*v))),
+                opts(l.call_launcher[lo..hi].iter().map(|v| id(*v))),
+                opts(l.call_top[lo..hi].iter().map(|v| id(*v))),
+                opts(l.call_step[lo..hi].iter().map(|v| id(*v))),
+            ]
+        }
+        Table::Ops => {
+            let o = &l.ops[lo..hi];
+            let cats = crate::analyses::ops::HOST_CATEGORIES;
+            vec![
+                tr,
+                ints(rows),
+                opts(o.iter().map(|x| l.lanes[x.lane as usize].0)),
+                opts(o.iter().map(|x| l.lanes[x.lane as usize].1)),
+                dict(o.iter().map(|x| Some(cats[x.cat as usize % 4]))),
+                dict(o.iter().map(|x| name(x.name))),
+                ints(o.iter().map(|x| x.ts)),
+                ints(o.iter().map(|x| end_of(x.ts, x.dur))),
+                ints(o.iter().map(|x| x.dur)),
+                opts(l.op_parent[lo..hi].iter().map(|v| id(*v))),
+                Arc::new(Int32Array::from_iter_values(
+                    l.op_depth[lo..hi]
+                        .iter()
+                        .map(|&d| d.min(i32::MAX as u32) as i32),
+                )),
+                opts(l.op_ext.iter().skip(lo).take(n).map(|e| e.0)),
+            ]
+        }
+        Table::Steps => {
+            let s = &l.steps[lo..hi];
+            let parsed: Vec<Option<crate::steps::Step>> =
+                s.iter().map(|w| crate::steps::parse(&w.name)).collect();
+            let grammar = l.grammar.as_deref().unwrap_or("");
+            vec![
+                tr,
+                ints(rows),
+                dict(s.iter().map(|w| Some(w.name.as_str()))),
+                opts(s.iter().map(|w| w.lane.0.parse().ok())),
+                opts(s.iter().map(|w| w.lane.1.parse().ok())),
+                ints(s.iter().map(|w| w.start)),
+                ints(s.iter().map(|w| w.ann_end)),
+                opts(l.step_ends[lo..hi].iter().copied()),
+                dict(std::iter::repeat_n(Some(grammar), n)),
+                opts(
+                    parsed
+                        .iter()
+                        .map(|p| p.as_ref().map(|p| p.context_reqs as i64)),
+                ),
+                opts(
+                    parsed
+                        .iter()
+                        .map(|p| p.as_ref().map(|p| p.generation_reqs as i64)),
+                ),
+                opts(parsed.iter().map(|p| {
+                    p.as_ref()
+                        .and_then(|p| p.generation_tokens)
+                        .map(|t| t as i64)
+                })),
+            ]
+        }
+    }
+}
+
+fn rows_of(l: &Linkedup, table: Table) -> usize {
+    match table {
+        Table::Activities => l.acts.len(),
+        Table::Launches => l.calls.len(),
+        Table::Ops => l.ops.len(),
+        Table::Steps => l.steps.len(),
+    }
+}
+
+fn properties(compression: Compression) -> WriterProperties {
+    use parquet::basic::{Compression as P, ZstdLevel};
+    let codec = match compression {
+        Compression::Zstd => P::ZSTD(ZstdLevel::default()),
+        Compression::Snappy => P::SNAPPY,
+        Compression::None => P::UNCOMPRESSED,
+    };
+    WriterProperties::builder()
+        .set_compression(codec)
+        .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
+        .set_created_by(format!("torchtrace {}", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+fn failure(path: &Path, e: impl std::fmt::Display) -> WriteFailure {
+    WriteFailure {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    }
+}
+
+/// A new Parquet file at `path` with `table`'s schema.
+fn writer(path: &Path, table: Table, c: Compression) -> Result<ArrowWriter<File>, WriteFailure> {
+    let f = File::create(path).map_err(|e| failure(path, e))?;
+    ArrowWriter::try_new(f, schema(table), Some(properties(c))).map_err(|e| failure(path, e))
+}
+
+fn write_table(
+    l: &Linkedup,
+    trace: &str,
+    table: Table,
+    path: &Path,
+    c: Compression,
+) -> Result<u64, WriteFailure> {
+    let mut w = writer(path, table, c)?;
+    let n = rows_of(l, table);
+    let sch = schema(table);
+    let mut lo = 0;
+    while lo < n {
+        let hi = (lo + BATCH_ROWS).min(n);
+        let batch = RecordBatch::try_new(sch.clone(), columns(l, trace, table, lo, hi))
+            .map_err(|e| failure(path, e))?;
+        w.write(&batch).map_err(|e| failure(path, e))?;
+        lo = hi;
+    }
+    w.close().map_err(|e| failure(path, e))?;
+    Ok(n as u64)
+}
+
+/// Writes one trace's tables into the temporary folder (part `n`).
+pub(crate) fn write_part(l: &Linkedup, trace: &str, n: u64, config: &ExportConfig) -> TracePart {
+    let mut part = TracePart {
+        path: trace.to_string(),
+        complete: true,
+        activities: l.acts.len() as u64,
+        activities_dur_ns: l.acts.iter().map(|a| a.dur).fold(0i64, i64::saturating_add),
+        runtime_calls: l.calls.len() as u64,
+        launches_with_activities: l.launched.iter().filter(|x| x.first.is_some()).count() as u64,
+        graph_launches: l.call_replay.iter().filter(|r| r.is_some()).count() as u64,
+        host_ops: l.ops.len() as u64,
+        steps: l.steps.len() as u64,
+        step_grammar: l.grammar.clone(),
+        ..TracePart::default()
+    };
+    for &table in &config.tables {
+        let file = config.parts.join(format!("{n}.{}", table.file_name()));
+        match write_table(l, trace, table, &file, config.compression) {
+            Ok(rows) => part.parts.push(PartFile {
+                table,
+                file: file.display().to_string(),
+                rows,
+            }),
+            Err(e) => {
+                part.write_error = Some(e);
+                break;
+            }
+        }
+    }
+    part
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
+    move |e| ExportError::io(path, e)
+}
+
+fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> ExportError + '_ {
+    move |e| failure(path, e).into_error()
+}
+
+/// Copies the parts of `table`, in trace order, into `to`.
+fn merge(traces: &[TracePart], table: Table, to: &Path, c: Compression) -> Result<(), ExportError> {
+    let mut w = writer(to, table, c).map_err(WriteFailure::into_error)?;
+    let sch = schema(table);
+    for p in traces
+        .iter()
+        .flat_map(|t| &t.parts)
+        .filter(|p| p.table == table)
+    {
+        let from = Path::new(&p.file);
+        let f = File::open(from).map_err(io_err(from))?;
+        let reader = ParquetRecordBatchReaderBuilder::try_new(f)
+            .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
+            .map_err(pq_err(from))?;
+        for batch in reader {
+            let batch = batch.map_err(|e| failure(from, e).into_error())?;
+            let batch = RecordBatch::try_new(sch.clone(), batch.columns().to_vec())
+                .map_err(|e| failure(from, e).into_error())?;
+            w.write(&batch).map_err(pq_err(to))?;
+        }
+    }
+    w.close().map_err(pq_err(to))?;
+    Ok(())
+}
+
+/// The final files, `out/<table>.parquet`, from every trace's parts: one
+/// trace's are renamed, several traces' copied one after another. Each is
+/// written under a temporary name and renamed when complete.
+pub(crate) fn finalize(
+    traces: &[TracePart],
+    tables: &[Table],
+    out: &Path,
+    c: Compression,
+) -> Result<Vec<TableFile>, ExportError> {
+    let mut files = Vec::new();
+    for &table in tables {
+        let to = out.join(table.file_name());
+        let rows = traces
+            .iter()
+            .flat_map(|t| &t.parts)
+            .filter(|p| p.table == table)
+            .map(|p| p.rows)
+            .sum();
+        match traces {
+            [one] => {
+                let from = one
+                    .parts
+                    .iter()
+                    .find(|p| p.table == table)
+                    .map(|p| PathBuf::from(&p.file))
+                    .ok_or(crate::api::ApiError::NotRun("export"))?;
+                std::fs::rename(&from, &to).map_err(io_err(&to))?;
+            }
+            _ => {
+                let partial = out.join(format!(".{}.partial", table.file_name()));
+                let merged = merge(traces, table, &partial, c)
+                    .and_then(|()| std::fs::rename(&partial, &to).map_err(io_err(&to)));
+                if let Err(e) = merged {
+                    let _ = std::fs::remove_file(&partial);
+                    return Err(e);
+                }
+            }
+        }
+        files.push(TableFile {
+            table: table.as_str().to_string(),
+            path: to.display().to_string(),
+            rows,
+        });
+    }
+    Ok(files)
+}

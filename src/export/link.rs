@@ -15,7 +15,7 @@
 //! ```
 
 use super::Export;
-use crate::analyses::ops::contain::Sweep;
+use crate::analyses::ops::contain::{sweep_thread, Sweep, Visitor};
 use crate::analyses::ops::measure::{self, end_of, Launch};
 use crate::analyses::ops::{HostOp, Linked};
 use crate::analysis::Finished;
@@ -69,6 +69,33 @@ struct Contained {
     top: Vec<Option<u32>>,
 }
 
+/// Where a thread's sweep writes what it finds.
+struct Found<'a> {
+    calls: &'a [Linked],
+    parent: &'a mut [Option<u32>],
+    depth: &'a mut [u32],
+    launcher: &'a mut [Option<u32>],
+    top: &'a mut [Option<u32>],
+}
+
+impl Visitor for Found<'_> {
+    /// A parent precedes its child in key order: its depth is known.
+    fn op(&mut self, pos: u32, parent: Option<u32>) {
+        if let Some(p) = parent {
+            self.parent[pos as usize] = Some(p);
+            self.depth[pos as usize] = self.depth[p as usize] + 1;
+        }
+    }
+
+    fn call(&mut self, ci: u32, sweep: &Sweep) {
+        let c = &self.calls[ci as usize];
+        let end = end_of(c.ts, c.dur);
+        let inner = sweep.innermost(end);
+        self.launcher[ci as usize] = inner;
+        self.top[ci as usize] = sweep.outermost_scope(end).or(inner);
+    }
+}
+
 /// Parents and depths of the ops (C5), launchers and top-level ops of the
 /// runtime calls (O2, O4), thread by thread as `ops` computes them.
 fn contain(lanes: usize, ops: &[HostOp], calls: &[Linked]) -> Contained {
@@ -84,42 +111,27 @@ fn contain(lanes: usize, ops: &[HostOp], calls: &[Linked]) -> Contained {
     let mut depth = vec![0u32; ops.len()];
     let mut launcher = vec![None; calls.len()];
     let mut top = vec![None; calls.len()];
-    // One sweep per thread, as `ops` runs it (contain.rs): the ops in C4's
-    // key order, each runtime call once every op starting no later is in.
+    // One sweep per thread, as `ops` runs it (contain.rs).
     for (lane, mut v) in by_lane.into_iter().enumerate() {
         v.sort_unstable_by_key(|&i| {
             let o = &ops[i as usize];
             (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), o.index)
         });
-        let mut cs = std::mem::take(&mut calls_by_lane[lane]);
+        let cs = &mut calls_by_lane[lane];
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
-        let mut sweep = Sweep::default();
-        let mut next = cs.iter().peekable();
-        let mut call = |ci: u32, sweep: &Sweep| {
-            let c = &calls[ci as usize];
-            let end = end_of(c.ts, c.dur);
-            let inner = sweep.innermost(end);
-            launcher[ci as usize] = inner;
-            top[ci as usize] = sweep.outermost_scope(end).or(inner);
-        };
-        for &i in &v {
+        let visits = v.iter().map(|&i| {
             let o = &ops[i as usize];
-            while let Some(&&ci) = next.peek() {
-                if calls[ci as usize].ts >= o.ts {
-                    break;
-                }
-                call(ci, &sweep);
-                next.next();
-            }
-            // A parent precedes its child in key order: its depth is known.
-            if let Some(p) = sweep.visit(i, end_of(o.ts, o.dur), o.cat != 2) {
-                parent[i as usize] = Some(p);
-                depth[i as usize] = depth[p as usize] + 1;
-            }
-        }
-        for &ci in next {
-            call(ci, &sweep);
-        }
+            (i, o.ts, end_of(o.ts, o.dur), o.cat != 2)
+        });
+        let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
+        let mut out = Found {
+            calls,
+            parent: &mut parent,
+            depth: &mut depth,
+            launcher: &mut launcher,
+            top: &mut top,
+        };
+        sweep_thread(visits, by_start, &mut out);
     }
     Contained {
         parent,

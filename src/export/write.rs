@@ -173,144 +173,172 @@ fn id(v: Option<u32>) -> Option<i64> {
 
 const KINDS: [&str; 3] = ["kernel", "memcpy", "memset"];
 
+/// The columns every table starts with: the trace and the row id.
+struct Lead {
+    trace: ArrayRef,
+    rows: std::ops::Range<i64>,
+    n: usize,
+}
+
 /// Rows `[lo, hi)` of `table`'s columns.
 fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec<ArrayRef> {
     let n = hi - lo;
-    let tr = dict(std::iter::repeat_n(Some(trace), n));
-    let rows = lo as i64..hi as i64;
-    let name = |s| Some(l.names.resolve(s));
+    let lead = Lead {
+        trace: dict(std::iter::repeat_n(Some(trace), n)),
+        rows: lo as i64..hi as i64,
+        n,
+    };
     match table {
-        Table::Activities => {
-            let a = &l.acts[lo..hi];
-            let own = &l.act_owner[lo..hi];
-            let call = |o: &Option<u32>| o.map(|c| c as usize);
-            let mut v = vec![
-                tr,
-                ints(rows),
-                opts(a.iter().map(|x| l.lanes[x.lane as usize].0)),
-                opts(a.iter().map(|x| l.lanes[x.lane as usize].1)),
-                dict(a.iter().map(|x| Some(KINDS[x.code as usize % 3]))),
-                dict(a.iter().map(|x| name(x.name))),
-                ints(a.iter().map(|x| x.ts)),
-                ints(a.iter().map(|x| end_of(x.ts, x.dur))),
-                ints(a.iter().map(|x| x.dur)),
-                opts(a.iter().map(|x| x.corr)),
-                opts(own.iter().map(|o| id(*o))),
-                dict(
-                    own.iter()
-                        .map(|o| call(o).and_then(|c| name(l.calls[c].name))),
-                ),
-                opts(
-                    own.iter()
-                        .map(|o| call(o).and_then(|c| id(l.call_replay[c]))),
-                ),
-                opts(
-                    own.iter()
-                        .map(|o| call(o).and_then(|c| id(l.call_launcher[c]))),
-                ),
-                opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_top[c])))),
-                opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_step[c])))),
-            ];
-            // Decoded from the varint stream for this batch only.
-            let k: Vec<super::Config3> = l.act_config.iter().skip(lo).take(n).collect();
-            for d in 0..3 {
-                v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
-            }
-            for d in 0..3 {
-                v.push(opts(k.iter().map(|x| x.block.map(|b| b[d]))));
-            }
-            v.push(opts(k.iter().map(|x| x.registers)));
-            v.push(opts(k.iter().map(|x| x.shared_memory)));
-            v
-        }
-        Table::Launches => {
-            let c = &l.calls[lo..hi];
-            let la = &l.launched[lo..hi];
-            vec![
-                tr,
-                ints(rows),
-                opts(c.iter().map(|x| l.lanes[x.lane as usize].0)),
-                opts(c.iter().map(|x| l.lanes[x.lane as usize].1)),
-                dict(c.iter().map(|x| name(x.name))),
-                ints(c.iter().map(|x| x.ts)),
-                ints(c.iter().map(|x| end_of(x.ts, x.dur))),
-                ints(c.iter().map(|x| x.dur)),
-                opts(c.iter().map(|x| x.corr)),
-                ints(la.iter().map(|x| x.acts as i64)),
-                ints(la.iter().map(|x| x.gpu)),
-                opts(la.iter().map(|x| x.first)),
-                opts(
-                    c.iter()
-                        .zip(la)
-                        .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
-                ),
-                opts(
-                    c.iter()
-                        .zip(la)
-                        .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
-                ),
-                Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
-                opts(l.call_replay[lo..hi].iter().map(|v| id(*v))),
-                opts(l.call_launcher[lo..hi].iter().map(|v| id(*v))),
-                opts(l.call_top[lo..hi].iter().map(|v| id(*v))),
-                opts(l.call_step[lo..hi].iter().map(|v| id(*v))),
-            ]
-        }
-        Table::Ops => {
-            let o = &l.ops[lo..hi];
-            let cats = crate::analyses::ops::HOST_CATEGORIES;
-            vec![
-                tr,
-                ints(rows),
-                opts(o.iter().map(|x| l.lanes[x.lane as usize].0)),
-                opts(o.iter().map(|x| l.lanes[x.lane as usize].1)),
-                dict(o.iter().map(|x| Some(cats[x.cat as usize % 4]))),
-                dict(o.iter().map(|x| name(x.name))),
-                ints(o.iter().map(|x| x.ts)),
-                ints(o.iter().map(|x| end_of(x.ts, x.dur))),
-                ints(o.iter().map(|x| x.dur)),
-                opts(l.op_parent[lo..hi].iter().map(|v| id(*v))),
-                Arc::new(Int32Array::from_iter_values(
-                    l.op_depth[lo..hi]
-                        .iter()
-                        .map(|&d| d.min(i32::MAX as u32) as i32),
-                )),
-                opts(l.op_ext.iter().skip(lo).take(n).map(|e| e.0)),
-            ]
-        }
-        Table::Steps => {
-            let s = &l.steps[lo..hi];
-            let parsed: Vec<Option<crate::steps::Step>> =
-                s.iter().map(|w| crate::steps::parse(&w.name)).collect();
-            let grammar = l.grammar.as_deref().unwrap_or("");
-            vec![
-                tr,
-                ints(rows),
-                dict(s.iter().map(|w| Some(w.name.as_str()))),
-                opts(s.iter().map(|w| w.lane.0.parse().ok())),
-                opts(s.iter().map(|w| w.lane.1.parse().ok())),
-                ints(s.iter().map(|w| w.start)),
-                ints(s.iter().map(|w| w.ann_end)),
-                opts(l.step_ends[lo..hi].iter().copied()),
-                dict(std::iter::repeat_n(Some(grammar), n)),
-                opts(
-                    parsed
-                        .iter()
-                        .map(|p| p.as_ref().map(|p| p.context_reqs as i64)),
-                ),
-                opts(
-                    parsed
-                        .iter()
-                        .map(|p| p.as_ref().map(|p| p.generation_reqs as i64)),
-                ),
-                opts(parsed.iter().map(|p| {
-                    p.as_ref()
-                        .and_then(|p| p.generation_tokens)
-                        .map(|t| t as i64)
-                })),
-            ]
-        }
+        Table::Activities => activities(l, lead, lo, hi),
+        Table::Launches => launches(l, lead, lo, hi),
+        Table::Ops => ops(l, lead, lo, hi),
+        Table::Steps => steps(l, lead, lo, hi),
     }
+}
+
+/// The activities table's columns.
+fn activities(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
+    let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
+    let name = |s| Some(l.names.resolve(s));
+    let a = &l.acts[lo..hi];
+    let own = &l.act_owner[lo..hi];
+    let call = |o: &Option<u32>| o.map(|c| c as usize);
+    let mut v = vec![
+        tr,
+        ints(rows),
+        opts(a.iter().map(|x| l.lanes[x.lane as usize].0)),
+        opts(a.iter().map(|x| l.lanes[x.lane as usize].1)),
+        dict(a.iter().map(|x| Some(KINDS[x.code as usize % 3]))),
+        dict(a.iter().map(|x| name(x.name))),
+        ints(a.iter().map(|x| x.ts)),
+        ints(a.iter().map(|x| end_of(x.ts, x.dur))),
+        ints(a.iter().map(|x| x.dur)),
+        opts(a.iter().map(|x| x.corr)),
+        opts(own.iter().map(|o| id(*o))),
+        dict(
+            own.iter()
+                .map(|o| call(o).and_then(|c| name(l.calls[c].name))),
+        ),
+        opts(
+            own.iter()
+                .map(|o| call(o).and_then(|c| id(l.call_replay[c]))),
+        ),
+        opts(
+            own.iter()
+                .map(|o| call(o).and_then(|c| id(l.call_launcher[c]))),
+        ),
+        opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_top[c])))),
+        opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_step[c])))),
+    ];
+    // Decoded from the varint stream for this batch only.
+    let k: Vec<super::Config3> = l.act_config.iter().skip(lo).take(n).collect();
+    for d in 0..3 {
+        v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
+    }
+    for d in 0..3 {
+        v.push(opts(k.iter().map(|x| x.block.map(|b| b[d]))));
+    }
+    v.push(opts(k.iter().map(|x| x.registers)));
+    v.push(opts(k.iter().map(|x| x.shared_memory)));
+    v
+}
+
+/// The launches table's columns.
+fn launches(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
+    let (tr, rows) = (lead.trace, lead.rows);
+    let name = |s| Some(l.names.resolve(s));
+    let c = &l.calls[lo..hi];
+    let la = &l.launched[lo..hi];
+    vec![
+        tr,
+        ints(rows),
+        opts(c.iter().map(|x| l.lanes[x.lane as usize].0)),
+        opts(c.iter().map(|x| l.lanes[x.lane as usize].1)),
+        dict(c.iter().map(|x| name(x.name))),
+        ints(c.iter().map(|x| x.ts)),
+        ints(c.iter().map(|x| end_of(x.ts, x.dur))),
+        ints(c.iter().map(|x| x.dur)),
+        opts(c.iter().map(|x| x.corr)),
+        ints(la.iter().map(|x| x.acts as i64)),
+        ints(la.iter().map(|x| x.gpu)),
+        opts(la.iter().map(|x| x.first)),
+        opts(
+            c.iter()
+                .zip(la)
+                .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
+        ),
+        opts(
+            c.iter()
+                .zip(la)
+                .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
+        ),
+        Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
+        opts(l.call_replay[lo..hi].iter().map(|v| id(*v))),
+        opts(l.call_launcher[lo..hi].iter().map(|v| id(*v))),
+        opts(l.call_top[lo..hi].iter().map(|v| id(*v))),
+        opts(l.call_step[lo..hi].iter().map(|v| id(*v))),
+    ]
+}
+
+/// The ops table's columns.
+fn ops(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
+    let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
+    let name = |s| Some(l.names.resolve(s));
+    let o = &l.ops[lo..hi];
+    let cats = crate::analyses::ops::HOST_CATEGORIES;
+    vec![
+        tr,
+        ints(rows),
+        opts(o.iter().map(|x| l.lanes[x.lane as usize].0)),
+        opts(o.iter().map(|x| l.lanes[x.lane as usize].1)),
+        dict(o.iter().map(|x| Some(cats[x.cat as usize % 4]))),
+        dict(o.iter().map(|x| name(x.name))),
+        ints(o.iter().map(|x| x.ts)),
+        ints(o.iter().map(|x| end_of(x.ts, x.dur))),
+        ints(o.iter().map(|x| x.dur)),
+        opts(l.op_parent[lo..hi].iter().map(|v| id(*v))),
+        Arc::new(Int32Array::from_iter_values(
+            l.op_depth[lo..hi]
+                .iter()
+                .map(|&d| d.min(i32::MAX as u32) as i32),
+        )),
+        opts(l.op_ext.iter().skip(lo).take(n).map(|e| e.0)),
+    ]
+}
+
+/// The steps table's columns.
+fn steps(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
+    let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
+    let s = &l.steps[lo..hi];
+    let parsed: Vec<Option<crate::steps::Step>> =
+        s.iter().map(|w| crate::steps::parse(&w.name)).collect();
+    let grammar = l.grammar.as_deref().unwrap_or("");
+    vec![
+        tr,
+        ints(rows),
+        dict(s.iter().map(|w| Some(w.name.as_str()))),
+        opts(s.iter().map(|w| w.lane.0.parse().ok())),
+        opts(s.iter().map(|w| w.lane.1.parse().ok())),
+        ints(s.iter().map(|w| w.start)),
+        ints(s.iter().map(|w| w.ann_end)),
+        opts(l.step_ends[lo..hi].iter().copied()),
+        dict(std::iter::repeat_n(Some(grammar), n)),
+        opts(
+            parsed
+                .iter()
+                .map(|p| p.as_ref().map(|p| p.context_reqs as i64)),
+        ),
+        opts(
+            parsed
+                .iter()
+                .map(|p| p.as_ref().map(|p| p.generation_reqs as i64)),
+        ),
+        opts(parsed.iter().map(|p| {
+            p.as_ref()
+                .and_then(|p| p.generation_tokens)
+                .map(|t| t as i64)
+        })),
+    ]
 }
 
 fn rows_of(l: &Linkedup, table: Table) -> usize {

@@ -406,26 +406,7 @@ fn one_stream(
             _ if gap < ctx.kernel_wait_ns => Cat::Kernel,
             _ => Cat::Other,
         };
-        let w = &mut p.work;
-        w.idle_ns += gap;
-        match cat {
-            Cat::Host => {
-                s.host_wait_ns += gap;
-                s.host_wait_gaps += 1;
-                w.host_wait_ns += gap;
-            }
-            Cat::Kernel => {
-                s.kernel_wait_ns += gap;
-                s.kernel_wait_gaps += 1;
-                w.kernel_wait_ns += gap;
-            }
-            Cat::Other => {
-                s.other_ns += gap;
-                s.other_gaps += 1;
-                w.other_ns += gap;
-            }
-        }
-        s.idle_ns += gap;
+        add_gap(&mut s, &mut p.work, cat, gap);
     }
     if s.activities == 1 {
         counts.single_activity_streams += 1;
@@ -433,6 +414,41 @@ fn one_stream(
     counts.activities_starting_before_launch += s.queue.activities_starting_before_launch;
     s.first_start_ns = first;
     s.last_end_ns = prev_end.unwrap_or(first);
+    let fi = seal(&mut s, busy, inflight, pending);
+    (s, fi)
+}
+
+/// A gap into its stream's and its part's figures (I2–I3).
+fn add_gap(s: &mut StreamIdle, w: &mut Part, cat: Cat, gap: i64) {
+    w.idle_ns += gap;
+    s.idle_ns += gap;
+    match cat {
+        Cat::Host => {
+            s.host_wait_ns += gap;
+            s.host_wait_gaps += 1;
+            w.host_wait_ns += gap;
+        }
+        Cat::Kernel => {
+            s.kernel_wait_ns += gap;
+            s.kernel_wait_gaps += 1;
+            w.kernel_wait_ns += gap;
+        }
+        Cat::Other => {
+            s.other_ns += gap;
+            s.other_gaps += 1;
+            w.other_ns += gap;
+        }
+    }
+}
+
+/// A stream's span, busy time, shares of idle and queue (I5) once its
+/// activities are in; returns its in-flight step function.
+fn seal(
+    s: &mut StreamIdle,
+    busy: i128,
+    inflight: Vec<(i64, i64)>,
+    pending: Vec<(i64, i64)>,
+) -> StepFn {
     s.span_ns = s.last_end_ns - s.first_start_ns;
     s.busy_ns = ns64(busy);
     let idle = i128::from(s.idle_ns);
@@ -445,7 +461,7 @@ fn one_stream(
         pending: StepFn::of(pending).stats(QUEUE_LIMIT),
         activities_starting_before_launch: s.queue.activities_starting_before_launch,
     };
-    (s, fi)
+    fi
 }
 
 /// I4 per device; also each device's merged compute intervals (for the

@@ -73,6 +73,36 @@ impl Sweep {
     }
 }
 
+/// What a thread's sweep reports, in order (see [`sweep_thread`]).
+pub(crate) trait Visitor {
+    /// The op at `pos`, visited in key order, and its parent (C5).
+    fn op(&mut self, pos: u32, parent: Option<u32>);
+    /// The runtime call `id`, once every op starting no later is visited.
+    fn call(&mut self, id: u32, sweep: &Sweep);
+}
+
+/// One thread's sweep: `ops` as (position, ts, end, is a scope) in C4's key
+/// order, `calls` as (id, ts) in start order; a call comes after every op
+/// with `ts ≤` its start, before the first that starts later.
+pub(crate) fn sweep_thread(
+    ops: impl IntoIterator<Item = (u32, i64, i64, bool)>,
+    calls: impl IntoIterator<Item = (u32, i64)>,
+    v: &mut impl Visitor,
+) {
+    let mut sweep = Sweep::default();
+    let mut calls = calls.into_iter().peekable();
+    for (pos, ts, end, scope) in ops {
+        while let Some((id, _)) = calls.next_if(|&(_, c)| c < ts) {
+            v.call(id, &sweep);
+        }
+        let parent = sweep.visit(pos, end, scope);
+        v.op(pos, parent);
+    }
+    for (id, _) in calls {
+        v.call(id, &sweep);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::Sweep;

@@ -346,80 +346,192 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    // Per thread, one sweep (contain.rs) over its ops in key order and its
-    // runtime calls in start order, a call after every op starting no
-    // later: parents (C5), maximal-of-name instances (O5), the launchers
-    // (O2) and top-level ops (O4) of its runtime calls, self CPU time (O5).
-    let mut maximal: Vec<Vec<Maximal>> = vec![Vec::new(); lanes.len()];
-    let mut launcher: Vec<Option<u32>> = vec![None; calls.len()];
-    let mut top: Vec<Option<u32>> = vec![None; calls.len()];
-    // Each thread's ops' [first start, last end) (O9's host window).
-    let mut op_spans: Vec<Option<(i64, i64)>> = vec![None; lanes.len()];
+    let swept = sweep_threads(&ops, &calls, &mut calls_by_lane, &op_row, &mut rows);
+    let attributed = attribute_calls(&calls, &launched, &swept, &ops, &op_row, &mut rows);
+    // The ops are no longer needed: the inclusive sums below need only the
+    // maximal instances, and they may be the largest part of the peak.
+    let host_ops = ops.len() as u64;
+    drop(ops);
+    drop(op_row);
+
+    let Swept {
+        mut maximal,
+        op_spans,
+        ..
+    } = swept;
+    inclusive_totals(&calls, &launched, &calls_by_lane, &mut maximal, &mut rows);
+    let mut out_rows: Vec<OpRow> = rows.rows.into_iter().map(|a| a.row).collect();
+    sort_rows(&mut out_rows);
+
+    let summary = summarize(Facts {
+        host_ops,
+        op_spans: &op_spans,
+        calls: &calls,
+        acts: &acts,
+        own: &own,
+        launched: &launched,
+        all: &attributed.all,
+        rows: &out_rows,
+        lanes: lanes.len(),
+        without_op: attributed.without_op,
+        graph_kernels: attributed.graph_kernels,
+    });
+    TraceOps {
+        path: String::new(),
+        complete: true,
+        error: None,
+        units: "ns".into(),
+        completion_tokens: None,
+        tokens_source: None,
+        thresholds: Thresholds::default(),
+        input: counts,
+        summary,
+        ops: out_rows,
+        names_cut: names.cut() as u64,
+    }
+}
+
+/// What the threads' sweeps give: per thread its maximal-of-name instances
+/// (O5) and its ops' [first start, last end) (O9's host window); per
+/// runtime call its launcher (O2) and top-level op (O4), op positions.
+struct Swept {
+    maximal: Vec<Vec<Maximal>>,
+    op_spans: Vec<Option<(i64, i64)>>,
+    launcher: Vec<Option<u32>>,
+    top: Vec<Option<u32>>,
+}
+
+/// One thread's sweep state for [`sweep_threads`].
+struct ThreadRows<'a> {
+    ops: &'a [HostOp],
+    calls: &'a [Linked],
+    op_row: &'a [u32],
+    rows: &'a mut RowSet,
+    covered: Covered,
+    /// Per row: the latest end of its instances so far (O5's maximal).
+    reach: HashMap<u32, i64>,
+    maximal: Vec<Maximal>,
+    launcher: &'a mut [Option<u32>],
+    top: &'a mut [Option<u32>],
+}
+
+impl ThreadRows<'_> {
+    /// O5's self time: `parent` loses what [ts, end) adds to its children's union.
+    fn cut(&mut self, parent: u32, ts: i64, end: i64) {
+        let cut = self.covered.add(parent, ts, end);
+        let r = &mut self.rows.rows[self.op_row[parent as usize] as usize].row;
+        r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
+    }
+}
+
+impl super::contain::Visitor for ThreadRows<'_> {
+    fn op(&mut self, pos: u32, parent: Option<u32>) {
+        let o = self.ops[pos as usize];
+        let end = end_of(o.ts, o.dur);
+        let row = self.op_row[pos as usize];
+        let r = &mut self.rows.rows[row as usize].row;
+        r.calls += 1;
+        r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
+        let far = self.reach.entry(row).or_insert(i64::MIN);
+        if *far < end {
+            // Not enclosed by an earlier instance of its name.
+            *far = end;
+            r.cpu_total_ns = r.cpu_total_ns.saturating_add(o.dur);
+            self.maximal.push(Maximal { row, ts: o.ts, end });
+        }
+        if let Some(p) = parent {
+            self.cut(p, o.ts, end);
+        }
+    }
+
+    fn call(&mut self, ci: u32, sweep: &Sweep) {
+        let c = &self.calls[ci as usize];
+        let end = end_of(c.ts, c.dur);
+        let inner = sweep.innermost(end);
+        self.launcher[ci as usize] = inner;
+        self.top[ci as usize] = sweep.outermost_scope(end).or(inner);
+        if let Some(l) = inner {
+            self.cut(l, c.ts, end);
+        }
+    }
+}
+
+/// Per thread, one sweep (contain.rs) over its ops (sorted by thread, then
+/// C4's key) and its runtime calls (sorted here by start): parents (C5),
+/// maximal-of-name instances (O5), launchers (O2), top-level ops (O4),
+/// calls and CPU total/self time (O5) into the rows.
+fn sweep_threads(
+    ops: &[HostOp],
+    calls: &[Linked],
+    calls_by_lane: &mut [Vec<u32>],
+    op_row: &[u32],
+    rows: &mut RowSet,
+) -> Swept {
+    let lanes = calls_by_lane.len();
+    let mut out = Swept {
+        maximal: Vec::with_capacity(lanes),
+        op_spans: vec![None; lanes],
+        launcher: vec![None; calls.len()],
+        top: vec![None; calls.len()],
+    };
     let mut lo = 0usize;
     for (lane, cs) in calls_by_lane.iter_mut().enumerate() {
         let hi = lo + ops[lo..].partition_point(|o| o.lane as usize == lane);
-        if let Some(first) = ops.get(lo).filter(|_| hi > lo) {
-            let last = ops[lo..hi].iter().map(|o| end_of(o.ts, o.dur)).max();
-            op_spans[lane] = last.map(|l| (first.ts, l));
+        let mine = &ops[lo..hi];
+        if let (Some(first), Some(last)) =
+            (mine.first(), mine.iter().map(|o| end_of(o.ts, o.dur)).max())
+        {
+            out.op_spans[lane] = Some((first.ts, last));
         }
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
-        let mut sweep = Sweep::default();
-        let mut covered = Covered::new(lo, hi - lo);
-        let mut reach: HashMap<u32, i64> = HashMap::new();
-        let mut next_call = cs.iter().peekable();
-        let mut call = |ci: u32, sweep: &Sweep, covered: &mut Covered, rows: &mut RowSet| {
-            let c = &calls[ci as usize];
-            let end = end_of(c.ts, c.dur);
-            let inner = sweep.innermost(end);
-            launcher[ci as usize] = inner;
-            top[ci as usize] = sweep.outermost_scope(end).or(inner);
-            if let Some(l) = inner {
-                let cut = covered.add(l, c.ts, end);
-                let r = &mut rows.rows[op_row[l as usize] as usize].row;
-                r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
-            }
+        let mut t = ThreadRows {
+            ops,
+            calls,
+            op_row,
+            rows: &mut *rows,
+            covered: Covered::new(lo, hi - lo),
+            reach: HashMap::new(),
+            maximal: Vec::new(),
+            launcher: &mut out.launcher,
+            top: &mut out.top,
         };
-        for q in lo..hi {
-            let o = ops[q];
-            while let Some(&&ci) = next_call.peek() {
-                if calls[ci as usize].ts >= o.ts {
-                    break;
-                }
-                call(ci, &sweep, &mut covered, &mut rows);
-                next_call.next();
-            }
-            let end = end_of(o.ts, o.dur);
-            let row = op_row[q];
-            let r = &mut rows.rows[row as usize].row;
-            r.calls += 1;
-            r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
-            let far = reach.entry(row).or_insert(i64::MIN);
-            if *far < end {
-                // Not enclosed by an earlier instance of its name.
-                *far = end;
-                r.cpu_total_ns = r.cpu_total_ns.saturating_add(o.dur);
-                maximal[lane].push(Maximal { row, ts: o.ts, end });
-            }
-            if let Some(p) = sweep.visit(q as u32, end, o.cat != 2) {
-                let cut = covered.add(p, o.ts, end);
-                let r = &mut rows.rows[op_row[p as usize] as usize].row;
-                r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
-            }
-        }
-        for &ci in next_call {
-            call(ci, &sweep, &mut covered, &mut rows);
-        }
+        let visits = (lo..hi).map(|q| {
+            let o = &ops[q];
+            (q as u32, o.ts, end_of(o.ts, o.dur), o.cat != 2)
+        });
+        let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
+        super::contain::sweep_thread(visits, by_start, &mut t);
+        out.maximal.push(t.maximal);
         lo = hi;
     }
+    out
+}
 
-    // Per runtime call: the launcher's self figures (O6–O7), the top-level
-    // op's (O4).
+/// What the runtime calls add up to (O6, O9).
+struct Attributed {
+    all: Vec<(LaunchKind, PerLaunch)>,
+    without_op: u64,
+    graph_kernels: u64,
+}
+
+/// Per runtime call: the launcher's self figures (O6–O7), the top-level
+/// op's (O4); then each launching op's first-launch delay.
+fn attribute_calls(
+    calls: &[Linked],
+    launched: &[Launch],
+    swept: &Swept,
+    ops: &[HostOp],
+    op_row: &[u32],
+    rows: &mut RowSet,
+) -> Attributed {
     let mut first_self: HashMap<u32, i64> = HashMap::new();
-    let mut all: Vec<(LaunchKind, PerLaunch)> = Vec::new();
-    let mut without_op = 0u64;
-    let mut graph_kernels = 0u64;
+    let mut out = Attributed {
+        all: Vec::new(),
+        without_op: 0,
+        graph_kernels: 0,
+    };
     for (ci, c) in calls.iter().enumerate() {
-        let row = match launcher[ci] {
+        let row = match swept.launcher[ci] {
             Some(o) => op_row[o as usize],
             None => rows.pseudo(),
         };
@@ -434,31 +546,20 @@ pub(super) fn measure(st: Ops) -> TraceOps {
             latency: first.saturating_sub(c.ts),
             queue: first.saturating_sub(end_of(c.ts, c.dur)),
         };
-        all.push((l.kind(), p));
+        out.all.push((l.kind(), p));
         if l.graph {
-            graph_kernels += l.acts;
+            out.graph_kernels += l.acts;
         }
-        let s = &mut r.row;
-        s.launches_self += 1;
-        s.graph_launches_self += u64::from(l.graph);
-        s.kernels_self += l.kernels;
-        s.memcpys_self += l.memcpys;
-        s.memsets_self += l.memsets;
-        s.gpu_self_ns = s.gpu_self_ns.saturating_add(l.gpu);
-        s.short_gpu_self += u64::from(p.short_gpu());
-        s.long_runtime_self += u64::from(p.long_runtime());
-        s.long_launch_delay_self += u64::from(p.long_delay());
-        s.launch_latency_ns_sum = s.launch_latency_ns_sum.saturating_add(p.latency);
-        s.queue_delay_ns_sum = s.queue_delay_ns_sum.saturating_add(p.queue);
+        add_launch(&mut r.row, l, &p);
         r.latencies.push(p.latency);
-        match launcher[ci] {
+        match swept.launcher[ci] {
             Some(o) => {
                 let f = first_self.entry(o).or_insert(c.ts);
                 *f = (*f).min(c.ts);
             }
-            None => without_op += 1,
+            None => out.without_op += 1,
         }
-        let trow = match top[ci] {
+        let trow = match swept.top[ci] {
             Some(o) => op_row[o as usize],
             None => row,
         };
@@ -472,25 +573,44 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
         r.first_launch_delay_n += 1;
     }
-    // The ops are no longer needed: the inclusive sums below need only the
-    // maximal instances, and they may be the largest part of the peak.
-    let host_ops = ops.len() as u64;
-    drop(ops);
-    drop(op_row);
+    out
+}
 
-    // Inclusive (O3) and sync time (O5), once per name.
+/// A launch's self figures into its launcher's row (O6–O7).
+fn add_launch(s: &mut OpRow, l: &Launch, p: &PerLaunch) {
+    s.launches_self += 1;
+    s.graph_launches_self += u64::from(l.graph);
+    s.kernels_self += l.kernels;
+    s.memcpys_self += l.memcpys;
+    s.memsets_self += l.memsets;
+    s.gpu_self_ns = s.gpu_self_ns.saturating_add(l.gpu);
+    s.short_gpu_self += u64::from(p.short_gpu());
+    s.long_runtime_self += u64::from(p.long_runtime());
+    s.long_launch_delay_self += u64::from(p.long_delay());
+    s.launch_latency_ns_sum = s.launch_latency_ns_sum.saturating_add(p.latency);
+    s.queue_delay_ns_sum = s.queue_delay_ns_sum.saturating_add(p.queue);
+}
+
+/// Inclusive (O3) and sync time (O5), once per name; the rows' totals,
+/// host time, `launch_bound` (O8) and latency medians.
+fn inclusive_totals(
+    calls: &[Linked],
+    launched: &[Launch],
+    calls_by_lane: &[Vec<u32>],
+    maximal: &mut [Vec<Maximal>],
+    rows: &mut RowSet,
+) {
     let mut sums = vec![[0i128; WEIGHTS]; rows.rows.len()];
     for (lane, cs) in calls_by_lane.iter().enumerate() {
         let mut points: Vec<Point> = cs
             .iter()
             .map(|&ci| {
                 let (c, l) = (&calls[ci as usize], &launched[ci as usize]);
-                let launch = l.first.is_some();
                 Point {
                     ts: c.ts,
                     end: end_of(c.ts, c.dur),
                     w: [
-                        i64::from(launch),
+                        i64::from(l.first.is_some()),
                         l.acts as i64,
                         l.gpu,
                         if l.sync { c.dur } else { 0 },
@@ -518,35 +638,6 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         r.launch_bound = (r.activities_total > 0).then_some(r.gpu_total_ns < r.host_ns);
         acc.latencies.sort_unstable();
         r.launch_latency_ns_median = median(&acc.latencies);
-    }
-    let mut out_rows: Vec<OpRow> = rows.rows.into_iter().map(|a| a.row).collect();
-    sort_rows(&mut out_rows);
-
-    let summary = summarize(Facts {
-        host_ops,
-        op_spans: &op_spans,
-        calls: &calls,
-        acts: &acts,
-        own: &own,
-        launched: &launched,
-        all: &all,
-        rows: &out_rows,
-        lanes: lanes.len(),
-        without_op,
-        graph_kernels,
-    });
-    TraceOps {
-        path: String::new(),
-        complete: true,
-        error: None,
-        units: "ns".into(),
-        completion_tokens: None,
-        tokens_source: None,
-        thresholds: Thresholds::default(),
-        input: counts,
-        summary,
-        ops: out_rows,
-        names_cut: names.cut() as u64,
     }
 }
 

@@ -60,7 +60,7 @@ pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut 
     // instances hold T and b.
     let t_of = |q: u32| -> Option<i64> {
         let k = (q / 2) as usize;
-        if q % 2 == 0 {
+        if q.is_multiple_of(2) {
             return Some(maximal[k].ts);
         }
         maximal
@@ -83,7 +83,7 @@ pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut 
     for q in queries {
         let t = t_of(q);
         let m = maximal[(q / 2) as usize];
-        let (b, row, sign) = (m.end, m.row, if q % 2 == 0 { -1 } else { 1 });
+        let (b, row, sign) = (m.end, m.row, if q.is_multiple_of(2) { -1 } else { 1 });
         while let Some(p) = points.get(next).filter(|p| t.is_none_or(|t| p.ts < t)) {
             let w = p.w.map(i128::from);
             let mut i = ends.partition_point(|&e| e < p.end) + 1;

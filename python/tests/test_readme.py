@@ -1,0 +1,190 @@
+"""Every code block of README.md runs as written (issue 38).
+
+The blocks run in document order, the way a reader follows the page, in one
+scratch directory that holds `sample_traces/` (a link to the checkout's):
+
+- ``sh`` blocks with ``bash -euo pipefail``; ``torchtrace`` on PATH is the
+  build that scripts/python-tests.sh made (``TORCHTRACE_BIN``), and ``cargo
+  run …`` is the real cargo on the checkout's manifest (``--manifest-path``
+  added, so it runs in the scratch directory and writes nothing in the
+  checkout);
+- ``sql`` blocks with the DuckDB CLI (``duckdb -c``, the pinned duckdb-cli);
+- ``python`` blocks in one namespace shared by all of them, as cells of one
+  notebook (the quick start's ``ar, mtp`` serve the later blocks);
+- ``text`` blocks are synopses and printed outputs, never run.
+
+A block that cannot run here says why on the line above it
+(``<!-- readme-test: skip — REASON -->``); any other info string fails, so a
+new block has to choose. After the run, the figures the blocks produced are
+checked against each other and against the values README.md prints.
+"""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+README = ROOT / "README.md"
+RUN = {"sh", "python", "sql"}
+NEVER = {"text"}
+SKIP = re.compile(r"^<!-- readme-test: skip — (.+\S) -->$")
+
+
+def blocks(text):
+    """(line, info, body, skip reason or None) of every fenced block."""
+    out, lines, i = [], text.splitlines(), 0
+    while i < len(lines):
+        m = re.match(r"^```(\S*)\s*$", lines[i])
+        if not m:
+            i += 1
+            continue
+        start, info, body = i + 1, m.group(1), []
+        i += 1
+        while i < len(lines) and lines[i] != "```":
+            body.append(lines[i])
+            i += 1
+        assert i < len(lines), f"README.md:{start}: the block is not closed"
+        prev = lines[start - 2] if start >= 2 else ""
+        skip = SKIP.match(prev)
+        out.append((start, info, "\n".join(body) + "\n", skip.group(1) if skip else None))
+        i += 1
+    return out
+
+
+ALL = blocks(README.read_text(encoding="utf-8"))
+
+
+def test_every_block_is_run_or_says_why():
+    for line, info, _, skip in ALL:
+        assert info in RUN | NEVER, (
+            f"README.md:{line}: ```{info}: use sh, python or sql (run by this test) or text (never run)"
+        )
+        assert skip is None or info in RUN, f"README.md:{line}: a skip marker above a text block"
+    ran = [b for b in ALL if b[1] in RUN and b[3] is None]
+    # The blocks a reader runs: the main job, iterations, export + SQL + polars,
+    # plot, shards + merge, the Python quick start, Dask, the custom analysis
+    # and the generic entry. Fewer means a block lost its language or gained a skip.
+    assert len(ran) >= 12, [b[0] for b in ran]
+
+
+def _tool_dir(tmp):
+    """A PATH entry with `torchtrace` (the tested build) and a `cargo` that
+    runs the checkout's manifest from the scratch directory."""
+    bindir = tmp / ".bin"
+    bindir.mkdir()
+    binary = Path(os.environ.get("TORCHTRACE_BIN", ROOT / "target/release/torchtrace"))
+    assert binary.is_file(), f"{binary}: build it first (scripts/python-tests.sh does)"
+    (bindir / "torchtrace").symlink_to(binary)
+    cargo = shutil.which("cargo")
+    assert cargo, "cargo not on PATH"
+    shim = bindir / "cargo"
+    shim.write_text(
+        "#!/usr/bin/env bash\n"
+        "# README's `cargo run …`, on the checkout, from the scratch directory\n"
+        "set -euo pipefail\n"
+        '[[ ${1-} == run ]] || { echo "README test: only cargo run is expected: $*" >&2; exit 2; }\n'
+        "shift\n"
+        f'exec "{cargo}" run --locked --quiet --manifest-path "{ROOT}/Cargo.toml" "$@"\n'
+    )
+    shim.chmod(0o755)
+    return bindir
+
+
+def _run_shell(line, body, cwd, env, program):
+    res = subprocess.run(program + [body], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    assert res.returncode == 0, (
+        f"README.md:{line}: exit {res.returncode}\n{body}\nstdout: {res.stdout[-3000:]}\nstderr: {res.stderr[-3000:]}"
+    )
+    return res.stdout
+
+
+@pytest.fixture(scope="module")
+def ran(tmp_path_factory):
+    """Runs every block; gives the scratch directory, the Python namespace
+    and each block's stdout by its README line."""
+    work = tmp_path_factory.mktemp("readme")
+    (work / "sample_traces").symlink_to(ROOT / "sample_traces")
+    env = dict(os.environ)
+    env["PATH"] = f"{_tool_dir(work)}{os.pathsep}{env['PATH']}"
+    ns, outs, here = {"__name__": "__readme__"}, {}, os.getcwd()
+    try:
+        os.chdir(work)
+        for line, info, body, skip in ALL:
+            if skip is not None or info not in RUN:
+                continue
+            if info == "sh":
+                outs[line] = _run_shell(line, body, work, env, ["bash", "-euo", "pipefail", "-c"])
+            elif info == "sql":
+                outs[line] = _run_shell(line, body, work, env, ["duckdb", "-json", "-c"])
+            else:
+                try:
+                    exec(compile(body, f"README.md:{line}", "exec"), ns)
+                except Exception as e:  # noqa: BLE001 — name the block
+                    raise AssertionError(f"README.md:{line}: {type(e).__name__}: {e}\n{body}") from e
+    finally:
+        os.chdir(here)
+        if "client" in ns:
+            ns["client"].close()
+    return work, ns, outs
+
+
+def _line(snippet):
+    """The README line of the block whose body holds `snippet`."""
+    hits = [b[0] for b in ALL if snippet in b[2]]
+    assert len(hits) == 1, (snippet, hits)
+    return hits[0]
+
+
+def test_the_main_job_writes_the_campaign_and_shards_merge_to_the_same_bytes(ran):
+    work, _, _ = ran
+    report = (work / "results/report.md").read_text()
+    # README's Table 8 row of the text workload, as printed above.
+    assert "| text | mtp | 68 | 68 | 64 | 30 | 1.062 | 2.267 |" in report
+    assert "| 0.3414 | 0.1362 | 2.506 | 53.1 |" in report
+    # "merge writes the same bytes as batch": every file, figures included.
+    files = sorted(p.relative_to(work / "results") for p in (work / "results").rglob("*") if p.is_file())
+    assert len(files) > 20 and Path("figures/fig1_span_distributions.png") in files
+    for f in files:
+        assert (work / "merged" / f).read_bytes() == (work / "results" / f).read_bytes(), f
+
+
+def test_the_python_blocks_give_the_printed_figures(ran):
+    _, ns, _ = ran
+    assert round(ns["doc"]["comparison"]["s_context"], 3) == 2.506
+    medians = ns["df"].groupby("path")["gpu_ns"].median()
+    assert round(medians[ns["ar"]] / 1e6, 3) == 0.355 and round(medians[ns["mtp"]] / 1e6, 3) == 0.305
+    assert ns["torchtrace"].analyses()[:6] == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks"]
+    # The Dask block: the campaign's three workloads, nothing failed, the same S_context as Table 8.
+    by = {c["workload"]: c["s_context"] for c in ns["results"]["comparisons"]}
+    assert round(by["text"], 3) == 2.506 and set(by) == {"reasoning", "text", "tool_calling"}
+    # The generic entry: kernels with top=3 keeps three kernels per trace.
+    assert [len(t["top_kernels"]) for t in ns["kdoc"]["traces"]] == [3, 3]
+
+
+def test_sql_and_polars_answer_the_same_question(ran):
+    _, ns, outs = ran
+    # duckdb -json writes sum()'s HUGEINT as a string: exact either way.
+    sql = [{**r, "gpu_ns": int(r["gpu_ns"])} for r in json.loads(outs[_line("GROUP BY ALL ORDER BY trace, step")])]
+    top = ns["top"]
+    assert len(sql) == top.height > 0
+    assert sum(r["gpu_ns"] for r in sql) == top["gpu_ns"].sum()
+    first = top.row(0, named=True)
+    assert (sql[0]["trace"], sql[0]["step"], sql[0]["name"], sql[0]["gpu_ns"]) == (
+        first["trace"], first["step"], first["name"], first["gpu_ns"])
+
+
+def test_the_shell_blocks_print_real_figures(ran):
+    _, _, outs = ran
+    table = outs[_line("torchtrace iterations --sample-name")]
+    assert re.search(r"tokens per iteration \(T/n\) +1\.0625 +2\.2667", table), table[:2000]
+    per = outs[_line("torchtrace iterations sample_traces/text_ar")]
+    assert "token progress ratio P" in per
+    # The custom analysis example counts the AR sample's 3 400 kernels (export's 3 616 activities
+    # = 3 400 kernels + 200 memcpys + 16 memsets).
+    md = outs[_line("--example custom_analysis")]
+    assert "| kernel | 3400 | 3400 |" in md and "| gpu_memcpy | 200 |" in md, md[:1500]

@@ -427,3 +427,80 @@ fn bad_input_and_unwritable_output() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The ops' input shapes and dtypes (`Input Dims`, `Input type`) on real
+/// traces that record them: one row per host op in file order, each text
+/// the same JSON value as the event's (read here independently with
+/// serde_json), null where the op has none.
+#[test]
+fn ops_keep_input_shapes_and_types_as_written() {
+    use std::io::Read;
+    for (file, with_dims) in [
+        ("hta_cpu_only.pt.trace.json.gz", 14),
+        ("tracelens_normalization_layer_test.json.gz", 900),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/data")
+            .join(file);
+        let mut text = String::new();
+        flate2::read::GzDecoder::new(std::fs::File::open(&path).unwrap())
+            .read_to_string(&mut text)
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let host = ["cpu_op", "user_annotation", "python_function", "Operator"];
+        let want: Vec<[Option<serde_json::Value>; 2]> = doc["traceEvents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| {
+                e["ph"] == "X" && host.iter().any(|c| e["cat"] == *c) && e["ts"].is_number()
+            })
+            .map(|e| {
+                let get = |k: &str| e["args"].get(k).filter(|v| !v.is_null()).cloned();
+                [get("Input Dims"), get("Input type")]
+            })
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let out = export(&[path.to_str().unwrap(), "--tables", "ops"], dir.path());
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ops = read(&dir.path().join("ops.parquet"));
+        let parse = |v: Vec<Option<String>>| -> Vec<Option<serde_json::Value>> {
+            v.into_iter()
+                .map(|t| t.map(|t| serde_json::from_str(&t).unwrap()))
+                .collect()
+        };
+        let dims = parse(strings(&ops, "input_dims"));
+        let types = parse(strings(&ops, "input_type"));
+        assert_eq!(dims.len(), want.len(), "{file}");
+        assert_eq!(
+            dims.iter().filter(|d| d.is_some()).count(),
+            with_dims,
+            "{file}"
+        );
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(
+                [dims[i].clone(), types[i].clone()],
+                *w,
+                "{file}: op row {i}"
+            );
+        }
+    }
+    // A first row, as the file writes it.
+    let dir = tempfile::tempdir().unwrap();
+    let path =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/hta_cpu_only.pt.trace.json.gz");
+    export(&[path.to_str().unwrap(), "--tables", "ops"], dir.path());
+    let ops = read(&dir.path().join("ops.parquet"));
+    assert_eq!(
+        strings(&ops, "input_dims")[0].as_deref(),
+        Some("[[321271]]")
+    );
+    assert_eq!(
+        strings(&ops, "input_type")[0].as_deref(),
+        Some(r#"["float"]"#)
+    );
+}

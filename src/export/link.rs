@@ -30,6 +30,7 @@ pub(crate) struct Linkedup {
     pub ops: Vec<HostOp>,
     /// External ids, decoded a batch at a time when written.
     pub op_ext: crate::store::pack::Records<super::Ext>,
+    pub texts: super::Texts,
     pub op_parent: Vec<Option<u32>>,
     pub op_depth: Vec<u32>,
     pub calls: Vec<Linked>,
@@ -146,6 +147,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
     let Export {
         ops: kept,
         ext,
+        texts,
         launch,
         ..
     } = st;
@@ -213,6 +215,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
         lanes: lane_ints,
         ops,
         op_ext: ext,
+        texts,
         op_parent,
         op_depth,
         calls,

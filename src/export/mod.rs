@@ -144,33 +144,68 @@ pub struct ExportConfig {
     next: Arc<AtomicU64>,
 }
 
-/// A host op's External id, kept beside ops' record of it.
+/// A host op's External id and its `Input Dims` / `Input type` texts (ids
+/// in [`Texts`]), kept beside ops' record of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Ext(pub Option<i64>);
+pub(crate) struct Ext {
+    pub external_id: Option<i64>,
+    pub input_dims: Option<u32>,
+    pub input_type: Option<u32>,
+}
 
 impl Record for Ext {
     type Prev = i64;
 
     fn write(&self, prev: &mut i64, p: &mut Packed) {
-        match self.0 {
-            None => p.u(0),
-            Some(v) => {
-                p.u(1);
-                p.delta(v, *prev);
-                *prev = v;
-            }
+        // One flag word: bit 0 an External id, then each text's id + 1 (0: none).
+        p.u(u64::from(self.external_id.is_some()));
+        if let Some(v) = self.external_id {
+            p.delta(v, *prev);
+            *prev = v;
+        }
+        for t in [self.input_dims, self.input_type] {
+            p.u(t.map_or(0, |t| u64::from(t) + 1));
         }
     }
 
     fn read(prev: &mut i64, f: &mut impl Fields) -> Ext {
-        match f.u() {
-            0 => Ext(None),
-            _ => {
-                let v = f.delta(*prev);
-                *prev = v;
-                Ext(Some(v))
-            }
+        let external_id = (f.u() != 0).then(|| {
+            let v = f.delta(*prev);
+            *prev = v;
+            v
+        });
+        let mut text = || f.u().checked_sub(1).map(|t| t as u32);
+        let input_dims = text();
+        let input_type = text();
+        Ext {
+            external_id,
+            input_dims,
+            input_type,
         }
+    }
+}
+
+/// The distinct `Input Dims` / `Input type` texts of a trace, each kept
+/// once, whole (never cut: the column holds them exactly as written).
+#[derive(Debug, Default)]
+pub(crate) struct Texts {
+    ids: std::collections::HashMap<Box<str>, u32>,
+    pub texts: Vec<Box<str>>,
+}
+
+impl Texts {
+    fn id(&mut self, t: &str) -> u32 {
+        if let Some(&i) = self.ids.get(t) {
+            return i;
+        }
+        let i = self.texts.len() as u32;
+        self.texts.push(t.into());
+        self.ids.insert(t.into(), i);
+        i
+    }
+
+    pub fn resolve(&self, id: Option<u32>) -> Option<&str> {
+        id.and_then(|i| self.texts.get(i as usize)).map(|t| &**t)
     }
 }
 
@@ -222,6 +257,7 @@ pub struct Export {
     config: ExportConfig,
     ops: Ops,
     ext: Records<Ext>,
+    texts: Texts,
     launch: Records<Config3>,
 }
 
@@ -236,6 +272,7 @@ impl Analysis for Export {
             config: config.clone(),
             ops: Ops::default(),
             ext: Records::default(),
+            texts: Texts::default(),
             launch: Records::default(),
         }
     }
@@ -244,13 +281,20 @@ impl Analysis for Export {
         self.ops.prefilter()
     }
 
-    /// `ops`'s push; a host op it kept gets its External id beside it, an
+    /// `ops`'s push; a host op it kept gets its External id and input texts beside it, an
     /// activity its launch configuration.
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
         let (host, acts) = (self.ops.host.len(), self.ops.acts.len());
         self.ops.push(ev, at);
         if self.ops.host.len() > host {
-            self.ext.push(&Ext(ev.args.external_id));
+            let a = &ev.args;
+            let input_dims = a.input_dims.as_deref().map(|t| self.texts.id(t));
+            let input_type = a.input_type.as_deref().map(|t| self.texts.id(t));
+            self.ext.push(&Ext {
+                external_id: a.external_id,
+                input_dims,
+                input_type,
+            });
         } else if self.ops.acts.len() > acts {
             let a = &ev.args;
             self.launch.push(&Config3 {

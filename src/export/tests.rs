@@ -31,8 +31,14 @@ const STEP: &str = "execute_context_0(0)_generation_1(1)";
 fn trace() -> String {
     let events = [
         ev("user_annotation", STEP, 0, 100, ""),
-        ev("cpu_op", "aten::mm", 10, 30, "\"External id\": 5"),
-        ev("cpu_op", "inner", 12, 10, ""),
+        ev(
+            "cpu_op",
+            "aten::mm",
+            10,
+            30,
+            "\"External id\": 5, \"Input Dims\": [[1, 4096], [4096,4096]], \"Input type\": [\"c10::BFloat16\", \"c10::BFloat16\"]",
+        ),
+        ev("cpu_op", "inner", 12, 10, "\"Input Dims\": null"),
         ev(
             "cuda_runtime",
             "cudaLaunchKernel",
@@ -81,6 +87,20 @@ fn col(b: &[RecordBatch], name: &str) -> Vec<Option<i64>> {
     v
 }
 
+/// A dictionary string column, nulls as `None`.
+fn texts(b: &[RecordBatch], name: &str) -> Vec<Option<String>> {
+    let mut v = Vec::new();
+    for b in b {
+        let a = b.column_by_name(name).unwrap().as_dictionary::<Int32Type>();
+        let values = a.values().as_string::<i32>();
+        v.extend((0..a.len()).map(|i| {
+            a.is_valid(i)
+                .then(|| values.value(a.keys().value(i) as usize).to_string())
+        }));
+    }
+    v
+}
+
 fn some(v: &[i64]) -> Vec<Option<i64>> {
     v.iter().map(|&x| Some(x)).collect()
 }
@@ -121,6 +141,12 @@ fn every_link_of_the_drawing() {
         .as_primitive::<Int32Type>();
     assert_eq!(depth.values().to_vec(), vec![0, 1, 2, 0]);
     assert_eq!(col(&ops, "external_id"), vec![None, Some(5), None, None]);
+    // Input shapes and dtypes: the JSON text exactly as written (spacing
+    // kept), null where absent or `null`.
+    let mm = Some("[[1, 4096], [4096,4096]]".to_string());
+    assert_eq!(texts(&ops, "input_dims"), vec![None, mm, None, None]);
+    let ty = Some(r#"["c10::BFloat16", "c10::BFloat16"]"#.to_string());
+    assert_eq!(texts(&ops, "input_type"), vec![None, ty, None, None]);
     assert_eq!(
         col(&ops, "end_ns"),
         some(&[100_000, 40_000, 22_000, 250_000])

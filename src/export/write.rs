@@ -128,6 +128,8 @@ pub fn schema(table: Table) -> SchemaRef {
             ("parent_id", N),
             ("depth", I32),
             ("external_id", N),
+            ("input_dims", Dn),
+            ("input_type", Dn),
         ]),
         Table::Steps => schema_of(&[
             ("trace", D),
@@ -286,6 +288,7 @@ fn ops(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
     let name = |s| Some(l.names.resolve(s));
     let o = &l.ops[lo..hi];
     let cats = crate::analyses::ops::HOST_CATEGORIES;
+    let ext: Vec<super::Ext> = l.op_ext.iter().skip(lo).take(n).collect();
     vec![
         tr,
         ints(rows),
@@ -302,7 +305,9 @@ fn ops(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
                 .iter()
                 .map(|&d| d.min(i32::MAX as u32) as i32),
         )),
-        opts(l.op_ext.iter().skip(lo).take(n).map(|e| e.0)),
+        opts(ext.iter().map(|e| e.external_id)),
+        dict(ext.iter().map(|e| l.texts.resolve(e.input_dims))),
+        dict(ext.iter().map(|e| l.texts.resolve(e.input_type))),
     ]
 }
 

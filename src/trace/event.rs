@@ -18,9 +18,9 @@ pub struct EventPos {
 
 /// The `args` torchtrace reads; other keys are not kept. (Kineto's names:
 /// `External id`, `correlation`, `finished`, `grid`, `block`, `registers per
-/// thread`, `shared memory`.)
+/// thread`, `shared memory`, `Input Dims`, `Input type`.)
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Args {
+pub struct Args<'a> {
     pub external_id: Option<i64>,
     pub correlation: Option<i64>,
     pub finished: Option<bool>,
@@ -31,6 +31,52 @@ pub struct Args {
     pub block: Option<[i64; 3]>,
     pub registers: Option<i64>,
     pub shared_memory: Option<i64>,
+    /// A host op's `Input Dims` and `Input type` (written when the profiler
+    /// records shapes): the value's JSON text exactly as written, borrowed
+    /// from the event (`export`'s ops table); `null` is `None`.
+    pub input_dims: Option<Cow<'a, str>>,
+    pub input_type: Option<Cow<'a, str>>,
+}
+
+impl<'a> Args<'a> {
+    /// The args without their borrowed texts (`Input Dims`, `Input type`),
+    /// and those texts: what can cross a thread without the bytes.
+    pub fn split_texts(self) -> (Args<'static>, [Option<Cow<'a, str>>; 2]) {
+        let Args {
+            external_id,
+            correlation,
+            finished,
+            grid,
+            block,
+            registers,
+            shared_memory,
+            input_dims,
+            input_type,
+        } = self;
+        let bare = Args {
+            external_id,
+            correlation,
+            finished,
+            grid,
+            block,
+            registers,
+            shared_memory,
+            input_dims: None,
+            input_type: None,
+        };
+        (bare, [input_dims, input_type])
+    }
+}
+
+impl Args<'static> {
+    /// [`Args::split_texts`] undone.
+    pub fn with_texts<'b>(self, [input_dims, input_type]: [Option<Cow<'b, str>>; 2]) -> Args<'b> {
+        Args {
+            input_dims,
+            input_type,
+            ..self
+        }
+    }
 }
 
 /// An event with its times resolved: what the analyses consume.
@@ -44,7 +90,7 @@ pub struct Event<'a> {
     pub ts: Option<Ns>,
     /// `dur` as written; `None` when absent (instant, flow, metadata events).
     pub dur: Option<Ns>,
-    pub args: Args,
+    pub args: Args<'a>,
 }
 
 impl Event<'_> {

@@ -32,13 +32,14 @@ pub struct RawEvent<'a> {
     pub ts: Option<&'a RawValue>,
     #[serde(borrow)]
     pub dur: Option<&'a RawValue>,
-    pub args: Option<Args>,
+    #[serde(borrow)]
+    pub args: Option<Args<'a>>,
 }
 
 /// `args` as Kineto writes them (unknown keys skipped, `null` is `None`).
 #[derive(Deserialize, Default)]
 #[serde(default)]
-struct KinetoArgs {
+struct KinetoArgs<'a> {
     #[serde(rename = "External id", deserialize_with = "lenient_i64")]
     external_id: Option<i64>,
     #[serde(deserialize_with = "lenient_i64")]
@@ -53,26 +54,31 @@ struct KinetoArgs {
     registers: Option<i64>,
     #[serde(rename = "shared memory", deserialize_with = "lenient_i64")]
     shared_memory: Option<i64>,
+    /// Any JSON value, kept as its text (`null` is `None`).
+    #[serde(rename = "Input Dims", borrow)]
+    input_dims: Option<&'a RawValue>,
+    #[serde(rename = "Input type", borrow)]
+    input_type: Option<&'a RawValue>,
 }
 
 /// `args` must be an object (or `null`): anything else — an array, a
 /// number, a string — is an error, never read by position.
-impl<'de> Deserialize<'de> for Args {
+impl<'de: 'a, 'a> Deserialize<'de> for Args<'a> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ArgsVisitor)
+        d.deserialize_map(ArgsVisitor(std::marker::PhantomData))
     }
 }
 
-struct ArgsVisitor;
+struct ArgsVisitor<'a>(std::marker::PhantomData<&'a ()>);
 
-impl<'de> Visitor<'de> for ArgsVisitor {
-    type Value = Args;
+impl<'de: 'a, 'a> Visitor<'de> for ArgsVisitor<'a> {
+    type Value = Args<'a>;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("an object (`args` is read by key, never by position)")
     }
 
-    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Args, A::Error> {
+    fn visit_map<A: de::MapAccess<'de>>(self, map: A) -> Result<Args<'a>, A::Error> {
         let a = KinetoArgs::deserialize(de::value::MapAccessDeserializer::new(map))?;
         Ok(Args {
             external_id: a.external_id,
@@ -82,6 +88,8 @@ impl<'de> Visitor<'de> for ArgsVisitor {
             block: a.block,
             registers: a.registers,
             shared_memory: a.shared_memory,
+            input_dims: a.input_dims.map(|v| Cow::Borrowed(v.get())),
+            input_type: a.input_type.map(|v| Cow::Borrowed(v.get())),
         })
     }
 }

@@ -80,7 +80,7 @@ struct Fields<'a> {
     tid: Option<ThreadPart>,
     ts: Option<&'a str>,
     dur: Option<&'a str>,
-    args: Args,
+    args: Args<'a>,
 }
 
 /// A known key seen twice is serde's "duplicate field" error: the generic
@@ -418,7 +418,7 @@ impl<'a> Cursor<'a> {
 
     /// `args`: an object (its three known keys read, the rest passed
     /// over) or `null`.
-    fn args(&mut self) -> Option<Args> {
+    fn args(&mut self) -> Option<Args<'a>> {
         if self.peek()? == b'n' {
             return self.literal(b"null").map(|()| Args::default());
         }
@@ -432,9 +432,23 @@ impl<'a> Cursor<'a> {
             "block" => once(&mut a.block, &mut seen, 16, c.dims()?),
             "registers per thread" => once(&mut a.registers, &mut seen, 32, c.id()?),
             "shared memory" => once(&mut a.shared_memory, &mut seen, 64, c.id()?),
+            "Input Dims" => once(&mut a.input_dims, &mut seen, 128, c.raw()?),
+            "Input type" => once(&mut a.input_type, &mut seen, 256, c.raw()?),
             _ => c.skip(2),
         })?;
         Some(a)
+    }
+
+    /// Any value as its JSON text, exactly as written (serde's
+    /// `RawValue`); `null` is absent.
+    fn raw(&mut self) -> Option<Option<Cow<'a, str>>> {
+        if self.ws()? == b'n' {
+            return self.literal(b"null").map(|()| None);
+        }
+        let start = self.i;
+        self.skip(2)?;
+        let s: &'a str = self.s;
+        s.get(start..self.i).map(|t| Some(Cow::Borrowed(t)))
     }
 
     /// An id as serde's lenient reading gives it for plain integers;
@@ -524,6 +538,35 @@ mod tests {
         assert_eq!(e.args.external_id, Some(3615));
         assert_eq!(e.args.correlation, Some(14339));
         assert_eq!((e.args.grid, e.args.block), (Some([8, 12, 1]), None));
+    }
+
+    /// A host op's `Input Dims` / `Input type`: the value's text exactly as
+    /// written, the same on the fast path and serde's (`RawValue`).
+    #[test]
+    fn input_shapes_and_types_are_kept_as_written() {
+        let raw = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "args": {"Input Dims": [[1, 4096], [4096,4096], []], "Concrete Inputs": ["", "1"], "Input type": ["c10::BFloat16", "Scalar"]}}"#;
+        let e = ok(raw);
+        assert_eq!(
+            e.args.input_dims.as_deref(),
+            Some("[[1, 4096], [4096,4096], []]")
+        );
+        assert_eq!(
+            e.args.input_type.as_deref(),
+            Some(r#"["c10::BFloat16", "Scalar"]"#)
+        );
+        let at = crate::trace::EventPos {
+            index: 0,
+            offset: 0,
+        };
+        let serde = super::super::event::parse_event_generic(raw.as_bytes(), at).unwrap();
+        assert_eq!(serde.args, e.args);
+        // Escapes send the event to serde; the text stays as written.
+        let esc = r#"{"args": {"Input type": ["\u00e9"]}}"#;
+        let e = super::super::event::parse_event(esc.as_bytes(), at).unwrap();
+        assert_eq!(e.args.input_type.as_deref(), Some(r#"["\u00e9"]"#));
+        let none = ok(r#"{"args": {"Input Dims": null, "Input type": "x"}}"#);
+        assert_eq!(none.args.input_dims, None);
+        assert_eq!(none.args.input_type.as_deref(), Some(r#""x""#));
     }
 
     /// A kernel's launch configuration; shapes other than three plain

@@ -68,12 +68,15 @@ pub(super) struct Parsed {
     tid: ThreadPart,
     ts: Option<Ns>,
     dur: Option<Ns>,
-    args: Args,
+    /// `args` but its two texts, which are spans here.
+    args: Args<'static>,
+    texts: [Option<Span>; 2],
 }
 
 impl Parsed {
     /// `ev`, parsed from a slice of `bytes`.
     pub(super) fn of(ev: Event<'_>, bytes: &[u8]) -> Parsed {
+        let (args, texts) = ev.args.split_texts();
         Parsed {
             ph: Span::of(ev.ph, bytes),
             cat: Span::of(ev.cat, bytes),
@@ -82,13 +85,19 @@ impl Parsed {
             tid: ev.tid,
             ts: ev.ts,
             dur: ev.dur,
-            args: ev.args,
+            args,
+            texts: texts.map(|t| t.map(|t| Span::of(t, bytes))),
         }
     }
 
     /// The event again, borrowing from the same `bytes`; `None` if a span
     /// is not text there (never, for spans made by [`Parsed::of`] from them).
     pub(super) fn into_event(self, bytes: &[u8]) -> Option<Event<'_>> {
+        let [dims, types] = self.texts.map(|t| t.map(|t| t.text(bytes)));
+        let (dims, types) = (
+            dims.map_or(Some(None), |t| t.map(Some)),
+            types.map_or(Some(None), |t| t.map(Some)),
+        );
         Some(Event {
             ph: self.ph.text(bytes)?,
             cat: self.cat.text(bytes)?,
@@ -97,7 +106,7 @@ impl Parsed {
             tid: self.tid,
             ts: self.ts,
             dur: self.dur,
-            args: self.args,
+            args: self.args.with_texts([dims?, types?]),
         })
     }
 }

@@ -17,8 +17,9 @@
 //!  Σ over N = Σ_i  F(a_{i+1}, b_i) − F(a_i, b_i),  F(T, b) = Σ w of calls with t < T, e ≤ b
 //! ```
 //!
-//! Every F is answered offline: the queries sorted by T, the calls inserted
-//! in ts order into a Fenwick tree over their ranked ends.
+//! Every F is answered online, during the thread's sweep ([`Online`]): the
+//! queries come in T order, the calls inserted in ts order into a Fenwick
+//! tree over their ranked ends; nothing per op is kept.
 
 /// A runtime call with what it adds to each name holding it.
 #[derive(Debug, Clone, Copy)]
@@ -32,6 +33,7 @@ pub(super) struct Point {
 pub(super) const WEIGHTS: usize = 4;
 
 /// A maximal instance of a row's name on the thread.
+#[cfg(test)]
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Maximal {
     pub row: u32,
@@ -47,61 +49,102 @@ fn add(a: &mut Sums, b: &Sums, sign: i128) {
     }
 }
 
-/// Adds to `out[row]` the weights of the `points` (one thread's calls)
-/// inside any of the row's `maximal` instances (on the same thread).
-pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut [Sums]) {
-    if points.is_empty() || maximal.is_empty() {
-        return;
-    }
-    points.sort_unstable_by_key(|p| p.ts);
-    maximal.sort_unstable_by_key(|m| (m.row, m.ts));
-    // Query 2k: −F(a_k, b_k); 2k + 1: +F(a_{k+1}, b_k), T = ∞ for the
-    // last instance of its row (`None` sorts last). 4 B a query: the
-    // instances hold T and b.
-    let t_of = |q: u32| -> Option<i64> {
-        let k = (q / 2) as usize;
-        if q.is_multiple_of(2) {
-            return Some(maximal[k].ts);
+/// The sums answered *during* the thread's sweep, so that no maximal
+/// instance is kept (they were 24 B an op): the sweep visits the ops in
+/// C4's key order, so every F(T, b) above is asked at T = the start of
+/// the op being visited (or ∞ at the end), and T never decreases. The
+/// calls are inserted into a Fenwick tree over their ranked ends as T
+/// passes their start; one row's terms arrive at its instances' visits:
+///
+/// ```text
+///  visit a_1:  −F(a_1, b_1)
+///  visit a_2:  +F(a_2, b_1) −F(a_2, b_2)      (b_1: the row's reach so far)
+///  thread end: +F(∞, b_last)
+/// ```
+pub(super) struct Online<'a> {
+    /// The thread's calls, sorted by start.
+    points: &'a [Point],
+    ends: Vec<i64>,
+    tree: Vec<Sums>,
+    next: usize,
+}
+
+impl<'a> Online<'a> {
+    /// `points`: one thread's calls, sorted by `ts`.
+    pub fn new(points: &'a [Point]) -> Online<'a> {
+        let mut ends: Vec<i64> = points.iter().map(|p| p.end).collect();
+        ends.sort_unstable();
+        ends.dedup();
+        let tree = vec![[0i128; WEIGHTS]; ends.len() + 1];
+        Online {
+            points,
+            ends,
+            tree,
+            next: 0,
         }
-        maximal
-            .get(k + 1)
-            .filter(|n| n.row == maximal[k].row)
-            .map(|n| n.ts)
-    };
-    // Ops are u32 positions throughout (measure.rs): 2^31 maximal instances
-    // on one thread would not fit in memory first.
-    let mut queries: Vec<u32> = (0..2 * maximal.len() as u32).collect();
-    queries.sort_unstable_by_key(|&q| {
-        let t = t_of(q);
-        (t.is_none(), t)
-    });
-    let mut ends: Vec<i64> = points.iter().map(|p| p.end).collect();
-    ends.sort_unstable();
-    ends.dedup();
-    let mut tree = vec![[0i128; WEIGHTS]; ends.len() + 1];
-    let mut next = 0;
-    for q in queries {
-        let t = t_of(q);
-        let m = maximal[(q / 2) as usize];
-        let (b, row, sign) = (m.end, m.row, if q.is_multiple_of(2) { -1 } else { 1 });
-        while let Some(p) = points.get(next).filter(|p| t.is_none_or(|t| p.ts < t)) {
+    }
+
+    /// Inserts the calls starting before `t` (all of them for `None`).
+    fn advance(&mut self, t: Option<i64>) {
+        while let Some(p) = self
+            .points
+            .get(self.next)
+            .filter(|p| t.is_none_or(|t| p.ts < t))
+        {
             let w = p.w.map(i128::from);
-            let mut i = ends.partition_point(|&e| e < p.end) + 1;
-            while i < tree.len() {
-                add(&mut tree[i], &w, 1);
+            let mut i = self.ends.partition_point(|&e| e < p.end) + 1;
+            while i < self.tree.len() {
+                add(&mut self.tree[i], &w, 1);
                 i += i & i.wrapping_neg();
             }
-            next += 1;
+            self.next += 1;
         }
+    }
+
+    /// Σ w of the inserted calls ending at or before `b`.
+    fn below(&self, b: i64) -> Sums {
         let mut got = [0i128; WEIGHTS];
-        let mut i = ends.partition_point(|&e| e <= b);
+        let mut i = self.ends.partition_point(|&e| e <= b);
         while i > 0 {
-            add(&mut got, &tree[i], 1);
+            add(&mut got, &self.tree[i], 1);
             i &= i - 1;
         }
-        if let Some(o) = out.get_mut(row as usize) {
-            add(o, &got, sign);
+        got
+    }
+
+    /// A maximal instance [ts, end] of a row visited; `reach`: the end of
+    /// the row's previous maximal instance on the thread, if any.
+    pub fn instance(&mut self, out: &mut Sums, reach: Option<i64>, ts: i64, end: i64) {
+        self.advance(Some(ts));
+        if let Some(b) = reach {
+            add(out, &self.below(b), 1);
         }
+        add(out, &self.below(end), -1);
+    }
+
+    /// The thread's end, for a row whose last maximal instance ends at `reach`.
+    pub fn last(&mut self, out: &mut Sums, reach: i64) {
+        self.advance(None);
+        add(out, &self.below(reach), 1);
+    }
+}
+
+/// Adds to `out[row]` the weights of the `points` (one thread's calls)
+/// inside any of the row's `maximal` instances (on the same thread): the
+/// [`Online`] sums over instances given at once (tests, and a check of
+/// the sweep's use of them).
+#[cfg(test)]
+pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut [Sums]) {
+    points.sort_unstable_by_key(|p| p.ts);
+    maximal.sort_unstable_by_key(|m| m.ts);
+    let mut online = Online::new(points);
+    let mut reach: std::collections::BTreeMap<u32, i64> = Default::default();
+    for m in maximal.iter() {
+        let prev = reach.insert(m.row, m.end);
+        online.instance(&mut out[m.row as usize], prev, m.ts, m.end);
+    }
+    for (row, b) in reach {
+        online.last(&mut out[row as usize], b);
     }
 }
 
@@ -153,5 +196,60 @@ mod tests {
         assert_eq!(out[0][0], 4); // (58, 95) ends after both
         assert_eq!(out[1][0], brute(1, &m0, &p0));
         assert_eq!(out[0][2], 3 + 5 + 15 + 5);
+    }
+
+    /// Random maximal instances (per row: increasing starts and ends, as
+    /// the sweep finds them) and calls against brute force, every weight.
+    #[test]
+    fn random_instances_equal_brute_force() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut rnd = |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n) as i64
+        };
+        for _ in 0..200 {
+            let rows = 1 + rnd(4) as u32;
+            let mut maximal = Vec::new();
+            for row in 0..rows {
+                let (mut ts, mut end) = (rnd(20), 0);
+                for _ in 0..rnd(5) {
+                    end = (end + 1).max(ts + rnd(30));
+                    maximal.push(Maximal { row, ts, end });
+                    ts += 1 + rnd(15);
+                    if ts >= end {
+                        end = ts;
+                    }
+                }
+            }
+            let mut points: Vec<Point> = (0..rnd(30))
+                .map(|_| {
+                    let t = rnd(120);
+                    Point {
+                        ts: t,
+                        end: t + rnd(10),
+                        w: [1, rnd(3), rnd(100), rnd(7)],
+                    }
+                })
+                .collect();
+            let want: Vec<Sums> = (0..rows)
+                .map(|row| {
+                    let mut s = [0i128; WEIGHTS];
+                    for p in &points {
+                        if maximal
+                            .iter()
+                            .any(|m| m.row == row && m.ts <= p.ts && p.end <= m.end)
+                        {
+                            add(&mut s, &p.w.map(i128::from), 1);
+                        }
+                    }
+                    s
+                })
+                .collect();
+            let mut out = vec![[0i128; WEIGHTS]; rows as usize];
+            add_sums(&mut points, &mut maximal, &mut out);
+            assert_eq!(out, want);
+        }
     }
 }

@@ -5,7 +5,7 @@
 
 use super::contain::Sweep;
 use super::gaps::{self, StreamAct};
-use super::inclusive::{self, Maximal, Point, WEIGHTS};
+use super::inclusive::{Online, Point, WEIGHTS};
 use super::{
     HostOp, LaunchStats, Linked, OpRow, Ops, OpsSummary, QueueStats, Thresholds, TimeStats,
     TraceOps, HOST_CATEGORIES, LONG_LAUNCH_DELAY_NS, LONG_RUNTIME_NS, NO_OP, SHORT_GPU_CPU_MAX_NS,
@@ -346,20 +346,21 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    let swept = sweep_threads(&ops, &calls, &mut calls_by_lane, &op_row, &mut rows);
+    let swept = sweep_threads(
+        &ops,
+        &calls,
+        &launched,
+        &mut calls_by_lane,
+        &op_row,
+        &mut rows,
+    );
     let attributed = attribute_calls(&calls, &launched, &swept, &ops, &op_row, &mut rows);
-    // The ops are no longer needed: the inclusive sums below need only the
-    // maximal instances, and they may be the largest part of the peak.
     let host_ops = ops.len() as u64;
     drop(ops);
     drop(op_row);
 
-    let Swept {
-        mut maximal,
-        op_spans,
-        ..
-    } = swept;
-    inclusive_totals(&calls, &launched, &calls_by_lane, &mut maximal, &mut rows);
+    let Swept { sums, op_spans, .. } = swept;
+    inclusive_totals(&sums, &mut rows);
     let mut out_rows: Vec<OpRow> = rows.rows.into_iter().map(|a| a.row).collect();
     sort_rows(&mut out_rows);
 
@@ -391,11 +392,12 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     }
 }
 
-/// What the threads' sweeps give: per thread its maximal-of-name instances
-/// (O5) and its ops' [first start, last end) (O9's host window); per
-/// runtime call its launcher (O2) and top-level op (O4), op positions.
+/// What the threads' sweeps give: per row its inclusive sums (O3, O5's
+/// sync: launches, activities, GPU ns, sync ns), per thread its ops'
+/// [first start, last end) (O9's host window); per runtime call its
+/// launcher (O2) and top-level op (O4), op positions.
 struct Swept {
-    maximal: Vec<Vec<Maximal>>,
+    sums: Vec<[i128; WEIGHTS]>,
     op_spans: Vec<Option<(i64, i64)>>,
     launcher: Vec<Option<u32>>,
     top: Vec<Option<u32>>,
@@ -410,7 +412,9 @@ struct ThreadRows<'a> {
     covered: Covered,
     /// Per row: the latest end of its instances so far (O5's maximal).
     reach: HashMap<u32, i64>,
-    maximal: Vec<Maximal>,
+    /// The inclusive sums of O3, asked as the maximal instances are found.
+    online: Online<'a>,
+    sums: &'a mut Vec<[i128; WEIGHTS]>,
     launcher: &'a mut [Option<u32>],
     top: &'a mut [Option<u32>],
 }
@@ -435,9 +439,14 @@ impl super::contain::Visitor for ThreadRows<'_> {
         let far = self.reach.entry(row).or_insert(i64::MIN);
         if *far < end {
             // Not enclosed by an earlier instance of its name.
+            let prev = (*far != i64::MIN).then_some(*far);
             *far = end;
             r.cpu_total_ns = r.cpu_total_ns.saturating_add(o.dur);
-            self.maximal.push(Maximal { row, ts: o.ts, end });
+            if self.sums.len() <= row as usize {
+                self.sums.resize(row as usize + 1, [0; WEIGHTS]);
+            }
+            self.online
+                .instance(&mut self.sums[row as usize], prev, o.ts, end);
         }
         if let Some(p) = parent {
             self.cut(p, o.ts, end);
@@ -463,13 +472,14 @@ impl super::contain::Visitor for ThreadRows<'_> {
 fn sweep_threads(
     ops: &[HostOp],
     calls: &[Linked],
+    launched: &[Launch],
     calls_by_lane: &mut [Vec<u32>],
     op_row: &[u32],
     rows: &mut RowSet,
 ) -> Swept {
     let lanes = calls_by_lane.len();
     let mut out = Swept {
-        maximal: Vec::with_capacity(lanes),
+        sums: Vec::new(),
         op_spans: vec![None; lanes],
         launcher: vec![None; calls.len()],
         top: vec![None; calls.len()],
@@ -484,6 +494,7 @@ fn sweep_threads(
             out.op_spans[lane] = Some((first.ts, last));
         }
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
+        let points = points_of(cs, calls, launched);
         let mut t = ThreadRows {
             ops,
             calls,
@@ -491,7 +502,8 @@ fn sweep_threads(
             rows: &mut *rows,
             covered: Covered::new(lo, hi - lo),
             reach: HashMap::new(),
-            maximal: Vec::new(),
+            online: Online::new(&points),
+            sums: &mut out.sums,
             launcher: &mut out.launcher,
             top: &mut out.top,
         };
@@ -501,7 +513,15 @@ fn sweep_threads(
         });
         let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
         super::contain::sweep_thread(visits, by_start, &mut t);
-        out.maximal.push(t.maximal);
+        let ThreadRows {
+            reach,
+            mut online,
+            sums,
+            ..
+        } = t;
+        for (row, b) in reach {
+            online.last(&mut sums[row as usize], b);
+        }
         lo = hi;
     }
     out
@@ -591,36 +611,33 @@ fn add_launch(s: &mut OpRow, l: &Launch, p: &PerLaunch) {
     s.queue_delay_ns_sum = s.queue_delay_ns_sum.saturating_add(p.queue);
 }
 
-/// Inclusive (O3) and sync time (O5), once per name; the rows' totals,
-/// host time, `launch_bound` (O8) and latency medians.
-fn inclusive_totals(
-    calls: &[Linked],
-    launched: &[Launch],
-    calls_by_lane: &[Vec<u32>],
-    maximal: &mut [Vec<Maximal>],
-    rows: &mut RowSet,
-) {
-    let mut sums = vec![[0i128; WEIGHTS]; rows.rows.len()];
-    for (lane, cs) in calls_by_lane.iter().enumerate() {
-        let mut points: Vec<Point> = cs
-            .iter()
-            .map(|&ci| {
-                let (c, l) = (&calls[ci as usize], &launched[ci as usize]);
-                Point {
-                    ts: c.ts,
-                    end: end_of(c.ts, c.dur),
-                    w: [
-                        i64::from(l.first.is_some()),
-                        l.acts as i64,
-                        l.gpu,
-                        if l.sync { c.dur } else { 0 },
-                    ],
-                }
-            })
-            .collect();
-        inclusive::add_sums(&mut points, &mut maximal[lane], &mut sums);
-    }
-    for (acc, s) in rows.rows.iter_mut().zip(&sums) {
+/// A thread's runtime calls (sorted by start) as the weights they add to
+/// each name holding them (O3, O5's sync).
+fn points_of(cs: &[u32], calls: &[Linked], launched: &[Launch]) -> Vec<Point> {
+    cs.iter()
+        .map(|&ci| {
+            let (c, l) = (&calls[ci as usize], &launched[ci as usize]);
+            Point {
+                ts: c.ts,
+                end: end_of(c.ts, c.dur),
+                w: [
+                    i64::from(l.first.is_some()),
+                    l.acts as i64,
+                    l.gpu,
+                    if l.sync { c.dur } else { 0 },
+                ],
+            }
+        })
+        .collect()
+}
+
+/// Inclusive (O3) and sync time (O5), once per name (`sums`, from the
+/// sweeps); the rows' totals, host time, `launch_bound` (O8) and latency
+/// medians.
+fn inclusive_totals(sums: &[[i128; WEIGHTS]], rows: &mut RowSet) {
+    let zero = [0i128; WEIGHTS];
+    let sums = (0..rows.rows.len()).map(|i| sums.get(i).unwrap_or(&zero));
+    for (acc, s) in rows.rows.iter_mut().zip(sums) {
         let r = &mut acc.row;
         if r.cat.is_none() {
             // The pseudo-row holds what no op encloses: its self figures.

@@ -21,6 +21,7 @@
 #   ops         torchtrace -q ops FILE                      (every host op, runtime call and activity)
 #   idle        torchtrace -q idle FILE                     (every activity and runtime call)
 #   batch       torchtrace batch -q --no-figures -o TMP FILE (every analysis, one pass)
+#   export      torchtrace -q export FILE -o TMP            (the four Parquet tables; their sizes printed)
 # and with BASE set, the same torchtrace commands with the old binary
 # (names prefixed `old-`). Prints a Markdown table: median wall s
 # (min–max), × zcat and × inflate (diff: × 2 zcat, × 2 inflate), median CPU s (user+sys), peak RSS MB
@@ -92,7 +93,7 @@ trap 'rm -rf "$OUT"' EXIT
 NAMES=(zcat inflate)
 CMDS=("zcat '$FILE' > /dev/null" "target/release/examples/inflate '$FILE' > /dev/null")
 # The torchtrace commands, `%TT%` standing for the binary.
-TT_NAMES=(pair kernels hierarchy iterations diff ops idle batch)
+TT_NAMES=(pair kernels hierarchy iterations diff ops idle batch export)
 TT_CMDS=(
     "%TT% -q pair '$FILE' > /dev/null"
     "%TT% -q kernels '$FILE' > /dev/null"
@@ -102,6 +103,7 @@ TT_CMDS=(
     "%TT% -q ops '$FILE' > /dev/null"
     "%TT% -q idle '$FILE' > /dev/null"
     "%TT% batch -q --no-figures -o '$OUT/batch-%N%' '$FILE' > /dev/null"
+    "%TT% -q export '$FILE' -o '$OUT/export-%N%' > /dev/null"
 )
 add_tt() { # prefix binary
     for i in "${!TT_NAMES[@]}"; do
@@ -141,6 +143,10 @@ for ((r = 1; r <= RUNS; r++)); do
         printf '%s\t%s\t%s\t%s\n' "$name" "$(((t1 - t0) / 1000))" "$rss" "$cpu" >> "$RES"
         awk -v r="$r" -v n="$name" -v ns="$((t1 - t0))" 'BEGIN { printf "bench: run %d %-14s %7.3f s\n", r, n, ns / 1e9 }' >&2
     done
+done
+
+for d in "$OUT"/export-*; do
+    [[ -d $d ]] && echo "bench: $(basename "$d"): $(cd "$d" && stat -c '%n %s B' *.parquet | paste -sd, -)" >&2
 done
 
 python3 - "$RES" "$BYTES" "$FILE" "$RUNS" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "${NAMES[@]}" << 'EOF'

@@ -224,18 +224,18 @@ pub trait Command: Analysis {
     /// Its section of a `batch` campaign's outputs (with `IN_BATCH`):
     /// Markdown for `report.md`, CSV files and figures, from the
     /// campaign's traces as batch grouped and matched them
-    /// ([`crate::analysis::campaign`]). `None` (the default): nothing
+    /// ([`crate::campaign`]). `None` (the default): nothing
     /// beyond the fixed outputs.
     fn batch_section(
-        _campaign: &crate::analysis::Campaign<'_>,
-    ) -> Option<crate::analysis::Section> {
+        _campaign: &crate::campaign::Campaign<'_>,
+    ) -> Option<crate::campaign::Section> {
         None
     }
     /// What `batch` prints on stdout for the campaign (the first registry
     /// entry with one is printed); `None` (the default): nothing.
     fn batch_stdout(
-        _campaign: &crate::analysis::Campaign<'_>,
-    ) -> Option<crate::analysis::Headline> {
+        _campaign: &crate::campaign::Campaign<'_>,
+    ) -> Option<crate::campaign::Headline> {
         None
     }
     /// Its columns in `batch`'s `traces.csv` (one row per input file),
@@ -258,7 +258,7 @@ pub trait Command: Analysis {
     /// is used, and a worker trace without them is in no match (`pair`'s:
     /// a trace without step contexts has nothing to compare). `None` (the
     /// default): nothing.
-    fn trace_facts(_output: &Self::Output) -> Option<crate::analysis::TraceFacts<'_>> {
+    fn trace_facts(_output: &Self::Output) -> Option<crate::campaign::TraceFacts<'_>> {
         None
     }
     /// Its figures in `results.json`'s comparison of an AR trace
@@ -267,7 +267,7 @@ pub trait Command: Analysis {
     fn batch_compare(
         _baseline: Option<&Self::Output>,
         _candidate: Option<&Self::Output>,
-    ) -> Option<crate::analysis::Compared> {
+    ) -> Option<crate::campaign::Compared> {
         None
     }
     /// Its figures over every run of each side of a workload
@@ -277,14 +277,14 @@ pub trait Command: Analysis {
         _workload: &str,
         _baseline: &[&Self::Output],
         _candidate: &[&Self::Output],
-    ) -> Option<crate::analysis::Pooled> {
+    ) -> Option<crate::campaign::Pooled> {
         None
     }
     /// Options `batch` gives it from the campaign's common flags where its
     /// own options do not name them (`hierarchy`'s chains: `--chain`, else
     /// the figures'). Default: none.
     fn batch_defaults(
-        _campaign: &crate::batch::records::CampaignOptions,
+        _campaign: &crate::campaign::CampaignOptions,
     ) -> serde_json::Map<String, serde_json::Value> {
         serde_json::Map::new()
     }
@@ -510,11 +510,11 @@ pub fn run_named(
     common: &Common,
     options: &serde_json::Value,
 ) -> Result<AnyOutcome, ApiError> {
-    let entry = crate::analyses::REGISTRY
+    let entry = crate::registry::REGISTRY
         .iter()
         .find(|e| e.name == name)
         .ok_or_else(|| {
-            let known: Vec<&str> = crate::analyses::REGISTRY.iter().map(|e| e.name).collect();
+            let known: Vec<&str> = crate::registry::REGISTRY.iter().map(|e| e.name).collect();
             ApiError::Arguments(format!(
                 "no analysis {name:?} (there are: {})",
                 known.join(", ")

@@ -12,7 +12,7 @@
 use super::compare::{Comparison, KernelDiff};
 use super::view::{families_csv, kernels_csv};
 use super::{compare, Diff};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 use crate::text::ellipsize_middle as ellipsize;

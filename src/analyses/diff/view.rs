@@ -96,7 +96,7 @@ impl Command for Diff {
 
     /// Each trace's per-name table travels in records; the section
     /// compares each workload's AR and MTP tables (`super::batch`).
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 

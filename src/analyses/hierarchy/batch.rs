@@ -8,7 +8,7 @@
 
 use super::view::function_columns;
 use super::{compare, FunctionStats, Hierarchy, TraceHierarchy};
-use crate::analysis::{Campaign, Section, SectionFile};
+use crate::campaign::{Campaign, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 
 /// Its entry in report.md's `Files:` line.

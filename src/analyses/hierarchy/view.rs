@@ -187,14 +187,14 @@ impl Command for Hierarchy {
     const LEGACY_TRACE_KEYS: bool = true;
     const BATCH_LISTED: Option<&'static str> = Some(super::batch::LISTED);
 
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 
     /// Table 9's chains: `--chain`, else the figures' (so that Table 9 and
     /// figure 4 agree), unless the hierarchy options name their own.
     fn batch_defaults(
-        campaign: &crate::batch::records::CampaignOptions,
+        campaign: &crate::campaign::CampaignOptions,
     ) -> serde_json::Map<String, serde_json::Value> {
         let chains: Vec<String> = if campaign.chains.is_empty() {
             let chains = super::DEFAULT_PLOT_CHAINS.iter();

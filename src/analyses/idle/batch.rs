@@ -10,7 +10,7 @@
 //! as `torchtrace idle AR MTP` prints them.
 
 use super::{compare, round_ratio, Comparison, Idle, Part, TraceIdle};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 

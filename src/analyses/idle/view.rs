@@ -96,7 +96,7 @@ impl Command for Idle {
     }
 
     /// report.md's "Where the GPU waits", idle_steps.csv and figure 11.
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 

@@ -13,7 +13,7 @@
 
 use super::view::{columns, decomposition_rows};
 use super::{compare, Comparison, Iterations, Phase, TraceIterations};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, Match, Section, SectionFile};
 use crate::plot::{
     series_color, BarGroup, BoxGroup, BoxPlots, BoxSeries, Picture, Segment, StackedBar,
     StackedBars, SERIES,

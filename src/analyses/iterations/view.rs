@@ -115,7 +115,7 @@ impl Command for Iterations {
         IterationsReport::new(outputs)
     }
 
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 

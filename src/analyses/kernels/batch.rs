@@ -7,7 +7,7 @@
 
 use super::view::TIMELINE;
 use super::{compare, Kernels, TraceKernels};
-use crate::analysis::{Campaign, Section, SectionFile};
+use crate::campaign::{Campaign, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 
 /// The section: the tables (empty ones too, as batch has always written

@@ -108,7 +108,7 @@ impl Command for Kernels {
         KernelsReport::new(outputs)
     }
 
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 
@@ -118,9 +118,9 @@ impl Command for Kernels {
     fn batch_compare(
         b: Option<&TraceKernels>,
         c: Option<&TraceKernels>,
-    ) -> Option<crate::analysis::Compared> {
+    ) -> Option<crate::campaign::Compared> {
         let cmp = b.zip(c).map(|(b, c)| super::compare(b, c));
-        Some(crate::analysis::Compared::nested(cmp))
+        Some(crate::campaign::Compared::nested(cmp))
     }
 }
 

@@ -12,7 +12,7 @@
 
 use super::view::{compare, count_per_token, OpsComparison};
 use super::{Ops, TraceOps};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 

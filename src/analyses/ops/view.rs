@@ -225,7 +225,7 @@ impl Command for Ops {
         OpsReport::new(outputs, spec.clone())
     }
 
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 

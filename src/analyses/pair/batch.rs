@@ -8,7 +8,7 @@
 //! bytes.)
 
 use super::{compare, Pair, TracePairs};
-use crate::analysis::{Campaign, Headline, Section, SectionFile};
+use crate::campaign::{Campaign, Headline, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 
 /// Its entry in report.md's `Files:` line.

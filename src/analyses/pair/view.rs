@@ -169,11 +169,11 @@ impl Command for Pair {
     const LEGACY_TRACE_KEYS: bool = true;
     const BATCH_LISTED: Option<&'static str> = Some(super::batch::LISTED);
 
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 
-    fn batch_stdout(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Headline> {
+    fn batch_stdout(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Headline> {
         super::batch::headline(c)
     }
 
@@ -184,8 +184,8 @@ impl Command for Pair {
 
     /// Step names and rank: batch matches the traces that have step
     /// contexts to compare.
-    fn trace_facts(p: &TracePairs) -> Option<crate::analysis::TraceFacts<'_>> {
-        Some(crate::analysis::TraceFacts {
+    fn trace_facts(p: &TracePairs) -> Option<crate::campaign::TraceFacts<'_>> {
+        Some(crate::campaign::TraceFacts {
             step_names: &p.step_names,
             rank: p.meta.rank,
         })
@@ -195,8 +195,8 @@ impl Command for Pair {
     fn batch_compare(
         b: Option<&TracePairs>,
         c: Option<&TracePairs>,
-    ) -> Option<crate::analysis::Compared> {
-        Some(crate::analysis::Compared::flattened(pair::compare(b?, c?)))
+    ) -> Option<crate::campaign::Compared> {
+        Some(crate::campaign::Compared::flattened(pair::compare(b?, c?)))
     }
 
     /// Σ GPU spans / Σ tokens of each mode, the pooled context counts and
@@ -205,7 +205,7 @@ impl Command for Pair {
         workload: &str,
         b: &[&TracePairs],
         c: &[&TracePairs],
-    ) -> Option<crate::analysis::Pooled> {
+    ) -> Option<crate::campaign::Pooled> {
         let b = pair::pool(&format!("{workload} AR (pooled)"), b)?;
         let c = pair::pool(&format!("{workload} candidate (pooled)"), c)?;
         let cmp = pair::compare(&b, &c);
@@ -215,8 +215,8 @@ impl Command for Pair {
             f(cmp.s_context, 3),
             f(cmp.context_reduction_pct, 1),
         );
-        Some(crate::analysis::Pooled {
-            figures: crate::analysis::Compared::flattened(cmp),
+        Some(crate::campaign::Pooled {
+            figures: crate::campaign::Compared::flattened(cmp),
             note: Some(note),
         })
     }

@@ -12,7 +12,7 @@
 use super::align::RunReport;
 use super::view::{csv_tables, RanksReport};
 use super::{RankTrace, Ranks, RanksConfig};
-use crate::analysis::{Campaign, Section, SectionFile};
+use crate::campaign::{Campaign, Section, SectionFile};
 use crate::plot::{Picture, PlotError};
 use crate::report::{self, Cell, Table};
 use std::path::Path;

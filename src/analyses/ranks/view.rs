@@ -128,7 +128,7 @@ impl Command for Ranks {
     }
 
     /// The campaign's rank files grouped into runs (`super::batch`).
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
+    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
         super::batch::section(c)
     }
 

@@ -1,3 +1,10 @@
+//! The campaign contract: what `batch` gives an analysis and what the
+//! analysis gives back, known to `batch`, the registry, the analyses and
+//! the drawing kit alike, above the engine and below all of them — the
+//! options that travel with a campaign ([`CampaignOptions`]), the
+//! campaign as a section sees it ([`Campaign`]), the sections, figures
+//! ([`Picture`]) and comparisons an analysis adds.
+//!
 //! The registry hook for `batch`'s outputs: an analysis that is a
 //! subcommand may add its own section to a campaign's outputs
 //! ([`crate::api::Command::batch_section`]) — Markdown for `report.md`,
@@ -31,8 +38,13 @@
 //! ([`Match`], rank by rank). An analysis over groups of traces (the
 //! ranks of one run, say) uses [`Campaign::groups`] instead.
 
-use super::{Analysis, Results};
-use crate::plot::Picture;
+mod options;
+mod picture;
+
+pub use options::CampaignOptions;
+pub use picture::{Picture, PlotError};
+
+use crate::analysis::{Analysis, Results};
 use crate::runinfo::RunInfo;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -412,39 +424,6 @@ mod fields {
             Ok(())
         }
     }
-}
-
-/// Every analysis's figures of a matched pair of traces
-/// ([`crate::api::Command::batch_compare`]), in registry order.
-pub fn compare(baseline: &Results, candidate: &Results) -> Figures {
-    let hooks = crate::analyses::REGISTRY
-        .iter()
-        .filter_map(|e| Some((e.key, e.compare_fn()?)));
-    Figures(
-        hooks
-            .filter_map(|(key, f)| Some((key, f(baseline, candidate)?)))
-            .collect(),
-    )
-}
-
-/// Every analysis's figures over a workload's runs of each side
-/// ([`crate::api::Command::batch_pool`]), in registry order, and their
-/// notes.
-pub fn pool(
-    workload: &str,
-    baseline: &[&Results],
-    candidate: &[&Results],
-) -> (Figures, Vec<String>) {
-    let mut figures = Figures::default();
-    let mut notes = Vec::new();
-    for e in crate::analyses::REGISTRY {
-        let Some(p) = e.pool_fn().and_then(|f| f(workload, baseline, candidate)) else {
-            continue;
-        };
-        figures.0.push((e.key, p.figures));
-        notes.extend(p.note);
-    }
-    (figures, notes)
 }
 
 /// Whether `name` is a name a section may write: ASCII letters, digits,

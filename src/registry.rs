@@ -1,8 +1,8 @@
 //! The registry: every analysis torchtrace knows, one line each
 //! ([`REGISTRY`]), and what the code that names no analysis needs to know
 //! of one ([`Entry`]): its engine [`Kind`], and, for a subcommand, how to
-//! run it, add it to a plan and what it gives a campaign (the hooks of
-//! [`crate::api::Command`], type-erased).
+//! run it ([`crate::api::Command`]), add it to `batch`'s plan and what it
+//! gives a campaign (the hooks of [`InBatch`], type-erased).
 //!
 //! ```text
 //!  cli, api, batch, python ─► registry (REGISTRY, Entry; Plan::new; Results' Deserialize)
@@ -24,7 +24,7 @@ use crate::analyses::{diff, hierarchy, idle, iterations, kernels, ops, pair, ran
 use crate::analysis::{Analysis, Kind, Order, Plan, Results};
 use crate::api::{AnyOutcome, ApiError, Command, Common};
 use crate::campaign::{
-    Campaign, CampaignOptions, Compared, Figures, Headline, Pooled, Section, TraceFacts,
+    Campaign, CampaignOptions, Compared, Figures, Headline, InBatch, Pooled, Section, TraceFacts,
 };
 use crate::contexts::Selector;
 use serde::de::DeserializeSeed;
@@ -35,14 +35,14 @@ use std::fmt;
 pub static REGISTRY: &[Entry] = ENTRIES;
 
 const ENTRIES: &[Entry] = &[
-    Entry::command::<pair::Pair>(),
-    Entry::command::<hierarchy::Hierarchy>(),
-    Entry::command::<kernels::Kernels>(),
-    Entry::command::<iterations::Iterations>(),
-    Entry::command::<diff::Diff>(),
-    Entry::command::<ranks::Ranks>(),
-    Entry::command::<ops::Ops>(),
-    Entry::command::<idle::Idle>(),
+    Entry::in_batch::<pair::Pair>(),
+    Entry::in_batch::<hierarchy::Hierarchy>(),
+    Entry::in_batch::<kernels::Kernels>(),
+    Entry::in_batch::<iterations::Iterations>(),
+    Entry::in_batch::<diff::Diff>(),
+    Entry::in_batch::<ranks::Ranks>(),
+    Entry::in_batch::<ops::Ops>(),
+    Entry::in_batch::<idle::Idle>(),
 ];
 
 /// The registry's kinds, in its order: the [`Order`] of torchtrace's plans
@@ -99,19 +99,19 @@ pub type BatchStdout = fn(&Campaign<'_>) -> Option<Headline>;
 pub type TraceColumnsFn = fn(&[&Results]) -> TraceColumns;
 
 /// What a trace's results say of its run, for `batch`'s matching
-/// ([`Command::trace_facts`]).
+/// ([`InBatch::trace_facts`]).
 pub type FactsFn = for<'a> fn(&'a Results) -> Option<TraceFacts<'a>>;
 
 /// An analysis's figures of a matched (baseline, candidate) pair of
-/// traces ([`Command::batch_compare`]).
+/// traces ([`InBatch::batch_compare`]).
 pub type CompareFn = fn(&Results, &Results) -> Option<Compared>;
 
 /// An analysis's figures over a workload's runs of each side
-/// ([`Command::batch_pool`]).
+/// ([`InBatch::batch_pool`]).
 pub type PoolFn = fn(&str, &[&Results], &[&Results]) -> Option<Pooled>;
 
 /// The options `batch` gives an analysis from the campaign's flags
-/// ([`Command::batch_defaults`]).
+/// ([`InBatch::batch_defaults`]).
 pub type DefaultsFn = fn(&CampaignOptions) -> serde_json::Map<String, serde_json::Value>;
 
 /// One file's `traces.csv` cells of one analysis.
@@ -176,22 +176,28 @@ impl Entry {
     }
 
     /// The registry line of analysis `A` that is also a subcommand (and
-    /// a Python function): `torchtrace.run(NAME, …)` finds it here.
+    /// a Python function): `torchtrace.run(NAME, …)` finds it here. It is
+    /// not run by `batch` ([`Entry::in_batch`] is).
     pub const fn command<A: Command>() -> Entry {
         let mut e = Entry::of::<A>();
         e.command = Some(crate::api::run_json::<A>);
-        if A::IN_BATCH {
-            e.add_to = Some(crate::api::add_json::<A>);
-            e.section = Some(A::batch_section);
-            e.stdout = Some(A::batch_stdout);
-            e.listed = A::BATCH_LISTED;
-            e.trace_columns = Some(trace_columns::<A>);
-            e.report_columns = Some(report_columns::<A>);
-            e.facts = Some(facts_of::<A>);
-            e.compare = Some(compare_of::<A>);
-            e.pool = Some(pool_of::<A>);
-            e.defaults = Some(A::batch_defaults);
-        }
+        e
+    }
+
+    /// The registry line of a subcommand that `batch` also runs on every
+    /// worker trace, with its campaign hooks ([`InBatch`]).
+    pub const fn in_batch<A: Command + InBatch>() -> Entry {
+        let mut e = Entry::command::<A>();
+        e.add_to = Some(crate::api::add_json::<A>);
+        e.section = Some(A::batch_section);
+        e.stdout = Some(A::batch_stdout);
+        e.listed = A::BATCH_LISTED;
+        e.trace_columns = Some(trace_columns::<A>);
+        e.report_columns = Some(report_columns::<A>);
+        e.facts = Some(facts_of::<A>);
+        e.compare = Some(compare_of::<A>);
+        e.pool = Some(pool_of::<A>);
+        e.defaults = Some(A::batch_defaults);
         e
     }
 
@@ -201,55 +207,55 @@ impl Entry {
     }
 
     /// Its columns of `report.md`'s "Worker traces" table, if it runs in
-    /// batch ([`Command::report_columns`]): labels as heads.
+    /// batch ([`InBatch::report_columns`]): labels as heads.
     pub fn report_columns_fn(&self) -> Option<TraceColumnsFn> {
         self.report_columns
     }
 
     /// What a trace's results say of its run, if it runs in batch
-    /// ([`Command::trace_facts`]).
+    /// ([`InBatch::trace_facts`]).
     pub fn facts_fn(&self) -> Option<FactsFn> {
         self.facts
     }
 
     /// Its figures of a matched pair of traces, if it runs in batch
-    /// ([`Command::batch_compare`]).
+    /// ([`InBatch::batch_compare`]).
     pub fn compare_fn(&self) -> Option<CompareFn> {
         self.compare
     }
 
     /// Its figures over a workload's runs, if it runs in batch
-    /// ([`Command::batch_pool`]).
+    /// ([`InBatch::batch_pool`]).
     pub fn pool_fn(&self) -> Option<PoolFn> {
         self.pool
     }
 
     /// The options batch gives it from the campaign's flags, if it runs in
-    /// batch ([`Command::batch_defaults`]).
+    /// batch ([`InBatch::batch_defaults`]).
     pub fn defaults_fn(&self) -> Option<DefaultsFn> {
         self.defaults
     }
 
     /// Its columns of `batch`'s `traces.csv`, if it runs in batch:
-    /// [`Command::trace_columns`], type-erased.
+    /// [`InBatch::trace_columns`], type-erased.
     pub fn trace_columns_fn(&self) -> Option<TraceColumnsFn> {
         self.trace_columns
     }
 
     /// Its entry in `batch`'s report.md `Files:` line:
-    /// [`Command::BATCH_LISTED`].
+    /// [`InBatch::BATCH_LISTED`].
     pub fn batch_listed(&self) -> Option<&'static str> {
         self.listed
     }
 
     /// What it prints on `batch`'s stdout, if it runs in batch:
-    /// [`Command::batch_stdout`].
+    /// [`InBatch::batch_stdout`].
     pub fn batch_stdout_fn(&self) -> Option<BatchStdout> {
         self.stdout
     }
 
     /// Its section of a campaign's outputs (`batch`'s report, files and
-    /// figures), if it runs in batch: [`Command::batch_section`].
+    /// figures), if it runs in batch: [`InBatch::batch_section`].
     pub fn batch_section_fn(&self) -> Option<BatchSection> {
         self.section
     }
@@ -275,9 +281,9 @@ impl fmt::Debug for Entry {
     }
 }
 
-fn trace_columns<A: Command>(all: &[&Results]) -> TraceColumns {
+fn trace_columns<A: InBatch>(all: &[&Results]) -> TraceColumns {
     let outputs: Vec<&A::Output> = all.iter().filter_map(|r| r.get::<A>()).collect();
-    let cols = A::campaign_trace_columns(&outputs);
+    let cols = A::trace_columns(&outputs);
     let heads = cols
         .iter()
         .map(|c| match A::LEGACY_TRACE_KEYS {
@@ -288,7 +294,7 @@ fn trace_columns<A: Command>(all: &[&Results]) -> TraceColumns {
     columns_of::<A>(heads, cols)
 }
 
-fn report_columns<A: Command>(_: &[&Results]) -> TraceColumns {
+fn report_columns<A: InBatch>(_: &[&Results]) -> TraceColumns {
     let cols = A::report_columns();
     let heads = cols
         .iter()
@@ -312,15 +318,15 @@ fn columns_of<A: Analysis>(
     }
 }
 
-fn facts_of<A: Command>(r: &Results) -> Option<TraceFacts<'_>> {
+fn facts_of<A: InBatch>(r: &Results) -> Option<TraceFacts<'_>> {
     r.get::<A>().and_then(A::trace_facts)
 }
 
-fn compare_of<A: Command>(b: &Results, c: &Results) -> Option<Compared> {
+fn compare_of<A: InBatch>(b: &Results, c: &Results) -> Option<Compared> {
     A::batch_compare(b.get::<A>(), c.get::<A>())
 }
 
-fn pool_of<A: Command>(workload: &str, b: &[&Results], c: &[&Results]) -> Option<Pooled> {
+fn pool_of<A: InBatch>(workload: &str, b: &[&Results], c: &[&Results]) -> Option<Pooled> {
     fn outputs<'r, A: Analysis>(side: &[&'r Results]) -> Vec<&'r A::Output> {
         side.iter().filter_map(|r| r.get::<A>()).collect()
     }
@@ -328,14 +334,14 @@ fn pool_of<A: Command>(workload: &str, b: &[&Results], c: &[&Results]) -> Option
 }
 
 /// What a trace's results say of its run: the first registry entry's
-/// [`Command::trace_facts`] that gives them.
+/// [`InBatch::trace_facts`] that gives them.
 pub fn facts(results: &Results) -> Option<TraceFacts<'_>> {
     let mut hooks = REGISTRY.iter().filter_map(Entry::facts_fn);
     hooks.find_map(|f| f(results))
 }
 
 /// Every analysis's figures of a matched pair of traces
-/// ([`Command::batch_compare`]), in registry order.
+/// ([`InBatch::batch_compare`]), in registry order.
 pub fn compare(baseline: &Results, candidate: &Results) -> Figures {
     let hooks = REGISTRY
         .iter()
@@ -348,7 +354,7 @@ pub fn compare(baseline: &Results, candidate: &Results) -> Figures {
 }
 
 /// Every analysis's figures over a workload's runs of each side
-/// ([`Command::batch_pool`]), in registry order, and their notes.
+/// ([`InBatch::batch_pool`]), in registry order, and their notes.
 pub fn pool(
     workload: &str,
     baseline: &[&Results],

@@ -132,3 +132,33 @@ fn the_engine_imports_nothing_above_it() {
     let reg = fs::read_to_string(src("registry.rs")).expect("read registry.rs");
     assert!(reg.contains("pub static REGISTRY"));
 }
+
+#[test]
+fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
+    // api::Command holds the per-trace items only; what an analysis gives
+    // a campaign is `campaign::InBatch`, implemented in its batch.rs, and
+    // its view.rs does not call its batch.rs.
+    let bad = naming("api.rs", &["crate::campaign", "fn batch_", "IN_BATCH"]);
+    assert!(
+        bad.is_empty(),
+        "api::Command holds campaign hooks: {bad:#?}"
+    );
+    for a in [
+        "pair",
+        "hierarchy",
+        "kernels",
+        "iterations",
+        "diff",
+        "ranks",
+        "ops",
+        "idle",
+    ] {
+        let view = naming(&format!("analyses/{a}/view.rs"), &["batch::", "fn batch_"]);
+        assert!(
+            view.is_empty(),
+            "{a}'s view.rs calls its batch.rs: {view:#?}"
+        );
+        let batch = fs::read_to_string(src(&format!("analyses/{a}/batch.rs"))).expect("read");
+        assert!(batch.contains("impl InBatch for"), "{a}: no impl InBatch");
+    }
+}

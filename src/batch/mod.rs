@@ -139,7 +139,7 @@ pub struct WorkloadComparison {
     pub baseline_mode: String,
     pub candidate_mode: String,
     /// Each analysis's figures of the match
-    /// ([`crate::api::Command::batch_compare`]): `pair`'s S_context and
+    /// ([`crate::campaign::InBatch::batch_compare`]): `pair`'s S_context and
     /// ratios among these keys, `kernels`' under its key, …
     #[serde(flatten)]
     pub figures: Figures,
@@ -283,7 +283,7 @@ pub struct PooledComparison {
     /// Traces pooled on each side.
     pub baseline_traces: usize,
     pub candidate_traces: usize,
-    /// Each analysis's pooled figures ([`crate::api::Command::batch_pool`]).
+    /// Each analysis's pooled figures ([`crate::campaign::InBatch::batch_pool`]).
     #[serde(flatten)]
     pub figures: Figures,
 }

@@ -127,11 +127,6 @@ impl Command for Ranks {
         RanksReport::new(outputs, config)
     }
 
-    /// The campaign's rank files grouped into runs (`super::batch`).
-    fn batch_section(c: &crate::campaign::Campaign<'_>) -> Option<crate::campaign::Section> {
-        super::batch::section(c)
-    }
-
     fn report_said(report: &RanksReport) -> Said {
         Said {
             problems: Vec::new(),

@@ -35,7 +35,7 @@ pub fn problems_table(res: &BatchResult, skipped: bool) -> Table {
 }
 
 /// A short per-trace table for report.md: the trace, its status, mode
-/// and workload, then each analysis's [`crate::api::Command::report_columns`]
+/// and workload, then each analysis's [`crate::campaign::InBatch::report_columns`]
 /// (`pair`'s contexts, pairs, tokens and span medians).
 fn traces_overview(res: &BatchResult) -> Table {
     let workers: Vec<_> = res

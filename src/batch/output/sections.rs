@@ -51,7 +51,7 @@ pub fn campaign(res: &BatchResult) -> Campaign<'_> {
 }
 
 /// The registry entries' entries of report.md's `Files:` line, in
-/// registry order ([`crate::api::Command::BATCH_LISTED`]).
+/// registry order ([`crate::campaign::InBatch::BATCH_LISTED`]).
 pub fn listed() -> impl Iterator<Item = &'static str> {
     crate::registry::REGISTRY
         .iter()

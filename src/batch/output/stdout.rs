@@ -1,6 +1,6 @@
 //! What `batch` prints on stdout: a Markdown summary by default, else
 //! `results.json`, the headline table as CSV, or as a terminal table. The
-//! headline is the first registry entry's [`crate::api::Command::batch_stdout`]
+//! headline is the first registry entry's [`crate::campaign::InBatch::batch_stdout`]
 //! (`pair`'s Table 8).
 
 use super::report_md::problems_table;

@@ -1,6 +1,6 @@
 //! `traces.csv`: one row per input file, whatever became of it: the
 //! fixed columns (the file and its run information), then each
-//! analysis's own ([`crate::api::Command::trace_columns`], `NAME_key`, or
+//! analysis's own ([`crate::campaign::InBatch::trace_columns`], `NAME_key`, or
 //! the key itself for the legacy columns of `pair` and `hierarchy`), in
 //! registry order.
 

@@ -159,7 +159,8 @@ pub struct Said {
 /// An analysis that is also a per-trace subcommand (and a Python
 /// function): its options as users write them, how many traces it takes,
 /// what its figures make it say, and the report it prints. The generic
-/// [`run`] does the rest, the same for every analysis.
+/// [`run`] does the rest, the same for every analysis. What it gives a
+/// `batch` campaign is another trait, [`crate::campaign::InBatch`].
 pub trait Command: Analysis {
     /// The options as users write them: flags, Python keywords, records.
     /// Defined once, with their defaults (`#[serde(default)]`) and docs.
@@ -177,20 +178,6 @@ pub trait Command: Analysis {
     /// Its problems are printed after the report, as notes (the report
     /// shows them already, e.g. hierarchy's broken links).
     const PROBLEMS_AFTER_REPORT: bool = false;
-    /// Whether `batch` runs it on every trace (and writes its section and
-    /// `traces.csv` columns). A comparison of two traces can run too: its
-    /// per-trace figures travel in records and its [`Command::batch_section`]
-    /// compares the matched pairs (`diff` does).
-    const IN_BATCH: bool = true;
-    /// Its `traces.csv` keys are written as they are, without the `NAME_`
-    /// prefix: `pair`'s and `hierarchy`'s columns, older than the prefix,
-    /// keep the names users' scripts read.
-    const LEGACY_TRACE_KEYS: bool = false;
-    /// Its section's entry in `report.md`'s opening `Files:` line, after
-    /// `results.json` and `traces.csv` (`pair`: `[workloads.csv](workloads.csv)
-    /// / [workloads.md](workloads.md) (Table 8)`); `None` (the default): its
-    /// files are linked from its own section only.
-    const BATCH_LISTED: Option<&'static str> = None;
     /// A directory among the paths stands for the worker traces under it
     /// (`ranks` reads a run's directory).
     const TAKES_DIRECTORIES: bool = false;
@@ -220,79 +207,6 @@ pub trait Command: Analysis {
     /// trace index `paths.len()`.
     fn report_said(_report: &Self::Report) -> Said {
         Said::default()
-    }
-    /// Its section of a `batch` campaign's outputs (with `IN_BATCH`):
-    /// Markdown for `report.md`, CSV files and figures, from the
-    /// campaign's traces as batch grouped and matched them
-    /// ([`crate::analysis::campaign`]). `None` (the default): nothing
-    /// beyond the fixed outputs.
-    fn batch_section(
-        _campaign: &crate::analysis::Campaign<'_>,
-    ) -> Option<crate::analysis::Section> {
-        None
-    }
-    /// What `batch` prints on stdout for the campaign (the first registry
-    /// entry with one is printed); `None` (the default): nothing.
-    fn batch_stdout(
-        _campaign: &crate::analysis::Campaign<'_>,
-    ) -> Option<crate::analysis::Headline> {
-        None
-    }
-    /// Its columns in `batch`'s `traces.csv` (one row per input file),
-    /// after the fixed ones, each key prefixed with `NAME_` (unless
-    /// [`Command::LEGACY_TRACE_KEYS`]); empty (the default): none.
-    fn trace_columns() -> Vec<crate::views::Column<Self::Output>> {
-        Vec::new()
-    }
-    /// Its `traces.csv` columns when they depend on the campaign (one
-    /// column per chain function any trace has, say): `outputs` are its
-    /// figures of every file, in path order. Default: [`Command::trace_columns`].
-    fn campaign_trace_columns(
-        _outputs: &[&Self::Output],
-    ) -> Vec<crate::views::Column<Self::Output>> {
-        Self::trace_columns()
-    }
-    /// What its figures say of a trace's run, for `batch`'s matching: the
-    /// step names (the mode is read from them where nothing else gives it)
-    /// and the metadata's rank. The first registry entry that gives them
-    /// is used, and a worker trace without them is in no match (`pair`'s:
-    /// a trace without step contexts has nothing to compare). `None` (the
-    /// default): nothing.
-    fn trace_facts(_output: &Self::Output) -> Option<crate::analysis::TraceFacts<'_>> {
-        None
-    }
-    /// Its figures in `results.json`'s comparison of an AR trace
-    /// (baseline) matched with a trace of another mode (candidate), given
-    /// each side's figures where it ran. `None` (the default): none.
-    fn batch_compare(
-        _baseline: Option<&Self::Output>,
-        _candidate: Option<&Self::Output>,
-    ) -> Option<crate::analysis::Compared> {
-        None
-    }
-    /// Its figures over every run of each side of a workload
-    /// (`results.json`'s `pooled`; a workload is pooled when an analysis
-    /// gives them), and what the notes say of them. `None` (the default).
-    fn batch_pool(
-        _workload: &str,
-        _baseline: &[&Self::Output],
-        _candidate: &[&Self::Output],
-    ) -> Option<crate::analysis::Pooled> {
-        None
-    }
-    /// Options `batch` gives it from the campaign's common flags where its
-    /// own options do not name them (`hierarchy`'s chains: `--chain`, else
-    /// the figures'). Default: none.
-    fn batch_defaults(
-        _campaign: &crate::batch::records::CampaignOptions,
-    ) -> serde_json::Map<String, serde_json::Value> {
-        serde_json::Map::new()
-    }
-    /// Its columns in `report.md`'s "Worker traces" table, after the
-    /// trace, its status, mode and workload; labels are the headers.
-    /// Empty (the default): none.
-    fn report_columns() -> Vec<crate::views::Column<Self::Output>> {
-        Vec::new()
     }
 }
 
@@ -510,11 +424,11 @@ pub fn run_named(
     common: &Common,
     options: &serde_json::Value,
 ) -> Result<AnyOutcome, ApiError> {
-    let entry = crate::analyses::REGISTRY
+    let entry = crate::registry::REGISTRY
         .iter()
         .find(|e| e.name == name)
         .ok_or_else(|| {
-            let known: Vec<&str> = crate::analyses::REGISTRY.iter().map(|e| e.name).collect();
+            let known: Vec<&str> = crate::registry::REGISTRY.iter().map(|e| e.name).collect();
             ApiError::Arguments(format!(
                 "no analysis {name:?} (there are: {})",
                 known.join(", ")

@@ -1,8 +1,9 @@
 //! The structure rules of docs/ARCHITECTURE.md ("What may import what"),
 //! checked on the source text so a change that breaks one fails here:
 //! no source file over 1000 lines before its tests, the stores below the
-//! ledger and the step index, shared families in their neutral module,
-//! hierarchy's chains in hierarchy.
+//! ledger and the step index, the engine below everything that names an
+//! analysis, shared families in their neutral module, hierarchy's chains
+//! in hierarchy.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -95,4 +96,69 @@ fn analyses_share_families_and_chains_through_neutral_places() {
     assert!(bad.is_empty(), "hierarchy reads plot's chains: {bad:#?}");
     let fam = fs::read_to_string(src("families.rs")).expect("read families.rs");
     assert!(fam.contains("pub const FAMILIES"));
+}
+
+#[test]
+fn the_engine_imports_nothing_above_it() {
+    // src/analysis/ (Plan, drive, Kind, Results) knows no list of analyses:
+    // the registry gives the order of results, the campaign contract lives
+    // in src/campaign/, figures in the drawing kit.
+    let above = [
+        "crate::api",
+        "crate::batch",
+        "crate::analyses",
+        "crate::cli",
+        "crate::plot",
+        "crate::registry",
+        "crate::campaign",
+    ];
+    let bad = naming("analysis", &above);
+    assert!(bad.is_empty(), "src/analysis/ imports above it: {bad:#?}");
+    // The campaign contract is below the analyses, batch and the drawing
+    // kit: it names none of them.
+    let bad = naming(
+        "campaign",
+        &[
+            "crate::api",
+            "crate::batch",
+            "crate::analyses",
+            "crate::cli",
+            "crate::plot",
+            "crate::registry",
+        ],
+    );
+    assert!(bad.is_empty(), "src/campaign/ imports above it: {bad:#?}");
+    // The registry is where the list of analyses lives.
+    let reg = fs::read_to_string(src("registry.rs")).expect("read registry.rs");
+    assert!(reg.contains("pub static REGISTRY"));
+}
+
+#[test]
+fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
+    // api::Command holds the per-trace items only; what an analysis gives
+    // a campaign is `campaign::InBatch`, implemented in its batch.rs, and
+    // its view.rs does not call its batch.rs.
+    let bad = naming("api.rs", &["crate::campaign", "fn batch_", "IN_BATCH"]);
+    assert!(
+        bad.is_empty(),
+        "api::Command holds campaign hooks: {bad:#?}"
+    );
+    for a in [
+        "pair",
+        "hierarchy",
+        "kernels",
+        "iterations",
+        "diff",
+        "ranks",
+        "ops",
+        "idle",
+    ] {
+        let view = naming(&format!("analyses/{a}/view.rs"), &["batch::", "fn batch_"]);
+        assert!(
+            view.is_empty(),
+            "{a}'s view.rs calls its batch.rs: {view:#?}"
+        );
+        let batch = fs::read_to_string(src(&format!("analyses/{a}/batch.rs"))).expect("read");
+        assert!(batch.contains("impl InBatch for"), "{a}: no impl InBatch");
+    }
 }

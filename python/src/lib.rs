@@ -213,7 +213,7 @@ fn export(
 /// The analyses `run` knows: `(name, is_subcommand)` in registry order.
 #[pyfunction]
 fn analyses() -> Vec<(&'static str, bool)> {
-    torchtrace::analyses::REGISTRY
+    torchtrace::registry::REGISTRY
         .iter()
         .map(|e| (e.name, e.command_fn().is_some()))
         .collect()

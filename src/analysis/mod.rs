@@ -20,16 +20,14 @@
 //! Every subcommand and `batch` go through [`analyze_path`] or
 //! [`analyze_reader`]: this is the one place outside `trace/` where traces
 //! are read. A new analysis is a folder under `src/analyses/` implementing
-//! [`Analysis`], and one line in the registry (`crate::analyses::REGISTRY`).
+//! [`Analysis`], and one line in the registry above this module, which
+//! also gives the [`Order`] of results ([`Plan::in_order`]). The engine
+//! names no analysis and none of the layers above it: the registry, the
+//! subcommands, `batch`, the figures, the command line.
 
-pub mod campaign;
 mod results;
 
-pub use campaign::{
-    Campaign, CampaignTrace, Compared, Figures, Headline, Match, Pooled, Section, SectionFile,
-    TraceFacts,
-};
-pub use results::{AnyOutput, Entry, Results};
+pub use results::{AnyOutput, Kind, Order, Results, ResultsSeed};
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
 use crate::ledger::{self, Ledger};
@@ -211,8 +209,10 @@ impl<A: Analysis> Configured for ConfigOf<A> {
     }
 }
 
-/// The analyses to run over each trace, and how step contexts are chosen.
-/// Cloning is cheap: the configurations are shared.
+/// The analyses to run over each trace, how step contexts are chosen, and
+/// the order their results are kept in. Cloning is cheap: the
+/// configurations are shared. `Plan::new` (the registry's) orders results
+/// as the registry does.
 #[derive(Clone)]
 pub struct Plan {
     pub selector: Selector,
@@ -220,6 +220,7 @@ pub struct Plan {
     /// [`ReadOptions::default`], the environment's or 64 MiB.
     pub read: ReadOptions,
     analyses: Vec<Arc<dyn Configured>>,
+    order: Order,
 }
 
 impl Debug for Plan {
@@ -233,12 +234,20 @@ impl Debug for Plan {
 }
 
 impl Plan {
-    pub fn new(selector: Selector) -> Plan {
+    /// No analyses yet; their results are kept in `order` (analyses
+    /// outside it after, in the order they were added).
+    pub fn in_order(selector: Selector, order: Order) -> Plan {
         Plan {
             selector,
             read: ReadOptions::default(),
             analyses: Vec::new(),
+            order,
         }
+    }
+
+    /// The order results are kept in.
+    pub fn order(&self) -> Order {
+        self.order
     }
 
     /// The plan, reading its traces with `read` (e.g. `--max-event-size`).
@@ -248,7 +257,7 @@ impl Plan {
     }
 
     /// Adds the analysis that `config` configures. Order does not
-    /// matter: results are kept in registry order.
+    /// matter: results are kept in the plan's order.
     pub fn with<C: Configures>(self, config: C) -> Plan {
         self.with_analysis::<C::Analysis>(config)
     }
@@ -365,7 +374,7 @@ type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 
 /// Every analysis's finish, at the same time on scoped threads: they share
 /// only `finished`, read-only, and each puts its own result, so the results
-/// are the same whatever order they end in (kept in registry order).
+/// are the same whatever order they end in (kept in the plan's order).
 /// `batch`'s six finishes (the ledger's queries, the timeline, the
 /// iterations' sweep, …) ran one after another after the read: 1.47 s →
 /// 1.22 s on 16 cores for a 1.14 GB trace (BENCHMARKS.md).
@@ -387,9 +396,9 @@ type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 /// (BENCHMARKS.md, sixth lease).
 pub const MAX_FINISHING: usize = 3;
 
-fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
+fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>, order: Order) -> Results {
     let finish = |a: Box<dyn Stage>| {
-        let mut r = Results::default();
+        let mut r = Results::in_order(order);
         a.finish(finished, &mut r);
         r
     };
@@ -404,7 +413,7 @@ fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>) -> Results {
             finish,
         ),
     };
-    let mut results = Results::default();
+    let mut results = Results::in_order(order);
     for part in parts {
         results.absorb(part);
     }
@@ -516,7 +525,7 @@ where
         events,
         error: error.as_ref(),
     };
-    let results = finish_all(stages, &finished);
+    let results = finish_all(stages, &finished, plan.order);
     TraceResult {
         path: label.to_string(),
         meta: meta.clone(),

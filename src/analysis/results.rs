@@ -1,20 +1,22 @@
 //! The figures of every analysis of one trace, keyed by analysis: typed
 //! access for the code that knows an analysis ([`Results::get`]), and a
 //! serde form for the code that does not (records, `merge`, Python), in
-//! registry order, so documents keep one key order whatever the plan's.
+//! the plan's [`Order`] (the registry's, for torchtrace's plans: the
+//! engine knows no list of analyses), so documents keep one key order
+//! whatever order the analyses were added in.
 //!
 //! ```text
 //!  Results [ (rank 0, "pairs", TracePairs) (rank 1, "hierarchy", TraceHierarchy) … ]
 //!    get::<Pair>()      → Option<&TracePairs>       (by the analysis's type)
-//!    serialize          → {"pairs": {…}, "hierarchy": {…}}   (registry order)
-//!    deserialize        → each key decoded by its registry entry (exact: no
-//!                         detour through serde_json::Value, so i128 sums survive)
+//!    serialize          → {"pairs": {…}, "hierarchy": {…}}   (in order)
+//!    Results::seed(order) → each key decoded by its Kind (exact: no detour
+//!                         through serde_json::Value, so i128 sums survive)
 //! ```
 
 use super::{Analysis, Output};
 use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserializer, Serialize, Serializer};
 use std::any::{Any, TypeId};
 use std::fmt;
 
@@ -51,68 +53,14 @@ type Decode =
     fn(&mut dyn erased_serde::Deserializer<'_>) -> Result<Box<dyn AnyOutput>, erased_serde::Error>;
 type SetTokens = fn(&mut dyn AnyOutput, Option<u64>, Option<&str>);
 type InResultsFn = fn(&dyn AnyOutput) -> Option<super::InResults>;
-/// Adds an analysis to a plan, its options as JSON (checked, compiled).
-pub type AddTo = fn(
-    super::Plan,
-    &serde_json::Value,
-    &crate::contexts::Selector,
-) -> Result<super::Plan, crate::api::ApiError>;
-/// Runs an analysis as its subcommand, options as JSON.
-pub type RunCommand = fn(
-    &[std::path::PathBuf],
-    &crate::api::Common,
-    &serde_json::Value,
-) -> Result<crate::api::AnyOutcome, crate::api::ApiError>;
 
-/// Gives an analysis's section of a campaign's outputs (`batch`).
-pub type BatchSection = fn(&super::Campaign<'_>) -> Option<super::Section>;
-
-/// Gives what an analysis prints on `batch`'s stdout.
-pub type BatchStdout = fn(&super::Campaign<'_>) -> Option<super::Headline>;
-
-/// An analysis's `traces.csv` columns over a campaign: given every file's
-/// results (path order), its headers and a writer of one file's cells.
-pub type TraceColumnsFn = fn(&[&Results]) -> TraceColumns;
-
-/// What a trace's results say of its run, for `batch`'s matching
-/// ([`crate::api::Command::trace_facts`]).
-pub type FactsFn = for<'a> fn(&'a Results) -> Option<super::TraceFacts<'a>>;
-
-/// An analysis's figures of a matched (baseline, candidate) pair of
-/// traces ([`crate::api::Command::batch_compare`]).
-pub type CompareFn = fn(&Results, &Results) -> Option<super::Compared>;
-
-/// An analysis's figures over a workload's runs of each side
-/// ([`crate::api::Command::batch_pool`]).
-pub type PoolFn = fn(&str, &[&Results], &[&Results]) -> Option<super::Pooled>;
-
-/// The options `batch` gives an analysis from the campaign's flags
-/// ([`crate::api::Command::batch_defaults`]).
-pub type DefaultsFn =
-    fn(&crate::batch::records::CampaignOptions) -> serde_json::Map<String, serde_json::Value>;
-
-/// One file's `traces.csv` cells of one analysis.
-type TraceCells = Box<dyn Fn(&Results) -> Vec<crate::report::Cell>>;
-
-/// An analysis's `traces.csv` columns, type-erased: built once per table,
-/// since they may depend on the campaign (hierarchy's chain functions).
-pub struct TraceColumns {
-    /// The headers (`NAME_key`, or the key itself for legacy columns).
-    pub heads: Vec<String>,
-    cells: TraceCells,
-}
-
-impl TraceColumns {
-    /// One file's cells (nulls when the analysis did not run on it).
-    pub fn cells(&self, r: &Results) -> Vec<crate::report::Cell> {
-        (self.cells)(r)
-    }
-}
-
-/// One line of the registry: what the code that names no analysis needs
-/// to know of one.
+/// What the engine knows of an analysis whose results it holds, without
+/// its type: its name and key, and how to decode, fill and show its
+/// results. An order of them ([`Plan::in_order`](super::Plan::in_order))
+/// is the order of results in records and documents: the registry's, for
+/// torchtrace's own plans.
 #[derive(Clone, Copy)]
-pub struct Entry {
+pub struct Kind {
     /// [`Analysis::NAME`].
     pub name: &'static str,
     /// [`Analysis::KEY`].
@@ -121,136 +69,30 @@ pub struct Entry {
     decode: Decode,
     set_tokens: SetTokens,
     in_results: InResultsFn,
-    command: Option<RunCommand>,
-    add_to: Option<AddTo>,
-    section: Option<BatchSection>,
-    stdout: Option<BatchStdout>,
-    listed: Option<&'static str>,
-    trace_columns: Option<TraceColumnsFn>,
-    report_columns: Option<TraceColumnsFn>,
-    facts: Option<FactsFn>,
-    compare: Option<CompareFn>,
-    pool: Option<PoolFn>,
-    defaults: Option<DefaultsFn>,
 }
 
-impl Entry {
-    /// The registry line of analysis `A`.
-    pub const fn of<A: Analysis>() -> Entry {
-        Entry {
+impl Kind {
+    /// Analysis `A`'s kind.
+    pub const fn of<A: Analysis>() -> Kind {
+        Kind {
             name: A::NAME,
             key: A::KEY,
             analysis: TypeId::of::<A>,
             decode: decode::<A>,
             set_tokens: set_tokens::<A>,
             in_results: in_results::<A>,
-            command: None,
-            add_to: None,
-            section: None,
-            stdout: None,
-            listed: None,
-            trace_columns: None,
-            report_columns: None,
-            facts: None,
-            compare: None,
-            pool: None,
-            defaults: None,
         }
     }
 
-    /// The registry line of analysis `A` that is also a subcommand (and
-    /// a Python function): `torchtrace.run(NAME, …)` finds it here.
-    pub const fn command<A: crate::api::Command>() -> Entry {
-        let mut e = Entry::of::<A>();
-        e.command = Some(crate::api::run_json::<A>);
-        if A::IN_BATCH {
-            e.add_to = Some(crate::api::add_json::<A>);
-            e.section = Some(A::batch_section);
-            e.stdout = Some(A::batch_stdout);
-            e.listed = A::BATCH_LISTED;
-            e.trace_columns = Some(trace_columns::<A>);
-            e.report_columns = Some(report_columns::<A>);
-            e.facts = Some(facts::<A>);
-            e.compare = Some(compare::<A>);
-            e.pool = Some(pool::<A>);
-            e.defaults = Some(A::batch_defaults);
-        }
-        e
-    }
-
-    /// Its columns of `report.md`'s "Worker traces" table, if it runs in
-    /// batch ([`crate::api::Command::report_columns`]): labels as heads.
-    pub fn report_columns_fn(&self) -> Option<TraceColumnsFn> {
-        self.report_columns
-    }
-
-    /// What a trace's results say of its run, if it runs in batch
-    /// ([`crate::api::Command::trace_facts`]).
-    pub fn facts_fn(&self) -> Option<FactsFn> {
-        self.facts
-    }
-
-    /// Its figures of a matched pair of traces, if it runs in batch
-    /// ([`crate::api::Command::batch_compare`]).
-    pub fn compare_fn(&self) -> Option<CompareFn> {
-        self.compare
-    }
-
-    /// Its figures over a workload's runs, if it runs in batch
-    /// ([`crate::api::Command::batch_pool`]).
-    pub fn pool_fn(&self) -> Option<PoolFn> {
-        self.pool
-    }
-
-    /// The options batch gives it from the campaign's flags, if it runs in
-    /// batch ([`crate::api::Command::batch_defaults`]).
-    pub fn defaults_fn(&self) -> Option<DefaultsFn> {
-        self.defaults
-    }
-
-    /// Its columns of `batch`'s `traces.csv`, if it runs in batch:
-    /// [`crate::api::Command::trace_columns`], type-erased.
-    pub fn trace_columns_fn(&self) -> Option<TraceColumnsFn> {
-        self.trace_columns
-    }
-
-    /// Its entry in `batch`'s report.md `Files:` line:
-    /// [`crate::api::Command::BATCH_LISTED`].
-    pub fn batch_listed(&self) -> Option<&'static str> {
-        self.listed
-    }
-
-    /// What it prints on `batch`'s stdout, if it runs in batch:
-    /// [`crate::api::Command::batch_stdout`].
-    pub fn batch_stdout_fn(&self) -> Option<BatchStdout> {
-        self.stdout
-    }
-
-    /// Its section of a campaign's outputs (`batch`'s report, files and
-    /// figures), if it runs in batch: [`crate::api::Command::batch_section`].
-    pub fn batch_section_fn(&self) -> Option<BatchSection> {
-        self.section
-    }
-
-    /// How to add it to a plan with options as JSON, if it has options
-    /// users write (a subcommand's): `batch` runs every such analysis.
-    pub fn add_to_fn(&self) -> Option<AddTo> {
-        self.add_to
-    }
-
-    /// How to run it as a subcommand, if it is one.
-    pub fn command_fn(&self) -> Option<RunCommand> {
-        self.command
-    }
-
-    fn is<A: Analysis>(&self) -> bool {
+    /// Whether this is analysis `A`'s kind.
+    pub fn is<A: Analysis>(&self) -> bool {
         (self.analysis)() == TypeId::of::<A>()
     }
 }
 
-impl fmt::Debug for Entry {
+impl fmt::Debug for Kind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Entry")
+        f.debug_struct("Kind")
             .field("name", &self.name)
             .field("key", &self.key)
             .finish()
@@ -264,62 +106,6 @@ fn decode<A: Analysis>(
     Ok(Box::new(out))
 }
 
-fn trace_columns<A: crate::api::Command>(all: &[&Results]) -> TraceColumns {
-    let outputs: Vec<&A::Output> = all.iter().filter_map(|r| r.get::<A>()).collect();
-    let cols = A::campaign_trace_columns(&outputs);
-    let heads = cols
-        .iter()
-        .map(|c| match A::LEGACY_TRACE_KEYS {
-            true => c.key.clone(),
-            false => format!("{}_{}", A::NAME, c.key),
-        })
-        .collect();
-    columns_of::<A>(heads, cols)
-}
-
-fn report_columns<A: crate::api::Command>(_: &[&Results]) -> TraceColumns {
-    let cols = A::report_columns();
-    let heads = cols
-        .iter()
-        .map(|c| c.label.clone().unwrap_or_else(|| c.key.clone()));
-    columns_of::<A>(heads.collect(), cols)
-}
-
-/// `cols` of analysis `A`, type-erased: one file's cells, nulls where it
-/// did not run.
-fn columns_of<A: Analysis>(
-    heads: Vec<String>,
-    cols: Vec<crate::views::Column<A::Output>>,
-) -> TraceColumns {
-    let cells = move |r: &Results| match r.get::<A>() {
-        Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
-        None => vec![crate::report::Cell::Null; cols.len()],
-    };
-    TraceColumns {
-        heads,
-        cells: Box::new(cells),
-    }
-}
-
-fn facts<A: crate::api::Command>(r: &Results) -> Option<super::TraceFacts<'_>> {
-    r.get::<A>().and_then(A::trace_facts)
-}
-
-fn compare<A: crate::api::Command>(b: &Results, c: &Results) -> Option<super::Compared> {
-    A::batch_compare(b.get::<A>(), c.get::<A>())
-}
-
-fn pool<A: crate::api::Command>(
-    workload: &str,
-    b: &[&Results],
-    c: &[&Results],
-) -> Option<super::Pooled> {
-    fn outputs<'r, A: Analysis>(side: &[&'r Results]) -> Vec<&'r A::Output> {
-        side.iter().filter_map(|r| r.get::<A>()).collect()
-    }
-    A::batch_pool(workload, &outputs::<A>(b), &outputs::<A>(c))
-}
-
 fn set_tokens<A: Analysis>(out: &mut dyn AnyOutput, tokens: Option<u64>, source: Option<&str>) {
     if let Some(out) = out.as_any_mut().downcast_mut::<A::Output>() {
         A::set_tokens(out, tokens, source);
@@ -330,22 +116,21 @@ fn in_results<A: Analysis>(out: &dyn AnyOutput) -> Option<super::InResults> {
     out.as_any().downcast_ref::<A::Output>().map(A::in_results)
 }
 
-fn registry() -> &'static [Entry] {
-    crate::analyses::REGISTRY
-}
+/// An order of analyses: where each one's results sort. Analyses outside
+/// it (a library user's) sort after, in the order they were added.
+pub type Order = &'static [Kind];
 
 /// One analysis's result and where it sorts.
 struct Slot {
-    /// Position in the registry; analyses outside it (a library user's)
-    /// sort after, in the order they were added.
+    /// Position in the order; `usize::MAX` outside it.
     rank: usize,
-    entry: Entry,
+    kind: Kind,
     value: Box<dyn AnyOutput>,
 }
 
 impl Slot {
     fn is<A: Analysis>(&self) -> bool {
-        self.entry.is::<A>()
+        self.kind.is::<A>()
     }
 }
 
@@ -353,42 +138,59 @@ impl Clone for Slot {
     fn clone(&self) -> Self {
         Slot {
             rank: self.rank,
-            entry: self.entry,
+            kind: self.kind,
             value: self.value.clone_box(),
         }
     }
 }
 
-/// The results of the analyses of one trace, in registry order.
+/// The results of the analyses of one trace, in the order of the plan
+/// that made them ([`Plan::in_order`](super::Plan::in_order)).
 #[derive(Clone, Default)]
 pub struct Results {
+    order: Order,
     slots: Vec<Slot>,
 }
 
 impl Results {
+    /// No results yet; those put in sort in `order`.
+    pub fn in_order(order: Order) -> Results {
+        Results {
+            order,
+            slots: Vec::new(),
+        }
+    }
+
+    /// Decodes results written in `order` (each key by its [`Kind`]):
+    /// what `Results`' `Deserialize` does with the registry's order.
+    pub fn seed(order: Order) -> ResultsSeed {
+        ResultsSeed(order)
+    }
+
     /// Puts analysis `A`'s result in (replacing an earlier one).
     pub fn insert<A: Analysis>(&mut self, out: A::Output) {
         self.slots.retain(|s| !s.is::<A>());
-        let rank = registry()
+        let rank = self
+            .order
             .iter()
-            .position(Entry::is::<A>)
+            .position(Kind::is::<A>)
             .unwrap_or(usize::MAX);
         let at = self.slots.partition_point(|s| s.rank <= rank);
         let slot = Slot {
             rank,
-            entry: Entry::of::<A>(),
+            kind: Kind::of::<A>(),
             value: Box::new(out),
         };
         self.slots.insert(at, slot);
     }
 
     /// Moves `other`'s results in (replacing this one's of the same
-    /// analyses), each where registry order puts it; analyses outside the
-    /// registry after, in the order they came.
+    /// analyses), each where its order puts it; analyses outside the
+    /// order after, in the order they came.
     pub fn absorb(&mut self, other: Results) {
         for slot in other.slots {
-            let analysis = (slot.entry.analysis)();
-            self.slots.retain(|s| (s.entry.analysis)() != analysis);
+            let analysis = (slot.kind.analysis)();
+            self.slots.retain(|s| (s.kind.analysis)() != analysis);
             let at = self.slots.partition_point(|s| s.rank <= slot.rank);
             self.slots.insert(at, slot);
         }
@@ -423,38 +225,31 @@ impl Results {
         self.slots.iter().find(|s| s.is::<A>())
     }
 
-    /// The results as (key, result), in registry order.
+    /// The results as (key, result), in order.
     pub fn iter(&self) -> impl Iterator<Item = (&'static str, &dyn AnyOutput)> {
-        self.slots.iter().map(|s| (s.entry.key, &*s.value))
+        self.slots.iter().map(|s| (s.kind.key, &*s.value))
     }
 
     /// The run's completion tokens became known: every result fills its
     /// per-token figures ([`Analysis::set_tokens`]).
     pub fn set_tokens(&mut self, tokens: Option<u64>, source: Option<&str>) {
         for s in &mut self.slots {
-            (s.entry.set_tokens)(&mut *s.value, tokens, source);
+            (s.kind.set_tokens)(&mut *s.value, tokens, source);
         }
     }
 
     /// Each result as a trace entry of `results.json` shows it
-    /// ([`Analysis::in_results`]), with its key, in registry order.
+    /// ([`Analysis::in_results`]), with its key, in order.
     pub fn in_results(&self) -> Vec<(&'static str, super::InResults)> {
         self.slots
             .iter()
-            .filter_map(|s| (s.entry.in_results)(&*s.value).map(|j| (s.entry.key, j)))
+            .filter_map(|s| (s.kind.in_results)(&*s.value).map(|j| (s.kind.key, j)))
             .collect()
-    }
-
-    /// What the results say of the trace's run: the first registry entry's
-    /// [`crate::api::Command::trace_facts`] that gives them.
-    pub fn facts(&self) -> Option<super::TraceFacts<'_>> {
-        let mut hooks = registry().iter().filter_map(Entry::facts_fn);
-        hooks.find_map(|f| f(self))
     }
 
     /// Whether the results of the analysis with this key are here.
     pub fn contains_key(&self, key: &str) -> bool {
-        self.slots.iter().any(|s| s.entry.key == key)
+        self.slots.iter().any(|s| s.kind.key == key)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -463,7 +258,7 @@ impl Results {
 
     /// One result as a JSON value, by key (as documents and Python see it).
     pub fn json(&self, key: &str) -> Option<serde_json::Value> {
-        let slot = self.slots.iter().find(|s| s.entry.key == key)?;
+        let slot = self.slots.iter().find(|s| s.kind.key == key)?;
         serde_json::to_value(&*slot.value).ok()
     }
 }
@@ -471,7 +266,7 @@ impl Results {
 impl fmt::Debug for Results {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_map()
-            .entries(self.slots.iter().map(|s| (s.entry.key, &s.value)))
+            .entries(self.slots.iter().map(|s| (s.kind.key, &s.value)))
             .finish()
     }
 }
@@ -480,7 +275,7 @@ impl PartialEq for Results {
     fn eq(&self, other: &Self) -> bool {
         self.slots.len() == other.slots.len()
             && self.slots.iter().zip(&other.slots).all(|(a, b)| {
-                a.rank == b.rank && a.entry.key == b.entry.key && a.value.eq_dyn(&*b.value)
+                a.rank == b.rank && a.kind.key == b.kind.key && a.value.eq_dyn(&*b.value)
             })
     }
 }
@@ -489,21 +284,27 @@ impl Serialize for Results {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(Some(self.slots.len()))?;
         for slot in &self.slots {
-            map.serialize_entry(slot.entry.key, &*slot.value)?;
+            map.serialize_entry(slot.kind.key, &*slot.value)?;
         }
         map.end()
     }
 }
 
-impl<'de> Deserialize<'de> for Results {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_map(ResultsVisitor)
+/// Decodes [`Results`] written in an order: each key by its [`Kind`]
+/// (exact: no detour through `serde_json::Value`); a key outside the
+/// order is an error. [`Results::seed`].
+#[derive(Clone, Copy)]
+pub struct ResultsSeed(Order);
+
+impl<'de> DeserializeSeed<'de> for ResultsSeed {
+    type Value = Results;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Results, D::Error> {
+        d.deserialize_map(self)
     }
 }
 
-struct ResultsVisitor;
-
-impl<'de> Visitor<'de> for ResultsVisitor {
+impl<'de> Visitor<'de> for ResultsSeed {
     type Value = Results;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -511,11 +312,11 @@ impl<'de> Visitor<'de> for ResultsVisitor {
     }
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Results, M::Error> {
+        let order = self.0;
         let mut slots: Vec<Slot> = Vec::new();
         while let Some(key) = map.next_key::<String>()? {
-            let Some((rank, entry)) = registry().iter().enumerate().find(|(_, e)| e.key == key)
-            else {
-                let known: Vec<&str> = registry().iter().map(|e| e.key).collect();
+            let Some((rank, kind)) = order.iter().enumerate().find(|(_, k)| k.key == key) else {
+                let known: Vec<&str> = order.iter().map(|k| k.key).collect();
                 return Err(de::Error::custom(format!(
                     "results of an unknown analysis {key:?} (this torchtrace knows {})",
                     known.join(", ")
@@ -524,20 +325,20 @@ impl<'de> Visitor<'de> for ResultsVisitor {
             if slots.iter().any(|s| s.rank == rank) {
                 return Err(de::Error::custom(format!("results of {key:?} twice")));
             }
-            let value = map.next_value_seed(Seed(entry))?;
+            let value = map.next_value_seed(Seed(kind))?;
             slots.push(Slot {
                 rank,
-                entry: *entry,
+                kind: *kind,
                 value,
             });
         }
         slots.sort_by_key(|s| s.rank);
-        Ok(Results { slots })
+        Ok(Results { order, slots })
     }
 }
 
-/// Decodes one analysis's result with its registry entry.
-struct Seed<'a>(&'a Entry);
+/// Decodes one analysis's result with its kind.
+struct Seed<'a>(&'a Kind);
 
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
     type Value = Box<dyn AnyOutput>;

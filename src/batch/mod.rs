@@ -15,8 +15,10 @@ pub mod output;
 pub mod records;
 pub mod run;
 
-use crate::analysis::{campaign, Analysis, Figures, Results};
+use crate::analysis::{Analysis, Results};
+use crate::campaign::Figures;
 use crate::contexts::Selector;
+use crate::registry;
 use crate::runinfo::{Evidence, Mode, RunInfo};
 pub use crate::runinfo::{Manifest, ManifestError, ManifestRow};
 use crate::summary::RunSummary;
@@ -137,7 +139,7 @@ pub struct WorkloadComparison {
     pub baseline_mode: String,
     pub candidate_mode: String,
     /// Each analysis's figures of the match
-    /// ([`crate::api::Command::batch_compare`]): `pair`'s S_context and
+    /// ([`crate::campaign::InBatch::batch_compare`]): `pair`'s S_context and
     /// ratios among these keys, `kernels`' under its key, …
     #[serde(flatten)]
     pub figures: Figures,
@@ -231,7 +233,7 @@ pub fn finalize(
                 .manifest
                 .as_ref()
                 .and_then(|m| m.lookup(&f.path, f.fs_path.as_deref())),
-            step_names: f.results.facts().map_or(&[], |p| p.step_names),
+            step_names: registry::facts(&f.results).map_or(&[], |p| p.step_names),
             dir_name: f.dir_name.as_deref(),
             ..Default::default()
         };
@@ -267,7 +269,7 @@ pub(crate) fn rank_key(r: &Record) -> Option<i64> {
             .collect();
         digits.parse().ok()
     });
-    from_name.or_else(|| r.file.results.facts().and_then(|p| p.rank))
+    from_name.or_else(|| registry::facts(&r.file.results).and_then(|p| p.rank))
 }
 
 /// AR against MTP over all the runs of a workload: Σ GPU spans / Σ tokens
@@ -281,7 +283,7 @@ pub struct PooledComparison {
     /// Traces pooled on each side.
     pub baseline_traces: usize,
     pub candidate_traces: usize,
-    /// Each analysis's pooled figures ([`crate::api::Command::batch_pool`]).
+    /// Each analysis's pooled figures ([`crate::campaign::InBatch::batch_pool`]).
     #[serde(flatten)]
     pub figures: Figures,
 }
@@ -336,7 +338,7 @@ fn compare_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<Workloa
             ));
         }
         for (b, c) in matches {
-            let figures = campaign::compare(&records[b].file.results, &records[c].file.results);
+            let figures = registry::compare(&records[b].file.results, &records[c].file.results);
             if figures.is_empty() {
                 continue;
             }
@@ -364,7 +366,7 @@ fn workload_sides<'a>(records: &'a [Record], notes: &mut Vec<String>) -> Workloa
         if r.file.kind != Kind::Worker || r.file.status == Status::Skipped {
             continue;
         }
-        if r.file.status != Status::Ok || r.file.results.facts().is_none() {
+        if r.file.status != Status::Ok || registry::facts(&r.file.results).is_none() {
             if let Some(w) = r.run.workload() {
                 by_wl.entry(w).or_default();
                 *failed
@@ -429,7 +431,7 @@ fn pool_workloads(records: &[Record], notes: &mut Vec<String>) -> Vec<PooledComp
         let results = |side: &[usize]| -> Vec<&Results> {
             side.iter().map(|&i| &records[i].file.results).collect()
         };
-        let (figures, said) = campaign::pool(w, &results(&sides.ar), &results(&sides.cand));
+        let (figures, said) = registry::pool(w, &results(&sides.ar), &results(&sides.cand));
         if figures.is_empty() {
             continue;
         }

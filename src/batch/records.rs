@@ -41,11 +41,11 @@ pub use merge::{merge, merge_with};
 
 use super::inputs::Input;
 use super::run::{self, Plan, Unit};
-use super::{BatchOptions, FileResult, Manifest};
+use super::{BatchOptions, FileResult};
 use crate::analysis::Plan as AnalysisPlan;
+pub use crate::campaign::CampaignOptions;
 use crate::Selector;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// The version of the records format; `merge` refuses other versions.
@@ -85,25 +85,8 @@ pub enum RecordError {
     Empty,
 }
 
-/// What the analyses of a campaign need, in a form that travels to every
-/// shard and worker (the command line's `--context`, `--context-regex`,
-/// `--chain`, `--manifest`).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CampaignOptions {
-    pub context: Option<String>,
-    pub context_regex: Option<String>,
-    /// Chains for the hierarchy tables, "a>b>c"; empty: the default chains
-    /// (the same as `plot`'s, so Table 9 and figure 4 agree).
-    pub chains: Vec<String>,
-    /// Rows of `--manifest`, applied at merge.
-    pub manifest: Option<Manifest>,
-    /// Each analysis's own options by its name, as its `Options` type
-    /// defines them (a missing analysis or key: its default). Every
-    /// analysis of the registry with options runs on every worker trace.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub analyses: BTreeMap<String, serde_json::Value>,
-}
-
+/// What `batch` makes of a campaign's options (defined with the campaign
+/// contract, [`crate::campaign`]).
 impl CampaignOptions {
     /// How step contexts are selected.
     pub fn selector(&self) -> Result<Selector, RecordError> {
@@ -119,7 +102,7 @@ impl CampaignOptions {
         let selector = self.selector()?;
         let mut analyses = self.analyses.clone();
         for name in analyses.keys() {
-            if !crate::analyses::REGISTRY.iter().any(|e| e.name == name) {
+            if !crate::registry::REGISTRY.iter().any(|e| e.name == name) {
                 return Err(RecordError::Mismatch(format!(
                     "options for an unknown analysis {name:?}"
                 )));
@@ -127,7 +110,7 @@ impl CampaignOptions {
         }
         // What the campaign's own flags say (`--chain`), unless an
         // analysis's options name it.
-        for entry in crate::analyses::REGISTRY {
+        for entry in crate::registry::REGISTRY {
             let Some(defaults) = entry.defaults_fn().map(|f| f(self)) else {
                 continue;
             };
@@ -144,7 +127,7 @@ impl CampaignOptions {
             }
         }
         let mut plan = AnalysisPlan::new(selector.clone());
-        for entry in crate::analyses::REGISTRY {
+        for entry in crate::registry::REGISTRY {
             let Some(add) = entry.add_to_fn() else {
                 continue;
             };

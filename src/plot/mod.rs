@@ -19,7 +19,7 @@
 //! the registry and the CLI that names them. Every other figure is drawn
 //! in its analysis's folder — `batch`'s `fig7_…`, `fig8_…` through
 //! [`Picture`], most simply as a [`StackedBars`] or [`BoxPlots`] built from
-//! its figures (see `crate::analysis::Section`), and `ranks`' heatmap
+//! its figures (see `crate::campaign::Section`), and `ranks`' heatmap
 //! (`ranks_<run>`, `crate::analyses::ranks::figure`) on this module's
 //! theme, layout and marks.
 //!
@@ -47,21 +47,11 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
+pub use crate::campaign::{Picture, PlotError};
 pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
 pub use input::{function_medians, CampaignTrace, Measured, Pairing};
 pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
 pub use theme::{series_color, SERIES};
-
-/// A figure drawn outside this module's fixed list (an analysis's batch
-/// section, [`crate::analysis::Section`]): its file stem, and how to
-/// draw it into a file (`.png` or `.svg` by the path's extension).
-pub trait Picture: Send + Sync {
-    /// The file name without extension; a fixed name of ASCII letters,
-    /// digits and `_` (batch refuses others).
-    fn stem(&self) -> &str;
-    /// Draws it into `path` at `size` pixels.
-    fn render(&self, path: &Path, size: (u32, u32)) -> Result<(), PlotError>;
-}
 
 /// Draws into a file with the backend its extension names (`svg`, else
 /// PNG): `png` and `svg` are the same drawing for each backend (a
@@ -144,23 +134,6 @@ impl ImageFormat {
             ImageFormat::Both => &["png", "svg"],
         }
     }
-}
-
-/// Errors while drawing or writing figures.
-#[derive(Debug, thiserror::Error)]
-pub enum PlotError {
-    #[error("{path}: cannot create output directory: {source}")]
-    Dir {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("embedded font could not be registered")]
-    Font,
-    #[error("{path}: drawing failed: {message}")]
-    Draw { path: String, message: String },
-    #[error("figure size {0}x{1} is too small (at least 200x150)")]
-    Size(u32, u32),
 }
 
 /// The figures, in the order they are written.

@@ -1,4 +1,4 @@
-//! `diff` in `batch` (its [`crate::api::Command::batch_section`]): each
+//! `diff` in `batch` (its [`crate::campaign::InBatch::batch_section`]): each
 //! worker trace's per-name table travels in records like any analysis's
 //! figures; here each workload's AR table (baseline) is compared with its
 //! MTP table (candidate), match by match, exactly as `torchtrace diff AR
@@ -11,8 +11,8 @@
 
 use super::compare::{Comparison, KernelDiff};
 use super::view::{families_csv, kernels_csv};
-use super::{compare, Diff};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use super::{compare, Diff, TraceDiff};
+use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 use crate::text::ellipsize_middle as ellipsize;
@@ -427,5 +427,40 @@ fn figure(rows: &[Row]) -> StackedBars {
             "no GPU time per token".into(),
             "needs completion-token counts and GPU work launched from the step contexts".into(),
         ),
+    }
+}
+
+impl InBatch for Diff {
+    /// Each trace's per-name table travels in records; the section
+    /// compares each workload's AR and MTP tables ([`section`]).
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    /// A trace's totals in scope (`diff_activities`, …); the per-name
+    /// table is in `results.json` and `diff_kernels.csv`.
+    fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<TraceDiff>> {
+        use crate::views::Column;
+        vec![
+            Column::new("scope", "scope", |t: &TraceDiff| {
+                Cell::text(t.scope.clone())
+            }),
+            Column::new("activities", "activities", |t: &TraceDiff| {
+                t.activities.into()
+            }),
+            Column::new("kernels", "kernels", |t: &TraceDiff| t.kernels.into()),
+            Column::new("gpu_time_ns", "GPU time (ns)", |t: &TraceDiff| {
+                Cell::text(t.total_ns.to_string())
+            }),
+            Column::new("names", "distinct names", |t: &TraceDiff| {
+                t.names.len().into()
+            }),
+            Column::new("graph_replays", "graph replays", |t: &TraceDiff| {
+                t.graph_replays.into()
+            }),
+            Column::new("signatures", "replay signatures", |t: &TraceDiff| {
+                t.signatures.len().into()
+            }),
+        ]
     }
 }

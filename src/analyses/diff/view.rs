@@ -93,39 +93,6 @@ impl Command for Diff {
     fn report(outputs: Vec<TraceDiff>, _: &Self::Config) -> DiffReport {
         DiffReport::new(outputs)
     }
-
-    /// Each trace's per-name table travels in records; the section
-    /// compares each workload's AR and MTP tables (`super::batch`).
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
-    /// A trace's totals in scope (`diff_activities`, …); the per-name
-    /// table is in `results.json` and `diff_kernels.csv`.
-    fn trace_columns() -> Vec<crate::views::Column<TraceDiff>> {
-        use crate::views::Column;
-        vec![
-            Column::new("scope", "scope", |t: &TraceDiff| {
-                Cell::text(t.scope.clone())
-            }),
-            Column::new("activities", "activities", |t: &TraceDiff| {
-                t.activities.into()
-            }),
-            Column::new("kernels", "kernels", |t: &TraceDiff| t.kernels.into()),
-            Column::new("gpu_time_ns", "GPU time (ns)", |t: &TraceDiff| {
-                Cell::text(t.total_ns.to_string())
-            }),
-            Column::new("names", "distinct names", |t: &TraceDiff| {
-                t.names.len().into()
-            }),
-            Column::new("graph_replays", "graph replays", |t: &TraceDiff| {
-                t.graph_replays.into()
-            }),
-            Column::new("signatures", "replay signatures", |t: &TraceDiff| {
-                t.signatures.len().into()
-            }),
-        ]
-    }
 }
 
 fn per_label(c: &Comparison) -> &'static str {

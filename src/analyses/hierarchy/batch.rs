@@ -1,4 +1,4 @@
-//! `hierarchy` in `batch` (its [`crate::api::Command::batch_section`]):
+//! `hierarchy` in `batch` (its [`crate::campaign::InBatch::batch_section`]):
 //! `hierarchy.csv` and `hierarchy.md` — Table 9 of the paper (chain
 //! functions, AR against MTP, [`super::compare`]) and the chain
 //! containment per trace — and its `traces.csv` columns (whether the
@@ -8,7 +8,7 @@
 
 use super::view::function_columns;
 use super::{compare, FunctionStats, Hierarchy, TraceHierarchy};
-use crate::analysis::{Campaign, Section, SectionFile};
+use crate::campaign::{Campaign, InBatch, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 
 /// Its entry in report.md's `Files:` line.
@@ -205,4 +205,34 @@ pub fn containment_table(c: &Campaign<'_>) -> Table {
         }
     }
     t
+}
+
+impl InBatch for Hierarchy {
+    const LEGACY_TRACE_KEYS: bool = true;
+    const BATCH_LISTED: Option<&'static str> = Some(LISTED);
+
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    /// Table 9's chains: `--chain`, else the figures' (so that Table 9 and
+    /// figure 4 agree), unless the hierarchy options name their own.
+    fn batch_defaults(
+        campaign: &crate::campaign::CampaignOptions,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let chains: Vec<String> = if campaign.chains.is_empty() {
+            let chains = super::DEFAULT_PLOT_CHAINS.iter();
+            chains.map(|s| s.to_string()).collect()
+        } else {
+            campaign.chains.clone()
+        };
+        let mut m = serde_json::Map::new();
+        m.insert("chains".into(), serde_json::json!(chains));
+        m
+    }
+
+    /// One set of columns per chain function of the campaign.
+    fn trace_columns(outputs: &[&TraceHierarchy]) -> Vec<Column<TraceHierarchy>> {
+        trace_columns(outputs)
+    }
 }

@@ -183,34 +183,6 @@ impl Command for Hierarchy {
     fn report(outputs: Vec<TraceHierarchy>, _: &Self::Config) -> HierarchyReport {
         HierarchyReport::new(outputs)
     }
-
-    const LEGACY_TRACE_KEYS: bool = true;
-    const BATCH_LISTED: Option<&'static str> = Some(super::batch::LISTED);
-
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
-    /// Table 9's chains: `--chain`, else the figures' (so that Table 9 and
-    /// figure 4 agree), unless the hierarchy options name their own.
-    fn batch_defaults(
-        campaign: &crate::batch::records::CampaignOptions,
-    ) -> serde_json::Map<String, serde_json::Value> {
-        let chains: Vec<String> = if campaign.chains.is_empty() {
-            let chains = super::DEFAULT_PLOT_CHAINS.iter();
-            chains.map(|s| s.to_string()).collect()
-        } else {
-            campaign.chains.clone()
-        };
-        let mut m = serde_json::Map::new();
-        m.insert("chains".into(), serde_json::json!(chains));
-        m
-    }
-
-    /// One set of columns per chain function of the campaign.
-    fn campaign_trace_columns(outputs: &[&TraceHierarchy]) -> Vec<Column<TraceHierarchy>> {
-        super::batch::trace_columns(outputs)
-    }
 }
 
 impl HierarchyReport {

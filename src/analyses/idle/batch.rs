@@ -1,4 +1,4 @@
-//! `idle` in `batch` (its [`crate::api::Command::batch_section`]): per
+//! `idle` in `batch` (its [`crate::campaign::InBatch::batch_section`]): per
 //! workload, AR against MTP — report.md's "Where the GPU waits" section
 //! (idle share, host-wait share, comm/compute overlap, queue maximum; the
 //! per-token breakdown and a sentence naming the category that moved most;
@@ -10,7 +10,7 @@
 //! as `torchtrace idle AR MTP` prints them.
 
 use super::{compare, round_ratio, Comparison, Idle, Part, TraceIdle};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 
@@ -333,5 +333,17 @@ fn figure(rows: &[Row]) -> StackedBars {
             "no step rows".into(),
             "needs step annotations and GPU work (see `torchtrace idle --per-step`)".into(),
         ),
+    }
+}
+
+impl InBatch for Idle {
+    /// report.md's "Where the GPU waits", idle_steps.csv and figure 11.
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    /// The headline figures (`idle_idle_pct`, `idle_host_wait_share_pct`, …).
+    fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<Self::Output>> {
+        super::view::columns()
     }
 }

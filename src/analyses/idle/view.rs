@@ -94,16 +94,6 @@ impl Command for Idle {
     fn report(outputs: Vec<TraceIdle>, _: &Self::Config) -> IdleReport {
         IdleReport::new(outputs)
     }
-
-    /// report.md's "Where the GPU waits", idle_steps.csv and figure 11.
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
-    /// The headline figures (`idle_idle_pct`, `idle_host_wait_share_pct`, …).
-    fn trace_columns() -> Vec<Figure> {
-        columns()
-    }
 }
 
 type Figure = Column<TraceIdle>;

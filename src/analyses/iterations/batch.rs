@@ -1,4 +1,4 @@
-//! `iterations` in `batch` (its [`crate::api::Command::batch_section`]):
+//! `iterations` in `batch` (its [`crate::campaign::InBatch::batch_section`]):
 //! per workload, AR against MTP over the whole decode loop — report.md's
 //! "Decode iterations per workload" (the comparison, the per-phase
 //! decomposition, Table 5's per-token changes), `iterations.csv` (one row
@@ -13,7 +13,7 @@
 
 use super::view::{columns, decomposition_rows};
 use super::{compare, Comparison, Iterations, Phase, TraceIterations};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
 use crate::plot::{
     series_color, BarGroup, BoxGroup, BoxPlots, BoxSeries, Picture, Segment, StackedBar,
     StackedBars, SERIES,
@@ -374,5 +374,16 @@ fn figure(rows: &[Row]) -> StackedBars {
             "no decode iterations per token".into(),
             "needs completion-token counts and closed iterations (see `torchtrace iterations`)".into(),
         ),
+    }
+}
+
+impl InBatch for Iterations {
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    /// Every per-trace figure (`iterations_wall_per_token_ms`, …).
+    fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<Self::Output>> {
+        columns()
     }
 }

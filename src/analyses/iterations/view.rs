@@ -114,15 +114,6 @@ impl Command for Iterations {
     fn report(outputs: Vec<TraceIterations>, _: &Self::Config) -> IterationsReport {
         IterationsReport::new(outputs)
     }
-
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
-    /// Every per-trace figure (`iterations_wall_per_token_ms`, …).
-    fn trace_columns() -> Vec<Figure> {
-        columns()
-    }
 }
 
 type Figure = Column<TraceIterations>;

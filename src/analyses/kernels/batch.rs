@@ -1,4 +1,4 @@
-//! `kernels` in `batch` (its [`crate::api::Command::batch_section`]):
+//! `kernels` in `batch` (its [`crate::campaign::InBatch::batch_section`]):
 //! `gpu_work.csv` and `gpu_work.md`, and report.md's "GPU work per
 //! workload by launch correlation" — per workload, AR against MTP (kernels
 //! and GPU busy per token, S_context by correlation, by span and by busy time,
@@ -7,7 +7,7 @@
 
 use super::view::TIMELINE;
 use super::{compare, Kernels, TraceKernels};
-use crate::analysis::{Campaign, Section, SectionFile};
+use crate::campaign::{Campaign, InBatch, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 
 /// The section: the tables (empty ones too, as batch has always written
@@ -137,4 +137,21 @@ pub fn timeline_table(c: &Campaign<'_>) -> Table {
         t.row(row);
     }
     t
+}
+
+impl InBatch for Kernels {
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    /// The match by launch correlation (S_context by span and by GPU busy
+    /// time, kernels per token ratio) under `kernels`; `null` where a side
+    /// lacks the figures.
+    fn batch_compare(
+        b: Option<&TraceKernels>,
+        c: Option<&TraceKernels>,
+    ) -> Option<crate::campaign::Compared> {
+        let cmp = b.zip(c).map(|(b, c)| super::compare(b, c));
+        Some(crate::campaign::Compared::nested(cmp))
+    }
 }

@@ -107,21 +107,6 @@ impl Command for Kernels {
     fn report(outputs: Vec<TraceKernels>, _: &Self::Config) -> KernelsReport {
         KernelsReport::new(outputs)
     }
-
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
-    /// The match by launch correlation (S_context by span and by GPU busy
-    /// time, kernels per token ratio) under `kernels`; `null` where a side
-    /// lacks the figures.
-    fn batch_compare(
-        b: Option<&TraceKernels>,
-        c: Option<&TraceKernels>,
-    ) -> Option<crate::analysis::Compared> {
-        let cmp = b.zip(c).map(|(b, c)| super::compare(b, c));
-        Some(crate::analysis::Compared::nested(cmp))
-    }
 }
 
 type Figure = Column<TraceKernels>;

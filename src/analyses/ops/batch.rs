@@ -1,4 +1,4 @@
-//! `ops` in `batch` (its [`crate::api::Command::batch_section`]): per
+//! `ops` in `batch` (its [`crate::campaign::InBatch::batch_section`]): per
 //! workload, AR against MTP — report.md's "Who launches the GPU work"
 //! section (both verdicts, host busy per GPU ns, the host-wait share of
 //! GPU idle, launches and short-GPU launches per token, MTP's launch-bound
@@ -12,7 +12,7 @@
 
 use super::view::{compare, count_per_token, OpsComparison};
 use super::{Ops, TraceOps};
-use crate::analysis::{Campaign, Match, Section, SectionFile};
+use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 
@@ -290,5 +290,18 @@ fn figure(rows: &[Row]) -> StackedBars {
             "no top-level ops per token".into(),
             "needs completion-token counts and GPU work (see `torchtrace ops`)".into(),
         ),
+    }
+}
+
+impl InBatch for Ops {
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    /// The per-trace columns of traces.csv (`ops_verdict`,
+    /// `ops_host_busy_per_gpu`, `ops_host_wait_share_of_idle`,
+    /// `ops_launches_per_token`, `ops_short_gpu_launches_per_token`).
+    fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<Self::Output>> {
+        super::view::columns().into_iter().take(5).collect()
     }
 }

@@ -224,17 +224,6 @@ impl Command for Ops {
     fn report(outputs: Vec<TraceOps>, spec: &OpsSpec) -> OpsReport {
         OpsReport::new(outputs, spec.clone())
     }
-
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
-    /// The per-trace columns of traces.csv (`ops_verdict`,
-    /// `ops_host_busy_per_gpu`, `ops_host_wait_share_of_idle`,
-    /// `ops_launches_per_token`, `ops_short_gpu_launches_per_token`).
-    fn trace_columns() -> Vec<Figure> {
-        columns().into_iter().take(5).collect()
-    }
 }
 
 type Figure = Column<TraceOps>;

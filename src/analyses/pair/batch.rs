@@ -1,14 +1,14 @@
-//! `pair` in `batch` (its [`crate::api::Command::batch_section`]):
+//! `pair` in `batch` (its [`crate::campaign::InBatch::batch_section`]):
 //! `workloads.csv` and `workloads.md`, Table 8 of the paper — per workload,
 //! AR against the candidate mode by step contexts ([`super::compare`]) —
 //! with the report's definitions before it; the same table is what
-//! `batch` prints on stdout ([`crate::api::Command::batch_stdout`]), and
+//! `batch` prints on stdout ([`crate::campaign::InBatch::batch_stdout`]), and
 //! its per-trace figures are `traces.csv`'s pair columns. (Moved here from
 //! `src/batch/output/workloads.rs` and `report_md.rs` unchanged: the same
 //! bytes.)
 
 use super::{compare, Pair, TracePairs};
-use crate::analysis::{Campaign, Headline, Section, SectionFile};
+use crate::campaign::{Campaign, Headline, InBatch, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 
 /// Its entry in report.md's `Files:` line.
@@ -141,4 +141,66 @@ pub fn workloads_table(c: &Campaign<'_>, machine: bool) -> Table {
         t.notes.extend(c.notes.iter().cloned());
     }
     t
+}
+
+impl InBatch for Pair {
+    const LEGACY_TRACE_KEYS: bool = true;
+    const BATCH_LISTED: Option<&'static str> = Some(LISTED);
+
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
+    }
+
+    fn batch_stdout(c: &Campaign<'_>) -> Option<Headline> {
+        headline(c)
+    }
+
+    /// Its figures per trace, under their own keys (`contexts`, `pairs`, …).
+    fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<TracePairs>> {
+        super::view::batch_columns()
+    }
+
+    /// Step names and rank: batch matches the traces that have step
+    /// contexts to compare.
+    fn trace_facts(p: &TracePairs) -> Option<crate::campaign::TraceFacts<'_>> {
+        Some(crate::campaign::TraceFacts {
+            step_names: &p.step_names,
+            rank: p.meta.rank,
+        })
+    }
+
+    /// The match's S_context and ratios, among the comparison's own keys.
+    fn batch_compare(
+        b: Option<&TracePairs>,
+        c: Option<&TracePairs>,
+    ) -> Option<crate::campaign::Compared> {
+        Some(crate::campaign::Compared::flattened(super::compare(b?, c?)))
+    }
+
+    /// Σ GPU spans / Σ tokens of each mode, the pooled context counts and
+    /// the medians over every measured context ([`super::pool`]).
+    fn batch_pool(
+        workload: &str,
+        b: &[&TracePairs],
+        c: &[&TracePairs],
+    ) -> Option<crate::campaign::Pooled> {
+        let b = super::pool(&format!("{workload} AR (pooled)"), b)?;
+        let c = super::pool(&format!("{workload} candidate (pooled)"), c)?;
+        let cmp = super::compare(&b, &c);
+        let f = |v: Option<f64>, d: usize| v.map_or("n/a".into(), |x| format!("{x:.d$}"));
+        let note = format!(
+            "(Σ GPU spans / Σ tokens per mode): S_context {}, context reduction {} %",
+            f(cmp.s_context, 3),
+            f(cmp.context_reduction_pct, 1),
+        );
+        Some(crate::campaign::Pooled {
+            figures: crate::campaign::Compared::flattened(cmp),
+            note: Some(note),
+        })
+    }
+
+    /// Contexts, pairs, tokens and the span medians.
+    fn report_columns() -> Vec<crate::views::Column<TracePairs>> {
+        super::view::report_columns()
+    }
 }

@@ -1,4 +1,4 @@
-//! `ranks` in `batch` (its [`crate::api::Command::batch_section`]): the
+//! `ranks` in `batch` (its [`crate::campaign::InBatch::batch_section`]): the
 //! campaign's rank files grouped into runs, as `torchtrace ranks` groups
 //! them — report.md's "Ranks of each run" (one row per run of two ranks
 //! or more, not per rank file), the stragglers, and AR against MTP per
@@ -12,7 +12,7 @@
 use super::align::RunReport;
 use super::view::{csv_tables, RanksReport};
 use super::{RankTrace, Ranks, RanksConfig};
-use crate::analysis::{Campaign, Section, SectionFile};
+use crate::campaign::{Campaign, InBatch, Section, SectionFile};
 use crate::plot::{Picture, PlotError};
 use crate::report::{self, Cell, Table};
 use std::path::Path;
@@ -285,5 +285,12 @@ impl Picture for RunFigure {
     }
     fn render(&self, path: &Path, size: (u32, u32)) -> Result<(), PlotError> {
         super::figure::render_run(&self.run, path, size)
+    }
+}
+
+impl InBatch for Ranks {
+    /// The campaign's rank files grouped into runs ([`section`]).
+    fn batch_section(c: &Campaign<'_>) -> Option<Section> {
+        section(c)
     }
 }

@@ -127,11 +127,6 @@ impl Command for Ranks {
         RanksReport::new(outputs, config)
     }
 
-    /// The campaign's rank files grouped into runs (`super::batch`).
-    fn batch_section(c: &crate::analysis::Campaign<'_>) -> Option<crate::analysis::Section> {
-        super::batch::section(c)
-    }
-
     fn report_said(report: &RanksReport) -> Said {
         Said {
             problems: Vec::new(),

@@ -153,7 +153,7 @@ fn chain(e: &dyn std::error::Error) -> String {
 /// Draws the sections' figures into `fig_dir` (after the fixed ones); a
 /// figure that cannot be drawn is a warning, as the fixed ones are.
 fn section_figures(
-    sections: &[crate::analysis::Section],
+    sections: &[crate::campaign::Section],
     fig_dir: &Path,
     fmt: ImageFormat,
     w: &mut Written,

@@ -35,7 +35,7 @@ pub fn problems_table(res: &BatchResult, skipped: bool) -> Table {
 }
 
 /// A short per-trace table for report.md: the trace, its status, mode
-/// and workload, then each analysis's [`crate::api::Command::report_columns`]
+/// and workload, then each analysis's [`crate::campaign::InBatch::report_columns`]
 /// (`pair`'s contexts, pairs, tokens and span medians).
 fn traces_overview(res: &BatchResult) -> Table {
     let workers: Vec<_> = res
@@ -44,7 +44,7 @@ fn traces_overview(res: &BatchResult) -> Table {
         .filter(|r| r.file.kind == Kind::Worker)
         .collect();
     let all: Vec<&crate::analysis::Results> = workers.iter().map(|r| &r.file.results).collect();
-    let extra: Vec<_> = crate::analyses::REGISTRY
+    let extra: Vec<_> = crate::registry::REGISTRY
         .iter()
         .filter_map(|e| e.report_columns_fn())
         .map(|f| f(&all))
@@ -78,7 +78,7 @@ pub fn report_md(
     context: &str,
     w: &Written,
     dir: &Path,
-    sections: &[crate::analysis::Section],
+    sections: &[crate::campaign::Section],
 ) -> String {
     let mut s = opening(res, context);
     for sec in sections.iter().filter(|s| !s.markdown.is_empty()) {

@@ -1,12 +1,12 @@
-//! The analyses' own sections of the outputs ([`crate::analysis::campaign`]):
+//! The analyses' own sections of the outputs ([`crate::campaign`]):
 //! the campaign as they see it, built once from the batch's result, and
 //! each registry entry's section in registry order. This file names no
 //! analysis: a new one adds its batch output from its own folder.
 
-use crate::analysis::campaign::safe_name;
-use crate::analysis::{Campaign, CampaignTrace, Match, Section};
 use crate::batch::inputs::Kind;
 use crate::batch::{BatchResult, Status};
+use crate::campaign::safe_name;
+use crate::campaign::{Campaign, CampaignTrace, Match, Section};
 use std::collections::HashMap;
 
 /// The names of the files batch writes itself (a section may not take
@@ -51,9 +51,9 @@ pub fn campaign(res: &BatchResult) -> Campaign<'_> {
 }
 
 /// The registry entries' entries of report.md's `Files:` line, in
-/// registry order ([`crate::api::Command::BATCH_LISTED`]).
+/// registry order ([`crate::campaign::InBatch::BATCH_LISTED`]).
 pub fn listed() -> impl Iterator<Item = &'static str> {
-    crate::analyses::REGISTRY
+    crate::registry::REGISTRY
         .iter()
         .filter(|e| e.batch_section_fn().is_some())
         .filter_map(|e| e.batch_listed())
@@ -70,7 +70,7 @@ pub fn sections(res: &BatchResult, warnings: &mut Vec<String>) -> Vec<Section> {
         .map(|f| f.file_stem().to_string())
         .collect();
     let mut out = Vec::new();
-    for e in crate::analyses::REGISTRY {
+    for e in crate::registry::REGISTRY {
         let Some(mut s) = e.batch_section_fn().and_then(|f| f(&c)) else {
             continue;
         };

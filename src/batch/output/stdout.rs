@@ -1,20 +1,20 @@
 //! What `batch` prints on stdout: a Markdown summary by default, else
 //! `results.json`, the headline table as CSV, or as a terminal table. The
-//! headline is the first registry entry's [`crate::api::Command::batch_stdout`]
+//! headline is the first registry entry's [`crate::campaign::InBatch::batch_stdout`]
 //! (`pair`'s Table 8).
 
 use super::report_md::problems_table;
 use super::results_json::results_json;
-use crate::analysis::Headline;
 use crate::batch::inputs::Kind;
 use crate::batch::BatchResult;
+use crate::campaign::Headline;
 use crate::report::{self, Format, Table};
 use std::io::{self, Write};
 
 /// The headline of the campaign: the first registry entry that gives one.
 fn headline(res: &BatchResult) -> Option<Headline> {
     let c = super::sections::campaign(res);
-    crate::analyses::REGISTRY
+    crate::registry::REGISTRY
         .iter()
         .filter_map(|e| e.batch_stdout_fn())
         .find_map(|f| f(&c))

@@ -1,6 +1,6 @@
 //! `traces.csv`: one row per input file, whatever became of it: the
 //! fixed columns (the file and its run information), then each
-//! analysis's own ([`crate::api::Command::trace_columns`], `NAME_key`, or
+//! analysis's own ([`crate::campaign::InBatch::trace_columns`], `NAME_key`, or
 //! the key itself for the legacy columns of `pair` and `hierarchy`), in
 //! registry order.
 
@@ -28,7 +28,7 @@ pub fn traces_table(res: &BatchResult) -> Table {
     // The analyses' own columns (the registry hook), in registry order,
     // built once over every file's figures.
     let all: Vec<&Results> = res.records.iter().map(|r| &r.file.results).collect();
-    let extra: Vec<_> = crate::analyses::REGISTRY
+    let extra: Vec<_> = crate::registry::REGISTRY
         .iter()
         .filter_map(|e| e.trace_columns_fn())
         .map(|f| f(&all))

@@ -199,7 +199,7 @@ pub(super) fn check_rows(header: &Header, files: &[FileResult]) -> Result<(), Re
         if f.kind == crate::batch::Kind::Worker && f.status == crate::batch::Status::Ok {
             // Every analysis of a batch's plan gives figures for a trace
             // read without error.
-            let missing = crate::analyses::REGISTRY
+            let missing = crate::registry::REGISTRY
                 .iter()
                 .filter(|e| e.add_to_fn().is_some())
                 .find(|e| !f.results.contains_key(e.key));

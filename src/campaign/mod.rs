@@ -1,6 +1,13 @@
-//! The registry hook for `batch`'s outputs: an analysis that is a
-//! subcommand may add its own section to a campaign's outputs
-//! ([`crate::api::Command::batch_section`]) — Markdown for `report.md`,
+//! The campaign contract: what `batch` gives an analysis and what the
+//! analysis gives back, known to `batch`, the registry, the analyses and
+//! the drawing kit alike, above the engine and below all of them — the
+//! options that travel with a campaign ([`CampaignOptions`]), the
+//! campaign as a section sees it ([`Campaign`]), the sections, figures
+//! ([`Picture`]) and comparisons an analysis adds.
+//!
+//! The hooks an analysis implements for a campaign, one trait ([`InBatch`],
+//! in the analysis's `batch.rs`). Its section of `batch`'s outputs
+//! ([`InBatch::batch_section`]) — Markdown for `report.md`,
 //! files beside it (CSV) and figures — from its own folder, with no edit
 //! in `src/batch/`.
 //!
@@ -17,12 +24,13 @@
 //!   figures 1–6, the report's opening and closing) unchanged
 //! ```
 //!
-//! More hooks: [`crate::api::Command::BATCH_LISTED`] (its files' entry in
-//! report.md's opening `Files:` line), [`crate::api::Command::batch_stdout`]
-//! (what `batch` prints, [`Headline`]) and
-//! [`crate::api::Command::trace_columns`] /
-//! [`crate::api::Command::campaign_trace_columns`] (its `traces.csv`
-//! columns).
+//! More hooks: [`InBatch::BATCH_LISTED`] (its files' entry in report.md's
+//! opening `Files:` line), [`InBatch::batch_stdout`] (what `batch` prints,
+//! [`Headline`]), [`InBatch::trace_columns`] (its `traces.csv` columns) and
+//! [`InBatch::report_columns`] (report.md's), [`InBatch::trace_facts`]
+//! (matching), [`InBatch::batch_compare`] / [`InBatch::batch_pool`]
+//! (`results.json`'s comparisons), [`InBatch::batch_defaults`] (options
+//! from the campaign's flags).
 //!
 //! A section sees the campaign as batch grouped it, not as files: every
 //! worker trace with figures ([`CampaignTrace`]: read in full or in part,
@@ -31,8 +39,15 @@
 //! ([`Match`], rank by rank). An analysis over groups of traces (the
 //! ranks of one run, say) uses [`Campaign::groups`] instead.
 
-use super::{Analysis, Results};
-use crate::plot::Picture;
+mod hooks;
+mod options;
+mod picture;
+
+pub use hooks::InBatch;
+pub use options::CampaignOptions;
+pub use picture::{Picture, PlotError};
+
+use crate::analysis::{Analysis, Results};
 use crate::runinfo::RunInfo;
 use serde::ser::{Serialize, SerializeMap, Serializer};
 
@@ -172,7 +187,7 @@ impl std::fmt::Debug for Section {
 
 /// What `batch` prints on stdout for a campaign (besides its counts and
 /// failures): the first registry entry that gives one
-/// ([`crate::api::Command::batch_stdout`]) — `pair`'s Table 8.
+/// ([`InBatch::batch_stdout`]) — `pair`'s Table 8.
 #[derive(Debug, Clone)]
 pub struct Headline {
     /// For Markdown and terminal tables.
@@ -182,7 +197,7 @@ pub struct Headline {
 }
 
 /// What a trace's figures say of its run, for `batch`'s matching
-/// ([`crate::api::Command::trace_facts`]): the names of its step contexts
+/// ([`InBatch::trace_facts`]): the names of its step contexts
 /// (its mode is read from them when nothing else gives it) and its rank.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TraceFacts<'a> {
@@ -192,8 +207,8 @@ pub struct TraceFacts<'a> {
 }
 
 /// An analysis's figures of one comparison of `results.json` (an
-/// AR/candidate match, [`crate::api::Command::batch_compare`], or a
-/// workload's pooled runs, [`crate::api::Command::batch_pool`]), written
+/// AR/candidate match, [`InBatch::batch_compare`], or a
+/// workload's pooled runs, [`InBatch::batch_pool`]), written
 /// into the comparison's object as a trace entry has them.
 #[derive(Clone)]
 pub enum Compared {
@@ -217,7 +232,7 @@ impl Compared {
 }
 
 /// An analysis's figures over every run of each side of a workload
-/// ([`crate::api::Command::batch_pool`]): `results.json`'s `pooled`.
+/// ([`InBatch::batch_pool`]): `results.json`'s `pooled`.
 #[derive(Clone, Debug)]
 pub struct Pooled {
     pub figures: Compared,
@@ -412,39 +427,6 @@ mod fields {
             Ok(())
         }
     }
-}
-
-/// Every analysis's figures of a matched pair of traces
-/// ([`crate::api::Command::batch_compare`]), in registry order.
-pub fn compare(baseline: &Results, candidate: &Results) -> Figures {
-    let hooks = crate::analyses::REGISTRY
-        .iter()
-        .filter_map(|e| Some((e.key, e.compare_fn()?)));
-    Figures(
-        hooks
-            .filter_map(|(key, f)| Some((key, f(baseline, candidate)?)))
-            .collect(),
-    )
-}
-
-/// Every analysis's figures over a workload's runs of each side
-/// ([`crate::api::Command::batch_pool`]), in registry order, and their
-/// notes.
-pub fn pool(
-    workload: &str,
-    baseline: &[&Results],
-    candidate: &[&Results],
-) -> (Figures, Vec<String>) {
-    let mut figures = Figures::default();
-    let mut notes = Vec::new();
-    for e in crate::analyses::REGISTRY {
-        let Some(p) = e.pool_fn().and_then(|f| f(workload, baseline, candidate)) else {
-            continue;
-        };
-        figures.0.push((e.key, p.figures));
-        notes.extend(p.note);
-    }
-    (figures, notes)
 }
 
 /// Whether `name` is a name a section may write: ASCII letters, digits,

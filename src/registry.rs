@@ -1,0 +1,373 @@
+//! The registry: every analysis torchtrace knows, one line each
+//! ([`REGISTRY`]), and what the code that names no analysis needs to know
+//! of one ([`Entry`]): its engine [`Kind`], and, for a subcommand, how to
+//! run it ([`crate::api::Command`]), add it to `batch`'s plan and what it
+//! gives a campaign (the hooks of [`InBatch`], type-erased).
+//!
+//! ```text
+//!  cli, api, batch, python ─► registry (REGISTRY, Entry; Plan::new; Results' Deserialize)
+//!                               │ names each analysis once, in the order of results
+//!                               ▼
+//!                     analyses/<name>/  ─►  analysis (engine: Plan, Kind, Results)
+//! ```
+//!
+//! The engine (`crate::analysis`) knows no list of analyses: a [`Plan`]
+//! carries the [`Order`] its results are kept in and [`Results`] are
+//! decoded by the kinds of an order. This module gives torchtrace's:
+//! [`Plan::new`] orders a plan's results as the registry lists them, and
+//! `Results`' `Deserialize` decodes each key by its registry line.
+//!
+//! Adding an analysis = its folder under `src/analyses/` + one line here.
+//! The registry's order is the order of results in records and documents.
+
+use crate::analyses::{diff, hierarchy, idle, iterations, kernels, ops, pair, ranks};
+use crate::analysis::{Analysis, Kind, Order, Plan, Results};
+use crate::api::{AnyOutcome, ApiError, Command, Common};
+use crate::campaign::{
+    Campaign, CampaignOptions, Compared, Figures, Headline, InBatch, Pooled, Section, TraceFacts,
+};
+use crate::contexts::Selector;
+use serde::de::DeserializeSeed;
+use serde::{Deserialize, Deserializer};
+use std::fmt;
+
+/// Every analysis torchtrace knows, in the order their results are written.
+pub static REGISTRY: &[Entry] = ENTRIES;
+
+const ENTRIES: &[Entry] = &[
+    Entry::in_batch::<pair::Pair>(),
+    Entry::in_batch::<hierarchy::Hierarchy>(),
+    Entry::in_batch::<kernels::Kernels>(),
+    Entry::in_batch::<iterations::Iterations>(),
+    Entry::in_batch::<diff::Diff>(),
+    Entry::in_batch::<ranks::Ranks>(),
+    Entry::in_batch::<ops::Ops>(),
+    Entry::in_batch::<idle::Idle>(),
+];
+
+/// The registry's kinds, in its order: the [`Order`] of torchtrace's plans
+/// and records.
+static ORDER: [Kind; ENTRIES.len()] = kinds();
+
+const fn kinds() -> [Kind; ENTRIES.len()] {
+    let mut out = [ENTRIES[0].kind; ENTRIES.len()];
+    let mut i = 0;
+    while i < ENTRIES.len() {
+        out[i] = ENTRIES[i].kind;
+        i += 1;
+    }
+    out
+}
+
+/// The order of results in records and documents: the registry's.
+pub fn order() -> Order {
+    &ORDER
+}
+
+impl Plan {
+    /// A plan whose results are kept in registry order ([`order`];
+    /// analyses outside the registry after, in the order they were added).
+    pub fn new(selector: Selector) -> Plan {
+        Plan::in_order(selector, order())
+    }
+}
+
+/// Results are decoded by the registry: each key by its registry line
+/// (exact: no detour through `serde_json::Value`, so i128 sums survive); a
+/// key the registry does not know is an error.
+impl<'de> Deserialize<'de> for Results {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Results::seed(order()).deserialize(d)
+    }
+}
+
+/// Adds an analysis to a plan, its options as JSON (checked, compiled).
+pub type AddTo = fn(Plan, &serde_json::Value, &Selector) -> Result<Plan, ApiError>;
+
+/// Runs an analysis as its subcommand, options as JSON.
+pub type RunCommand =
+    fn(&[std::path::PathBuf], &Common, &serde_json::Value) -> Result<AnyOutcome, ApiError>;
+
+/// Gives an analysis's section of a campaign's outputs (`batch`).
+pub type BatchSection = fn(&Campaign<'_>) -> Option<Section>;
+
+/// Gives what an analysis prints on `batch`'s stdout.
+pub type BatchStdout = fn(&Campaign<'_>) -> Option<Headline>;
+
+/// An analysis's `traces.csv` columns over a campaign: given every file's
+/// results (path order), its headers and a writer of one file's cells.
+pub type TraceColumnsFn = fn(&[&Results]) -> TraceColumns;
+
+/// What a trace's results say of its run, for `batch`'s matching
+/// ([`InBatch::trace_facts`]).
+pub type FactsFn = for<'a> fn(&'a Results) -> Option<TraceFacts<'a>>;
+
+/// An analysis's figures of a matched (baseline, candidate) pair of
+/// traces ([`InBatch::batch_compare`]).
+pub type CompareFn = fn(&Results, &Results) -> Option<Compared>;
+
+/// An analysis's figures over a workload's runs of each side
+/// ([`InBatch::batch_pool`]).
+pub type PoolFn = fn(&str, &[&Results], &[&Results]) -> Option<Pooled>;
+
+/// The options `batch` gives an analysis from the campaign's flags
+/// ([`InBatch::batch_defaults`]).
+pub type DefaultsFn = fn(&CampaignOptions) -> serde_json::Map<String, serde_json::Value>;
+
+/// One file's `traces.csv` cells of one analysis.
+type TraceCells = Box<dyn Fn(&Results) -> Vec<crate::report::Cell>>;
+
+/// An analysis's `traces.csv` columns, type-erased: built once per table,
+/// since they may depend on the campaign (hierarchy's chain functions).
+pub struct TraceColumns {
+    /// The headers (`NAME_key`, or the key itself for legacy columns).
+    pub heads: Vec<String>,
+    cells: TraceCells,
+}
+
+impl TraceColumns {
+    /// One file's cells (nulls when the analysis did not run on it).
+    pub fn cells(&self, r: &Results) -> Vec<crate::report::Cell> {
+        (self.cells)(r)
+    }
+}
+
+/// One line of the registry: what the code that names no analysis needs
+/// to know of one.
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// [`Analysis::NAME`].
+    pub name: &'static str,
+    /// [`Analysis::KEY`].
+    pub key: &'static str,
+    kind: Kind,
+    command: Option<RunCommand>,
+    add_to: Option<AddTo>,
+    section: Option<BatchSection>,
+    stdout: Option<BatchStdout>,
+    listed: Option<&'static str>,
+    trace_columns: Option<TraceColumnsFn>,
+    report_columns: Option<TraceColumnsFn>,
+    facts: Option<FactsFn>,
+    compare: Option<CompareFn>,
+    pool: Option<PoolFn>,
+    defaults: Option<DefaultsFn>,
+}
+
+impl Entry {
+    /// The registry line of analysis `A`.
+    pub const fn of<A: Analysis>() -> Entry {
+        Entry {
+            name: A::NAME,
+            key: A::KEY,
+            kind: Kind::of::<A>(),
+            command: None,
+            add_to: None,
+            section: None,
+            stdout: None,
+            listed: None,
+            trace_columns: None,
+            report_columns: None,
+            facts: None,
+            compare: None,
+            pool: None,
+            defaults: None,
+        }
+    }
+
+    /// The registry line of analysis `A` that is also a subcommand (and
+    /// a Python function): `torchtrace.run(NAME, …)` finds it here. It is
+    /// not run by `batch` ([`Entry::in_batch`] is).
+    pub const fn command<A: Command>() -> Entry {
+        let mut e = Entry::of::<A>();
+        e.command = Some(crate::api::run_json::<A>);
+        e
+    }
+
+    /// The registry line of a subcommand that `batch` also runs on every
+    /// worker trace, with its campaign hooks ([`InBatch`]).
+    pub const fn in_batch<A: Command + InBatch>() -> Entry {
+        let mut e = Entry::command::<A>();
+        e.add_to = Some(crate::api::add_json::<A>);
+        e.section = Some(A::batch_section);
+        e.stdout = Some(A::batch_stdout);
+        e.listed = A::BATCH_LISTED;
+        e.trace_columns = Some(trace_columns::<A>);
+        e.report_columns = Some(report_columns::<A>);
+        e.facts = Some(facts_of::<A>);
+        e.compare = Some(compare_of::<A>);
+        e.pool = Some(pool_of::<A>);
+        e.defaults = Some(A::batch_defaults);
+        e
+    }
+
+    /// What the engine knows of it.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Its columns of `report.md`'s "Worker traces" table, if it runs in
+    /// batch ([`InBatch::report_columns`]): labels as heads.
+    pub fn report_columns_fn(&self) -> Option<TraceColumnsFn> {
+        self.report_columns
+    }
+
+    /// What a trace's results say of its run, if it runs in batch
+    /// ([`InBatch::trace_facts`]).
+    pub fn facts_fn(&self) -> Option<FactsFn> {
+        self.facts
+    }
+
+    /// Its figures of a matched pair of traces, if it runs in batch
+    /// ([`InBatch::batch_compare`]).
+    pub fn compare_fn(&self) -> Option<CompareFn> {
+        self.compare
+    }
+
+    /// Its figures over a workload's runs, if it runs in batch
+    /// ([`InBatch::batch_pool`]).
+    pub fn pool_fn(&self) -> Option<PoolFn> {
+        self.pool
+    }
+
+    /// The options batch gives it from the campaign's flags, if it runs in
+    /// batch ([`InBatch::batch_defaults`]).
+    pub fn defaults_fn(&self) -> Option<DefaultsFn> {
+        self.defaults
+    }
+
+    /// Its columns of `batch`'s `traces.csv`, if it runs in batch:
+    /// [`InBatch::trace_columns`], type-erased.
+    pub fn trace_columns_fn(&self) -> Option<TraceColumnsFn> {
+        self.trace_columns
+    }
+
+    /// Its entry in `batch`'s report.md `Files:` line:
+    /// [`InBatch::BATCH_LISTED`].
+    pub fn batch_listed(&self) -> Option<&'static str> {
+        self.listed
+    }
+
+    /// What it prints on `batch`'s stdout, if it runs in batch:
+    /// [`InBatch::batch_stdout`].
+    pub fn batch_stdout_fn(&self) -> Option<BatchStdout> {
+        self.stdout
+    }
+
+    /// Its section of a campaign's outputs (`batch`'s report, files and
+    /// figures), if it runs in batch: [`InBatch::batch_section`].
+    pub fn batch_section_fn(&self) -> Option<BatchSection> {
+        self.section
+    }
+
+    /// How to add it to a plan with options as JSON, if it has options
+    /// users write (a subcommand's): `batch` runs every such analysis.
+    pub fn add_to_fn(&self) -> Option<AddTo> {
+        self.add_to
+    }
+
+    /// How to run it as a subcommand, if it is one.
+    pub fn command_fn(&self) -> Option<RunCommand> {
+        self.command
+    }
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Entry")
+            .field("name", &self.name)
+            .field("key", &self.key)
+            .finish()
+    }
+}
+
+fn trace_columns<A: InBatch>(all: &[&Results]) -> TraceColumns {
+    let outputs: Vec<&A::Output> = all.iter().filter_map(|r| r.get::<A>()).collect();
+    let cols = A::trace_columns(&outputs);
+    let heads = cols
+        .iter()
+        .map(|c| match A::LEGACY_TRACE_KEYS {
+            true => c.key.clone(),
+            false => format!("{}_{}", A::NAME, c.key),
+        })
+        .collect();
+    columns_of::<A>(heads, cols)
+}
+
+fn report_columns<A: InBatch>(_: &[&Results]) -> TraceColumns {
+    let cols = A::report_columns();
+    let heads = cols
+        .iter()
+        .map(|c| c.label.clone().unwrap_or_else(|| c.key.clone()));
+    columns_of::<A>(heads.collect(), cols)
+}
+
+/// `cols` of analysis `A`, type-erased: one file's cells, nulls where it
+/// did not run.
+fn columns_of<A: Analysis>(
+    heads: Vec<String>,
+    cols: Vec<crate::views::Column<A::Output>>,
+) -> TraceColumns {
+    let cells = move |r: &Results| match r.get::<A>() {
+        Some(out) => cols.iter().map(|c| c.cell(out)).collect(),
+        None => vec![crate::report::Cell::Null; cols.len()],
+    };
+    TraceColumns {
+        heads,
+        cells: Box::new(cells),
+    }
+}
+
+fn facts_of<A: InBatch>(r: &Results) -> Option<TraceFacts<'_>> {
+    r.get::<A>().and_then(A::trace_facts)
+}
+
+fn compare_of<A: InBatch>(b: &Results, c: &Results) -> Option<Compared> {
+    A::batch_compare(b.get::<A>(), c.get::<A>())
+}
+
+fn pool_of<A: InBatch>(workload: &str, b: &[&Results], c: &[&Results]) -> Option<Pooled> {
+    fn outputs<'r, A: Analysis>(side: &[&'r Results]) -> Vec<&'r A::Output> {
+        side.iter().filter_map(|r| r.get::<A>()).collect()
+    }
+    A::batch_pool(workload, &outputs::<A>(b), &outputs::<A>(c))
+}
+
+/// What a trace's results say of its run: the first registry entry's
+/// [`InBatch::trace_facts`] that gives them.
+pub fn facts(results: &Results) -> Option<TraceFacts<'_>> {
+    let mut hooks = REGISTRY.iter().filter_map(Entry::facts_fn);
+    hooks.find_map(|f| f(results))
+}
+
+/// Every analysis's figures of a matched pair of traces
+/// ([`InBatch::batch_compare`]), in registry order.
+pub fn compare(baseline: &Results, candidate: &Results) -> Figures {
+    let hooks = REGISTRY
+        .iter()
+        .filter_map(|e| Some((e.key, e.compare_fn()?)));
+    Figures(
+        hooks
+            .filter_map(|(key, f)| Some((key, f(baseline, candidate)?)))
+            .collect(),
+    )
+}
+
+/// Every analysis's figures over a workload's runs of each side
+/// ([`InBatch::batch_pool`]), in registry order, and their notes.
+pub fn pool(
+    workload: &str,
+    baseline: &[&Results],
+    candidate: &[&Results],
+) -> (Figures, Vec<String>) {
+    let mut figures = Figures::default();
+    let mut notes = Vec::new();
+    for e in REGISTRY {
+        let Some(p) = e.pool_fn().and_then(|f| f(workload, baseline, candidate)) else {
+            continue;
+        };
+        figures.0.push((e.key, p.figures));
+        notes.extend(p.note);
+    }
+    (figures, notes)
+}

@@ -155,9 +155,13 @@ impl InBatch for Pair {
         headline(c)
     }
 
-    /// Its figures per trace, under their own keys (`contexts`, `pairs`, …).
+    /// Its figures per trace, under their own keys (`contexts`, `pairs`, …):
+    /// the columns marked for batch.
     fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<TracePairs>> {
-        super::view::batch_columns()
+        super::view::columns()
+            .into_iter()
+            .filter(|c| c.batch)
+            .collect()
     }
 
     /// Step names and rank: batch matches the traces that have step

@@ -353,8 +353,3 @@ impl PairReport {
         tables
     }
 }
-
-/// The columns `batch` puts in traces.csv for a trace's pairing.
-pub fn batch_columns() -> Vec<Column<TracePairs>> {
-    columns().into_iter().filter(|c| c.batch).collect()
-}

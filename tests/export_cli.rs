@@ -504,3 +504,197 @@ fn ops_keep_input_shapes_and_types_as_written() {
         Some(r#"["float"]"#)
     );
 }
+
+/// `batch --tables` (issue 36): the campaign's tables from the same read
+/// as the rest of batch — per trace, the rows of `export`'s tables and the
+/// counts of results.json (`kernels`' activities, `ops`' runtime calls and
+/// host ops, `idle`'s steps), led by the trace's label, workload and mode
+/// as traces.csv gives them; results.json as without --tables; the same
+/// bytes with -j 1 and -j 2.
+#[test]
+fn batch_tables_equal_export_and_results() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    let plain = tempfile::tempdir().unwrap();
+    let batch = |out: &Path, extra: &[&str], j: &str| {
+        let o = bin()
+            .args(["-q", "-j", j, "batch"])
+            .arg(&root)
+            .arg("--no-figures")
+            .arg("-o")
+            .arg(out)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    };
+    batch(plain.path(), &[], "2");
+    let runs: Vec<tempfile::TempDir> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
+    for (dir, j) in runs.iter().zip(["1", "2"]) {
+        let t = dir.path().join("tables");
+        batch(dir.path(), &["--tables", t.to_str().unwrap()], j);
+    }
+    let tables = runs[0].path().join("tables");
+    for table in ["activities", "launches", "ops", "steps"] {
+        let f = format!("{table}.parquet");
+        let x = std::fs::read(tables.join(&f)).unwrap();
+        let y = std::fs::read(runs[1].path().join("tables").join(&f)).unwrap();
+        assert!(x == y, "{f}: -j 1 and -j 2 differ");
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&tables)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "activities.parquet",
+            "launches.parquet",
+            "ops.parquet",
+            "steps.parquet"
+        ]
+    );
+    let results = std::fs::read(runs[0].path().join("results.json")).unwrap();
+    assert!(
+        results == std::fs::read(plain.path().join("results.json")).unwrap(),
+        "results.json changed with --tables"
+    );
+
+    let r: serde_json::Value = serde_json::from_slice(&results).unwrap();
+    let read_t = |t: &str| read(&tables.join(format!("{t}.parquet")));
+    let (acts, launches, ops, steps) = (
+        read_t("activities"),
+        read_t("launches"),
+        read_t("ops"),
+        read_t("steps"),
+    );
+    // Rows per (trace, workload, mode), in file order.
+    let per_trace = |b: &[RecordBatch]| -> Vec<((String, String, String), usize)> {
+        let (t, w, m) = (
+            strings(b, "trace"),
+            strings(b, "workload"),
+            strings(b, "mode"),
+        );
+        let mut v: Vec<((String, String, String), usize)> = Vec::new();
+        for i in 0..t.len() {
+            let key = (
+                t[i].clone().unwrap(),
+                w[i].clone().unwrap(),
+                m[i].clone().unwrap(),
+            );
+            match v.last_mut() {
+                Some((k, n)) if *k == key => *n += 1,
+                _ => v.push((key, 1)),
+            }
+        }
+        v
+    };
+    let workers: Vec<&serde_json::Value> = r["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"] == "worker")
+        .collect();
+    assert_eq!(workers.len(), 6);
+    let expect =
+        |count: &dyn Fn(&serde_json::Value) -> u64| -> Vec<((String, String, String), usize)> {
+            workers
+                .iter()
+                .map(|t| {
+                    let s = |k: &str| t[k].as_str().unwrap().to_string();
+                    ((s("path"), s("workload"), s("mode")), count(t) as usize)
+                })
+                .collect()
+        };
+    let u = |v: &serde_json::Value| v.as_u64().unwrap();
+    assert_eq!(
+        per_trace(&acts),
+        expect(&|t| u(&t["kernels"]["timeline"]["activities"]))
+    );
+    assert_eq!(
+        per_trace(&launches),
+        expect(&|t| u(&t["ops"]["summary"]["runtime_calls"]))
+    );
+    assert_eq!(
+        per_trace(&ops),
+        expect(&|t| u(&t["ops"]["summary"]["host_ops"]))
+    );
+    assert_eq!(
+        per_trace(&steps),
+        expect(&|t| u(&t["idle"]["steps"]["count"]))
+    );
+    // The sample's six traces: 19 360 activities, Σ dur = Σ `idle` busy.
+    assert_eq!(rows(&acts), 19_360);
+    let busy: i64 = workers
+        .iter()
+        .map(|t| t["ops"]["summary"]["gpu_ns"].as_i64().unwrap())
+        .sum();
+    assert_eq!(
+        ints(&acts, "dur_ns")
+            .iter()
+            .map(|d| d.unwrap())
+            .sum::<i64>(),
+        busy
+    );
+
+    // A trace's rows are `export`'s of it alone, column for column.
+    let label = "text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz";
+    let alone = tempfile::tempdir().unwrap();
+    assert_eq!(export(&[&sample(AR)], alone.path()).status.code(), Some(0));
+    let traces = strings(&acts, "trace");
+    let at = traces
+        .iter()
+        .position(|t| t.as_deref() == Some(label))
+        .unwrap();
+    let own = read(&alone.path().join("activities.parquet"));
+    let n = rows(&own);
+    for col in [
+        "id",
+        "start_ns",
+        "dur_ns",
+        "launch_id",
+        "launcher_op_id",
+        "top_op_id",
+        "step",
+    ] {
+        assert_eq!(ints(&acts, col)[at..at + n], ints(&own, col)[..], "{col}");
+    }
+    assert_eq!(
+        strings(&acts, "name")[at..at + n],
+        strings(&own, "name")[..]
+    );
+}
+
+/// `--tables` asks for `-o` and refuses `--shard`: exit 2, said.
+#[test]
+fn batch_tables_needs_outdir_and_no_shard() {
+    for args in [
+        &["batch", "sample_traces", "--tables", "t", "--records", "-"][..],
+        &[
+            "batch",
+            "sample_traces",
+            "--tables",
+            "t",
+            "--shard",
+            "1/2",
+            "--records",
+            "-",
+        ][..],
+    ] {
+        let o = bin()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--tables"),
+            "{args:?}"
+        );
+    }
+}

@@ -178,6 +178,17 @@ def test_sql_and_polars_answer_the_same_question(ran):
         first["trace"], first["step"], first["name"], first["gpu_ns"])
 
 
+def test_the_campaign_tables_answer_per_workload(ran):
+    work, _, outs = ran
+    rows = json.loads(outs[_line("FROM gpu JOIN tok USING (workload, mode)")])
+    got = {(r["workload"], r["mode"]): (int(r["gpu_ns"]), int(r["tokens"])) for r in rows}
+    # Six (workload, mode) groups; the tokens are the steps' generation tokens (text: 64 AR, 90 MTP),
+    # the GPU ns the text AR trace's kernels, memcpys and memsets, as its own `export` gives them.
+    assert len(got) == 6 and got[("text", "ar")] == (12638958, 64) and got[("text", "mtp")][1] == 90
+    assert sorted(p.name for p in (work / "campaign/tables").iterdir()) == [
+        "activities.parquet", "launches.parquet", "ops.parquet", "steps.parquet"]
+
+
 def test_the_shell_blocks_print_real_figures(ran):
     _, _, outs = ran
     table = outs[_line("torchtrace iterations --sample-name")]

@@ -14,6 +14,7 @@ pub mod inputs;
 pub mod output;
 pub mod records;
 pub mod run;
+pub mod tables;
 
 use crate::analysis::{Analysis, Results};
 use crate::campaign::Figures;

@@ -88,6 +88,16 @@ pub struct BatchArgs {
     /// `torchtrace merge`, instead of OUTDIR or beside it.
     #[arg(long, value_name = "FILE.jsonl")]
     pub records: Option<PathBuf>,
+    /// Also write the campaign's linked events as Parquet tables to DIR,
+    /// from the same read: activities, launches, ops and steps.parquet as
+    /// `torchtrace export` writes them, every worker trace in one file per
+    /// table, led by `trace` (its label in traces.csv), `workload` and
+    /// `mode` (null where unknown). DIR may be inside OUTDIR.
+    #[arg(long, value_name = "DIR", requires = "out", conflicts_with = "shard")]
+    pub tables: Option<PathBuf>,
+    /// Parquet compression of --tables.
+    #[arg(long, value_enum, default_value_t = torchtrace::export::Compression::Zstd, requires = "tables")]
+    pub tables_compression: torchtrace::export::Compression,
 }
 
 pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -118,9 +128,19 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         .batch_options(global.quiet)?
         .reading(global.read_options());
     opts.exclude = args.out.as_deref().and_then(|o| o.canonicalize().ok());
+    let tables = args
+        .tables
+        .as_deref()
+        .map(|dir| batch::tables::CampaignTables::new(dir, args.tables_compression))
+        .transpose()?;
+    if let Some(t) = &tables {
+        opts.plan = std::sync::Arc::new(t.plan(opts.plan()));
+    }
     let header =
         records::plan_campaign(&args.paths, campaign, opts.exclude.as_deref())?.for_shard(shard);
-    let files = records::map(&header, shard, &opts);
+    let mut files = records::map(&header, shard, &opts);
+    // Out of the results before records or results.json see them.
+    let parts = batch::tables::take_parts(&mut files);
     if let Some(path) = &args.records {
         write_records(path, &header, &files)?;
     }
@@ -145,7 +165,25 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         complete: true,
     };
     let (res, context) = records::merge_with(vec![set], &opts)?;
-    write_outputs(&res, &context, out, &args.report, global)
+    let exit = write_outputs(&res, &context, out, &args.report, global)?;
+    if let Some(t) = &tables {
+        write_tables(t, &res, parts, global)?;
+    }
+    Ok(exit)
+}
+
+/// Writes `--tables` and names each file on stderr.
+fn write_tables(
+    tables: &batch::tables::CampaignTables,
+    res: &batch::BatchResult,
+    parts: batch::tables::Parts,
+    global: &GlobalArgs,
+) -> anyhow::Result<()> {
+    let parts = batch::tables::campaign_parts(res, parts);
+    for f in tables.write(&parts)? {
+        note(global, &format!("tables: {} ({} rows)", f.path, f.rows));
+    }
+    Ok(())
 }
 
 /// Writes the records of a shard to FILE (`-`: stdout), created anew.

@@ -23,6 +23,7 @@
 //! full disk is an [`ExportError`] naming the file, and the partial files
 //! are removed.
 
+pub mod campaign;
 mod link;
 pub mod report;
 mod write;
@@ -40,6 +41,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+pub use campaign::{CampaignPart, CampaignTables};
 pub use report::{ExportReport, TableFile, TracePart};
 
 /// The tables, in the order they are written.

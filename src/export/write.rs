@@ -444,29 +444,76 @@ fn pq_err(path: &Path) -> impl FnOnce(parquet::errors::ParquetError) -> ExportEr
     move |e| failure(path, e).into_error()
 }
 
-/// Copies the parts of `table`, in trace order, into `to`.
-fn merge(traces: &[TracePart], table: Table, to: &Path, c: Compression) -> Result<(), ExportError> {
-    let mut w = writer(to, table, c).map_err(WriteFailure::into_error)?;
-    let sch = schema(table);
-    for p in traces
-        .iter()
-        .flat_map(|t| &t.parts)
-        .filter(|p| p.table == table)
-    {
-        let from = Path::new(&p.file);
+/// A part file to copy, and the texts of the columns that replace its
+/// `trace` column (none: its columns copied as they are).
+pub(crate) struct PartLead<'a> {
+    pub file: &'a Path,
+    pub lead: Vec<Option<&'a str>>,
+}
+
+/// The columns of a campaign's table (`batch --tables`): `trace`,
+/// `workload`, `mode`, then the table's own after its `trace`.
+pub fn campaign_schema(table: Table) -> SchemaRef {
+    let own = schema(table);
+    let mut fields = vec![
+        Field::new("trace", dict_type(), false),
+        Field::new("workload", dict_type(), true),
+        Field::new("mode", dict_type(), true),
+    ];
+    fields.extend(own.fields().iter().skip(1).map(|f| f.as_ref().clone()));
+    Arc::new(Schema::new(fields))
+}
+
+/// Copies `parts`, in order, into `to` (schema `sch`), batch by batch.
+pub(crate) fn copy_parts(
+    parts: &[PartLead<'_>],
+    sch: &SchemaRef,
+    to: &Path,
+    c: Compression,
+) -> Result<(), ExportError> {
+    let f = File::create(to).map_err(io_err(to))?;
+    let mut w = ArrowWriter::try_new(f, sch.clone(), Some(properties(c))).map_err(pq_err(to))?;
+    for p in parts {
+        let from = p.file;
         let f = File::open(from).map_err(io_err(from))?;
         let reader = ParquetRecordBatchReaderBuilder::try_new(f)
             .and_then(|b| b.with_batch_size(BATCH_ROWS).build())
             .map_err(pq_err(from))?;
         for batch in reader {
             let batch = batch.map_err(|e| failure(from, e).into_error())?;
-            let batch = RecordBatch::try_new(sch.clone(), batch.columns().to_vec())
+            let columns = if p.lead.is_empty() {
+                batch.columns().to_vec()
+            } else {
+                let n = batch.num_rows();
+                let mut v: Vec<ArrayRef> = p
+                    .lead
+                    .iter()
+                    .map(|t| dict(std::iter::repeat_n(*t, n)))
+                    .collect();
+                v.extend(batch.columns().iter().skip(1).cloned());
+                v
+            };
+            let batch = RecordBatch::try_new(sch.clone(), columns)
                 .map_err(|e| failure(from, e).into_error())?;
             w.write(&batch).map_err(pq_err(to))?;
         }
     }
     w.close().map_err(pq_err(to))?;
     Ok(())
+}
+
+/// Copies the parts of `table`, in trace order, into `to`.
+fn merge(traces: &[TracePart], table: Table, to: &Path, c: Compression) -> Result<(), ExportError> {
+    let parts: Vec<PartLead<'_>> = traces
+        .iter()
+        .flat_map(|t| &t.parts)
+        .filter(|p| p.table == table)
+        .map(|p| PartLead {
+            file: Path::new(&p.file),
+            lead: Vec::new(),
+        })
+        .collect();
+    copy_parts(&parts, &schema(table), to, c)
 }
 
 /// The final files, `out/<table>.parquet`, from every trace's parts: one

@@ -5,7 +5,7 @@
 //! integer times, interned names) → the analyses of a [`Plan`] (`kernels`,
 //! `pair`, `hierarchy`, fed by one read in [`analysis`]) → `stats` → `views` (each
 //! analysis's columns and tables) → `report` (table, JSON, CSV, Markdown)
-//! and `plot`; `runinfo` says which run a trace belongs to; `batch` runs it
+//! and `figures` (the paper's, drawn on the `plot` kit); `runinfo` says which run a trace belongs to; `batch` runs it
 //! all over directories and archives. The command line is the binary's.
 //!
 //! Library users start at the crate root: build a [`Plan`] of analyses,
@@ -61,6 +61,7 @@ pub(crate) mod containment;
 pub mod contexts;
 pub mod export;
 pub mod families;
+pub mod figures;
 pub mod ledger;
 pub mod model;
 pub mod plot;
@@ -90,9 +91,10 @@ pub use analysis::{
 };
 pub use batch::{run_batch, BatchOptions, BatchResult, Manifest};
 pub use contexts::Selector;
+pub use figures::PlotInput;
 pub use hierarchy::{HierarchyOptions, TraceHierarchy};
 pub use kernels::{KernelsSpec, TraceKernels};
 pub use pair::{PairSpec, TracePairs};
-pub use plot::{ImageFormat, PlotInput};
+pub use plot::ImageFormat;
 pub use report::{Format, Table};
 pub use runinfo::{Mode, RunInfo};

@@ -99,10 +99,32 @@ fn analyses_share_families_and_chains_through_neutral_places() {
 }
 
 #[test]
+fn the_drawing_kit_names_no_analysis() {
+    // src/plot/ is theme, layout, marks and ready charts of plain numbers:
+    // the paper's figures (which read pair, hierarchy, kernels) are in
+    // src/figures/, every other figure in its analysis's folder.
+    let above = [
+        "crate::analyses",
+        "crate::figures",
+        "crate::api",
+        "crate::batch",
+        "crate::cli",
+        "crate::registry",
+    ];
+    let bad = naming("plot", &above);
+    assert!(bad.is_empty(), "src/plot/ names a layer above it: {bad:#?}");
+    // The figures module is above the analyses; nothing below it names it.
+    for below in ["analysis", "analyses", "campaign", "ledger", "trace"] {
+        let bad = naming(below, &["crate::figures"]);
+        assert!(bad.is_empty(), "src/{below}/ names the figures: {bad:#?}");
+    }
+}
+
+#[test]
 fn the_engine_imports_nothing_above_it() {
     // src/analysis/ (Plan, drive, Kind, Results) knows no list of analyses:
     // the registry gives the order of results, the campaign contract lives
-    // in src/campaign/, figures in the drawing kit.
+    // in src/campaign/, figures above it.
     let above = [
         "crate::api",
         "crate::batch",

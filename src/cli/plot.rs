@@ -6,10 +6,10 @@ use anyhow::{bail, Context};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
+use torchtrace::figures::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
 use torchtrace::hierarchy::Hierarchy;
 use torchtrace::kernels::{Kernels, KernelsSpec};
 use torchtrace::pair::Pair;
-use torchtrace::plot::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
 use torchtrace::runinfo::{Given, RunInfo};
 use torchtrace::{HierarchyOptions, PairSpec, Plan};
 
@@ -162,7 +162,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         note(global, "no hierarchy data: figure 4 shows an empty state");
     }
     let size = (args.width, args.height);
-    let files = plot::render_all(&input, &args.out, args.image_format.into(), size)?;
+    let files = figures::render_all(&input, &args.out, args.image_format.into(), size)?;
     let mut stdout = super::stdout();
     for f in &files {
         writeln!(stdout, "{}", f.display())?;

@@ -1,7 +1,7 @@
 //! What is drawn (the legend's marks as [`super::layout`] lists them), the frame (title, subtitle, legend), the
 //! labels of the trace axis, the house grid, bars and empty states.
 
-use super::layout::{decimals, ellipsize, short_label, Chart2d, LegendItem, Mark, Prepared};
+use super::layout::{decimals, Chart2d, LegendItem, Mark};
 use super::theme::*;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -139,56 +139,6 @@ where
     Ok(root.split_vertically(y).1)
 }
 
-/// Writes labels under a categorical trace axis: the trace's mode (or
-/// label) under each position, and the group name under each group.
-/// `y_base` is the axis' lower value; positions come from the chart.
-#[allow(clippy::too_many_arguments)]
-pub fn trace_axis_labels<DB: DrawingBackend>(
-    root: &DrawingArea<DB, Shift>,
-    data: &Prepared,
-    xs: &[f64],
-    to_px: &dyn Fn(f64) -> (i32, i32),
-    style: &TextStyle,
-    group_style: &TextStyle,
-) -> FigResult
-where
-    DB::ErrorType: 'static,
-{
-    let th = &data.theme;
-    let top = Pos::new(HPos::Center, VPos::Top);
-    let line_h = th.px(17.0);
-    for (i, t) in data.input.traces.iter().enumerate() {
-        let (px, py) = to_px(xs[i]);
-        root.draw_text(&short_label(t), &style.pos(top), (px, py + th.px(6.0)))?;
-    }
-    for g in &data.groups {
-        let show = g.members.len() > 1
-            || g.members
-                .iter()
-                .any(|&i| short_label(data.trace(i)) != g.name);
-        if !show {
-            continue;
-        }
-        let (a, _) = to_px(xs[*g.members.first().unwrap()]);
-        let (b, py) = to_px(xs[*g.members.last().unwrap()]);
-        let cx = (a + b) / 2;
-        let y = py + th.px(6.0) + line_h + th.px(2.0);
-        if g.members.len() > 1 {
-            let half = th.px(10.0);
-            root.draw(&PathElement::new(
-                vec![(a - half, y), (b + half, y)],
-                MUTED.stroke_width(1),
-            ))?;
-        }
-        root.draw_text(
-            &ellipsize(&g.name, 28),
-            &group_style.pos(top),
-            (cx, y + th.px(3.0)),
-        )?;
-    }
-    Ok(())
-}
-
 /// The grid and text styling every figure's axes share.
 pub trait HouseGrid {
     fn house(&mut self, th: &Theme) -> &mut Self;
@@ -211,7 +161,7 @@ where
 
 /// The axes of a bar or box chart: a categorical trace axis over `x`
 /// without tick labels (the traces' labels are drawn under it by
-/// [`trace_axis_labels`]) and a value axis from 0 to `y1`, in the house
+/// `crate::figures`' trace axis labels) and a value axis from 0 to `y1`, in the house
 /// style. Sizes are in the theme's unscaled pixels.
 pub struct ValueAxes<'s> {
     pub caption: Option<&'s str>,

@@ -1,27 +1,10 @@
-//! Figures for the RQ4 analysis (AR vs MTP), drawn with plotters into PNG
-//! and/or SVG.
-//!
-//! The figures take already-computed results ([`PlotInput`]), so `plot`
-//! and `batch` draw the same pictures from the same numbers that `pair`
-//! and `hierarchy` print:
-//!
-//! | file stem                    | what it shows                                                   |
-//! |------------------------------|-----------------------------------------------------------------|
-//! | `fig1_span_distributions`    | CPU- and GPU-context spans per trace: box plots, every context, medians |
-//! | `fig2_gpu_span_timeline`     | GPU span against context index, per workload: warm-up, outliers |
-//! | `fig3_tokens_and_span_per_token` | P (tokens/context) and GPU span per token; S_context        |
-//! | `fig4_hierarchy_medians`     | median inclusive duration of each chain function (Table 9)      |
-//! | `fig5_cpu_vs_gpu_span`       | per-context CPU span against GPU span: GPU-bound vs launch-bound |
-//! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
-//!
-//! These six are the paper's figures, drawn from three analyses together
-//! (`pair`, `hierarchy`, `kernels`): this module is the one place besides
-//! the registry and the CLI that names them. Every other figure is drawn
-//! in its analysis's folder — `batch`'s `fig7_…`, `fig8_…` through
-//! [`Picture`], most simply as a [`StackedBars`] or [`BoxPlots`] built from
-//! its figures (see `crate::campaign::Section`), and `ranks`' heatmap
-//! (`ranks_<run>`, `crate::analyses::ranks::figure`) on this module's
-//! theme, layout and marks.
+//! The drawing kit: plotters with the house theme (embedded DejaVu Sans,
+//! AR blue / MTP orange, series colours), layout (axes, ranges, number
+//! formats, legends), marks, and two ready charts built from plain figures —
+//! [`StackedBars`] and [`BoxPlots`] — that any analysis's [`Picture`] can
+//! return. The kit names no analysis: the paper's six figures, which read
+//! `pair`, `hierarchy` and `kernels`, live above it in `crate::figures`;
+//! every other figure is drawn in its analysis's folder on this kit.
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
@@ -30,28 +13,19 @@
 
 mod boxes;
 pub(crate) mod common;
-mod distributions;
-mod gpu_work;
-mod hierarchy;
-mod input;
-mod layout;
-mod marks;
-mod scatter;
+pub(crate) mod layout;
+pub(crate) mod marks;
 mod stacked;
-mod summary;
-mod theme;
-mod timeline;
+pub(crate) mod theme;
 
-use crate::analyses::pair::{Comparison, TracePairs};
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub use crate::campaign::{Picture, PlotError};
 pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
-pub use input::{function_medians, CampaignTrace, Measured, Pairing};
 pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
-pub use theme::{series_color, SERIES};
+pub use theme::{mode_color, series_color, SERIES};
 
 /// Draws into a file with the backend its extension names (`svg`, else
 /// PNG): `png` and `svg` are the same drawing for each backend (a
@@ -81,42 +55,6 @@ where
     Ok(())
 }
 
-/// Figure 4's default chains are `hierarchy`'s (re-exported at their old path).
-pub use crate::analyses::hierarchy::DEFAULT_PLOT_CHAINS;
-pub use theme::mode_color;
-
-/// One trace as the figures see it.
-#[derive(Debug, Clone)]
-pub struct PlotTrace {
-    /// Short name shown in the figures (e.g. `text AR`).
-    pub label: String,
-    /// `ar`, `mtp`, ... (colour: AR blue, MTP orange, other grey).
-    pub mode: Option<String>,
-    /// Traces of one workload are drawn as one group.
-    pub workload: Option<String>,
-    pub pairs: TracePairs,
-    /// GPU work by launch correlation, when it was measured.
-    pub kernels: Option<crate::analyses::kernels::TraceKernels>,
-    /// Hierarchy results: median inclusive duration per chain function.
-    pub functions: Vec<FunctionMedian>,
-}
-
-/// The median inclusive duration of one chain function in one trace.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FunctionMedian {
-    pub name: String,
-    pub median_ms: Option<f64>,
-    pub calls: u64,
-}
-
-/// Everything the figures draw.
-#[derive(Debug, Clone, Default)]
-pub struct PlotInput {
-    pub traces: Vec<PlotTrace>,
-    /// (workload or pair label, baseline-vs-candidate comparison).
-    pub comparisons: Vec<(String, Comparison)>,
-}
-
 /// Which files to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ImageFormat {
@@ -136,82 +74,6 @@ impl ImageFormat {
     }
 }
 
-/// The figures, in the order they are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
-    SpanDistributions,
-    GpuSpanTimeline,
-    TokensAndSpanPerToken,
-    HierarchyMedians,
-    CpuVsGpuSpan,
-    GpuBusyPerToken,
-}
-
-impl Figure {
-    pub const ALL: [Figure; 6] = [
-        Figure::SpanDistributions,
-        Figure::GpuSpanTimeline,
-        Figure::TokensAndSpanPerToken,
-        Figure::HierarchyMedians,
-        Figure::CpuVsGpuSpan,
-        Figure::GpuBusyPerToken,
-    ];
-
-    /// The file name without extension.
-    pub fn file_stem(self) -> &'static str {
-        match self {
-            Figure::SpanDistributions => "fig1_span_distributions",
-            Figure::GpuSpanTimeline => "fig2_gpu_span_timeline",
-            Figure::TokensAndSpanPerToken => "fig3_tokens_and_span_per_token",
-            Figure::HierarchyMedians => "fig4_hierarchy_medians",
-            Figure::CpuVsGpuSpan => "fig5_cpu_vs_gpu_span",
-            Figure::GpuBusyPerToken => "fig6_gpu_busy_per_token",
-        }
-    }
-
-    /// The figure's title (also written into the SVG).
-    pub fn title(self) -> &'static str {
-        match self {
-            Figure::SpanDistributions => "Step-context spans per trace",
-            Figure::GpuSpanTimeline => "GPU span of each step context",
-            Figure::TokensAndSpanPerToken => "Tokens per context and GPU span per token",
-            Figure::HierarchyMedians => "Median inclusive duration of the call-chain functions",
-            Figure::CpuVsGpuSpan => "CPU span against GPU span, per step context",
-            Figure::GpuBusyPerToken => "GPU busy and idle time per generated token",
-        }
-    }
-
-    fn draw<DB: DrawingBackend>(
-        self,
-        root: &DrawingArea<DB, Shift>,
-        data: &common::Prepared,
-    ) -> common::FigResult
-    where
-        DB::ErrorType: 'static,
-    {
-        match self {
-            Figure::SpanDistributions => distributions::draw(root, data),
-            Figure::GpuSpanTimeline => timeline::draw(root, data),
-            Figure::TokensAndSpanPerToken => summary::draw(root, data),
-            Figure::HierarchyMedians => hierarchy::draw(root, data),
-            Figure::CpuVsGpuSpan => scatter::draw(root, data),
-            Figure::GpuBusyPerToken => gpu_work::draw(root, data),
-        }
-    }
-}
-
-/// Draws one figure into a file; the extension (`png` or `svg`) picks the
-/// backend.
-pub fn render_figure(
-    fig: Figure,
-    input: &PlotInput,
-    path: &Path,
-    size: (u32, u32),
-) -> Result<(), PlotError> {
-    let data = common::Prepared::new(input, size);
-    render_file(path, size, |r| fig.draw(r, &data), |r| fig.draw(r, &data))
-}
-
 /// Creates `dir` (and its parents) for figures.
 pub fn create_dir(dir: &Path) -> Result<(), PlotError> {
     std::fs::create_dir_all(dir).map_err(|source| PlotError::Dir {
@@ -219,26 +81,3 @@ pub fn create_dir(dir: &Path) -> Result<(), PlotError> {
         source,
     })
 }
-
-/// Draws every figure into `dir` (created if needed) and returns the files
-/// written, in order.
-pub fn render_all(
-    input: &PlotInput,
-    dir: &Path,
-    fmt: ImageFormat,
-    size: (u32, u32),
-) -> Result<Vec<PathBuf>, PlotError> {
-    create_dir(dir)?;
-    let mut out = Vec::new();
-    for fig in Figure::ALL {
-        for ext in fmt.extensions() {
-            let path = dir.join(format!("{}.{ext}", fig.file_stem()));
-            render_figure(fig, input, &path, size)?;
-            out.push(path);
-        }
-    }
-    Ok(out)
-}
-
-#[cfg(test)]
-mod tests;

@@ -2,7 +2,7 @@
 //! "workload MODE", grouped and compared as the workload comparisons say.
 
 use crate::batch::{BatchResult, Status};
-use crate::plot::{self, CampaignTrace, ImageFormat, PlotInput};
+use crate::figures::{self, CampaignTrace, ImageFormat, PlotInput};
 use std::path::{Path, PathBuf};
 
 /// Figure size in pixels.
@@ -33,6 +33,6 @@ pub fn render_figures(
     res: &BatchResult,
     dir: &Path,
     fmt: ImageFormat,
-) -> Result<Vec<PathBuf>, plot::PlotError> {
-    plot::render_all(&plot_input(res), dir, fmt, FIGURE_SIZE)
+) -> Result<Vec<PathBuf>, figures::PlotError> {
+    figures::render_all(&plot_input(res), dir, fmt, FIGURE_SIZE)
 }

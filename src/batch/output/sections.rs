@@ -65,7 +65,7 @@ pub fn listed() -> impl Iterator<Item = &'static str> {
 pub fn sections(res: &BatchResult, warnings: &mut Vec<String>) -> Vec<Section> {
     let c = campaign(res);
     let mut taken: Vec<String> = FIXED_FILES.iter().map(|s| s.to_string()).collect();
-    let mut stems: Vec<String> = crate::plot::Figure::ALL
+    let mut stems: Vec<String> = crate::figures::Figure::ALL
         .iter()
         .map(|f| f.file_stem().to_string())
         .collect();

@@ -1,6 +1,7 @@
 use super::common::{box_stats, quantile, Theme};
 use super::*;
 use crate::analyses::pair::compare;
+use crate::plot::mode_color;
 use crate::runinfo::Mode;
 
 /// A synthetic trace: `n` step contexts with a GPU span around `gpu_us`,

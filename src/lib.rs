@@ -57,6 +57,8 @@ pub mod analysis;
 pub mod api;
 pub mod batch;
 pub mod campaign;
+#[cfg(feature = "cli")]
+pub mod cli_kit;
 pub(crate) mod containment;
 pub mod contexts;
 pub mod export;

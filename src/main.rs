@@ -1,6 +1,9 @@
 //! The `torchtrace` binary: parse arguments, run, map the outcome to an
 //! exit status. This is the only place that prints fatal errors. The
-//! command line (`cli/`) is private to the binary: the library has no clap.
+//! top-level parser and the campaign commands (`cli/`) are private to the
+//! binary; each analysis's subcommand comes from its registry line (its
+//! folder's `cli.rs` on `torchtrace::cli_kit`), and the library has clap
+//! only behind the feature `cli`.
 
 mod cli;
 

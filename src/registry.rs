@@ -31,18 +31,42 @@ use serde::de::DeserializeSeed;
 use serde::{Deserialize, Deserializer};
 use std::fmt;
 
+/// A registry line with its subcommand (`Entry::with_cli`) when the command
+/// line is built (feature `cli`); without it the flags' type is never named.
+#[cfg(feature = "cli")]
+macro_rules! cli {
+    ($entry:expr, $args:ty) => {
+        $entry.with_cli::<$args>()
+    };
+}
+#[cfg(not(feature = "cli"))]
+macro_rules! cli {
+    ($entry:expr, $args:ty) => {
+        $entry
+    };
+}
+
 /// Every analysis torchtrace knows, in the order their results are written.
 pub static REGISTRY: &[Entry] = ENTRIES;
 
 const ENTRIES: &[Entry] = &[
-    Entry::in_batch::<pair::Pair>(),
-    Entry::in_batch::<hierarchy::Hierarchy>(),
-    Entry::in_batch::<kernels::Kernels>(),
-    Entry::in_batch::<iterations::Iterations>(),
-    Entry::in_batch::<diff::Diff>(),
-    Entry::in_batch::<ranks::Ranks>(),
-    Entry::in_batch::<ops::Ops>(),
-    Entry::in_batch::<idle::Idle>(),
+    cli!(Entry::in_batch::<pair::Pair>(), pair::cli::PairArgs),
+    cli!(
+        Entry::in_batch::<hierarchy::Hierarchy>(),
+        hierarchy::cli::HierarchyArgs
+    ),
+    cli!(
+        Entry::in_batch::<kernels::Kernels>(),
+        kernels::cli::KernelsArgs
+    ),
+    cli!(
+        Entry::in_batch::<iterations::Iterations>(),
+        iterations::cli::IterationsArgs
+    ),
+    cli!(Entry::in_batch::<diff::Diff>(), diff::cli::DiffArgs),
+    cli!(Entry::in_batch::<ranks::Ranks>(), ranks::cli::RanksArgs),
+    cli!(Entry::in_batch::<ops::Ops>(), ops::cli::OpsArgs),
+    cli!(Entry::in_batch::<idle::Idle>(), idle::cli::IdleArgs),
 ];
 
 /// The registry's kinds, in its order: the [`Order`] of torchtrace's plans
@@ -152,6 +176,9 @@ pub struct Entry {
     compare: Option<CompareFn>,
     pool: Option<PoolFn>,
     defaults: Option<DefaultsFn>,
+    /// Its subcommand: flags, help and run (`src/analyses/<name>/cli.rs`).
+    #[cfg(feature = "cli")]
+    cli: Option<crate::cli_kit::CliLine>,
 }
 
 impl Entry {
@@ -172,6 +199,8 @@ impl Entry {
             compare: None,
             pool: None,
             defaults: None,
+            #[cfg(feature = "cli")]
+            cli: None,
         }
     }
 
@@ -199,6 +228,20 @@ impl Entry {
         e.pool = Some(pool_of::<A>);
         e.defaults = Some(A::batch_defaults);
         e
+    }
+
+    /// This line with its subcommand `S` (its flags, help and run: the
+    /// analysis's `cli.rs`); the binary builds the subcommand from it.
+    #[cfg(feature = "cli")]
+    pub const fn with_cli<S: crate::cli_kit::SubcommandArgs>(mut self) -> Entry {
+        self.cli = Some(crate::cli_kit::CliLine::of::<S>());
+        self
+    }
+
+    /// Its subcommand, if it has one.
+    #[cfg(feature = "cli")]
+    pub fn cli(&self) -> Option<&crate::cli_kit::CliLine> {
+        self.cli.as_ref()
     }
 
     /// What the engine knows of it.

@@ -184,3 +184,50 @@ fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
         assert!(batch.contains("impl InBatch for"), "{a}: no impl InBatch");
     }
 }
+
+#[test]
+fn the_cli_is_built_from_the_registry() {
+    // The binary's src/cli/ holds the top-level parser and the campaign
+    // commands; every analysis's subcommand (flags, help, run) is in its
+    // folder's cli.rs and reaches the binary through the registry line.
+    let analyses = [
+        "pair",
+        "hierarchy",
+        "kernels",
+        "iterations",
+        "diff",
+        "ranks",
+        "ops",
+        "idle",
+    ];
+    let named: Vec<String> = analyses
+        .iter()
+        .flat_map(|a| [format!("torchtrace::{a}"), format!("analyses::{a}")])
+        .collect();
+    let named: Vec<&str> = named.iter().map(String::as_str).collect();
+    let bad = naming("cli", &named);
+    assert!(bad.is_empty(), "src/cli/ names an analysis: {bad:#?}");
+    for a in analyses {
+        assert!(
+            !src(&format!("cli/{a}.rs")).exists(),
+            "{a}'s subcommand is outside its folder"
+        );
+        let cli = format!("analyses/{a}/cli.rs");
+        let text = fs::read_to_string(src(&cli)).expect("read an analysis's cli.rs");
+        assert!(text.contains("impl SubcommandArgs for"), "{cli}: no impl");
+        // Shared argument groups come from the kit below the binary.
+        let bad = naming(&cli, &["crate::cli::", "torchtrace::cli"]);
+        assert!(bad.is_empty(), "{cli} imports the binary: {bad:#?}");
+    }
+    let reg = fs::read_to_string(src("registry.rs")).expect("read registry.rs");
+    assert!(
+        reg.contains("with_cli::<"),
+        "the registry names no subcommand"
+    );
+    // `--tokens` is declared once, in the kit (`TokensArgs`, flattened
+    // into the run group and into hierarchy's and plot's flags).
+    let kit = fs::read_to_string(src("cli_kit.rs")).expect("read cli_kit.rs");
+    assert_eq!(kit.matches("pub tokens: Vec<u64>").count(), 1);
+    assert!(naming("analyses", &["pub tokens: Vec<u64>"]).is_empty());
+    assert!(naming("cli", &["pub tokens: Vec<u64>"]).is_empty());
+}

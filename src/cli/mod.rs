@@ -1,29 +1,25 @@
-//! Command-line interface, private to the binary: clap definitions,
-//! converted once into library options, and the `run` entry point that
-//! `main.rs` calls. Each subcommand parses its flags, calls the library
-//! and prints; tables, run information and figures are the library's.
+//! Command-line interface, private to the binary: the top-level parser
+//! and the dispatch. Every analysis's subcommand comes from the registry
+//! (`torchtrace::registry::REGISTRY`, each line's `cli()`: flags, help and
+//! run in `src/analyses/<name>/cli.rs`, on the shared argument groups of
+//! `torchtrace::cli_kit`); the campaign commands (`plot`, `batch`, `merge`,
+//! `export`), which read several analyses, are here. Each subcommand
+//! parses its flags, calls the library and prints; tables, run information
+//! and figures are the library's.
 //!
 //! Results go to stdout; diagnostics and progress bars to stderr. Exit
 //! status: 0 ok, 1 problems found (a verification failed, a context is
 //! missing), 2 error (unreadable input, bad arguments).
 
 pub mod batch;
-pub mod diff;
 pub mod export;
-pub mod hierarchy;
-pub mod idle;
-pub mod iterations;
-pub mod kernels;
 pub mod merge;
-pub mod ops;
-pub mod pair;
 pub mod plot;
-pub mod ranks;
 
 use anyhow::Context;
-use clap::{Args, Parser, Subcommand, ValueEnum};
-use torchtrace::trace::ReadOptions;
-use torchtrace::{api, Format, ImageFormat, Selector};
+use clap::{ArgMatches, FromArgMatches, Parser, Subcommand};
+use torchtrace::cli_kit::CliLine;
+pub use torchtrace::cli_kit::*;
 
 /// Analyze PyTorch Profiler (Kineto) traces from vLLM: pair CPU step
 /// annotations with their GPU spans, follow launches to the kernels they ran,
@@ -46,304 +42,73 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Options every subcommand takes, listed under their own heading in each
-/// subcommand's help (not among its own options).
-#[derive(Debug, Args, Clone)]
-#[command(next_help_heading = GLOBAL_HEADING)]
-pub struct GlobalArgs {
-    /// Worker threads for files processed in parallel, at most 1024
-    /// (default, or 0: all cores).
-    #[arg(long, short = 'j', global = true, value_name = "N", help_heading = GLOBAL_HEADING,
-          value_parser = clap::value_parser!(u16).range(0..=MAX_THREADS as i64))]
-    pub threads: Option<u16>,
-    /// No progress bars or notes on stderr (errors are still printed).
-    #[arg(long, short = 'q', global = true, help_heading = GLOBAL_HEADING)]
-    pub quiet: bool,
-    /// The largest single event (or top-level value) read, e.g. 64M, 1G;
-    /// past it a trace is an error naming the byte offset, so memory stays
-    /// bounded on any input [default: 64M, or $TORCHTRACE_MAX_EVENT_SIZE]
-    #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size,
-          help_heading = GLOBAL_HEADING)]
-    pub max_event_size: Option<u64>,
-}
-
-/// The help heading of [`GlobalArgs`].
-pub const GLOBAL_HEADING: &str = "Global options (any subcommand)";
-
-impl GlobalArgs {
-    /// What every per-trace subcommand takes besides its own options.
-    pub fn common(
-        &self,
-        selector: Selector,
-        given: Vec<torchtrace::runinfo::Given>,
-    ) -> api::Common {
-        api::Common {
-            selector,
-            given,
-            quiet: self.quiet,
-            read: self.read_options(),
-        }
-    }
-
-    /// [`Self::common`] from the shared flags of a subcommand over `n`
-    /// traces: its contexts and its run information.
-    pub fn common_for(
-        &self,
-        n: usize,
-        contexts: &ContextArgs,
-        run: &RunArgs,
-    ) -> anyhow::Result<api::Common> {
-        let given = given(n, &run.tokens, &run.summary)?;
-        Ok(self.common(contexts.selector()?, given))
-    }
-
-    /// How traces and records are read: `--max-event-size`, else the
-    /// environment's limit or the default.
-    pub fn read_options(&self) -> ReadOptions {
-        self.max_event_size
-            .map_or_else(ReadOptions::default, ReadOptions::with_max_event_bytes)
-    }
-}
-
-/// A byte size such as `64M`, `1G` or `1048576`.
-fn parse_size(text: &str) -> Result<u64, String> {
-    torchtrace::trace::parse_size(text)
-        .filter(|&n| n > 0)
-        .ok_or_else(|| format!("{text:?} is not a size (e.g. 64M, 1G, 1048576)"))
-}
-
-#[derive(Debug, Subcommand)]
+/// A subcommand: an analysis's (from the registry, parsed when it runs)
+/// or one of the campaign commands.
 pub enum Command {
-    Pair(pair::PairArgs),
-    Hierarchy(hierarchy::HierarchyArgs),
-    Kernels(kernels::KernelsArgs),
-    Iterations(iterations::IterationsArgs),
+    Analysis(&'static CliLine, ArgMatches),
+    Campaign(CampaignCommand),
+}
+
+/// The commands over several analyses at once.
+#[derive(Debug, Subcommand)]
+pub enum CampaignCommand {
     Plot(plot::PlotArgs),
     Batch(batch::BatchArgs),
     Merge(merge::MergeArgs),
-    Diff(diff::DiffArgs),
-    Ranks(ranks::RanksArgs),
-    Ops(ops::OpsArgs),
-    Idle(idle::IdleArgs),
     Export(export::ExportArgs),
 }
 
-/// What is known about each trace's run; the same flags on `pair`,
-/// `kernels`, `iterations` and `diff`.
-#[derive(Debug, Args, Clone, Default)]
-pub struct RunArgs {
-    /// Completion tokens, once per trace in order.
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
-    /// Run summary JSON ({"completion_tokens": N, ...}), once per trace in order.
-    #[arg(long, value_name = "FILE")]
-    pub summary: Vec<std::path::PathBuf>,
-}
-
-/// How step contexts are chosen; the same flags on every subcommand.
-#[derive(Debug, Args, Clone, Default)]
-pub struct ContextArgs {
-    /// Select step contexts by exact user_annotation name [default: the most
-    /// frequent pure-decode vLLM step name of each trace,
-    /// execute_context_0(0)_generation_<m>(<n>) with m ≥ 1]
-    #[arg(long, value_name = "NAME", conflicts_with = "context_regex")]
-    pub context: Option<String>,
-    /// Select every user_annotation whose name matches RE (unanchored).
-    #[arg(long, value_name = "RE")]
-    pub context_regex: Option<String>,
-}
-
-impl ContextArgs {
-    /// The selector `--context` / `--context-regex` ask for.
-    pub fn selector(&self) -> anyhow::Result<Selector> {
-        let re = self.context_regex.as_deref();
-        Selector::from_flags(self.context.as_deref(), re)
-            .with_context(|| format!("invalid --context-regex {:?}", re.unwrap_or_default()))
-    }
-}
-
-/// `--format` values (the library's [`Format`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
-    /// Aligned text for the terminal.
-    Table,
-    /// Everything, full precision.
-    Json,
-    /// Comma-separated values (tables separated by a blank line).
-    Csv,
-    /// GitHub-flavoured Markdown tables.
-    Markdown,
-}
-
-impl From<FormatArg> for Format {
-    fn from(f: FormatArg) -> Format {
-        match f {
-            FormatArg::Table => Format::Table,
-            FormatArg::Json => Format::Json,
-            FormatArg::Csv => Format::Csv,
-            FormatArg::Markdown => Format::Markdown,
-        }
-    }
-}
-
-/// Image formats of the figures (the library's [`ImageFormat`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ImageFormatArg {
-    Png,
-    Svg,
-    Both,
-}
-
-impl From<ImageFormatArg> for ImageFormat {
-    fn from(f: ImageFormatArg) -> ImageFormat {
-        match f {
-            ImageFormatArg::Png => ImageFormat::Png,
-            ImageFormatArg::Svg => ImageFormat::Svg,
-            ImageFormatArg::Both => ImageFormat::Both,
-        }
-    }
-}
-
-/// Reads each trace once through the plan, in parallel, with a progress
-/// bar per file; an unreadable trace is an error.
-pub fn analyze_all(
-    traces: &[std::path::PathBuf],
-    plan: &torchtrace::Plan,
-    global: &GlobalArgs,
-) -> anyhow::Result<Vec<torchtrace::TraceResult>> {
-    Ok(torchtrace::api::read_all(
-        traces,
-        global.quiet,
-        |path, counter| torchtrace::analyze_path(path, counter, plan),
-    )?)
-}
-
-/// Runs analysis `A` as its subcommand over `traces` and prints what it
-/// found: problems (never silenced by -q) and notes on stderr, trace by
-/// trace, then the report in `format` on stdout. The one body of every
-/// per-trace subcommand.
-pub fn run_command<A: torchtrace::api::Command>(
-    traces: &[std::path::PathBuf],
-    common: torchtrace::api::Common,
-    options: &A::Options,
-    how: (FormatArg, bool),
-    global: &GlobalArgs,
-) -> anyhow::Result<Exit> {
-    run_command_then::<A>(traces, common, options, how, global, |_| Ok(()))
-}
-
-/// [`run_command`], then `after` with the report once it is printed (to
-/// draw its figures, say).
-pub fn run_command_then<A: torchtrace::api::Command>(
-    traces: &[std::path::PathBuf],
-    common: torchtrace::api::Common,
-    options: &A::Options,
-    (format, per_context): (FormatArg, bool),
-    global: &GlobalArgs,
-    after: impl FnOnce(&A::Report) -> anyhow::Result<()>,
-) -> anyhow::Result<Exit> {
-    use std::io::Write;
-    use torchtrace::api::Document;
-    let out = torchtrace::api::run::<A>(traces, &common, options)?;
-    // Messages of the report as a whole (runs of ranks) carry the index
-    // past the last trace; a directory may stand for several traces.
-    let last = out
-        .problems
+/// The registry's subcommands, in its order.
+fn analysis_lines() -> impl Iterator<Item = &'static CliLine> {
+    torchtrace::registry::REGISTRY
         .iter()
-        .chain(&out.notes)
-        .map(|m| m.trace)
-        .max()
-        .unwrap_or(0);
-    for i in 0..=last.max(traces.len()) {
-        if !A::PROBLEMS_AFTER_REPORT {
-            for p in out.problems.iter().filter(|p| p.trace == i) {
-                eprintln!("torchtrace: {}", p.text);
+        .filter_map(|e| e.cli())
+}
+
+fn analysis_line(name: &str) -> Option<&'static CliLine> {
+    analysis_lines().find(|l| l.name == name)
+}
+
+impl std::fmt::Debug for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Analysis(line, m) => f.debug_tuple(line.name).field(m).finish(),
+            Command::Campaign(c) => c.fmt(f),
+        }
+    }
+}
+
+impl FromArgMatches for Command {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        if let Some((name, sub)) = m.subcommand() {
+            if let Some(line) = analysis_line(name) {
+                return Ok(Command::Analysis(line, sub.clone()));
             }
         }
-        for n in out.notes.iter().filter(|n| n.trace == i) {
-            note(global, &n.text);
-        }
+        CampaignCommand::from_arg_matches(m).map(Command::Campaign)
     }
-    let mut stdout = stdout();
-    out.report
-        .write_to(&mut stdout, format.into(), per_context)?;
-    stdout.flush()?;
-    after(&out.report)?;
-    incomplete(out.report.completeness(), "figures above")?;
-    if A::PROBLEMS_AFTER_REPORT {
-        for p in &out.problems {
-            note(global, &p.text);
-        }
-    }
-    Ok(Exit::of(&out))
-}
 
-/// What the command line says about each of `n` traces' runs: `--tokens`
-/// and `--summary`, each given at most once per trace, in order.
-pub fn given(
-    n: usize,
-    tokens: &[u64],
-    summaries: &[std::path::PathBuf],
-) -> anyhow::Result<Vec<torchtrace::runinfo::Given>> {
-    for (flag, count) in [("--tokens", tokens.len()), ("--summary", summaries.len())] {
-        if count > n {
-            anyhow::bail!("{flag} given {count} times for {n} trace(s)");
-        }
-    }
-    Ok((0..n)
-        .map(|i| torchtrace::runinfo::Given {
-            tokens: tokens.get(i).copied(),
-            mode: None,
-            summary: summaries.get(i).cloned(),
-        })
-        .collect())
-}
-
-/// The error for the first trace that could not be read to its end
-/// (`(path, complete, error)` of each), after its figures were printed.
-pub fn incomplete<'a>(
-    traces: impl IntoIterator<Item = (&'a str, bool, Option<&'a str>)>,
-    what: &str,
-) -> anyhow::Result<()> {
-    match traces.into_iter().find(|(_, complete, _)| !complete) {
-        Some((path, _, error)) => anyhow::bail!(
-            "{path}: {} ({what} cover the events before it)",
-            error.unwrap_or("incomplete")
-        ),
-        None => Ok(()),
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Command::from_arg_matches(m)?;
+        Ok(())
     }
 }
 
-/// How a successful run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exit {
-    /// Everything checked out.
-    Ok,
-    /// The run completed but found problems (exit status 1).
-    Problems,
-}
-
-impl Exit {
-    /// Problems found by a library call make exit status 1.
-    pub fn of<R>(outcome: &torchtrace::api::Outcome<R>) -> Exit {
-        if outcome.problems.is_empty() {
-            Exit::Ok
-        } else {
-            Exit::Problems
-        }
+impl Subcommand for Command {
+    /// The analyses' subcommands (registry order), then the campaign's.
+    fn augment_subcommands(cmd: clap::Command) -> clap::Command {
+        let cmd = analysis_lines().fold(cmd, |c, l| c.subcommand((l.command)()));
+        CampaignCommand::augment_subcommands(cmd)
     }
 
-    pub fn code(self) -> i32 {
-        match self {
-            Exit::Ok => 0,
-            Exit::Problems => 1,
-        }
+    fn augment_subcommands_for_update(cmd: clap::Command) -> clap::Command {
+        Command::augment_subcommands(cmd)
+    }
+
+    fn has_subcommand(name: &str) -> bool {
+        analysis_line(name).is_some() || CampaignCommand::has_subcommand(name)
     }
 }
-
-/// The most worker threads `-j` accepts: more only costs memory and
-/// start-up time (each thread reserves a stack), never speed.
-pub const MAX_THREADS: u16 = 1024;
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<Exit> {
@@ -357,94 +122,28 @@ pub fn run(cli: Cli) -> anyhow::Result<Exit> {
             .build_global()
             .with_context(|| format!("-j {n}: cannot start the worker threads"))?;
     }
-    one_stdin(cli.command.inputs())?;
-    match cli.command {
-        Command::Pair(a) => pair::run(a, &cli.global),
-        Command::Plot(a) => plot::run(a, &cli.global),
-        Command::Batch(a) => batch::run(a, &cli.global),
-        Command::Hierarchy(a) => hierarchy::run(a, &cli.global),
-        Command::Kernels(a) => kernels::run(a, &cli.global),
-        Command::Iterations(a) => iterations::run(a, &cli.global),
-        Command::Merge(a) => merge::run(a, &cli.global),
-        Command::Diff(a) => diff::run(a, &cli.global),
-        Command::Ranks(a) => ranks::run(a, &cli.global),
-        Command::Ops(a) => ops::run(a, &cli.global),
-        Command::Idle(a) => idle::run(a, &cli.global),
-        Command::Export(a) => export::run(a, &cli.global),
+    let c = match cli.command {
+        // Parses its own flags, refuses `-` twice, runs.
+        Command::Analysis(line, m) => return (line.run)(&m, &cli.global),
+        Command::Campaign(c) => c,
+    };
+    one_stdin(c.inputs())?;
+    match c {
+        CampaignCommand::Plot(a) => plot::run(a, &cli.global),
+        CampaignCommand::Batch(a) => batch::run(a, &cli.global),
+        CampaignCommand::Merge(a) => merge::run(a, &cli.global),
+        CampaignCommand::Export(a) => export::run(a, &cli.global),
     }
 }
 
-impl Command {
+impl CampaignCommand {
     /// The inputs named on the command line (traces, PATHs, records files).
-    /// Everything the command reads: its traces (or records) and the run
-    /// summaries given with `--summary`.
     fn inputs(&self) -> Vec<&std::path::PathBuf> {
         match self {
-            Command::Pair(a) => a.traces.iter().chain(&a.run.summary).collect(),
-            Command::Plot(a) => a.traces.iter().collect(),
-            Command::Batch(a) => a.paths.iter().collect(),
-            Command::Hierarchy(a) => a.traces.iter().collect(),
-            Command::Kernels(a) => a.traces.iter().chain(&a.run.summary).collect(),
-            Command::Iterations(a) => a.traces.iter().chain(&a.run.summary).collect(),
-            Command::Merge(a) => a.records.iter().collect(),
-            Command::Diff(a) => a.traces.iter().chain(&a.run.summary).collect(),
-            Command::Ranks(a) => a.traces.iter().collect(),
-            Command::Ops(a) => a.traces.iter().chain(&a.run.summary).collect(),
-            Command::Idle(a) => a.traces.iter().chain(&a.run.summary).collect(),
-            Command::Export(a) => a.traces.iter().collect(),
+            CampaignCommand::Plot(a) => a.traces.iter().collect(),
+            CampaignCommand::Batch(a) => a.paths.iter().collect(),
+            CampaignCommand::Merge(a) => a.records.iter().collect(),
+            CampaignCommand::Export(a) => a.traces.iter().collect(),
         }
-    }
-}
-
-/// Refuses `-` (stdin) given more than once: two readers would each get an
-/// arbitrary part of one stream (issue 17: `pair - -`).
-pub fn one_stdin(inputs: Vec<&std::path::PathBuf>) -> anyhow::Result<()> {
-    let n = inputs.iter().filter(|p| p.as_os_str() == "-").count();
-    if n > 1 {
-        anyhow::bail!(
-            "`-` (stdin) is given {n} times: stdin can be read only once; give at most one input as `-` and the others as files"
-        );
-    }
-    Ok(())
-}
-
-/// Standard output for results: a write error says that it is stdout's
-/// (`cannot write to stdout: No space left on device (os error 28)`), with
-/// its kind kept (a closed pipe stays [`std::io::ErrorKind::BrokenPipe`]).
-pub fn stdout() -> Stdout {
-    Stdout(std::io::stdout().lock())
-}
-
-/// See [`stdout`].
-pub struct Stdout(std::io::StdoutLock<'static>);
-
-impl Stdout {
-    /// The error of a failed write, naming stdout.
-    fn named(e: std::io::Error) -> std::io::Error {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            return e;
-        }
-        std::io::Error::new(e.kind(), format!("cannot write to stdout: {e}"))
-    }
-}
-
-impl std::io::Write for Stdout {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.write(buf).map_err(Stdout::named)
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        self.0.write_all(buf).map_err(Stdout::named)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.0.flush().map_err(Stdout::named)
-    }
-}
-
-/// Prints a note on stderr unless `--quiet`.
-pub fn note(global: &GlobalArgs, msg: &str) {
-    if !global.quiet {
-        eprintln!("torchtrace: note: {msg}");
     }
 }

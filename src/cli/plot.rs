@@ -6,12 +6,8 @@ use anyhow::{bail, Context};
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
-use torchtrace::figures::{self, Measured, Pairing, PlotInput, DEFAULT_PLOT_CHAINS};
-use torchtrace::hierarchy::Hierarchy;
-use torchtrace::kernels::{Kernels, KernelsSpec};
-use torchtrace::pair::Pair;
-use torchtrace::runinfo::{Given, RunInfo};
-use torchtrace::{HierarchyOptions, PairSpec, Plan};
+use torchtrace::figures::{self, Measured, Pairing, PlotInput};
+use torchtrace::runinfo::Given;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # The RQ4 figures of the samples\n  torchtrace plot sample_traces/*/dp0_*.pt.trace.json.gz -o figures\n\n  # One trace, SVG\n  torchtrace plot TRACE -o figs --image-format svg";
@@ -50,10 +46,8 @@ pub struct PlotArgs {
     pub image_format: ImageFormatArg,
     #[command(flatten)]
     pub contexts: super::ContextArgs,
-    /// Completion tokens, once per trace in order (else the run summary
-    /// beside the trace).
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
+    #[command(flatten)]
+    pub tokens: super::TokensArgs,
     /// Mode of each trace, once per trace in order (ar, mtp, ...; else the
     /// run summary's "mode", else the step name, else baseline/candidate by
     /// position).
@@ -79,10 +73,10 @@ pub const MAX_SIDE: i64 = 8_192;
 pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let selector = args.contexts.selector()?;
     let n = args.traces.len();
-    if args.tokens.len() > n {
+    if args.tokens.tokens.len() > n {
         bail!(
             "--tokens given {} times for {n} trace(s)",
-            args.tokens.len()
+            args.tokens.tokens.len()
         );
     }
     if args.mode.len() > n {
@@ -90,7 +84,7 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     }
     let given: Vec<Given> = (0..n)
         .map(|i| Given {
-            tokens: args.tokens.get(i).copied(),
+            tokens: args.tokens.tokens.get(i).copied(),
             mode: args.mode.get(i).cloned(),
             summary: None,
         })
@@ -99,48 +93,23 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         bail!(why);
     }
     torchtrace::api::refuse_directories(&args.traces, "plot")?;
-    let chains: Vec<String> = if args.chain.is_empty() {
-        DEFAULT_PLOT_CHAINS.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.chain.clone()
-    };
-    let hopts =
-        HierarchyOptions::new(&chains, &[], false, 0, selector.clone()).context("bad --chain")?;
-    // One pass feeds every analysis: the correlation ledger, pairing (spans
-    // by correlation where a step has no GPU annotation) and the chains.
-    let plan = Plan::new(selector)
-        .reading(global.read_options())
-        .with(KernelsSpec::default())
-        .with(PairSpec::default())
-        .with(hopts);
+    let plan =
+        figures::plan(selector, global.read_options(), &args.chain).context("bad --chain")?;
     let results = analyze_all(&args.traces, &plan, global)?;
     let mut measured = Vec::new();
     let mut problems = Vec::new();
     let mut exit = Exit::Ok;
     for (i, (res, path)) in results.iter().zip(&args.traces).enumerate() {
-        let mut pairs = res.get::<Pair>().cloned().context("pairing ran")?;
-        let run = RunInfo::for_trace(path, &given[i], &pairs.step_names)?;
-        let t = run.tokens.as_ref();
-        pairs.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        let mut kernels = res.get::<Kernels>().cloned();
-        if let Some(k) = kernels.as_mut() {
-            k.set_tokens(t.map(|t| t.value), t.map(|t| t.source.describe()));
-        }
+        let m = Measured::resolve(&res.results, path, &given[i])?.context("pairing ran")?;
         if let Some(p) = &res.contexts.problem {
             eprintln!("torchtrace: {p}");
             exit = Exit::Problems;
         }
-        for t in &pairs.notes {
-            note(global, &format!("{}: {t}", pairs.path));
+        for t in &m.pairs.notes {
+            note(global, &format!("{}: {t}", m.pairs.path));
         }
         problems.push(res.contexts.problem.is_some());
-        let hierarchy = Some(res.get::<Hierarchy>().context("hierarchy ran")?);
-        measured.push(Measured {
-            pairs,
-            hierarchy,
-            kernels,
-            run,
-        });
+        measured.push(m);
     }
     // A trace without the selected contexts (a CPU-only frontend trace, say)
     // is left out, unless no trace has any.

@@ -4,10 +4,41 @@
 
 use super::{FunctionMedian, PlotInput, PlotTrace};
 use crate::analyses::hierarchy::{Hierarchy, TraceHierarchy};
+use crate::analyses::hierarchy::{HierarchyOptions, OptionsError, DEFAULT_PLOT_CHAINS};
 use crate::analyses::kernels::Kernels;
+use crate::analyses::kernels::KernelsSpec;
+use crate::analyses::pair::PairSpec;
 use crate::analyses::pair::{self, Comparison, Pair, TracePairs};
-use crate::analysis::Results;
-use crate::runinfo::{self, Mode, RunInfo, Source};
+use crate::analysis::{Plan, Results};
+use crate::contexts::Selector;
+use crate::runinfo::{self, Given, Mode, RunInfo, Source};
+use crate::summary::SummaryError;
+use crate::trace::ReadOptions;
+use std::path::Path;
+
+/// The one pass that feeds the paper's figures (`plot`): the correlation
+/// ledger (`kernels`), pairing (spans by correlation where a step has no
+/// GPU annotation) and figure 4's chains (`chains` empty: the defaults,
+/// [`DEFAULT_PLOT_CHAINS`]).
+pub fn plan(
+    selector: Selector,
+    read: ReadOptions,
+    chains: &[String],
+) -> Result<Plan, OptionsError> {
+    let default: Vec<String>;
+    let chains = if chains.is_empty() {
+        default = DEFAULT_PLOT_CHAINS.iter().map(|s| s.to_string()).collect();
+        &default[..]
+    } else {
+        chains
+    };
+    let hopts = HierarchyOptions::new(chains, &[], false, 0, selector.clone())?;
+    Ok(Plan::new(selector)
+        .reading(read)
+        .with(KernelsSpec::default())
+        .with(PairSpec::default())
+        .with(hopts))
+}
 
 /// One analysed trace, as the figures need it.
 #[derive(Debug, Clone)]
@@ -29,6 +60,34 @@ impl<'a> Measured<'a> {
             kernels: results.get::<Kernels>().cloned(),
             run: run.clone(),
         })
+    }
+
+    /// A trace read by [`plan`], its run information resolved from `given`
+    /// and the summary beside `path`, tokens set on pairing and kernels.
+    /// `Ok(None)` when the plan had no pairing.
+    pub fn resolve(
+        results: &'a Results,
+        path: &Path,
+        given: &Given,
+    ) -> Result<Option<Measured<'a>>, SummaryError> {
+        let Some(pairs) = results.get::<Pair>() else {
+            return Ok(None);
+        };
+        let mut pairs = pairs.clone();
+        let run = RunInfo::for_trace(path, given, &pairs.step_names)?;
+        let t = run.tokens.as_ref();
+        let (tokens, source) = (t.map(|t| t.value), t.map(|t| t.source.describe()));
+        pairs.set_tokens(tokens, source.clone());
+        let mut kernels = results.get::<Kernels>().cloned();
+        if let Some(k) = kernels.as_mut() {
+            k.set_tokens(tokens, source);
+        }
+        Ok(Some(Measured {
+            pairs,
+            hierarchy: results.get::<Hierarchy>(),
+            kernels,
+            run,
+        }))
     }
 }
 

@@ -48,7 +48,7 @@ use std::path::{Path, PathBuf};
 /// Figure 4's default chains are `hierarchy`'s (re-exported at their old path).
 pub use crate::analyses::hierarchy::DEFAULT_PLOT_CHAINS;
 pub use crate::plot::{create_dir, ImageFormat, PlotError};
-pub use input::{function_medians, CampaignTrace, Measured, Pairing};
+pub use input::{function_medians, plan, CampaignTrace, Measured, Pairing};
 
 /// One trace as the figures see it.
 #[derive(Debug, Clone)]

@@ -454,5 +454,7 @@ fn replay_signatures(
 pub(crate) mod compare;
 pub use compare::{compare, Comparison};
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;

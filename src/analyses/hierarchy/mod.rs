@@ -956,5 +956,7 @@ fn rec_by_index(recs: &[Rec], index: u64) -> Rec {
     })
 }
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;

@@ -590,5 +590,7 @@ pub fn compare(a: &TraceIdle, m: &TraceIdle) -> Comparison {
     }
 }
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;

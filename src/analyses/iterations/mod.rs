@@ -544,5 +544,7 @@ pub struct TraceIterations {
     pub cadence_ns: Vec<i64>,
 }
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;

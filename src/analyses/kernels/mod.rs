@@ -635,5 +635,7 @@ pub fn compare(base: &TraceKernels, cand: &TraceKernels) -> Comparison {
     }
 }
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;

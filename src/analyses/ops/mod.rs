@@ -34,6 +34,8 @@ mod inclusive;
 pub(crate) mod measure;
 pub mod view;
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;
 

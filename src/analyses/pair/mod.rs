@@ -812,5 +812,7 @@ pub fn compare(base: &TracePairs, cand: &TracePairs) -> Comparison {
     }
 }
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;

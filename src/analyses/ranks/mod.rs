@@ -30,6 +30,8 @@ pub mod figure;
 pub(crate) mod runs;
 pub mod view;
 
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(test)]
 mod tests;
 

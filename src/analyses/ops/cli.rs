@@ -1,10 +1,10 @@
 //! `torchtrace ops`: which CPU operator launched which GPU work, and is
 //! the run launch-bound (shared/docs/VIEWS.md C1–C7, O1–O10).
 
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{Ops, OpsSpec};
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::ops::{Ops, OpsSpec};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Who launched the GPU work, and is the run launch-bound\n  torchtrace ops --top 5 sample_traces/text_ar/dp0*.gz\n\n  # AR vs MTP, top-level ops per token\n  torchtrace ops sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every op row as JSON\n  torchtrace ops -f json TRACE > ops.json";
@@ -61,7 +61,7 @@ pub struct OpsArgs {
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub run: super::RunArgs,
+    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: OpsSpec,
     /// Output format.
@@ -70,13 +70,25 @@ pub struct OpsArgs {
 }
 
 pub fn run(args: OpsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let contexts = super::ContextArgs::default();
+    let contexts = crate::cli_kit::ContextArgs::default();
     let common = global.common_for(args.traces.len(), &contexts, &args.run)?;
-    super::run_command::<Ops>(
+    crate::cli_kit::run_command::<Ops>(
         &args.traces,
         common,
         &args.options,
         (args.format, false),
         global,
     )
+}
+
+impl SubcommandArgs for OpsArgs {
+    const NAME: &'static str = "ops";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
 }

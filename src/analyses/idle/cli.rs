@@ -1,10 +1,10 @@
 //! `torchtrace idle`: why the GPU waits — idle breakdown, launch queue,
 //! comm/compute overlap, per device, stream and step.
 
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{Idle, IdleSpec};
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::idle::{Idle, IdleSpec};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Why the GPU waits: idle by cause, queue, overlap\n  torchtrace idle sample_traces/text_ar/dp0*.gz\n\n  # One row per step, AR vs MTP per token\n  torchtrace idle --per-step sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # The TP=2 rank: the all-reduce as comm, its overlap\n  torchtrace idle tests/data/tp2/ar_plain/dp0*rank0*.gz";
@@ -62,7 +62,7 @@ pub struct IdleArgs {
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub run: super::RunArgs,
+    pub run: crate::cli_kit::RunArgs,
     /// Also list every step in the table.
     #[arg(long)]
     pub per_step: bool,
@@ -74,7 +74,23 @@ pub struct IdleArgs {
 }
 
 pub fn run(args: IdleArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common_for(args.traces.len(), &super::ContextArgs::default(), &args.run)?;
+    let common = global.common_for(
+        args.traces.len(),
+        &crate::cli_kit::ContextArgs::default(),
+        &args.run,
+    )?;
     let how = (args.format, args.per_step);
-    super::run_command::<Idle>(&args.traces, common, &args.options, how, global)
+    crate::cli_kit::run_command::<Idle>(&args.traces, common, &args.options, how, global)
+}
+
+impl SubcommandArgs for IdleArgs {
+    const NAME: &'static str = "idle";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
 }

@@ -1,10 +1,10 @@
 //! `torchtrace kernels`: the GPU work of each step context by launch →
 //! activity correlation, the top kernels and the whole-trace GPU timeline.
 
-use super::{Exit, FormatArg, GlobalArgs};
+use crate::analyses::kernels;
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::kernels;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # GPU work per token by launch correlation, AR vs MTP\n  torchtrace kernels sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # One row per step context\n  torchtrace kernels --per-context -f csv TRACE > contexts.csv";
@@ -57,9 +57,9 @@ pub struct KernelsArgs {
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub contexts: super::ContextArgs,
+    pub contexts: crate::cli_kit::ContextArgs,
     #[command(flatten)]
-    pub run: super::RunArgs,
+    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: kernels::KernelsSpec,
     /// Also list every selected context's GPU work.
@@ -73,5 +73,23 @@ pub struct KernelsArgs {
 pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     let how = (args.format, args.per_context);
-    super::run_command::<kernels::Kernels>(&args.traces, common, &args.options, how, global)
+    crate::cli_kit::run_command::<kernels::Kernels>(
+        &args.traces,
+        common,
+        &args.options,
+        how,
+        global,
+    )
+}
+
+impl SubcommandArgs for KernelsArgs {
+    const NAME: &'static str = "kernels";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
 }

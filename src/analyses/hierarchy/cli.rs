@@ -1,9 +1,9 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{ChainsSpec, Hierarchy};
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::hierarchy::{ChainsSpec, Hierarchy};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Median inclusive durations along the MTP chain (Table 9)\n  torchtrace hierarchy sample_traces/text_mtp/dp0*.gz\n\n  # A shorter chain, as CSV\n  torchtrace hierarchy --chain 'sample_tokens>propose_draft_token_ids' -f csv TRACE";
@@ -48,10 +48,9 @@ pub struct HierarchyArgs {
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub contexts: super::ContextArgs,
-    /// Completion tokens, once per trace in order (for GPU busy per token).
-    #[arg(long, value_name = "N")]
-    pub tokens: Vec<u64>,
+    pub contexts: crate::cli_kit::ContextArgs,
+    #[command(flatten)]
+    pub tokens: crate::cli_kit::TokensArgs,
     #[command(flatten)]
     pub options: ChainsSpec,
     /// Output format.
@@ -62,9 +61,21 @@ pub struct HierarchyArgs {
 pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common(
         args.contexts.selector()?,
-        super::given(args.traces.len(), &args.tokens, &[])?,
+        crate::cli_kit::given(args.traces.len(), &args.tokens.tokens, &[])?,
     );
     // Broken links come after the tables, as notes: the tables show them.
     let how = (args.format, false);
-    super::run_command::<Hierarchy>(&args.traces, common, &args.options, how, global)
+    crate::cli_kit::run_command::<Hierarchy>(&args.traces, common, &args.options, how, global)
+}
+
+impl SubcommandArgs for HierarchyArgs {
+    const NAME: &'static str = "hierarchy";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().collect()
+    }
 }

@@ -1,10 +1,10 @@
 //! `torchtrace ranks`: the traces of a multi-rank run side by side — per
 //! vLLM step, which rank made the others wait, and how long.
 
-use super::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg};
+use super::{Ranks, RanksSpec};
+use crate::cli_kit::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::ranks::{Ranks, RanksSpec};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # The ranks of the TP=2 run: collectives aligned, stragglers\n  torchtrace ranks tests/data/tp2/ar_plain/\n\n  # Per step, with figures\n  torchtrace ranks --per-step --plot figs RANK0.json.gz RANK1.json.gz";
@@ -55,7 +55,7 @@ pub struct RanksArgs {
     #[arg(required = true, value_name = "TRACE|DIR")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub contexts: super::ContextArgs,
+    pub contexts: crate::cli_kit::ContextArgs,
     /// Also list every aligned decode step.
     #[arg(long)]
     pub per_step: bool,
@@ -79,19 +79,33 @@ pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common(args.contexts.selector()?, Vec::new());
     let how = (args.format, args.per_step);
     let (plot, fmt) = (args.plot, args.image_format);
-    super::run_command_then::<Ranks>(&args.traces, common, &args.options, how, global, |report| {
-        let Some(dir) = plot else {
-            return Ok(());
-        };
-        let files = torchtrace::analyses::ranks::figure::render_runs(
-            &report.runs,
-            &dir,
-            fmt.into(),
-            (1400, 800),
-        )?;
-        for f in files {
-            note(global, &format!("wrote {}", f.display()));
-        }
-        Ok(())
-    })
+    crate::cli_kit::run_command_then::<Ranks>(
+        &args.traces,
+        common,
+        &args.options,
+        how,
+        global,
+        |report| {
+            let Some(dir) = plot else {
+                return Ok(());
+            };
+            let files = super::figure::render_runs(&report.runs, &dir, fmt.into(), (1400, 800))?;
+            for f in files {
+                note(global, &format!("wrote {}", f.display()));
+            }
+            Ok(())
+        },
+    )
+}
+
+impl SubcommandArgs for RanksArgs {
+    const NAME: &'static str = "ranks";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().collect()
+    }
 }

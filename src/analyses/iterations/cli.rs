@@ -1,10 +1,10 @@
 //! `torchtrace iterations`: where each generated token's time goes over the
 //! whole decode loop, by phase (forward, sample, draft, other), AR vs MTP.
 
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{Iterations, IterationsSpec};
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::iterations::{Iterations, IterationsSpec};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # The whole decode loop, AR vs MTP (P, S_wall, S_busy)\n  torchtrace iterations sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every iteration as JSON\n  torchtrace iterations --per-iteration -f json TRACE";
@@ -61,9 +61,9 @@ pub struct IterationsArgs {
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub contexts: super::ContextArgs,
+    pub contexts: crate::cli_kit::ContextArgs,
     #[command(flatten)]
-    pub run: super::RunArgs,
+    pub run: crate::cli_kit::RunArgs,
     /// Also list every iteration.
     #[arg(long)]
     pub per_iteration: bool,
@@ -77,5 +77,17 @@ pub struct IterationsArgs {
 pub fn run(args: IterationsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     let how = (args.format, args.per_iteration);
-    super::run_command::<Iterations>(&args.traces, common, &args.options, how, global)
+    crate::cli_kit::run_command::<Iterations>(&args.traces, common, &args.options, how, global)
+}
+
+impl SubcommandArgs for IterationsArgs {
+    const NAME: &'static str = "iterations";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
 }

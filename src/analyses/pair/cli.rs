@@ -1,9 +1,9 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{Pair, PairSpec};
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::pair::{Pair, PairSpec};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # The AR/MTP pair of the samples: Table 8's figures and S_context\n  torchtrace pair sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every context as CSV, tokens given per trace\n  torchtrace pair --per-context -f csv --tokens 68 --tokens 68 AR.json.gz MTP.json.gz\n\n  # A trace from stdin\n  zcat trace.json.gz | torchtrace pair -";
@@ -45,9 +45,9 @@ pub struct PairArgs {
     #[arg(required = true, num_args = 1.., value_name = "TRACE")]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub contexts: super::ContextArgs,
+    pub contexts: crate::cli_kit::ContextArgs,
     #[command(flatten)]
-    pub run: super::RunArgs,
+    pub run: crate::cli_kit::RunArgs,
     /// Also list every selected context (start, CPU span, GPU span).
     #[arg(long)]
     pub per_context: bool,
@@ -61,5 +61,17 @@ pub struct PairArgs {
 pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
     let how = (args.format, args.per_context);
-    super::run_command::<Pair>(&args.traces, common, &args.options, how, global)
+    crate::cli_kit::run_command::<Pair>(&args.traces, common, &args.options, how, global)
+}
+
+impl SubcommandArgs for PairArgs {
+    const NAME: &'static str = "pair";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
 }

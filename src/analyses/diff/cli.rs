@@ -1,10 +1,10 @@
 //! `torchtrace diff BASELINE CANDIDATE`: what changed between two runs,
 //! kernel by kernel and per generated token.
 
-use super::{Exit, FormatArg, GlobalArgs};
+use super::{Diff, DiffSpec};
+use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
 use clap::Args;
 use std::path::PathBuf;
-use torchtrace::analyses::diff::{Diff, DiffSpec};
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # What changed per token, AR → MTP, by kernel family\n  torchtrace diff sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # The whole trace, not only the step contexts\n  torchtrace diff --scope trace sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz";
@@ -72,9 +72,9 @@ pub struct DiffArgs {
     #[arg(required = true, num_args = 2, value_names = ["BASELINE", "CANDIDATE"])]
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
-    pub contexts: super::ContextArgs,
+    pub contexts: crate::cli_kit::ContextArgs,
     #[command(flatten)]
-    pub run: super::RunArgs,
+    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: DiffSpec,
     /// Output format.
@@ -84,11 +84,23 @@ pub struct DiffArgs {
 
 pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
-    super::run_command::<Diff>(
+    crate::cli_kit::run_command::<Diff>(
         &args.traces,
         common,
         &args.options,
         (args.format, false),
         global,
     )
+}
+
+impl SubcommandArgs for DiffArgs {
+    const NAME: &'static str = "diff";
+
+    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        run(self, global)
+    }
+
+    fn inputs(&self) -> Vec<&PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
 }

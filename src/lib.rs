@@ -64,6 +64,7 @@ pub mod contexts;
 pub mod export;
 pub mod families;
 pub mod figures;
+pub mod hostops;
 pub mod ledger;
 pub mod model;
 pub mod plot;

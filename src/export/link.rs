@@ -2,7 +2,7 @@
 //! of the four tables (row ids are positions in file order).
 //!
 //! The links are the `ops` analysis's own, from its code
-//! (`analyses::ops::measure`): owners by correlation (C3), the launch
+//! (`hostops::launch`, as `ops` makes them): owners by correlation (C3), the launch
 //! figures of each runtime call (O6), the innermost and outermost
 //! enclosers on a thread (C4–C5: parent, launcher O2, top-level op O4);
 //! steps are the windows of `crate::windows` (C8, I6's window).
@@ -15,10 +15,10 @@
 //! ```
 
 use super::Export;
-use crate::analyses::ops::contain::{sweep_thread, Sweep, Visitor};
-use crate::analyses::ops::measure::{self, end_of, Launch};
-use crate::analyses::ops::{HostOp, Linked};
 use crate::analysis::Finished;
+use crate::hostops::contain::{sweep_thread, Sweep, Visitor};
+use crate::hostops::launch::{self, end_of, Launch};
+use crate::hostops::{HostLinks, HostOp, InputCounts, Linked};
 use crate::model::{Interner, LaneTable, ThreadPart};
 use crate::windows::{self, StepWindow};
 
@@ -49,7 +49,7 @@ pub(crate) struct Linkedup {
     pub step_ends: Vec<Option<i64>>,
     pub grammar: Option<String>,
     /// Bad input, for the notes (ops' counts: C1, C3, O10).
-    pub counts: crate::analyses::ops::InputCounts,
+    pub counts: InputCounts,
     /// pid/tid values that are not integers (null in the tables).
     pub text_lanes: u64,
 }
@@ -151,7 +151,7 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
         launch,
         ..
     } = st;
-    let crate::analyses::ops::Ops {
+    let HostLinks {
         names,
         lanes,
         host,
@@ -162,10 +162,10 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
     let ops = host.into_vec();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
-    let (own, dup) = measure::owners(&calls, &acts);
+    let (own, dup) = launch::owners(&calls, &acts);
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
-    let launched = measure::launches(&calls, &acts, &own, &names);
+    let launched = launch::launches(&calls, &acts, &own, &names);
     let Contained {
         parent: op_parent,
         depth: op_depth,

@@ -6,9 +6,9 @@
 //! library call, [`run`], that the command line and the Python package
 //! wrap. The read is the engine's (`analysis::drive` through a [`Plan`]
 //! holding the streaming state [`Export`], an [`Analysis`]); the state is
-//! the `ops` analysis's own (`analyses::ops::Ops`: the same events, the
-//! same C1/C2 rules, so the counts agree with `ops` by construction) plus
-//! each host op's External id.
+//! the `ops` analysis's own (`hostops::HostLinks`, the neutral module both
+//! build on: the same events, the same C1/C2 rules and links, so the
+//! counts agree with `ops` by construction) plus each host op's External id.
 //!
 //! ```text
 //! TRACE… ─ read_all (traces side by side, -j) ─► Export::push (ops' records + External ids)
@@ -31,9 +31,9 @@ mod write;
 #[cfg(test)]
 mod tests;
 
-use crate::analyses::ops::Ops;
 use crate::analysis::{Analysis, Finished, Plan};
 use crate::api::{self, ApiError, Common, Message, Outcome};
+use crate::hostops::HostLinks;
 use crate::store::pack::{Fields, Packed, Record, Records};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -257,7 +257,7 @@ impl Record for Config3 {
 /// The streaming state of one trace.
 pub struct Export {
     config: ExportConfig,
-    ops: Ops,
+    ops: HostLinks,
     ext: Records<Ext>,
     texts: Texts,
     launch: Records<Config3>,
@@ -272,7 +272,7 @@ impl Analysis for Export {
     fn start(config: &ExportConfig) -> Self {
         Export {
             config: config.clone(),
-            ops: Ops::default(),
+            ops: HostLinks::default(),
             ext: Records::default(),
             texts: Texts::default(),
             launch: Records::default(),
@@ -324,12 +324,7 @@ impl Analysis for Export {
 
 /// The notes of a trace's bad input (ops' wording) and of its steps.
 fn notes(l: &link::Linkedup) -> Vec<String> {
-    let ops = crate::analyses::ops::TraceOps {
-        input: l.counts,
-        names_cut: l.names.cut() as u64,
-        ..Default::default()
-    };
-    let mut v = ops.notes();
+    let mut v = l.counts.notes(l.names.cut() as u64);
     if l.steps.is_empty() {
         v.push("no step annotations (C8): the step columns are null".into());
     }

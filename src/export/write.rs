@@ -10,7 +10,7 @@
 use super::link::Linkedup;
 use super::report::{PartFile, TableFile, TracePart, WriteFailure};
 use super::{Compression, ExportConfig, ExportError, Table};
-use crate::analyses::ops::measure::end_of;
+use crate::hostops::launch::end_of;
 use arrow_array::builder::StringDictionaryBuilder;
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch};
@@ -287,7 +287,7 @@ fn ops(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
     let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
     let name = |s| Some(l.names.resolve(s));
     let o = &l.ops[lo..hi];
-    let cats = crate::analyses::ops::HOST_CATEGORIES;
+    let cats = crate::hostops::HOST_CATEGORIES;
     let ext: Vec<super::Ext> = l.op_ext.iter().skip(lo).take(n).collect();
     vec![
         tr,

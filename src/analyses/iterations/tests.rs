@@ -428,3 +428,19 @@ fn a_row_round_trips_through_its_record() {
     let rows: Rows<IterationRow> = vec![a.clone(), b.clone()].into();
     assert_eq!(rows.iter().collect::<Vec<_>>(), [a, b]);
 }
+
+/// In a campaign (`batch` of the text pair), the matched AR and MTP traces
+/// give iterations' figures to its section: 64 and 30 step contexts.
+#[test]
+fn the_campaign_matches_the_text_pairs_iterations() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    let paths = [root.join("text_ar"), root.join("text_mtp")];
+    let opts = crate::batch::records::CampaignOptions::default()
+        .batch_options(true)
+        .expect("default campaign options");
+    let (res, _) = crate::batch::run_batch(&paths, &opts).expect("batch of the samples");
+    let c = crate::batch::output::sections::campaign(&res);
+    let it = c.matched::<Iterations>();
+    assert_eq!(it.len(), 1);
+    assert_eq!((it[0].1.contexts, it[0].2.contexts), (64, 30));
+}

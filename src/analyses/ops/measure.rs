@@ -3,13 +3,15 @@
 //! throughout; ratios are exact fractions rounded half to even to 6
 //! decimals, means and medians to a whole ns (C1).
 
-use super::contain::Sweep;
 use super::gaps::{self, StreamAct};
 use super::inclusive::{Online, Point, WEIGHTS};
 use super::{
-    HostOp, LaunchStats, Linked, OpRow, Ops, OpsSummary, QueueStats, Thresholds, TimeStats,
-    TraceOps, HOST_CATEGORIES, LONG_LAUNCH_DELAY_NS, LONG_RUNTIME_NS, NO_OP, SHORT_GPU_CPU_MAX_NS,
+    LaunchStats, OpRow, Ops, OpsSummary, QueueStats, Thresholds, TimeStats, TraceOps,
+    HOST_CATEGORIES, LONG_LAUNCH_DELAY_NS, LONG_RUNTIME_NS, NO_OP, SHORT_GPU_CPU_MAX_NS,
 };
+use crate::hostops::contain::Sweep;
+use crate::hostops::launch::{end_of, launches, owners, Launch, LaunchKind};
+use crate::hostops::{HostLinks, HostOp, Linked};
 use crate::model::Sym;
 use std::collections::HashMap;
 
@@ -43,62 +45,6 @@ fn median(sorted: &[i64]) -> Option<i64> {
             i128::from(sorted[n / 2 - 1]) + i128::from(sorted[n / 2]),
             2,
         ))),
-    }
-}
-
-/// Sync-like by name (C7): `Synchronize`, or a synchronous memcpy API
-/// (`^(cuda|hip|cu)Memcpy` without `Async`).
-fn sync_by_name(name: &str) -> bool {
-    if name.contains("Synchronize") {
-        return true;
-    }
-    let memcpy_api = ["cuda", "hip", "cu"].iter().any(|p| {
-        name.strip_prefix(p)
-            .is_some_and(|r| r.starts_with("Memcpy"))
-    });
-    memcpy_api && !name.contains("Async")
-}
-
-/// A graph launch (C3): the name matches `GraphLaunch`.
-pub(crate) fn is_graph(name: &str) -> bool {
-    name.contains("GraphLaunch")
-}
-
-/// What one runtime call launched (C3, O6).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Launch {
-    pub acts: u64,
-    kernels: u64,
-    memcpys: u64,
-    memsets: u64,
-    pub gpu: i64,
-    /// Its first activity's start (O6: earliest start, then end, then file order).
-    pub first: Option<i64>,
-    pub graph: bool,
-    sync: bool,
-}
-
-/// The kind of a launch (O9): graph by name, else memcpy/memset when all
-/// its activities are, else kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum LaunchKind {
-    Kernel,
-    Graph,
-    Memcpy,
-    Memset,
-}
-
-impl Launch {
-    fn kind(&self) -> LaunchKind {
-        if self.graph {
-            LaunchKind::Graph
-        } else if self.memcpys == self.acts {
-            LaunchKind::Memcpy
-        } else if self.memsets == self.acts {
-            LaunchKind::Memset
-        } else {
-            LaunchKind::Kernel
-        }
     }
 }
 
@@ -161,74 +107,6 @@ fn launch_stats(v: &[PerLaunch]) -> LaunchStats {
         long_runtime: count(PerLaunch::long_runtime),
         long_launch_delay: count(PerLaunch::long_delay),
     }
-}
-
-pub(crate) fn end_of(ts: i64, dur: i64) -> i64 {
-    ts.saturating_add(dur)
-}
-
-/// Every activity's owner (C3: the first runtime call in file order with
-/// its correlation) and the duplicate count.
-pub(crate) fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
-    let mut first: HashMap<i64, u32> = HashMap::with_capacity(calls.len());
-    let mut dup = 0;
-    for (i, c) in calls.iter().enumerate() {
-        if let Some(k) = c.corr {
-            match first.entry(k) {
-                std::collections::hash_map::Entry::Occupied(_) => dup += 1,
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(i as u32);
-                }
-            }
-        }
-    }
-    let own = acts
-        .iter()
-        .map(|a| a.corr.and_then(|k| first.get(&k).copied()))
-        .collect();
-    (own, dup)
-}
-
-/// What each runtime call launched.
-pub(crate) fn launches(
-    calls: &[Linked],
-    acts: &[Linked],
-    own: &[Option<u32>],
-    names: &crate::model::Interner,
-) -> Vec<Launch> {
-    let mut out: Vec<Launch> = calls
-        .iter()
-        .map(|c| Launch {
-            graph: is_graph(names.resolve(c.name)),
-            sync: sync_by_name(names.resolve(c.name)),
-            ..Launch::default()
-        })
-        .collect();
-    let mut first_key: Vec<Option<(i64, i64, u64)>> = vec![None; calls.len()];
-    for (a, o) in acts.iter().zip(own) {
-        let Some(o) = *o else { continue };
-        let l = &mut out[o as usize];
-        l.acts += 1;
-        l.gpu = l.gpu.saturating_add(a.dur);
-        match a.code {
-            1 => {
-                l.memcpys += 1;
-                // C7: a memcpy to or from pageable memory blocks the host.
-                if names.resolve(a.name).contains("Pageable") {
-                    l.sync = true;
-                }
-            }
-            2 => l.memsets += 1,
-            _ => l.kernels += 1,
-        }
-        let key = (a.ts, end_of(a.ts, a.dur), a.index);
-        let f = &mut first_key[o as usize];
-        if f.is_none_or(|k| key < k) {
-            *f = Some(key);
-            l.first = Some(a.ts);
-        }
-    }
-    out
 }
 
 /// Row accumulators beside the public row.
@@ -310,14 +188,14 @@ impl Covered {
 
 /// The figures of one trace from what was kept.
 pub(super) fn measure(st: Ops) -> TraceOps {
-    let Ops {
+    let HostLinks {
         names,
         lanes,
         host,
         calls,
         acts,
         mut counts,
-    } = st;
+    } = st.0;
     let mut ops = host.into_vec();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
@@ -428,7 +306,7 @@ impl ThreadRows<'_> {
     }
 }
 
-impl super::contain::Visitor for ThreadRows<'_> {
+impl crate::hostops::contain::Visitor for ThreadRows<'_> {
     fn op(&mut self, pos: u32, parent: Option<u32>) {
         let o = self.ops[pos as usize];
         let end = end_of(o.ts, o.dur);
@@ -512,7 +390,7 @@ fn sweep_threads(
             (q as u32, o.ts, end_of(o.ts, o.dur), o.cat != 2)
         });
         let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
-        super::contain::sweep_thread(visits, by_start, &mut t);
+        crate::hostops::contain::sweep_thread(visits, by_start, &mut t);
         let ThreadRows {
             reach,
             mut online,

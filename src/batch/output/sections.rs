@@ -142,8 +142,6 @@ mod tests {
                 ("text".into(), "mtp".into(), vec![1])
             ]
         );
-        let it = c.matched::<crate::analyses::iterations::Iterations>();
-        assert_eq!((it[0].1.contexts, it[0].2.contexts), (64, 30));
         let mut warnings = Vec::new();
         let s = sections(&res, &mut warnings);
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -296,3 +296,53 @@ fn an_analysis_is_named_outside_its_folder_only_by_the_registry() {
     }
     assert!(bad.is_empty(), "an analysis named outside: {bad:#?}");
 }
+
+/// The files outside `src/analyses/<name>/` whose code names analysis
+/// `name` (a path through `analyses::`, `crate::<name>::`, or an
+/// `analyses::{…}` import list), relative to src/.
+fn files_naming(name: &str) -> Vec<String> {
+    let own = format!("analyses/{name}/");
+    let mut out = Vec::new();
+    for f in rust_files(&src("")) {
+        let rel = f
+            .strip_prefix(src(""))
+            .expect("under src")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if rel.starts_with(&own) {
+            continue;
+        }
+        let text = fs::read_to_string(&f).expect("read a source file");
+        let names_it = code_lines(&text).any(|l| {
+            let list = l.contains("analyses::{")
+                && l.split(['{', '}', ',', ' ']).any(|w| w.trim() == name);
+            let bare = format!("mod {name};");
+            list || l.contains(&format!("analyses::{name}"))
+                || l.contains(&format!("crate::{name}::"))
+                || l.trim() == format!("pub {bare}")
+        });
+        if names_it {
+            out.push(rel);
+        }
+    }
+    out
+}
+
+#[test]
+fn the_files_an_analysis_touches_are_its_folder_and_one_registry_line() {
+    // How to add an analysis (docs/ARCHITECTURE.md): its folder (logic,
+    // view, batch hooks, cli), `pub mod` in analyses/mod.rs and its line in
+    // the registry. The paper's three (pair, hierarchy, kernels) are also
+    // drawn by src/figures/ and re-exported at the crate root.
+    let plug_in = ["analyses/mod.rs", "registry.rs"];
+    for n in ["iterations", "diff", "ranks", "ops", "idle"] {
+        assert_eq!(files_naming(n), plug_in, "{n} is named outside its folder");
+    }
+    for n in ["pair", "hierarchy", "kernels"] {
+        let outside: Vec<String> = files_naming(n)
+            .into_iter()
+            .filter(|f| !f.starts_with("figures/") && f != "lib.rs")
+            .collect();
+        assert_eq!(outside, plug_in, "{n} is named outside its folder");
+    }
+}

@@ -81,14 +81,14 @@ struct Found<'a> {
 
 impl Visitor for Found<'_> {
     /// A parent precedes its child in key order: its depth is known.
-    fn op(&mut self, pos: u32, parent: Option<u32>) {
+    fn op(&mut self, pos: u32, parent: Option<u32>, _: &mut Sweep) {
         if let Some(p) = parent {
             self.parent[pos as usize] = Some(p);
             self.depth[pos as usize] = self.depth[p as usize] + 1;
         }
     }
 
-    fn call(&mut self, ci: u32, sweep: &Sweep) {
+    fn call(&mut self, ci: u32, sweep: &mut Sweep) {
         let c = &self.calls[ci as usize];
         let end = end_of(c.ts, c.dur);
         let inner = sweep.innermost(end);
@@ -162,10 +162,10 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
     let ops = host.into_vec();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
-    let (own, dup) = launch::owners(&calls, &acts);
+    let (own, dup) = launch::owners(&calls, acts.iter().copied());
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
-    let launched = launch::launches(&calls, &acts, &own, &names);
+    let launched = launch::launches(&calls, acts.iter().copied(), &own, &names);
     let Contained {
         parent: op_parent,
         depth: op_depth,

@@ -34,14 +34,39 @@
 //!
 //! An op's parent (C5) is the innermost encloser of its own range among
 //! the ops visited before it: the stack's top after the pops.
+//!
+//! Each stack entry also holds the latest end of the children it has been
+//! given so far (`cover_*`, O5's self time: a parent loses the union of its
+//! children, which may overlap). A parent is on the stack whenever it gets a
+//! child — an op's parent is the top, a call's innermost encloser is in the
+//! stack — and once popped it is nobody's encloser again, so the union
+//! lives with the entry: memory is the stack's, not one word per op.
 
 /// The sweep over one thread's ops in key order.
 #[derive(Debug, Default)]
 pub struct Sweep {
-    /// (end, position): ends non-increasing from bottom to top.
-    stack: Vec<(i64, u32)>,
+    /// Ends non-increasing from bottom to top.
+    stack: Vec<Open>,
     /// (end, position) of scopes: ends strictly increasing.
     records: Vec<(i64, u32)>,
+}
+
+/// A stack entry: a visited op not out-ended by a later one.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    end: i64,
+    pos: u32,
+    /// The latest end of the children given so far (`i64::MIN`: none).
+    till: i64,
+}
+
+impl Open {
+    /// The child [ts, end): what it adds to the union of the children.
+    fn cover(&mut self, ts: i64, end: i64) -> i64 {
+        let from = ts.max(self.till);
+        self.till = self.till.max(end);
+        end.saturating_sub(from).max(0)
+    }
 }
 
 impl Sweep {
@@ -49,11 +74,15 @@ impl Sweep {
     /// `scope`: a RecordFunction scope (not a python frame). Returns its
     /// parent: the latest earlier op ending at or after `end` (C5).
     pub fn visit(&mut self, pos: u32, end: i64, scope: bool) -> Option<u32> {
-        while self.stack.last().is_some_and(|&(e, _)| e < end) {
+        while self.stack.last().is_some_and(|o| o.end < end) {
             self.stack.pop();
         }
-        let parent = self.stack.last().map(|&(_, p)| p);
-        self.stack.push((end, pos));
+        let parent = self.stack.last().map(|o| o.pos);
+        self.stack.push(Open {
+            end,
+            pos,
+            till: i64::MIN,
+        });
         if scope && self.records.last().is_none_or(|&(e, _)| end > e) {
             self.records.push((end, pos));
         }
@@ -62,8 +91,32 @@ impl Sweep {
 
     /// The latest visited op with `end ≥ at_least` (C4's innermost).
     pub fn innermost(&self, at_least: i64) -> Option<u32> {
-        let k = self.stack.partition_point(|&(e, _)| e >= at_least);
-        k.checked_sub(1).map(|k| self.stack[k].1)
+        self.innermost_at(at_least).map(|k| self.stack[k].pos)
+    }
+
+    fn innermost_at(&self, at_least: i64) -> Option<usize> {
+        let k = self.stack.partition_point(|o| o.end >= at_least);
+        k.checked_sub(1)
+    }
+
+    /// Gives the latest visited op's parent the child [ts, end) (that op's
+    /// own range); returns what it adds to the parent's children's union
+    /// (0 without a parent).
+    pub fn cover_parent(&mut self, ts: i64, end: i64) -> i64 {
+        let n = self.stack.len();
+        match n.checked_sub(2) {
+            Some(k) => self.stack[k].cover(ts, end),
+            None => 0,
+        }
+    }
+
+    /// Gives the innermost op ending at or after `end` the child [ts, end)
+    /// (a runtime call's range); what it adds to its children's union.
+    pub fn cover_innermost(&mut self, ts: i64, end: i64) -> i64 {
+        match self.innermost_at(end) {
+            Some(k) => self.stack[k].cover(ts, end),
+            None => 0,
+        }
     }
 
     /// The earliest visited scope with `end ≥ at_least` (O4's top level).
@@ -76,9 +129,9 @@ impl Sweep {
 /// What a thread's sweep reports, in order (see [`sweep_thread`]).
 pub(crate) trait Visitor {
     /// The op at `pos`, visited in key order, and its parent (C5).
-    fn op(&mut self, pos: u32, parent: Option<u32>);
+    fn op(&mut self, pos: u32, parent: Option<u32>, sweep: &mut Sweep);
     /// The runtime call `id`, once every op starting no later is visited.
-    fn call(&mut self, id: u32, sweep: &Sweep);
+    fn call(&mut self, id: u32, sweep: &mut Sweep);
 }
 
 /// One thread's sweep: `ops` as (position, ts, end, is a scope) in C4's key
@@ -93,13 +146,13 @@ pub(crate) fn sweep_thread(
     let mut calls = calls.into_iter().peekable();
     for (pos, ts, end, scope) in ops {
         while let Some((id, _)) = calls.next_if(|&(_, c)| c < ts) {
-            v.call(id, &sweep);
+            v.call(id, &mut sweep);
         }
         let parent = sweep.visit(pos, end, scope);
-        v.op(pos, parent);
+        v.op(pos, parent, &mut sweep);
     }
     for (id, _) in calls {
-        v.call(id, &sweep);
+        v.call(id, &mut sweep);
     }
 }
 
@@ -123,6 +176,25 @@ mod tests {
         assert_eq!(s.innermost(70), Some(2));
         assert_eq!(s.innermost(101), None);
         assert_eq!(s.outermost_scope(101), None);
+    }
+
+    /// The union of a parent's children: overlapping children count once,
+    /// a popped op's union is gone with it.
+    #[test]
+    fn children_union_lives_on_the_stack() {
+        // A [0, 100) with children B [10, 50), C [20, 80) (overlapping B:
+        // adds 30), a call [85, 90) inside A only (adds 5).
+        let mut s = Sweep::default();
+        assert_eq!(s.visit(0, 100, true), None);
+        assert_eq!(s.cover_parent(0, 100), 0);
+        assert_eq!(s.visit(1, 50, true), Some(0));
+        assert_eq!(s.cover_parent(10, 50), 40);
+        assert_eq!(s.visit(2, 80, true), Some(0));
+        assert_eq!(s.cover_parent(20, 80), 30);
+        assert_eq!(s.cover_innermost(85, 90), 5);
+        // A call [30, 40) inside C: C's first child.
+        assert_eq!(s.cover_innermost(30, 40), 10);
+        assert_eq!(s.cover_innermost(200, 300), 0);
     }
 
     /// Brute force agrees after every visit, for every threshold, with

@@ -69,7 +69,12 @@ pub(crate) fn end_of(ts: i64, dur: i64) -> i64 {
 
 /// Every activity's owner (C3: the first runtime call in file order with
 /// its correlation) and the duplicate count.
-pub(crate) fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u64) {
+/// `acts` in file order, decoded as they come (a slice's `iter().copied()`
+/// or the kept records' `iter()`: `ops` keeps no decoded copy).
+pub(crate) fn owners(
+    calls: &[Linked],
+    acts: impl IntoIterator<Item = Linked>,
+) -> (Vec<Option<u32>>, u64) {
     let mut first: HashMap<i64, u32> = HashMap::with_capacity(calls.len());
     let mut dup = 0;
     for (i, c) in calls.iter().enumerate() {
@@ -83,7 +88,7 @@ pub(crate) fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u6
         }
     }
     let own = acts
-        .iter()
+        .into_iter()
         .map(|a| a.corr.and_then(|k| first.get(&k).copied()))
         .collect();
     (own, dup)
@@ -92,7 +97,7 @@ pub(crate) fn owners(calls: &[Linked], acts: &[Linked]) -> (Vec<Option<u32>>, u6
 /// What each runtime call launched.
 pub(crate) fn launches(
     calls: &[Linked],
-    acts: &[Linked],
+    acts: impl IntoIterator<Item = Linked>,
     own: &[Option<u32>],
     names: &crate::model::Interner,
 ) -> Vec<Launch> {
@@ -105,7 +110,7 @@ pub(crate) fn launches(
         })
         .collect();
     let mut first_key: Vec<Option<(i64, i64, u64)>> = vec![None; calls.len()];
-    for (a, o) in acts.iter().zip(own) {
+    for (a, o) in acts.into_iter().zip(own) {
         let Some(o) = *o else { continue };
         let l = &mut out[o as usize];
         l.acts += 1;

@@ -120,6 +120,8 @@ struct Acc {
 struct RowSet {
     ids: HashMap<(u8, Sym), u32>,
     rows: Vec<Acc>,
+    /// Per row: a RecordFunction scope (not a python frame, O4).
+    scope: Vec<bool>,
     pseudo: Option<u32>,
 }
 
@@ -136,6 +138,7 @@ impl RowSet {
                 },
                 latencies: Vec::new(),
             });
+            self.scope.push(o.cat != 2);
         }
         id
     }
@@ -153,37 +156,69 @@ impl RowSet {
             },
             latencies: Vec::new(),
         });
+        self.scope.push(false);
         self.pseudo = Some(id);
         id
     }
 }
 
-/// O5's self CPU time: a parent's row loses the length of the union of
-/// its children (improperly nested siblings may overlap). Children reach a
-/// parent in start order (the sweep's), so the union grows by the part of
-/// each child past the children before it.
-struct Covered {
-    /// Per op of the thread (position − its first): the latest end of its
-    /// children so far.
-    till: Vec<i64>,
-    first: usize,
+/// A host op as the sweep needs it: C4's key and its row, 24 B (the kept
+/// record decodes to 40 B, and a row id beside it was 4 more). No lane:
+/// the ops are grouped by thread ([`Grouped::starts`]); no category: the
+/// row has it ([`RowSet::scope`]).
+#[derive(Debug, Clone, Copy, Default)]
+struct Op {
+    ts: i64,
+    dur: i64,
+    /// Its position among its thread's ops in file order: C4's last key
+    /// (the file index), as the records are in file order. A thread of
+    /// more than 2³² ops (100 GB of them here) is beyond any machine.
+    pos: u32,
+    row: u32,
 }
 
-impl Covered {
-    fn new(first: usize, n: usize) -> Covered {
-        Covered {
-            till: vec![i64::MIN; n],
-            first,
-        }
-    }
+/// Every host op, thread by thread, each thread's in C4's key order.
+struct Grouped {
+    ops: Vec<Op>,
+    /// Thread `l`'s ops are `ops[starts[l]..starts[l + 1]]`.
+    starts: Vec<usize>,
+}
 
-    /// The child [ts, end) of `parent`: what it adds to the union.
-    fn add(&mut self, parent: u32, ts: i64, end: i64) -> i64 {
-        let till = &mut self.till[parent as usize - self.first];
-        let from = ts.max(*till);
-        *till = (*till).max(end);
-        end.saturating_sub(from).max(0)
+/// Groups the kept host ops by thread (counted first, so each lands in
+/// place as the records are decoded and freed), rows made as they come
+/// (O1: a row's id does not reach the output, which [`sort_rows`] orders),
+/// then sorts each thread by C4's key `(ts, −end, file index)`.
+fn group_ops(
+    host: crate::store::pack::Records<HostOp>,
+    lanes: usize,
+    rows: &mut RowSet,
+    names: &crate::model::Interner,
+) -> Grouped {
+    let mut starts = vec![0usize; lanes + 1];
+    for o in host.iter() {
+        starts[o.lane as usize + 1] += 1;
     }
+    for l in 0..lanes {
+        starts[l + 1] += starts[l];
+    }
+    let mut next = starts.clone();
+    let mut ops = vec![Op::default(); host.len()];
+    for o in host.drain() {
+        let l = o.lane as usize;
+        let at = next[l];
+        next[l] += 1;
+        ops[at] = Op {
+            ts: o.ts,
+            dur: o.dur,
+            pos: u32::try_from(at - starts[l]).unwrap_or(u32::MAX),
+            row: rows.of_op(&o, names),
+        };
+    }
+    for l in 0..lanes {
+        ops[starts[l]..starts[l + 1]]
+            .sort_unstable_by_key(|o| (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), o.pos));
+    }
+    Grouped { ops, starts }
 }
 
 /// The figures of one trace from what was kept.
@@ -196,46 +231,29 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         acts,
         mut counts,
     } = st.0;
-    let mut ops = host.into_vec();
     let calls = calls.into_vec();
-    let acts = acts.into_vec();
-    let (own, dup) = owners(&calls, &acts);
+    // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
+    let (own, dup) = owners(&calls, acts.iter());
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
-    let launched = launches(&calls, &acts, &own, &names);
+    let launched = launches(&calls, acts.iter(), &own, &names);
 
     // Rows of every op (O1), threads in key order (C4).
     let mut rows = RowSet {
         ids: HashMap::new(),
         rows: Vec::new(),
+        scope: Vec::new(),
         pseudo: None,
     };
-    // C4's key order, thread by thread: each thread's ops are one run.
-    ops.sort_unstable_by_key(|o| {
-        (
-            o.lane,
-            o.ts,
-            std::cmp::Reverse(end_of(o.ts, o.dur)),
-            o.index,
-        )
-    });
-    let op_row: Vec<u32> = ops.iter().map(|o| rows.of_op(o, &names)).collect();
+    let ops = group_ops(host, lanes.len(), &mut rows, &names);
     let mut calls_by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    let swept = sweep_threads(
-        &ops,
-        &calls,
-        &launched,
-        &mut calls_by_lane,
-        &op_row,
-        &mut rows,
-    );
-    let attributed = attribute_calls(&calls, &launched, &swept, &ops, &op_row, &mut rows);
-    let host_ops = ops.len() as u64;
+    let swept = sweep_threads(&ops, &calls, &launched, &mut calls_by_lane, &mut rows);
+    let attributed = attribute_calls(&calls, &launched, &swept, &ops.ops, &mut rows);
+    let host_ops = ops.ops.len() as u64;
     drop(ops);
-    drop(op_row);
 
     let Swept { sums, op_spans, .. } = swept;
     inclusive_totals(&sums, &mut rows);
@@ -283,11 +301,9 @@ struct Swept {
 
 /// One thread's sweep state for [`sweep_threads`].
 struct ThreadRows<'a> {
-    ops: &'a [HostOp],
+    ops: &'a [Op],
     calls: &'a [Linked],
-    op_row: &'a [u32],
     rows: &'a mut RowSet,
-    covered: Covered,
     /// Per row: the latest end of its instances so far (O5's maximal).
     reach: HashMap<u32, i64>,
     /// The inclusive sums of O3, asked as the maximal instances are found.
@@ -298,19 +314,20 @@ struct ThreadRows<'a> {
 }
 
 impl ThreadRows<'_> {
-    /// O5's self time: `parent` loses what [ts, end) adds to its children's union.
-    fn cut(&mut self, parent: u32, ts: i64, end: i64) {
-        let cut = self.covered.add(parent, ts, end);
-        let r = &mut self.rows.rows[self.op_row[parent as usize] as usize].row;
+    /// O5's self CPU time: `parent` loses what its child adds to the union
+    /// of its children (improperly nested siblings may overlap; the sweep
+    /// keeps each open op's union, [`Sweep::cover_parent`]).
+    fn cut(&mut self, parent: u32, cut: i64) {
+        let r = &mut self.rows.rows[self.ops[parent as usize].row as usize].row;
         r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
     }
 }
 
 impl crate::hostops::contain::Visitor for ThreadRows<'_> {
-    fn op(&mut self, pos: u32, parent: Option<u32>) {
+    fn op(&mut self, pos: u32, parent: Option<u32>, sweep: &mut Sweep) {
         let o = self.ops[pos as usize];
         let end = end_of(o.ts, o.dur);
-        let row = self.op_row[pos as usize];
+        let row = o.row;
         let r = &mut self.rows.rows[row as usize].row;
         r.calls += 1;
         r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
@@ -327,18 +344,20 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
                 .instance(&mut self.sums[row as usize], prev, o.ts, end);
         }
         if let Some(p) = parent {
-            self.cut(p, o.ts, end);
+            let cut = sweep.cover_parent(o.ts, end);
+            self.cut(p, cut);
         }
     }
 
-    fn call(&mut self, ci: u32, sweep: &Sweep) {
+    fn call(&mut self, ci: u32, sweep: &mut Sweep) {
         let c = &self.calls[ci as usize];
         let end = end_of(c.ts, c.dur);
         let inner = sweep.innermost(end);
         self.launcher[ci as usize] = inner;
         self.top[ci as usize] = sweep.outermost_scope(end).or(inner);
         if let Some(l) = inner {
-            self.cut(l, c.ts, end);
+            let cut = sweep.cover_innermost(c.ts, end);
+            self.cut(l, cut);
         }
     }
 }
@@ -348,13 +367,15 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
 /// maximal-of-name instances (O5), launchers (O2), top-level ops (O4),
 /// calls and CPU total/self time (O5) into the rows.
 fn sweep_threads(
-    ops: &[HostOp],
+    grouped: &Grouped,
     calls: &[Linked],
     launched: &[Launch],
     calls_by_lane: &mut [Vec<u32>],
-    op_row: &[u32],
     rows: &mut RowSet,
 ) -> Swept {
+    let ops = &grouped.ops[..];
+    // One flag per row (hundreds), copied out of the rows the sweep writes.
+    let scope = rows.scope.clone();
     let lanes = calls_by_lane.len();
     let mut out = Swept {
         sums: Vec::new(),
@@ -362,9 +383,8 @@ fn sweep_threads(
         launcher: vec![None; calls.len()],
         top: vec![None; calls.len()],
     };
-    let mut lo = 0usize;
     for (lane, cs) in calls_by_lane.iter_mut().enumerate() {
-        let hi = lo + ops[lo..].partition_point(|o| o.lane as usize == lane);
+        let (lo, hi) = (grouped.starts[lane], grouped.starts[lane + 1]);
         let mine = &ops[lo..hi];
         if let (Some(first), Some(last)) =
             (mine.first(), mine.iter().map(|o| end_of(o.ts, o.dur)).max())
@@ -376,9 +396,7 @@ fn sweep_threads(
         let mut t = ThreadRows {
             ops,
             calls,
-            op_row,
             rows: &mut *rows,
-            covered: Covered::new(lo, hi - lo),
             reach: HashMap::new(),
             online: Online::new(&points),
             sums: &mut out.sums,
@@ -387,7 +405,7 @@ fn sweep_threads(
         };
         let visits = (lo..hi).map(|q| {
             let o = &ops[q];
-            (q as u32, o.ts, end_of(o.ts, o.dur), o.cat != 2)
+            (q as u32, o.ts, end_of(o.ts, o.dur), scope[o.row as usize])
         });
         let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
         crate::hostops::contain::sweep_thread(visits, by_start, &mut t);
@@ -400,7 +418,6 @@ fn sweep_threads(
         for (row, b) in reach {
             online.last(&mut sums[row as usize], b);
         }
-        lo = hi;
     }
     out
 }
@@ -418,8 +435,7 @@ fn attribute_calls(
     calls: &[Linked],
     launched: &[Launch],
     swept: &Swept,
-    ops: &[HostOp],
-    op_row: &[u32],
+    ops: &[Op],
     rows: &mut RowSet,
 ) -> Attributed {
     let mut first_self: HashMap<u32, i64> = HashMap::new();
@@ -430,7 +446,7 @@ fn attribute_calls(
     };
     for (ci, c) in calls.iter().enumerate() {
         let row = match swept.launcher[ci] {
-            Some(o) => op_row[o as usize],
+            Some(o) => ops[o as usize].row,
             None => rows.pseudo(),
         };
         let r = &mut rows.rows[row as usize];
@@ -458,7 +474,7 @@ fn attribute_calls(
             None => out.without_op += 1,
         }
         let trow = match swept.top[ci] {
-            Some(o) => op_row[o as usize],
+            Some(o) => ops[o as usize].row,
             None => row,
         };
         let t = &mut rows.rows[trow as usize].row;
@@ -467,7 +483,7 @@ fn attribute_calls(
     }
     for (&i, t) in &first_self {
         let i = i as usize;
-        let r = &mut rows.rows[op_row[i] as usize].row;
+        let r = &mut rows.rows[ops[i].row as usize].row;
         r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
         r.first_launch_delay_n += 1;
     }
@@ -559,7 +575,7 @@ struct Facts<'a> {
     /// Per thread: its ops' first start and last end.
     op_spans: &'a [Option<(i64, i64)>],
     calls: &'a [Linked],
-    acts: &'a [Linked],
+    acts: &'a crate::store::pack::Records<Linked>,
     own: &'a [Option<u32>],
     launched: &'a [Launch],
     all: &'a [(LaunchKind, PerLaunch)],

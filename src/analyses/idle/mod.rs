@@ -32,6 +32,7 @@ pub mod view;
 use crate::analysis::{Analysis, Configures, Finished};
 use crate::ledger::Kind;
 use crate::model::{Interner, Lane, LaneTable, Sym, ThreadPart};
+use crate::store::pack::{Fields, Packed, Record, Records};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -109,6 +110,59 @@ struct Act {
     kind: Kind,
 }
 
+/// Kept as ≈ 10 B varints while reading (the decoded 56 B only at the end,
+/// in one exact allocation).
+impl Record for Act {
+    type Prev = (i64, i64, i64);
+
+    fn write(&self, prev: &mut (i64, i64, i64), p: &mut Packed) {
+        p.delta(self.start, prev.0);
+        p.delta(self.end, self.start);
+        p.delta(self.index as i64, prev.1);
+        p.u(u64::from(self.lane));
+        let kind = match self.kind {
+            Kind::Kernel => 0,
+            Kind::Memcpy => 1,
+            Kind::Memset => 2,
+        };
+        let has = u64::from(self.corr.is_some());
+        p.u(u64::from(self.name.0) * 8 + kind * 2 + has);
+        if let Some(c) = self.corr {
+            p.delta(c, prev.2);
+            prev.2 = c;
+        }
+        (prev.0, prev.1) = (self.start, self.index as i64);
+    }
+
+    fn read(prev: &mut (i64, i64, i64), f: &mut impl Fields) -> Act {
+        let start = f.delta(prev.0);
+        let end = f.delta(start);
+        let index = f.delta(prev.1);
+        let lane = f.u() as u32;
+        let m = f.u();
+        let corr = (m & 1 == 1).then(|| {
+            let c = f.delta(prev.2);
+            prev.2 = c;
+            c
+        });
+        (prev.0, prev.1) = (start, index);
+        let kind = match (m / 2) % 4 {
+            1 => Kind::Memcpy,
+            2 => Kind::Memset,
+            _ => Kind::Kernel,
+        };
+        Act {
+            start,
+            end,
+            index: index as u64,
+            corr,
+            name: Sym((m / 8) as u32),
+            lane,
+            kind,
+        }
+    }
+}
+
 /// A runtime call with a correlation (C2, C3).
 #[derive(Debug, Clone, Copy)]
 struct Call {
@@ -117,6 +171,32 @@ struct Call {
     index: u64,
     /// Its (pid, tid).
     lane: u32,
+}
+
+impl Record for Call {
+    type Prev = (i64, i64, i64);
+
+    fn write(&self, prev: &mut (i64, i64, i64), p: &mut Packed) {
+        p.delta(self.ts, prev.0);
+        p.delta(self.corr, prev.1);
+        p.delta(self.index as i64, prev.2);
+        p.u(u64::from(self.lane));
+        *prev = (self.ts, self.corr, self.index as i64);
+    }
+
+    fn read(prev: &mut (i64, i64, i64), f: &mut impl Fields) -> Call {
+        let ts = f.delta(prev.0);
+        let corr = f.delta(prev.1);
+        let index = f.delta(prev.2);
+        let lane = f.u() as u32;
+        *prev = (ts, corr, index);
+        Call {
+            ts,
+            corr,
+            index: index as u64,
+            lane,
+        }
+    }
 }
 
 /// A `ProfilerStep#<n>` CPU op (C8's fallback grammar, when it is not a
@@ -135,8 +215,8 @@ pub struct Idle {
     spec: IdleSpec,
     names: Interner,
     lanes: LaneTable,
-    acts: Vec<Act>,
-    calls: Vec<Call>,
+    acts: Records<Act>,
+    calls: Records<Call>,
     op_steps: Vec<OpStep>,
     counts: Counts,
 }
@@ -177,8 +257,8 @@ impl Analysis for Idle {
             spec: config.clone(),
             names: Interner::new(),
             lanes: LaneTable::default(),
-            acts: Vec::new(),
-            calls: Vec::new(),
+            acts: Records::default(),
+            calls: Records::default(),
             op_steps: Vec::new(),
             counts: Counts::default(),
         }
@@ -234,7 +314,7 @@ impl Idle {
         if ev.dur.is_some_and(|d| d.0 < 0) {
             self.counts.negative_dur_clamped += 1;
         }
-        self.acts.push(Act {
+        self.acts.push(&Act {
             start: ts.0,
             end: ts.0.saturating_add(ev.dur_or_zero().0),
             index: at.index,
@@ -250,7 +330,7 @@ impl Idle {
         let (Some(ts), Some(corr)) = (ev.ts, ev.args.correlation) else {
             return;
         };
-        self.calls.push(Call {
+        self.calls.push(&Call {
             ts: ts.0,
             corr,
             index: at.index,

@@ -10,7 +10,9 @@
 //! ```
 
 pub mod dedup;
-pub mod inputs;
+/// What the PATHs hold and what kind of file each is: with the trace files
+/// (`tracefile::inputs`), here at its old path.
+pub use crate::tracefile::inputs;
 pub mod output;
 pub mod records;
 pub mod run;

@@ -6,6 +6,8 @@
 //! (classifying and matching files) all name files this way; keeping it
 //! here lets `summary` stand without `runinfo`.
 
+pub mod inputs;
+
 use std::path::{Path, PathBuf};
 
 /// The trace-file suffixes, longest first: a trace's stem is its name

@@ -29,6 +29,26 @@ fn rust_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The registry's analyses, in its order.
+const ANALYSES: [&str; 8] = [
+    "pair",
+    "hierarchy",
+    "kernels",
+    "iterations",
+    "diff",
+    "ranks",
+    "ops",
+    "idle",
+];
+
+/// A source file's path under src/, with `/` separators.
+fn relative(f: &Path) -> String {
+    f.strip_prefix(src(""))
+        .expect("under src")
+        .to_string_lossy()
+        .replace('\\', "/")
+}
+
 fn src(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(rel)
 }
@@ -165,16 +185,7 @@ fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
         bad.is_empty(),
         "api::Command holds campaign hooks: {bad:#?}"
     );
-    for a in [
-        "pair",
-        "hierarchy",
-        "kernels",
-        "iterations",
-        "diff",
-        "ranks",
-        "ops",
-        "idle",
-    ] {
+    for a in ANALYSES {
         let view = naming(&format!("analyses/{a}/view.rs"), &["batch::", "fn batch_"]);
         assert!(
             view.is_empty(),
@@ -190,16 +201,7 @@ fn the_cli_is_built_from_the_registry() {
     // The binary's src/cli/ holds the top-level parser and the campaign
     // commands; every analysis's subcommand (flags, help, run) is in its
     // folder's cli.rs and reaches the binary through the registry line.
-    let analyses = [
-        "pair",
-        "hierarchy",
-        "kernels",
-        "iterations",
-        "diff",
-        "ranks",
-        "ops",
-        "idle",
-    ];
+    let analyses = ANALYSES;
     let named: Vec<String> = analyses
         .iter()
         .flat_map(|a| [format!("torchtrace::{a}"), format!("analyses::{a}")])
@@ -258,23 +260,10 @@ fn an_analysis_is_named_outside_its_folder_only_by_the_registry() {
     // re-exports and the paper's figures (src/figures/, above the analyses
     // by design), no module names an analysis; analyses name each other
     // only where an analysis's view prints another's figures by type.
-    let names = [
-        "pair",
-        "hierarchy",
-        "kernels",
-        "iterations",
-        "diff",
-        "ranks",
-        "ops",
-        "idle",
-    ];
+    let names = ANALYSES;
     let mut bad = Vec::new();
     for f in rust_files(&src("")) {
-        let rel = f
-            .strip_prefix(src(""))
-            .expect("under src")
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&f);
         let allowed = rel.starts_with("analyses/")
             || rel.starts_with("figures/")
             || rel == "registry.rs"
@@ -304,11 +293,7 @@ fn files_naming(name: &str) -> Vec<String> {
     let own = format!("analyses/{name}/");
     let mut out = Vec::new();
     for f in rust_files(&src("")) {
-        let rel = f
-            .strip_prefix(src(""))
-            .expect("under src")
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = relative(&f);
         if rel.starts_with(&own) {
             continue;
         }
@@ -316,10 +301,9 @@ fn files_naming(name: &str) -> Vec<String> {
         let names_it = code_lines(&text).any(|l| {
             let list = l.contains("analyses::{")
                 && l.split(['{', '}', ',', ' ']).any(|w| w.trim() == name);
-            let bare = format!("mod {name};");
             list || l.contains(&format!("analyses::{name}"))
                 || l.contains(&format!("crate::{name}::"))
-                || l.trim() == format!("pub {bare}")
+                || l.trim() == format!("pub mod {name};")
         });
         if names_it {
             out.push(rel);

@@ -193,7 +193,9 @@ pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     let mut counts = std::mem::take(&mut idle.counts);
     let mut calls = std::mem::take(&mut idle.calls).into_vec();
     let own = owners(&mut calls, &mut counts);
-    let acts = std::mem::take(&mut idle.acts).into_vec();
+    let kept = std::mem::take(&mut idle.acts);
+    let mut acts: Vec<Act> = Vec::with_capacity(kept.len());
+    acts.extend(kept.drain().map(Act::of));
     let link: Vec<Option<usize>> = acts
         .iter()
         .map(|a| a.corr.and_then(|c| own.get(&c).copied()))

@@ -30,6 +30,7 @@ mod queue;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished};
+use crate::hostops::Linked;
 use crate::ledger::Kind;
 use crate::model::{Interner, Lane, LaneTable, Sym, ThreadPart};
 use crate::store::pack::{Fields, Packed, Record, Records};
@@ -110,55 +111,22 @@ struct Act {
     kind: Kind,
 }
 
-/// Kept as ≈ 10 B varints while reading (the decoded 56 B only at the end,
-/// in one exact allocation).
-impl Record for Act {
-    type Prev = (i64, i64, i64);
-
-    fn write(&self, prev: &mut (i64, i64, i64), p: &mut Packed) {
-        p.delta(self.start, prev.0);
-        p.delta(self.end, self.start);
-        p.delta(self.index as i64, prev.1);
-        p.u(u64::from(self.lane));
-        let kind = match self.kind {
-            Kind::Kernel => 0,
-            Kind::Memcpy => 1,
-            Kind::Memset => 2,
-        };
-        let has = u64::from(self.corr.is_some());
-        p.u(u64::from(self.name.0) * 8 + kind * 2 + has);
-        if let Some(c) = self.corr {
-            p.delta(c, prev.2);
-            prev.2 = c;
-        }
-        (prev.0, prev.1) = (self.start, self.index as i64);
-    }
-
-    fn read(prev: &mut (i64, i64, i64), f: &mut impl Fields) -> Act {
-        let start = f.delta(prev.0);
-        let end = f.delta(start);
-        let index = f.delta(prev.1);
-        let lane = f.u() as u32;
-        let m = f.u();
-        let corr = (m & 1 == 1).then(|| {
-            let c = f.delta(prev.2);
-            prev.2 = c;
-            c
-        });
-        (prev.0, prev.1) = (start, index);
-        let kind = match (m / 2) % 4 {
-            1 => Kind::Memcpy,
-            2 => Kind::Memset,
-            _ => Kind::Kernel,
-        };
+impl Act {
+    /// An activity as kept while reading: `hostops`' varint record (≈ 10 B,
+    /// the decoded 56 B only at the end, in one exact allocation).
+    fn of(l: Linked) -> Act {
         Act {
-            start,
-            end,
-            index: index as u64,
-            corr,
-            name: Sym((m / 8) as u32),
-            lane,
-            kind,
+            start: l.ts,
+            end: crate::hostops::launch::end_of(l.ts, l.dur),
+            index: l.index,
+            corr: l.corr,
+            name: l.name,
+            lane: l.lane,
+            kind: match l.code {
+                1 => Kind::Memcpy,
+                2 => Kind::Memset,
+                _ => Kind::Kernel,
+            },
         }
     }
 }
@@ -215,7 +183,7 @@ pub struct Idle {
     spec: IdleSpec,
     names: Interner,
     lanes: LaneTable,
-    acts: Records<Act>,
+    acts: Records<Linked>,
     calls: Records<Call>,
     op_steps: Vec<OpStep>,
     counts: Counts,
@@ -314,14 +282,18 @@ impl Idle {
         if ev.dur.is_some_and(|d| d.0 < 0) {
             self.counts.negative_dur_clamped += 1;
         }
-        self.acts.push(&Act {
-            start: ts.0,
-            end: ts.0.saturating_add(ev.dur_or_zero().0),
-            index: at.index,
-            corr: ev.args.correlation,
-            name: self.names.intern(&ev.name),
+        self.acts.push(&Linked {
             lane: self.lanes.intern(ev.lane()),
-            kind,
+            ts: ts.0,
+            dur: ev.dur_or_zero().0,
+            index: at.index,
+            name: self.names.intern(&ev.name),
+            code: match kind {
+                Kind::Kernel => 0,
+                Kind::Memcpy => 1,
+                Kind::Memset => 2,
+            },
+            corr: ev.args.correlation,
         });
     }
 

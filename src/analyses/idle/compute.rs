@@ -1,74 +1,88 @@
-//! The finish of `idle`: launch links (C3), steps (C8), stream gaps
-//! (I2–I3), queues (I5), device timelines (I4) and per-step parts (I6),
-//! each a sort and a linear sweep.
+//! The finish of `idle`: launch links (C3), steps (C8), then one walk in
+//! start order over every activity (`sweep.rs`: stream gaps I2–I3, device
+//! timelines I4, per-step parts I6) and one queue walk per stream (I5,
+//! `queue.rs`). What is kept per activity is a 24 B [`Rec`] (its times,
+//! its call, its class and its place in its stream); per runtime call its
+//! start and its part. Each stream's in-flight and pending functions are
+//! walked from two sorted lists of its changes, one stream at a time, and
+//! never stored. Every step is a sort or a linear walk: O(events log events).
 
-use super::queue::StepFn;
+use super::queue::{self, Instants};
+use super::sweep::{self, overlap, DevAcc, Iv, PartAcc, StreamAcc, Walked};
 use super::{
-    classify, lane_labels, mean6, ns64, pct, Act, Call, Class, Counts, DeviceTimeline, Idle, Part,
+    classify, lane_labels, mean6, ns64, pct, Call, Class, Counts, DeviceTimeline, Idle, Part,
     Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
 };
 use crate::analysis::Finished;
+use crate::hostops::launch::end_of;
 use crate::ledger::Kind;
-use crate::model::{Lane, ThreadPart};
+use crate::model::{LaneTable, ThreadPart};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-/// A half-open interval in ns.
-type Iv = (i64, i64);
+/// An unlinked activity's call (C3).
+pub(super) const NO_CALL: u32 = u32::MAX;
 
-/// Sorted, merged (touching intervals merge).
-fn union(mut ivs: Vec<Iv>) -> Vec<Iv> {
-    ivs.sort_unstable();
-    let mut out: Vec<Iv> = Vec::with_capacity(ivs.len());
-    for (s, e) in ivs {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
+/// A device activity as the finish keeps it (24 B): its interval, its
+/// owning runtime call ([`NO_CALL`] when unlinked), and in `meta` its
+/// position among its stream's activities in file order (I1's last key;
+/// 29 bits: a stream of more than 5·10⁸ activities, 12 GB of these
+/// records, is beyond any machine), its class (C6) and whether it is a
+/// kernel.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Rec {
+    pub start: i64,
+    pub end: i64,
+    pub call: u32,
+    meta: u32,
 }
 
-fn length(merged: &[Iv]) -> i128 {
-    merged
-        .iter()
-        .map(|&(s, e)| i128::from(e) - i128::from(s))
-        .sum()
-}
+impl Rec {
+    const POS_MAX: u32 = (1 << 29) - 1;
 
-/// |a ∩ b| of two merged lists (two pointers).
-fn overlap(a: &[Iv], b: &[Iv]) -> i128 {
-    let (mut i, mut j, mut total) = (0, 0, 0i128);
-    while i < a.len() && j < b.len() {
-        let lo = a[i].0.max(b[j].0);
-        let hi = a[i].1.min(b[j].1);
-        if hi > lo {
-            total += i128::from(hi) - i128::from(lo);
-        }
-        if a[i].1 < b[j].1 {
-            i += 1;
-        } else {
-            j += 1;
+    fn new(start: i64, end: i64, call: u32, pos: usize, class: Class, kernel: bool) -> Rec {
+        let pos = u32::try_from(pos).unwrap_or(Rec::POS_MAX).min(Rec::POS_MAX);
+        Rec {
+            start,
+            end,
+            call,
+            meta: pos << 3 | (class as u32) << 1 | u32::from(kernel),
         }
     }
-    total
-}
 
-/// C3: the owning runtime call of each correlation: the first in file
-/// order. Returns the map and counts the later duplicates.
-fn owners(calls: &mut [Call], counts: &mut Counts) -> HashMap<i64, usize> {
-    calls.sort_by_key(|c| c.index);
-    let mut own: HashMap<i64, usize> = HashMap::with_capacity(calls.len());
-    for (i, c) in calls.iter().enumerate() {
-        match own.entry(c.corr) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                counts.duplicate_runtime_correlation += 1;
-            }
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(i);
-            }
+    fn pos(&self) -> u32 {
+        self.meta >> 3
+    }
+
+    pub(super) fn class(&self) -> Class {
+        match (self.meta >> 1) & 3 {
+            0 => Class::Compute,
+            1 => Class::Comm,
+            _ => Class::Memory,
         }
     }
-    own
+
+    pub(super) fn is_kernel(&self) -> bool {
+        self.meta & 1 == 1
+    }
+}
+
+/// The runtime calls that own a correlation, as the walk needs them.
+pub(super) struct Calls {
+    /// Each call's start.
+    pub ts: Vec<i64>,
+    /// Each call's part (I6): a step row, `rows` (pre) or `rows + 1`
+    /// (unattributed).
+    pub part: Vec<u32>,
+}
+
+impl Calls {
+    /// The part of an activity launched by `call` (unlinked: unattributed).
+    pub(super) fn part_of(&self, call: u32, n_parts: usize) -> usize {
+        match self.part.get(call as usize) {
+            Some(&p) => p as usize,
+            None => n_parts - 1,
+        }
+    }
 }
 
 /// One step annotation (C8), from the neutral step windows.
@@ -94,164 +108,181 @@ fn step_annotations(trace: &Finished<'_>, idle: &Idle) -> (Option<String>, Vec<W
     })
 }
 
-/// Where an activity's figures go (I6).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Owner {
-    Row(usize),
-    Pre,
-    Unattributed,
+/// C3: the runtime calls in file order, each call's start and thread, and
+/// the owners of the correlations: (correlation, call) sorted, the first
+/// call in file order owning each (the later ones counted).
+fn link_calls(
+    kept: crate::store::pack::Records<Call>,
+    counts: &mut Counts,
+) -> (Vec<i64>, Vec<u32>, Vec<(i64, u32)>) {
+    let mut calls = kept.into_vec();
+    calls.sort_by_key(|c| c.index);
+    let mut by_corr: Vec<(i64, u32)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, c)| (c.corr, u32::try_from(i).unwrap_or(NO_CALL)))
+        .collect();
+    by_corr.sort_unstable();
+    let before = by_corr.len();
+    by_corr.dedup_by_key(|x| x.0);
+    counts.duplicate_runtime_correlation += (before - by_corr.len()) as u64;
+    let ts = calls.iter().map(|c| c.ts).collect();
+    let lanes = calls.iter().map(|c| c.lane).collect();
+    (ts, lanes, by_corr)
 }
 
-/// C8: the part of a launch on `lane` at `ts`: the step whose window
-/// `[S_i.ts, S_{i+1}.ts)` on that thread holds it; before the first → pre;
-/// a thread without steps → unattributed.
-fn part_of(
-    by_lane: &HashMap<&(String, String), Vec<usize>>,
-    wins: &[Win],
-    key: &(String, String),
-    ts: i64,
-) -> Owner {
-    match crate::windows::window_at(by_lane, wins, key, ts) {
-        None => Owner::Unattributed,
-        Some(None) => Owner::Pre,
-        Some(Some(k)) => Owner::Row(k),
+/// C8 / I6: each call's part — the step whose window `[S_i.ts,
+/// S_{i+1}.ts)` on the call's thread holds its start; before the first,
+/// pre (`n`); a thread without steps, unattributed (`n + 1`).
+fn call_parts(call_lanes: &[u32], ts: &[i64], lanes: &LaneTable, wins: &[Win]) -> Vec<u32> {
+    let n = wins.len();
+    let by_lane = crate::windows::by_lane(wins);
+    let of_lane: Vec<Option<&Vec<usize>>> = (0..lanes.len() as u32)
+        .map(|l| {
+            let l = lanes.resolve(l);
+            by_lane.get(&(l.pid.to_string(), l.tid.to_string()))
+        })
+        .collect();
+    call_lanes
+        .iter()
+        .zip(ts)
+        .map(|(&l, &t)| {
+            let part = match of_lane.get(l as usize).copied().flatten() {
+                None => n + 1,
+                Some(ids) => match ids.partition_point(|&i| wins[i].start <= t) {
+                    0 => n,
+                    k => ids[k - 1],
+                },
+            };
+            part as u32
+        })
+        .collect()
+}
+
+/// The activities, stream after stream (streams in (device, stream)
+/// order, each in I1's order), and each stream's lane.
+struct Grouped {
+    recs: Vec<Rec>,
+    seg: Vec<usize>,
+    lane_of_stream: Vec<u32>,
+}
+
+/// The kept activities grouped by stream (counted first, so each lands in
+/// place as the records are decoded and freed), linked to their calls
+/// (C3) and classed (C6), then each stream sorted by (ts, end, file
+/// order) (I1).
+fn group_acts(
+    kept: crate::store::pack::Records<crate::hostops::Linked>,
+    lanes: &LaneTable,
+    names: &crate::model::Interner,
+    by_corr: &[(i64, u32)],
+    counts: &mut Counts,
+) -> Grouped {
+    let mut per_lane = vec![0usize; lanes.len()];
+    for a in kept.iter() {
+        per_lane[a.lane as usize] += 1;
+    }
+    let mut lane_of_stream: Vec<u32> = (0..lanes.len() as u32)
+        .filter(|&l| per_lane[l as usize] > 0)
+        .collect();
+    lane_of_stream.sort_by(|&a, &b| lanes.resolve(a).cmp(lanes.resolve(b)));
+    let mut stream_of_lane = vec![0usize; lanes.len()];
+    let mut seg = vec![0usize];
+    for (s, &l) in lane_of_stream.iter().enumerate() {
+        stream_of_lane[l as usize] = s;
+        seg.push(seg[s] + per_lane[l as usize]);
+    }
+    drop(per_lane);
+    let mut next = seg[..lane_of_stream.len()].to_vec();
+    let mut recs = vec![Rec::default(); kept.len()];
+    let mut class_of: HashMap<(u32, u8), Class> = HashMap::new();
+    for a in kept.drain() {
+        let s = stream_of_lane[a.lane as usize];
+        let at = next[s];
+        next[s] += 1;
+        let kind = match a.code {
+            1 => Kind::Memcpy,
+            2 => Kind::Memset,
+            _ => Kind::Kernel,
+        };
+        let class = *class_of
+            .entry((a.name.0, a.code))
+            .or_insert_with(|| classify(kind, names.resolve(a.name)));
+        let call = a
+            .corr
+            .and_then(|c| by_corr.binary_search_by_key(&c, |x| x.0).ok())
+            .map_or(NO_CALL, |k| by_corr[k].1);
+        let end = end_of(a.ts, a.dur);
+        counts.unlinked += u64::from(call == NO_CALL);
+        counts.zero_duration += u64::from(end == a.ts);
+        recs[at] = Rec::new(a.ts, end, call, at - seg[s], class, kind == Kind::Kernel);
+    }
+    for w in seg.windows(2) {
+        recs[w[0]..w[1]].sort_unstable_by_key(|r| (r.start, r.end, r.pos()));
+    }
+    Grouped {
+        recs,
+        seg,
+        lane_of_stream,
     }
 }
 
-/// A part's figures while its activities are met.
-#[derive(Default)]
-struct PartAcc {
-    work: Part,
-    /// (device, class, interval) of its activities: busy is their union,
-    /// the per-class figures the unions per (device, class).
-    classed: Vec<(u32, Class, Iv)>,
-    streams: BTreeSet<usize>,
-}
-
-impl PartAcc {
-    fn add(&mut self, a: &Act, class: Class, device: usize, stream: usize) {
-        let w = &mut self.work;
-        w.activities += 1;
-        w.kernels += u64::from(a.kind == Kind::Kernel);
-        w.gpu_first_start_ns = Some(w.gpu_first_start_ns.map_or(a.start, |f| f.min(a.start)));
-        w.gpu_last_end_ns = Some(w.gpu_last_end_ns.map_or(a.end, |l| l.max(a.end)));
-        w.gpu_ns = w.gpu_ns.saturating_add(a.end - a.start);
-        self.classed.push((device as u32, class, (a.start, a.end)));
-        self.streams.insert(stream);
-    }
-
-    /// Busy, the per-class unions and the overlap from the kept intervals
-    /// (`compute`: each device's union of all its compute kernels, I4).
-    fn seal(&mut self, compute: &[Vec<Iv>]) {
-        let w = &mut self.work;
-        let classed = std::mem::take(&mut self.classed);
-        w.busy_ns = ns64(length(&union(classed.iter().map(|x| x.2).collect())));
-        let mut by_dev: BTreeMap<(usize, Class), Vec<Iv>> = BTreeMap::new();
-        for (d, c, iv) in classed {
-            by_dev.entry((d as usize, c)).or_default().push(iv);
-        }
-        let (mut comm, mut ov, mut comp, mut mem) = (0i128, 0i128, 0i128, 0i128);
-        for ((d, c), ivs) in by_dev {
-            let u = union(ivs);
-            match c {
-                Class::Comm => {
-                    comm += length(&u);
-                    ov += overlap(&u, compute.get(d).map_or(&[][..], Vec::as_slice));
-                }
-                Class::Compute => comp += length(&u),
-                Class::Memory => mem += length(&u),
-            }
-        }
-        w.compute_ns = ns64(comp);
-        w.memory_ns = ns64(mem);
-        w.comm_ns = ns64(comm);
-        w.comm_comp_overlap_ns = ns64(ov);
-        w.comm_comp_overlap_pct = pct(ov, comm);
-    }
-}
-
-/// The I3 category of a gap.
-#[derive(Clone, Copy)]
-enum Cat {
-    Host,
-    Kernel,
-    Other,
-}
-
-/// Everything measured, before assembly.
-struct Ctx<'a> {
-    acts: &'a [Act],
-    calls: &'a [Call],
-    link: Vec<Option<usize>>,
-    class: Vec<Class>,
-    owner: Vec<Owner>,
-    device_of_lane: Vec<usize>,
-    kernel_wait_ns: i64,
+/// The devices (pids of the streams) in order, and each stream's device.
+fn devices_of(lanes: &LaneTable, lane_of_stream: &[u32]) -> (Vec<ThreadPart>, Vec<u32>) {
+    let devs: BTreeSet<ThreadPart> = lane_of_stream
+        .iter()
+        .map(|&l| lanes.resolve(l).pid.clone())
+        .collect();
+    let sorted: Vec<ThreadPart> = devs.into_iter().collect();
+    let of_stream = lane_of_stream
+        .iter()
+        .map(|&l| {
+            let p = &lanes.resolve(l).pid;
+            sorted.binary_search(p).unwrap_or(0) as u32
+        })
+        .collect();
+    (sorted, of_stream)
 }
 
 pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     let mut counts = std::mem::take(&mut idle.counts);
-    let mut calls = std::mem::take(&mut idle.calls).into_vec();
-    let own = owners(&mut calls, &mut counts);
-    let kept = std::mem::take(&mut idle.acts);
-    let mut acts: Vec<Act> = Vec::with_capacity(kept.len());
-    acts.extend(kept.drain().map(Act::of));
-    let link: Vec<Option<usize>> = acts
-        .iter()
-        .map(|a| a.corr.and_then(|c| own.get(&c).copied()))
-        .collect();
-    drop(own);
-    counts.unlinked = link.iter().filter(|l| l.is_none()).count() as u64;
-    counts.zero_duration = acts.iter().filter(|a| a.end == a.start).count() as u64;
-    let mut name_class: HashMap<(u32, Kind), Class> = HashMap::new();
-    let class: Vec<Class> = acts
-        .iter()
-        .map(|a| {
-            *name_class
-                .entry((a.name.0, a.kind))
-                .or_insert_with(|| classify(a.kind, idle.names.resolve(a.name)))
-        })
-        .collect();
     let (grammar, wins) = step_annotations(trace, &idle);
-    let keys: Vec<(String, String)> = (0..idle.lanes.len() as u32)
-        .map(|l| {
-            let l = idle.lanes.resolve(l);
-            (l.pid.to_string(), l.tid.to_string())
-        })
-        .collect();
-    let mut by_lane: HashMap<&(String, String), Vec<usize>> = HashMap::new();
-    for (i, w) in wins.iter().enumerate() {
-        by_lane.entry(&w.lane).or_default().push(i);
-    }
-    let owner: Vec<Owner> = link
-        .iter()
-        .map(|l| match l {
-            None => Owner::Unattributed,
-            Some(c) => part_of(
-                &by_lane,
-                &wins,
-                &keys[calls[*c].lane as usize],
-                calls[*c].ts,
-            ),
-        })
-        .collect();
-    let (devices_sorted, device_of_lane) = devices_of(&idle.lanes, &acts);
-    let ctx = Ctx {
-        acts: &acts,
+    let n_rows = wins.len();
+    let (ts, call_lanes, by_corr) = link_calls(std::mem::take(&mut idle.calls), &mut counts);
+    let part = call_parts(&call_lanes, &ts, &idle.lanes, &wins);
+    drop(call_lanes);
+    let calls = Calls { ts, part };
+    let kept = std::mem::take(&mut idle.acts);
+    let g = group_acts(kept, &idle.lanes, &idle.names, &by_corr, &mut counts);
+    drop(by_corr);
+    let (devices_sorted, dev_of_stream) = devices_of(&idle.lanes, &g.lane_of_stream);
+    let input = sweep::Input {
+        recs: &g.recs,
+        seg: &g.seg,
+        dev_of_stream: &dev_of_stream,
         calls: &calls,
-        link,
-        class,
-        owner,
-        device_of_lane,
         kernel_wait_ns: idle.spec.kernel_wait_ns,
     };
-    let mut parts: Vec<PartAcc> = (0..wins.len() + 2).map(|_| PartAcc::default()).collect();
-    let (streams, fns) = streams(&ctx, &idle.lanes, &mut parts, &mut counts);
-    let (devices, compute) = devices(&ctx, &devices_sorted);
-    for p in &mut parts {
-        p.seal(&compute);
-    }
-    let steps = step_rows(wins, grammar, parts, &streams, &fns, &mut counts);
+    let Walked {
+        streams: accs,
+        devices: devs,
+        parts,
+    } = sweep::walk(&input, n_rows + 2, devices_sorted.len(), &mut counts);
+    let ends = crate::windows::window_ends(&wins);
+    let (streams, briefs) = streams(
+        &g,
+        &idle.lanes,
+        accs,
+        &parts,
+        &calls,
+        &wins,
+        &ends,
+        &mut counts,
+    );
+    let (devices, compute) = devices(devs, &devices_sorted);
+    let parts: Vec<(Part, BTreeSet<usize>)> =
+        parts.into_iter().map(|p| seal(p, &compute)).collect();
+    let steps = step_rows(wins, &ends, grammar, parts, briefs, &streams, &mut counts);
     let (ov, comm) = devices.iter().fold((0i128, 0i128), |(o, c), d| {
         (
             o + i128::from(d.comm_comp_overlap_ns),
@@ -281,306 +312,194 @@ pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     out
 }
 
-/// The devices (pids of the activities' lanes) in order, and each lane's
-/// device position.
-fn devices_of(lanes: &crate::model::LaneTable, acts: &[Act]) -> (Vec<ThreadPart>, Vec<usize>) {
-    let mut devs: BTreeSet<ThreadPart> = BTreeSet::new();
-    for a in acts {
-        devs.insert(lanes.resolve(a.lane).pid.clone());
-    }
-    let sorted: Vec<ThreadPart> = devs.into_iter().collect();
-    let of_lane = (0..lanes.len() as u32)
-        .map(|l| {
-            let p = &lanes.resolve(l).pid;
-            sorted.binary_search(p).unwrap_or(0)
-        })
-        .collect();
-    (sorted, of_lane)
-}
+/// Per stream: its figures (I2–I3) and its queue (I5), and each step
+/// row's in-flight window on it (I6), in stream order.
+type Briefs = Vec<Vec<(usize, QueueBrief)>>;
 
 /// I1–I3 and I5 per (device, stream), streams sorted by (device, stream);
-/// each gap also goes to its activity's part (I6). Returns the streams and
-/// their in-flight step functions.
+/// each row's queue windows on the streams it used (I6).
+#[allow(clippy::too_many_arguments)]
 fn streams(
-    ctx: &Ctx<'_>,
-    lanes: &crate::model::LaneTable,
-    parts: &mut [PartAcc],
+    g: &Grouped,
+    lanes: &LaneTable,
+    accs: Vec<StreamAcc>,
+    parts: &[PartAcc],
+    calls: &Calls,
+    wins: &[Win],
+    ends: &[Option<i64>],
     counts: &mut Counts,
-) -> (Vec<StreamIdle>, Vec<StepFn>) {
-    let acts = ctx.acts;
-    // I1: by (device, stream), then (ts, end, file index).
-    let mut order: Vec<usize> = (0..acts.len()).collect();
-    order.sort_unstable_by(|&x, &y| {
-        let (a, b) = (&acts[x], &acts[y]);
-        lanes
-            .resolve(a.lane)
-            .cmp(lanes.resolve(b.lane))
-            .then((a.start, a.end, a.index).cmp(&(b.start, b.end, b.index)))
-    });
-    let mut out = Vec::new();
-    let mut fns = Vec::new();
-    let n_rows = parts.len() - 2;
-    for run in order.chunk_by(|&x, &y| acts[x].lane == acts[y].lane) {
-        let sid = out.len();
-        let (s, f) = one_stream(
-            ctx,
-            lanes.resolve(acts[run[0]].lane),
-            run,
-            sid,
-            parts,
-            n_rows,
-            counts,
-        );
+) -> (Vec<StreamIdle>, Briefs) {
+    let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); accs.len()];
+    for (r, p) in parts.iter().take(wins.len()).enumerate() {
+        for &s in &p.streams {
+            rows_of[s].push(r);
+        }
+    }
+    let mut briefs: Briefs = vec![Vec::new(); wins.len()];
+    let mut out = Vec::with_capacity(accs.len());
+    for (sid, acc) in accs.into_iter().enumerate() {
+        let run = &g.recs[g.seg[sid]..g.seg[sid + 1]];
+        let (device, stream) = lane_labels(lanes.resolve(g.lane_of_stream[sid]));
+        let mut s = acc.s;
+        s.device = device;
+        s.stream = stream;
+        if s.activities == 1 {
+            counts.single_activity_streams += 1;
+        }
+        counts.activities_starting_before_launch += s.queue.activities_starting_before_launch;
+        let first = acc.first.unwrap_or(i64::MAX);
+        s.first_start_ns = first;
+        s.last_end_ns = acc.prev_end.unwrap_or(first);
+        s.span_ns = s.last_end_ns - s.first_start_ns;
+        s.busy_ns = ns64(acc.busy);
+        let idle = i128::from(s.idle_ns);
+        s.host_wait_pct_of_idle = pct(i128::from(s.host_wait_ns), idle);
+        s.kernel_wait_pct_of_idle = pct(i128::from(s.kernel_wait_ns), idle);
+        s.other_pct_of_idle = pct(i128::from(s.other_ns), idle);
+        let asked_rows = &rows_of[sid];
+        let (queue, windows) = stream_queue(run, calls, |last| {
+            asked_rows
+                .iter()
+                .map(|&r| (wins[r].start, ends[r].or(last).unwrap_or(wins[r].start)))
+                .collect()
+        });
+        s.queue = Queue {
+            activities_starting_before_launch: s.queue.activities_starting_before_launch,
+            ..queue
+        };
+        for (&r, w) in asked_rows.iter().zip(windows) {
+            let brief = QueueBrief {
+                max: w.max,
+                mean: mean6(w.integral, i128::from(w.len)),
+            };
+            briefs[r].push((sid, brief));
+        }
         out.push(s);
-        fns.push(f);
     }
-    (out, fns)
+    (out, briefs)
 }
 
-fn part_index(o: Owner, n_rows: usize) -> usize {
-    match o {
-        Owner::Row(i) => i,
-        Owner::Pre => n_rows,
-        Owner::Unattributed => n_rows + 1,
-    }
-}
-
-/// One stream: its gaps against the running maximum end (I2), their
-/// categories (I3), its queue (I5).
-fn one_stream(
-    ctx: &Ctx<'_>,
-    lane: &Lane,
-    run: &[usize],
-    sid: usize,
-    parts: &mut [PartAcc],
-    n_rows: usize,
-    counts: &mut Counts,
-) -> (StreamIdle, StepFn) {
-    let (device, stream) = lane_labels(lane);
-    let mut s = StreamIdle {
-        device,
-        stream,
-        ..Default::default()
+/// I5 for one stream: in flight (+1 at each linked activity's call start,
+/// −1 at its end) and pending (−1 at its start), and the windows `asked`
+/// gives from the in-flight function's last change.
+fn stream_queue(
+    run: &[Rec],
+    calls: &Calls,
+    asked: impl FnOnce(Option<i64>) -> Vec<(i64, i64)>,
+) -> (Queue, Vec<queue::Window>) {
+    let linked = || run.iter().filter(|r| r.call != NO_CALL);
+    let mut plus: Vec<i64> = linked().map(|r| calls.ts[r.call as usize]).collect();
+    plus.sort_unstable();
+    let mut ends: Vec<i64> = linked().map(|r| r.end).collect();
+    ends.sort_unstable();
+    let last = plus.last().copied().max(ends.last().copied());
+    let in_flight = || Instants::new(plus.iter().copied(), ends.iter().copied());
+    // The run is in start order: the pending function's −1s are sorted.
+    let pending = Instants::new(plus.iter().copied(), linked().map(|r| r.start));
+    let q = Queue {
+        in_flight: queue::stats(in_flight(), QUEUE_LIMIT),
+        pending: queue::stats(pending, QUEUE_LIMIT),
+        activities_starting_before_launch: 0,
     };
-    let mut busy = 0i128;
-    let mut prev_end: Option<i64> = None;
-    let mut first = i64::MAX;
-    let mut inflight: Vec<(i64, i64)> = Vec::new();
-    let mut pending: Vec<(i64, i64)> = Vec::new();
-    for &i in run {
-        let a = &ctx.acts[i];
-        let dev = ctx.device_of_lane[a.lane as usize];
-        let p = &mut parts[part_index(ctx.owner[i], n_rows)];
-        p.add(a, ctx.class[i], dev, sid);
-        s.activities += 1;
-        first = first.min(a.start);
-        let call = ctx.link[i].map(|c| &ctx.calls[c]);
-        match call {
-            None => s.unlinked += 1,
-            Some(c) => {
-                // I5: +1 at the call's start, −1 at the end (in flight) or
-                // the start (pending) of the activity.
-                inflight.extend([(c.ts, 1), (a.end, -1)]);
-                pending.extend([(c.ts, 1), (a.start, -1)]);
-                if a.start < c.ts {
-                    s.queue.activities_starting_before_launch += 1;
-                }
-            }
-        }
-        let Some(pe) = prev_end else {
-            busy += i128::from(a.end - a.start);
-            prev_end = Some(a.end);
-            continue;
-        };
-        if a.start < pe {
-            counts.overlapping += 1;
-        }
-        // I2: the union grows by what lies beyond the running max end.
-        busy += i128::from((a.end - a.start.max(pe)).max(0));
-        let gap = (a.start - pe).max(0);
-        prev_end = Some(pe.max(a.end));
-        if gap == 0 {
-            continue;
-        }
-        // I3: host wait iff the call started after the stream went idle.
-        let cat = match call {
-            Some(c) if c.ts > pe => Cat::Host,
-            _ if gap < ctx.kernel_wait_ns => Cat::Kernel,
-            _ => Cat::Other,
-        };
-        add_gap(&mut s, &mut p.work, cat, gap);
-    }
-    if s.activities == 1 {
-        counts.single_activity_streams += 1;
-    }
-    counts.activities_starting_before_launch += s.queue.activities_starting_before_launch;
-    s.first_start_ns = first;
-    s.last_end_ns = prev_end.unwrap_or(first);
-    let fi = seal(&mut s, busy, inflight, pending);
-    (s, fi)
+    let windows = queue::windows(in_flight(), &asked(last));
+    (q, windows)
 }
 
-/// A gap into its stream's and its part's figures (I2–I3).
-fn add_gap(s: &mut StreamIdle, w: &mut Part, cat: Cat, gap: i64) {
-    w.idle_ns += gap;
-    s.idle_ns += gap;
-    match cat {
-        Cat::Host => {
-            s.host_wait_ns += gap;
-            s.host_wait_gaps += 1;
-            w.host_wait_ns += gap;
-        }
-        Cat::Kernel => {
-            s.kernel_wait_ns += gap;
-            s.kernel_wait_gaps += 1;
-            w.kernel_wait_ns += gap;
-        }
-        Cat::Other => {
-            s.other_ns += gap;
-            s.other_gaps += 1;
-            w.other_ns += gap;
-        }
-    }
-}
-
-/// A stream's span, busy time, shares of idle and queue (I5) once its
-/// activities are in; returns its in-flight step function.
-fn seal(
-    s: &mut StreamIdle,
-    busy: i128,
-    inflight: Vec<(i64, i64)>,
-    pending: Vec<(i64, i64)>,
-) -> StepFn {
-    s.span_ns = s.last_end_ns - s.first_start_ns;
-    s.busy_ns = ns64(busy);
-    let idle = i128::from(s.idle_ns);
-    s.host_wait_pct_of_idle = pct(i128::from(s.host_wait_ns), idle);
-    s.kernel_wait_pct_of_idle = pct(i128::from(s.kernel_wait_ns), idle);
-    s.other_pct_of_idle = pct(i128::from(s.other_ns), idle);
-    let fi = StepFn::of(inflight);
-    s.queue = Queue {
-        in_flight: fi.stats(QUEUE_LIMIT),
-        pending: StepFn::of(pending).stats(QUEUE_LIMIT),
-        activities_starting_before_launch: s.queue.activities_starting_before_launch,
-    };
-    fi
-}
-
-/// I4 per device; also each device's merged compute intervals (for the
-/// parts' overlap).
-fn devices(ctx: &Ctx<'_>, sorted: &[ThreadPart]) -> (Vec<DeviceTimeline>, Vec<Vec<Iv>>) {
-    let n = sorted.len();
-    let mut all: Vec<Vec<Iv>> = vec![Vec::new(); n];
-    let mut by: [Vec<Vec<Iv>>; 3] = [
-        vec![Vec::new(); n],
-        vec![Vec::new(); n],
-        vec![Vec::new(); n],
-    ];
-    let mut count = vec![0u64; n];
-    let mut comm_kernels = vec![0u64; n];
-    for (i, a) in ctx.acts.iter().enumerate() {
-        let d = ctx.device_of_lane[a.lane as usize];
-        all[d].push((a.start, a.end));
-        count[d] += 1;
-        let k = match ctx.class[i] {
-            Class::Compute => 0,
-            Class::Comm => {
-                comm_kernels[d] += 1;
-                1
-            }
-            Class::Memory => 2,
-        };
-        by[k][d].push((a.start, a.end));
-    }
-    let [compute, comm, memory] = by;
-    let mut out = Vec::with_capacity(n);
-    let mut compute_u = Vec::with_capacity(n);
-    for (d, ivs) in all.into_iter().enumerate() {
-        let u = union(ivs);
-        let span = match (u.first(), u.last()) {
-            (Some(f), Some(l)) => i128::from(l.1) - i128::from(f.0),
+/// I4 per device; also each device's merged compute intervals (kept on
+/// devices with communication, for the parts' overlap).
+fn devices(devs: Vec<DevAcc>, sorted: &[ThreadPart]) -> (Vec<DeviceTimeline>, Vec<Vec<Iv>>) {
+    let mut out = Vec::with_capacity(devs.len());
+    let mut compute_u = Vec::with_capacity(devs.len());
+    for (d, acc) in devs.into_iter().enumerate() {
+        let span = match (acc.first, acc.all.reach) {
+            (Some(f), Some(l)) => i128::from(l) - i128::from(f),
             _ => 0,
         };
-        let busy = length(&u);
-        let cu = union(compute[d].clone());
-        let mu = union(comm[d].clone());
-        let c = length(&cu);
-        let m = length(&mu);
-        let ov = overlap(&mu, &cu);
+        let busy = acc.all.len;
+        let [c, m, mem] = acc.class.map(|u| u.len);
+        let ov = overlap(&acc.comm_list, &acc.compute_list);
         let idle = span - busy;
         out.push(DeviceTimeline {
             device: super::label(&sorted[d]),
-            activities: count[d],
+            activities: acc.activities,
             span_ns: ns64(span),
             busy_ns: ns64(busy),
             idle_ns: ns64(idle),
             compute_ns: ns64(c),
             comm_ns: ns64(m),
-            memory_ns: ns64(length(&union(memory[d].clone()))),
+            memory_ns: ns64(mem),
             non_compute_ns: ns64(span - c - idle),
-            comm_kernels: comm_kernels[d],
+            comm_kernels: acc.comm_kernels,
             comm_comp_overlap_ns: ns64(ov),
             comm_comp_overlap_pct: pct(ov, m),
             idle_pct: pct(idle, span),
             compute_pct: pct(c, span),
         });
-        compute_u.push(cu);
+        compute_u.push(acc.compute_list);
     }
     (out, compute_u)
+}
+
+/// A part's busy time and its communication's overlap with each device's
+/// compute (`compute`: each device's union of all its compute kernels).
+fn seal(p: PartAcc, compute: &[Vec<Iv>]) -> (Part, BTreeSet<usize>) {
+    let PartAcc {
+        mut work,
+        all,
+        mut comm,
+        streams,
+    } = p;
+    work.busy_ns = ns64(all.len);
+    comm.sort_by_key(|c| c.0);
+    let mut ov = 0i128;
+    for run in comm.chunk_by(|a, b| a.0 == b.0) {
+        let mut u: Vec<Iv> = Vec::new();
+        for &(_, (s, e)) in run {
+            sweep::merge_into(&mut u, s, e);
+        }
+        let d = run[0].0 as usize;
+        ov += overlap(&u, compute.get(d).map_or(&[][..], Vec::as_slice));
+    }
+    work.comm_comp_overlap_ns = ns64(ov);
+    work.comm_comp_overlap_pct = pct(ov, i128::from(work.comm_ns));
+    (work, streams)
 }
 
 /// I6: the rows (with their queues), pre, unattributed and totals.
 fn step_rows(
     wins: Vec<Win>,
+    ends: &[Option<i64>],
     grammar: Option<String>,
-    parts: Vec<PartAcc>,
+    parts: Vec<(Part, BTreeSet<usize>)>,
+    briefs: Briefs,
     streams: &[StreamIdle],
-    fns: &[StepFn],
     counts: &mut Counts,
 ) -> StepIdle {
     let n = wins.len();
-    // The next step's start on the same thread closes a window (C8).
-    let mut next: Vec<Option<i64>> = vec![None; n];
-    let mut last_on: HashMap<&(String, String), usize> = HashMap::new();
-    for (i, w) in wins.iter().enumerate() {
-        if let Some(&p) = last_on.get(&w.lane) {
-            next[p] = Some(w.start);
-        }
-        last_on.insert(&w.lane, i);
-    }
-    let mut parts = parts.into_iter();
+    let mut parts = parts.into_iter().map(|p| p.0);
     let mut rows = Vec::with_capacity(n);
-    for (i, w) in wins.into_iter().enumerate() {
-        let p = parts.next().unwrap_or_default();
+    for ((i, w), b) in wins.into_iter().enumerate().zip(briefs) {
+        let work = parts.next().unwrap_or_default();
         let mut queue_in_flight = BTreeMap::new();
-        for &s in &p.streams {
-            let f = &fns[s];
-            let to = next[i].or_else(|| f.last_change()).unwrap_or(w.start);
-            let (max, integral, len) = f.over(w.start, to);
+        for (s, brief) in b {
             let key = format!("{}:{}", streams[s].device, streams[s].stream);
-            queue_in_flight.insert(
-                key,
-                QueueBrief {
-                    max,
-                    mean: mean6(integral, i128::from(len)),
-                },
-            );
+            queue_in_flight.insert(key, brief);
         }
-        if p.work.activities == 0 {
+        if work.activities == 0 {
             counts.steps_without_gpu_work += 1;
         }
         rows.push(StepRow {
             index: i as u64,
             name: w.name,
             host_start_ns: w.start,
-            host_end_ns: next[i],
+            host_end_ns: ends[i],
             annotation_end_ns: w.ann_end,
-            work: p.work,
+            work,
             queue_in_flight,
         });
     }
-    let pre = parts.next().unwrap_or_default().work;
-    let unattributed = parts.next().unwrap_or_default().work;
+    let pre = parts.next().unwrap_or_default();
+    let unattributed = parts.next().unwrap_or_default();
     let totals = sum_parts(rows.iter().map(|r| &r.work).chain([&pre, &unattributed]));
     StepIdle {
         grammar,
@@ -592,7 +511,6 @@ fn step_rows(
         totals,
     }
 }
-
 /// Σ of the step rows' figures.
 pub(super) fn sum_rows(rows: &[StepRow]) -> Part {
     sum_parts(rows.iter().map(|r| &r.work))
@@ -658,23 +576,4 @@ fn notes(trace: &Finished<'_>, out: &TraceIdle) -> Vec<String> {
         n.push("no GPU activity: nothing to measure".into());
     }
     n
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn overlap_of_merged_lists() {
-        // a [0,10) [20,30); b [5,25) → 5 + 5.
-        assert_eq!(overlap(&[(0, 10), (20, 30)], &[(5, 25)]), 10);
-        assert_eq!(overlap(&[(0, 1)], &[]), 0);
-        assert_eq!(overlap(&[(0, 5)], &[(5, 9)]), 0);
-    }
-
-    #[test]
-    fn unions_merge_touching_and_keep_zero_length() {
-        assert_eq!(union(vec![(5, 5), (0, 2), (2, 4)]), vec![(0, 4), (5, 5)]);
-        assert_eq!(length(&union(vec![(5, 5), (0, 2), (2, 4)])), 4);
-    }
 }

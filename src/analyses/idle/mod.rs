@@ -27,6 +27,7 @@
 pub(crate) mod batch;
 mod compute;
 mod queue;
+mod sweep;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished};
@@ -94,40 +95,6 @@ pub fn classify(kind: Kind, name: &str) -> Class {
         Class::Comm
     } else {
         Class::Compute
-    }
-}
-
-/// A device activity as kept while reading (C2).
-#[derive(Debug, Clone, Copy)]
-struct Act {
-    start: i64,
-    end: i64,
-    index: u64,
-    corr: Option<i64>,
-    name: Sym,
-    /// Its (device, stream) lane: pid and tid as Kineto writes them for GPU
-    /// events (pid = `args.device`, tid = `args.stream`).
-    lane: u32,
-    kind: Kind,
-}
-
-impl Act {
-    /// An activity as kept while reading: `hostops`' varint record (≈ 10 B,
-    /// the decoded 56 B only at the end, in one exact allocation).
-    fn of(l: Linked) -> Act {
-        Act {
-            start: l.ts,
-            end: crate::hostops::launch::end_of(l.ts, l.dur),
-            index: l.index,
-            corr: l.corr,
-            name: l.name,
-            lane: l.lane,
-            kind: match l.code {
-                1 => Kind::Memcpy,
-                2 => Kind::Memset,
-                _ => Kind::Kernel,
-            },
-        }
     }
 }
 

@@ -16,7 +16,7 @@
 
 use super::Export;
 use crate::analysis::Finished;
-use crate::hostops::contain::{sweep_thread, Sweep, Visitor};
+use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
 use crate::hostops::launch::{self, end_of, Launch};
 use crate::hostops::{HostLinks, HostOp, InputCounts, Linked};
 use crate::model::{Interner, LaneTable, ThreadPart};
@@ -81,8 +81,9 @@ struct Found<'a> {
 
 impl Visitor for Found<'_> {
     /// A parent precedes its child in key order: its depth is known.
-    fn op(&mut self, pos: u32, parent: Option<u32>, _: &mut Sweep) {
-        if let Some(p) = parent {
+    fn op(&mut self, at: &Visit, parent: Option<(u32, Tag)>, _: &mut Sweep) {
+        let pos = at.pos;
+        if let Some((p, _)) = parent {
             self.parent[pos as usize] = Some(p);
             self.depth[pos as usize] = self.depth[p as usize] + 1;
         }
@@ -122,7 +123,13 @@ fn contain(lanes: usize, ops: &[HostOp], calls: &[Linked]) -> Contained {
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
         let visits = v.iter().map(|&i| {
             let o = &ops[i as usize];
-            (i, o.ts, end_of(o.ts, o.dur), o.cat != 2)
+            Visit {
+                pos: i,
+                ts: o.ts,
+                end: end_of(o.ts, o.dur),
+                scope: o.cat != 2,
+                tag: Tag::default(),
+            }
         });
         let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
         let mut out = Found {
@@ -162,10 +169,15 @@ pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
     let ops = host.into_vec();
     let calls = calls.into_vec();
     let acts = acts.into_vec();
-    let (own, dup) = launch::owners(&calls, acts.iter().copied());
+    let (own, dup) = launch::owners(calls.iter().map(|c| c.corr), acts.iter().copied());
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
-    let launched = launch::launches(&calls, acts.iter().copied(), &own, &names);
+    let launched = launch::launches(
+        calls.iter().map(|c| c.name),
+        acts.iter().copied(),
+        &own,
+        &names,
+    );
     let Contained {
         parent: op_parent,
         depth: op_depth,

@@ -47,8 +47,17 @@
 pub struct Sweep {
     /// Ends non-increasing from bottom to top.
     stack: Vec<Open>,
-    /// (end, position) of scopes: ends strictly increasing.
-    records: Vec<(i64, u32)>,
+    /// (end, position, tag's row) of scopes: ends strictly increasing.
+    records: Vec<(i64, u32, u32)>,
+}
+
+/// What a caller keeps with each open op, so that an op need not be kept
+/// once visited: the answers (an encloser, a parent) come with it. `ops`
+/// keeps the op's row and start; `export` keeps positions only.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tag {
+    pub row: u32,
+    pub ts: i64,
 }
 
 /// A stack entry: a visited op not out-ended by a later one.
@@ -58,6 +67,9 @@ struct Open {
     pos: u32,
     /// The latest end of the children given so far (`i64::MIN`: none).
     till: i64,
+    tag: Tag,
+    /// Whether [`Sweep::first_launch`] has named it already.
+    launched: bool,
 }
 
 impl Open {
@@ -73,20 +85,53 @@ impl Sweep {
     /// Visits the op at `pos` (the next in key order) ending at `end`;
     /// `scope`: a RecordFunction scope (not a python frame). Returns its
     /// parent: the latest earlier op ending at or after `end` (C5).
+    #[cfg(test)]
     pub fn visit(&mut self, pos: u32, end: i64, scope: bool) -> Option<u32> {
+        self.visit_tagged(pos, end, scope, Tag::default())
+            .map(|p| p.0)
+    }
+
+    /// [`Sweep::visit`], keeping `tag` with the op; the parent comes with
+    /// its own tag.
+    pub fn visit_tagged(
+        &mut self,
+        pos: u32,
+        end: i64,
+        scope: bool,
+        tag: Tag,
+    ) -> Option<(u32, Tag)> {
         while self.stack.last().is_some_and(|o| o.end < end) {
             self.stack.pop();
         }
-        let parent = self.stack.last().map(|o| o.pos);
+        let parent = self.stack.last().map(|o| (o.pos, o.tag));
         self.stack.push(Open {
             end,
             pos,
             till: i64::MIN,
+            tag,
+            launched: false,
         });
-        if scope && self.records.last().is_none_or(|&(e, _)| end > e) {
-            self.records.push((end, pos));
+        if scope && self.records.last().is_none_or(|&(e, _, _)| end > e) {
+            self.records.push((end, pos, tag.row));
         }
         parent
+    }
+
+    /// The innermost op ending at or after `at_least` with its tag.
+    pub fn innermost_tagged(&self, at_least: i64) -> Option<(u32, Tag)> {
+        self.innermost_at(at_least)
+            .map(|k| (self.stack[k].pos, self.stack[k].tag))
+    }
+
+    /// The innermost op ending at or after `at_least`, the first time it is
+    /// asked for that op (O7's first-launch delay: calls come in start
+    /// order, so the first time is its earliest launch); `None` after.
+    /// Sound because an op leaves the stack only once a later op out-ends
+    /// it, and then it is nobody's innermost encloser again.
+    pub fn first_launch(&mut self, at_least: i64) -> Option<Tag> {
+        let k = self.innermost_at(at_least)?;
+        let o = &mut self.stack[k];
+        (!std::mem::replace(&mut o.launched, true)).then_some(o.tag)
     }
 
     /// The latest visited op with `end ≥ at_least` (C4's innermost).
@@ -121,35 +166,52 @@ impl Sweep {
 
     /// The earliest visited scope with `end ≥ at_least` (O4's top level).
     pub fn outermost_scope(&self, at_least: i64) -> Option<u32> {
-        let k = self.records.partition_point(|&(e, _)| e < at_least);
-        self.records.get(k).map(|&(_, p)| p)
+        self.outermost_at(at_least).map(|(p, _)| p)
     }
+
+    /// The earliest visited scope with `end ≥ at_least`: (position, its
+    /// tag's row).
+    pub fn outermost_at(&self, at_least: i64) -> Option<(u32, u32)> {
+        let k = self.records.partition_point(|&(e, _, _)| e < at_least);
+        self.records.get(k).map(|&(_, p, r)| (p, r))
+    }
+}
+
+/// One op as a thread's sweep visits it: its position, its range, whether
+/// it is a RecordFunction scope (O4), and what the caller keeps with it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Visit {
+    pub pos: u32,
+    pub ts: i64,
+    pub end: i64,
+    pub scope: bool,
+    pub tag: Tag,
 }
 
 /// What a thread's sweep reports, in order (see [`sweep_thread`]).
 pub(crate) trait Visitor {
-    /// The op at `pos`, visited in key order, and its parent (C5).
-    fn op(&mut self, pos: u32, parent: Option<u32>, sweep: &mut Sweep);
+    /// The op `at`, visited in key order, and its parent (C5) with its tag.
+    fn op(&mut self, at: &Visit, parent: Option<(u32, Tag)>, sweep: &mut Sweep);
     /// The runtime call `id`, once every op starting no later is visited.
     fn call(&mut self, id: u32, sweep: &mut Sweep);
 }
 
-/// One thread's sweep: `ops` as (position, ts, end, is a scope) in C4's key
-/// order, `calls` as (id, ts) in start order; a call comes after every op
-/// with `ts ≤` its start, before the first that starts later.
+/// One thread's sweep: `ops` in C4's key order, `calls` as (id, ts) in
+/// start order; a call comes after every op with `ts ≤` its start, before
+/// the first that starts later.
 pub(crate) fn sweep_thread(
-    ops: impl IntoIterator<Item = (u32, i64, i64, bool)>,
+    ops: impl IntoIterator<Item = Visit>,
     calls: impl IntoIterator<Item = (u32, i64)>,
     v: &mut impl Visitor,
 ) {
     let mut sweep = Sweep::default();
     let mut calls = calls.into_iter().peekable();
-    for (pos, ts, end, scope) in ops {
-        while let Some((id, _)) = calls.next_if(|&(_, c)| c < ts) {
+    for at in ops {
+        while let Some((id, _)) = calls.next_if(|&(_, c)| c < at.ts) {
             v.call(id, &mut sweep);
         }
-        let parent = sweep.visit(pos, end, scope);
-        v.op(pos, parent, &mut sweep);
+        let parent = sweep.visit_tagged(at.pos, at.end, at.scope, at.tag);
+        v.op(&at, parent, &mut sweep);
     }
     for (id, _) in calls {
         v.call(id, &mut sweep);

@@ -68,17 +68,19 @@ pub(crate) fn end_of(ts: i64, dur: i64) -> i64 {
 }
 
 /// Every activity's owner (C3: the first runtime call in file order with
-/// its correlation) and the duplicate count.
-/// `acts` in file order, decoded as they come (a slice's `iter().copied()`
-/// or the kept records' `iter()`: `ops` keeps no decoded copy).
+/// its correlation) and the duplicate count. `corrs`: each runtime call's
+/// correlation, in file order; `acts` in file order, decoded as they come
+/// (a slice's `iter().copied()` or the kept records' `iter()`: `ops` keeps
+/// no decoded copy).
 pub(crate) fn owners(
-    calls: &[Linked],
+    corrs: impl IntoIterator<Item = Option<i64>>,
     acts: impl IntoIterator<Item = Linked>,
 ) -> (Vec<Option<u32>>, u64) {
-    let mut first: HashMap<i64, u32> = HashMap::with_capacity(calls.len());
+    let corrs = corrs.into_iter();
+    let mut first: HashMap<i64, u32> = HashMap::with_capacity(corrs.size_hint().0);
     let mut dup = 0;
-    for (i, c) in calls.iter().enumerate() {
-        if let Some(k) = c.corr {
+    for (i, c) in corrs.enumerate() {
+        if let Some(k) = c {
             match first.entry(k) {
                 std::collections::hash_map::Entry::Occupied(_) => dup += 1,
                 std::collections::hash_map::Entry::Vacant(v) => {
@@ -94,22 +96,26 @@ pub(crate) fn owners(
     (own, dup)
 }
 
-/// What each runtime call launched.
+/// What each runtime call launched; `call_names`: each call's name, in
+/// file order.
 pub(crate) fn launches(
-    calls: &[Linked],
+    call_names: impl IntoIterator<Item = crate::model::Sym>,
     acts: impl IntoIterator<Item = Linked>,
     own: &[Option<u32>],
     names: &crate::model::Interner,
 ) -> Vec<Launch> {
-    let mut out: Vec<Launch> = calls
-        .iter()
-        .map(|c| Launch {
-            graph: is_graph(names.resolve(c.name)),
-            sync: sync_by_name(names.resolve(c.name)),
+    let mut out: Vec<Launch> = call_names
+        .into_iter()
+        .map(|n| Launch {
+            graph: is_graph(names.resolve(n)),
+            sync: sync_by_name(names.resolve(n)),
             ..Launch::default()
         })
         .collect();
-    let mut first_key: Vec<Option<(i64, i64, u64)>> = vec![None; calls.len()];
+    // The first activity's end beside its start (O6's order: start, end,
+    // then file order — the activities come in file order, so a later one
+    // replaces the first only when strictly earlier).
+    let mut first_end: Vec<i64> = vec![0; out.len()];
     for (a, o) in acts.into_iter().zip(own) {
         let Some(o) = *o else { continue };
         let l = &mut out[o as usize];
@@ -126,11 +132,11 @@ pub(crate) fn launches(
             2 => l.memsets += 1,
             _ => l.kernels += 1,
         }
-        let key = (a.ts, end_of(a.ts, a.dur), a.index);
-        let f = &mut first_key[o as usize];
-        if f.is_none_or(|k| key < k) {
-            *f = Some(key);
+        let end = end_of(a.ts, a.dur);
+        let f = &mut first_end[o as usize];
+        if l.first.is_none_or(|t| (a.ts, end) < (t, *f)) {
             l.first = Some(a.ts);
+            *f = end;
         }
     }
     out

@@ -62,22 +62,75 @@ fn add(a: &mut Sums, b: &Sums, sign: i128) {
 ///  thread end: +F(∞, b_last)
 /// ```
 pub(super) struct Online<'a> {
-    /// The thread's calls, sorted by start.
-    points: &'a [Point],
+    /// The thread's calls, sorted by start, as ids of `point`'s (no
+    /// point is kept: each is made when inserted).
+    ids: &'a [u32],
+    point: &'a dyn Fn(u32) -> Point,
     ends: Vec<i64>,
-    tree: Vec<Sums>,
+    tree: Tree,
     next: usize,
 }
 
+/// The Fenwick tree's nodes: i64 sums (32 B a node) when no sum of the
+/// thread's weights can leave i64 — Σ |w| over all its calls fits, per
+/// weight — else i128 (64 B). Either way every sum is exact.
+enum Tree {
+    Narrow(Vec<[i64; WEIGHTS]>),
+    Wide(Vec<Sums>),
+}
+
+impl Tree {
+    fn new(nodes: usize, points: impl Iterator<Item = Point>) -> Tree {
+        let mut total = [0i128; WEIGHTS];
+        for p in points {
+            for (t, w) in total.iter_mut().zip(p.w) {
+                *t += i128::from(w).abs();
+            }
+        }
+        let fits = total.iter().all(|&t| t <= i128::from(i64::MAX));
+        if fits {
+            Tree::Narrow(vec![[0; WEIGHTS]; nodes])
+        } else {
+            Tree::Wide(vec![[0; WEIGHTS]; nodes])
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Tree::Narrow(v) => v.len(),
+            Tree::Wide(v) => v.len(),
+        }
+    }
+
+    fn add_at(&mut self, i: usize, w: &[i64; WEIGHTS]) {
+        match self {
+            Tree::Narrow(v) => {
+                for (x, y) in v[i].iter_mut().zip(w) {
+                    *x += y;
+                }
+            }
+            Tree::Wide(v) => add(&mut v[i], &w.map(i128::from), 1),
+        }
+    }
+
+    fn at(&self, i: usize) -> Sums {
+        match self {
+            Tree::Narrow(v) => v[i].map(i128::from),
+            Tree::Wide(v) => v[i],
+        }
+    }
+}
+
 impl<'a> Online<'a> {
-    /// `points`: one thread's calls, sorted by `ts`.
-    pub fn new(points: &'a [Point]) -> Online<'a> {
-        let mut ends: Vec<i64> = points.iter().map(|p| p.end).collect();
+    /// `ids`: one thread's calls, sorted by `ts`; `point`: a call's point.
+    pub fn new(ids: &'a [u32], point: &'a dyn Fn(u32) -> Point) -> Online<'a> {
+        let mut ends: Vec<i64> = ids.iter().map(|&i| point(i).end).collect();
         ends.sort_unstable();
         ends.dedup();
-        let tree = vec![[0i128; WEIGHTS]; ends.len() + 1];
+        let tree = Tree::new(ends.len() + 1, ids.iter().map(|&i| point(i)));
         Online {
-            points,
+            ids,
+            point,
             ends,
             tree,
             next: 0,
@@ -87,14 +140,14 @@ impl<'a> Online<'a> {
     /// Inserts the calls starting before `t` (all of them for `None`).
     fn advance(&mut self, t: Option<i64>) {
         while let Some(p) = self
-            .points
+            .ids
             .get(self.next)
+            .map(|&i| (self.point)(i))
             .filter(|p| t.is_none_or(|t| p.ts < t))
         {
-            let w = p.w.map(i128::from);
             let mut i = self.ends.partition_point(|&e| e < p.end) + 1;
             while i < self.tree.len() {
-                add(&mut self.tree[i], &w, 1);
+                self.tree.add_at(i, &p.w);
                 i += i & i.wrapping_neg();
             }
             self.next += 1;
@@ -106,7 +159,7 @@ impl<'a> Online<'a> {
         let mut got = [0i128; WEIGHTS];
         let mut i = self.ends.partition_point(|&e| e <= b);
         while i > 0 {
-            add(&mut got, &self.tree[i], 1);
+            add(&mut got, &self.tree.at(i), 1);
             i &= i - 1;
         }
         got
@@ -137,7 +190,9 @@ impl<'a> Online<'a> {
 pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut [Sums]) {
     points.sort_unstable_by_key(|p| p.ts);
     maximal.sort_unstable_by_key(|m| m.ts);
-    let mut online = Online::new(points);
+    let ids: Vec<u32> = (0..points.len() as u32).collect();
+    let point = |i: u32| points[i as usize];
+    let mut online = Online::new(&ids, &point);
     let mut reach: std::collections::BTreeMap<u32, i64> = Default::default();
     for m in maximal.iter() {
         let prev = reach.insert(m.row, m.end);
@@ -223,13 +278,17 @@ mod tests {
                     }
                 }
             }
+            // Every fourth case with weights whose sums leave i64 (the
+            // wide tree).
+            let wide = rnd(4) == 0;
             let mut points: Vec<Point> = (0..rnd(30))
                 .map(|_| {
                     let t = rnd(120);
+                    let big = if wide { i64::MAX - rnd(9) } else { rnd(100) };
                     Point {
                         ts: t,
                         end: t + rnd(10),
-                        w: [1, rnd(3), rnd(100), rnd(7)],
+                        w: [1, rnd(3), big, -rnd(7)],
                     }
                 })
                 .collect();

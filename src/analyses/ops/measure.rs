@@ -3,13 +3,14 @@
 //! throughout; ratios are exact fractions rounded half to even to 6
 //! decimals, means and medians to a whole ns (C1).
 
-use super::gaps::{self, StreamAct};
+use super::gaps::{self, Timed};
 use super::inclusive::{Online, Point, WEIGHTS};
+use super::threads::Thread;
 use super::{
     LaunchStats, OpRow, Ops, OpsSummary, QueueStats, Thresholds, TimeStats, TraceOps,
     HOST_CATEGORIES, LONG_LAUNCH_DELAY_NS, LONG_RUNTIME_NS, NO_OP, SHORT_GPU_CPU_MAX_NS,
 };
-use crate::hostops::contain::Sweep;
+use crate::hostops::contain::{Sweep, Tag, Visit};
 use crate::hostops::launch::{end_of, launches, owners, Launch, LaunchKind};
 use crate::hostops::{HostLinks, HostOp, Linked};
 use crate::model::Sym;
@@ -70,44 +71,103 @@ impl PerLaunch {
     }
 }
 
-/// O9's statistics of a set of launches.
-fn launch_stats(v: &[PerLaunch]) -> LaunchStats {
-    let sum = |f: fn(&PerLaunch) -> i64| sat(v.iter().map(|p| i128::from(f(p))).sum());
-    let count = |f: fn(&PerLaunch) -> bool| v.iter().filter(|p| f(p)).count() as u64;
-    let stats = |f: fn(&PerLaunch) -> i64| {
-        let mut xs: Vec<i64> = v.iter().map(f).collect();
-        xs.sort_unstable();
-        let total: i128 = xs.iter().map(|&x| i128::from(x)).sum();
-        TimeStats {
-            sum: sat(total),
-            mean: (!xs.is_empty()).then(|| sat(div_half_even(total, xs.len() as i128))),
-            median: median(&xs),
-            min: xs.first().copied(),
-            max: xs.last().copied(),
+/// A set of launches folded as they come (O9): sums and counts, and the
+/// two times whose medians need every value (16 B a launch, where the
+/// launches' whole figures were 48 B).
+#[derive(Debug, Default)]
+struct Tally {
+    launches: u64,
+    activities: u64,
+    cpu: i128,
+    gpu: i128,
+    clipped: i128,
+    negative: u64,
+    short_gpu: u64,
+    gpu_shorter_than_cpu: u64,
+    long_runtime: u64,
+    long_launch_delay: u64,
+    latencies: Vec<i64>,
+    queues: Vec<i64>,
+}
+
+impl Tally {
+    fn add(&mut self, p: &PerLaunch) {
+        self.launches += 1;
+        self.activities += p.acts;
+        self.cpu += i128::from(p.cpu);
+        self.gpu += i128::from(p.gpu);
+        self.clipped += i128::from(p.queue.max(0));
+        self.negative += u64::from(p.queue < 0);
+        self.short_gpu += u64::from(p.short_gpu());
+        self.gpu_shorter_than_cpu += u64::from(p.gpu < p.cpu);
+        self.long_runtime += u64::from(p.long_runtime());
+        self.long_launch_delay += u64::from(p.long_delay());
+        self.latencies.push(p.latency);
+        self.queues.push(p.queue);
+    }
+
+    /// Another set's figures added (its times appended).
+    fn absorb(&mut self, o: &Tally) {
+        self.launches += o.launches;
+        self.activities += o.activities;
+        self.cpu += o.cpu;
+        self.gpu += o.gpu;
+        self.clipped += o.clipped;
+        self.negative += o.negative;
+        self.short_gpu += o.short_gpu;
+        self.gpu_shorter_than_cpu += o.gpu_shorter_than_cpu;
+        self.long_runtime += o.long_runtime;
+        self.long_launch_delay += o.long_launch_delay;
+        self.latencies.extend_from_slice(&o.latencies);
+        self.queues.extend_from_slice(&o.queues);
+    }
+
+    /// O9's statistics of the set.
+    fn stats(mut self) -> LaunchStats {
+        let q = time_stats(&mut self.queues);
+        LaunchStats {
+            launches: self.launches,
+            activities: self.activities,
+            cpu_ns: sat(self.cpu),
+            gpu_ns: sat(self.gpu),
+            launch_latency_ns: time_stats(&mut self.latencies),
+            queue_delay_ns: QueueStats {
+                sum: q.sum,
+                mean: q.mean,
+                median: q.median,
+                min: q.min,
+                max: q.max,
+                negative: self.negative,
+                sum_clipped: sat(self.clipped),
+            },
+            short_gpu: self.short_gpu,
+            gpu_shorter_than_cpu: self.gpu_shorter_than_cpu,
+            long_runtime: self.long_runtime,
+            long_launch_delay: self.long_launch_delay,
         }
-    };
-    let q = stats(|p| p.queue);
-    LaunchStats {
-        launches: v.len() as u64,
-        activities: v.iter().map(|p| p.acts).sum(),
-        cpu_ns: sum(|p| p.cpu),
-        gpu_ns: sum(|p| p.gpu),
-        launch_latency_ns: stats(|p| p.latency),
-        queue_delay_ns: QueueStats {
-            sum: q.sum,
-            mean: q.mean,
-            median: q.median,
-            min: q.min,
-            max: q.max,
-            negative: count(|p| p.queue < 0),
-            sum_clipped: sum(|p| p.queue.max(0)),
-        },
-        short_gpu: count(PerLaunch::short_gpu),
-        gpu_shorter_than_cpu: count(|p| p.gpu < p.cpu),
-        long_runtime: count(PerLaunch::long_runtime),
-        long_launch_delay: count(PerLaunch::long_delay),
     }
 }
+
+/// `{sum, mean, median, min, max}` of a per-launch time (sorts `xs`).
+fn time_stats(xs: &mut [i64]) -> TimeStats {
+    xs.sort_unstable();
+    let total: i128 = xs.iter().map(|&x| i128::from(x)).sum();
+    TimeStats {
+        sum: sat(total),
+        mean: (!xs.is_empty()).then(|| sat(div_half_even(total, xs.len() as i128))),
+        median: median(xs),
+        min: xs.first().copied(),
+        max: xs.last().copied(),
+    }
+}
+
+/// The kinds of O9's `launch_stats_by_kind`, in [`Attributed::by_kind`]'s order.
+const KINDS: [LaunchKind; 4] = [
+    LaunchKind::Kernel,
+    LaunchKind::Graph,
+    LaunchKind::Memcpy,
+    LaunchKind::Memset,
+];
 
 /// Row accumulators beside the public row.
 #[derive(Default)]
@@ -162,63 +222,51 @@ impl RowSet {
     }
 }
 
-/// A host op as the sweep needs it: C4's key and its row, 24 B (the kept
-/// record decodes to 40 B, and a row id beside it was 4 more). No lane:
-/// the ops are grouped by thread ([`Grouped::starts`]); no category: the
-/// row has it ([`RowSet::scope`]).
-#[derive(Debug, Clone, Copy, Default)]
-struct Op {
-    ts: i64,
-    dur: i64,
-    /// Its position among its thread's ops in file order: C4's last key
-    /// (the file index), as the records are in file order. A thread of
-    /// more than 2³² ops (100 GB of them here) is beyond any machine.
-    pos: u32,
-    row: u32,
-}
-
-/// Every host op, thread by thread, each thread's in C4's key order.
-struct Grouped {
-    ops: Vec<Op>,
-    /// Thread `l`'s ops are `ops[starts[l]..starts[l + 1]]`.
-    starts: Vec<usize>,
-}
-
-/// Groups the kept host ops by thread (counted first, so each lands in
-/// place as the records are decoded and freed), rows made as they come
-/// (O1: a row's id does not reach the output, which [`sort_rows`] orders),
-/// then sorts each thread by C4's key `(ts, −end, file index)`.
+/// Groups the kept host ops by thread as their records are decoded and
+/// freed, rows made as they come (O1: a row's id does not reach the
+/// output, which [`sort_rows`] orders): each thread's ops as sorted runs
+/// (`threads.rs`, ≈ 7 B an op), read back in C4's key order by its sweep.
 fn group_ops(
     host: crate::store::pack::Records<HostOp>,
     lanes: usize,
     rows: &mut RowSet,
     names: &crate::model::Interner,
-) -> Grouped {
-    let mut starts = vec![0usize; lanes + 1];
-    for o in host.iter() {
-        starts[o.lane as usize + 1] += 1;
-    }
-    for l in 0..lanes {
-        starts[l + 1] += starts[l];
-    }
-    let mut next = starts.clone();
-    let mut ops = vec![Op::default(); host.len()];
+) -> Vec<Thread> {
+    let mut threads: Vec<Thread> = (0..lanes).map(|_| Thread::default()).collect();
     for o in host.drain() {
-        let l = o.lane as usize;
-        let at = next[l];
-        next[l] += 1;
-        ops[at] = Op {
-            ts: o.ts,
-            dur: o.dur,
-            pos: u32::try_from(at - starts[l]).unwrap_or(u32::MAX),
-            row: rows.of_op(&o, names),
-        };
+        let row = rows.of_op(&o, names);
+        if let Some(t) = threads.get_mut(o.lane as usize) {
+            t.push(o.ts, o.dur, row);
+        }
     }
-    for l in 0..lanes {
-        ops[starts[l]..starts[l + 1]]
-            .sort_unstable_by_key(|o| (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), o.pos));
+    threads
+}
+
+/// A runtime call as the finish keeps it (24 B; the kept record decodes to
+/// 56 B with its correlation and file index, which the links need once).
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    ts: i64,
+    dur: i64,
+    lane: u32,
+    name: Sym,
+}
+
+/// The kept runtime calls, in file order, and their correlations (C3),
+/// the records freed as they are decoded.
+fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Option<i64>>) {
+    let mut corrs = Vec::with_capacity(kept.len());
+    let mut calls = Vec::with_capacity(kept.len());
+    for c in kept.drain() {
+        corrs.push(c.corr);
+        calls.push(Call {
+            ts: c.ts,
+            dur: c.dur,
+            lane: c.lane,
+            name: c.name,
+        });
     }
-    Grouped { ops, starts }
+    (calls, corrs)
 }
 
 /// The figures of one trace from what was kept.
@@ -231,29 +279,28 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         acts,
         mut counts,
     } = st.0;
-    let calls = calls.into_vec();
-    // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
-    let (own, dup) = owners(&calls, acts.iter());
-    counts.duplicate_runtime_correlation = dup;
-    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
-    let launched = launches(&calls, acts.iter(), &own, &names);
-
-    // Rows of every op (O1), threads in key order (C4).
+    // Rows of every op (O1), threads as sorted runs (C4), the kept records
+    // freed as they are grouped.
     let mut rows = RowSet {
         ids: HashMap::new(),
         rows: Vec::new(),
         scope: Vec::new(),
         pseudo: None,
     };
-    let ops = group_ops(host, lanes.len(), &mut rows, &names);
+    let threads = group_ops(host, lanes.len(), &mut rows, &names);
+    let (calls, corrs) = decode_calls(calls);
+    // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
+    let (own, dup) = owners(corrs, acts.iter());
+    counts.duplicate_runtime_correlation = dup;
+    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
+    let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
+    let host_ops = threads.iter().map(|t| t.len() as u64).sum();
     let mut calls_by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    let swept = sweep_threads(&ops, &calls, &launched, &mut calls_by_lane, &mut rows);
-    let attributed = attribute_calls(&calls, &launched, &swept, &ops.ops, &mut rows);
-    let host_ops = ops.ops.len() as u64;
-    drop(ops);
+    let (swept, attributed) =
+        sweep_threads(threads, &calls, &launched, &mut calls_by_lane, &mut rows);
 
     let Swept { sums, op_spans, .. } = swept;
     inclusive_totals(&sums, &mut rows);
@@ -267,7 +314,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         acts: &acts,
         own: &own,
         launched: &launched,
-        all: &attributed.all,
+        by_kind: attributed.by_kind,
         rows: &out_rows,
         lanes: lanes.len(),
         without_op: attributed.without_op,
@@ -290,125 +337,145 @@ pub(super) fn measure(st: Ops) -> TraceOps {
 
 /// What the threads' sweeps give: per row its inclusive sums (O3, O5's
 /// sync: launches, activities, GPU ns, sync ns), per thread its ops'
-/// [first start, last end) (O9's host window); per runtime call its
-/// launcher (O2) and top-level op (O4), op positions.
+/// [first start, last end) (O9's host window).
 struct Swept {
     sums: Vec<[i128; WEIGHTS]>,
     op_spans: Vec<Option<(i64, i64)>>,
-    launcher: Vec<Option<u32>>,
-    top: Vec<Option<u32>>,
 }
 
 /// One thread's sweep state for [`sweep_threads`].
 struct ThreadRows<'a> {
-    ops: &'a [Op],
-    calls: &'a [Linked],
+    calls: &'a [Call],
+    launched: &'a [Launch],
     rows: &'a mut RowSet,
     /// Per row: the latest end of its instances so far (O5's maximal).
     reach: HashMap<u32, i64>,
     /// The inclusive sums of O3, asked as the maximal instances are found.
     online: Online<'a>,
     sums: &'a mut Vec<[i128; WEIGHTS]>,
-    launcher: &'a mut [Option<u32>],
-    top: &'a mut [Option<u32>],
+    /// What the calls add up to, as their launchers are found.
+    attributed: &'a mut Attributed,
 }
 
 impl ThreadRows<'_> {
-    /// O5's self CPU time: `parent` loses what its child adds to the union
-    /// of its children (improperly nested siblings may overlap; the sweep
-    /// keeps each open op's union, [`Sweep::cover_parent`]).
-    fn cut(&mut self, parent: u32, cut: i64) {
-        let r = &mut self.rows.rows[self.ops[parent as usize].row as usize].row;
+    /// O5's self CPU time: the row of `parent` loses what its child adds to
+    /// the union of its children (improperly nested siblings may overlap;
+    /// the sweep keeps each open op's union, [`Sweep::cover_parent`]).
+    fn cut(&mut self, parent_row: u32, cut: i64) {
+        let r = &mut self.rows.rows[parent_row as usize].row;
         r.cpu_self_ns = r.cpu_self_ns.saturating_sub(cut);
     }
 }
 
 impl crate::hostops::contain::Visitor for ThreadRows<'_> {
-    fn op(&mut self, pos: u32, parent: Option<u32>, sweep: &mut Sweep) {
-        let o = self.ops[pos as usize];
-        let end = end_of(o.ts, o.dur);
-        let row = o.row;
+    fn op(&mut self, at: &Visit, parent: Option<(u32, Tag)>, sweep: &mut Sweep) {
+        let (end, row) = (at.end, at.tag.row);
+        let dur = end - at.ts;
         let r = &mut self.rows.rows[row as usize].row;
         r.calls += 1;
-        r.cpu_self_ns = r.cpu_self_ns.saturating_add(o.dur);
+        r.cpu_self_ns = r.cpu_self_ns.saturating_add(dur);
         let far = self.reach.entry(row).or_insert(i64::MIN);
         if *far < end {
             // Not enclosed by an earlier instance of its name.
             let prev = (*far != i64::MIN).then_some(*far);
             *far = end;
-            r.cpu_total_ns = r.cpu_total_ns.saturating_add(o.dur);
+            r.cpu_total_ns = r.cpu_total_ns.saturating_add(dur);
             if self.sums.len() <= row as usize {
                 self.sums.resize(row as usize + 1, [0; WEIGHTS]);
             }
             self.online
-                .instance(&mut self.sums[row as usize], prev, o.ts, end);
+                .instance(&mut self.sums[row as usize], prev, at.ts, end);
         }
-        if let Some(p) = parent {
-            let cut = sweep.cover_parent(o.ts, end);
-            self.cut(p, cut);
+        if let Some((_, p)) = parent {
+            let cut = sweep.cover_parent(at.ts, end);
+            self.cut(p.row, cut);
         }
     }
 
     fn call(&mut self, ci: u32, sweep: &mut Sweep) {
         let c = &self.calls[ci as usize];
         let end = end_of(c.ts, c.dur);
-        let inner = sweep.innermost(end);
-        self.launcher[ci as usize] = inner;
-        self.top[ci as usize] = sweep.outermost_scope(end).or(inner);
+        let inner = sweep.innermost_tagged(end).map(|(_, t)| t.row);
+        let top = sweep.outermost_at(end).map(|(_, r)| r).or(inner);
+        let launch = &self.launched[ci as usize];
+        attribute_call(c, launch, inner, top, self.rows, self.attributed);
         if let Some(l) = inner {
             let cut = sweep.cover_innermost(c.ts, end);
             self.cut(l, cut);
         }
+        // O7's first-launch delay: an instance's earliest self launch (the
+        // calls come in start order) less the instance's start.
+        if self.launched[ci as usize].first.is_some() {
+            if let Some(t) = sweep.first_launch(end) {
+                let r = &mut self.rows.rows[t.row as usize].row;
+                r.first_launch_delay_ns_sum =
+                    r.first_launch_delay_ns_sum.saturating_add(c.ts - t.ts);
+                r.first_launch_delay_n += 1;
+            }
+        }
     }
 }
 
-/// Per thread, one sweep (contain.rs) over its ops (sorted by thread, then
-/// C4's key) and its runtime calls (sorted here by start): parents (C5),
-/// maximal-of-name instances (O5), launchers (O2), top-level ops (O4),
-/// calls and CPU total/self time (O5) into the rows.
+/// Per thread, one sweep (contain.rs) over its ops (merged from its runs
+/// in C4's key order, each thread freed after its sweep) and its runtime
+/// calls (sorted here by start): parents (C5), maximal-of-name instances
+/// (O5), launchers (O2), top-level ops (O4), calls, CPU total/self time
+/// (O5) and first-launch delays (O7) into the rows.
 fn sweep_threads(
-    grouped: &Grouped,
-    calls: &[Linked],
+    threads: Vec<Thread>,
+    calls: &[Call],
     launched: &[Launch],
     calls_by_lane: &mut [Vec<u32>],
     rows: &mut RowSet,
-) -> Swept {
-    let ops = &grouped.ops[..];
+) -> (Swept, Attributed) {
     // One flag per row (hundreds), copied out of the rows the sweep writes.
     let scope = rows.scope.clone();
     let lanes = calls_by_lane.len();
     let mut out = Swept {
         sums: Vec::new(),
         op_spans: vec![None; lanes],
-        launcher: vec![None; calls.len()],
-        top: vec![None; calls.len()],
     };
-    for (lane, cs) in calls_by_lane.iter_mut().enumerate() {
-        let (lo, hi) = (grouped.starts[lane], grouped.starts[lane + 1]);
-        let mine = &ops[lo..hi];
-        if let (Some(first), Some(last)) =
-            (mine.first(), mine.iter().map(|o| end_of(o.ts, o.dur)).max())
-        {
-            out.op_spans[lane] = Some((first.ts, last));
-        }
+    let mut attributed = Attributed {
+        by_kind: Default::default(),
+        without_op: 0,
+        graph_kernels: 0,
+    };
+    for (lane, (cs, thread)) in calls_by_lane.iter_mut().zip(threads).enumerate() {
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
-        let points = points_of(cs, calls, launched);
+        let weighed: Vec<u32> = cs
+            .iter()
+            .copied()
+            .filter(|&ci| point_of(ci, calls, launched).w != [0; WEIGHTS])
+            .collect();
+        let point = |ci: u32| point_of(ci, calls, launched);
         let mut t = ThreadRows {
-            ops,
             calls,
+            launched,
             rows: &mut *rows,
             reach: HashMap::new(),
-            online: Online::new(&points),
+            online: Online::new(&weighed, &point),
             sums: &mut out.sums,
-            launcher: &mut out.launcher,
-            top: &mut out.top,
+            attributed: &mut attributed,
         };
-        let visits = (lo..hi).map(|q| {
-            let o = &ops[q];
-            (q as u32, o.ts, end_of(o.ts, o.dur), scope[o.row as usize])
+        let mut span: Option<(i64, i64)> = None;
+        let visits = thread.merged().enumerate().map(|(q, o)| {
+            let end = end_of(o.ts, o.dur);
+            // Key order: the first op starts first; the last end is a max.
+            span = Some(span.map_or((o.ts, end), |(a, b)| (a, b.max(end))));
+            Visit {
+                pos: q as u32,
+                ts: o.ts,
+                end,
+                scope: scope[o.row as usize],
+                tag: Tag {
+                    row: o.row,
+                    ts: o.ts,
+                },
+            }
         });
         let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
         crate::hostops::contain::sweep_thread(visits, by_start, &mut t);
+        out.op_spans[lane] = span;
         let ThreadRows {
             reach,
             mut online,
@@ -419,75 +486,55 @@ fn sweep_threads(
             online.last(&mut sums[row as usize], b);
         }
     }
-    out
+    (out, attributed)
 }
 
 /// What the runtime calls add up to (O6, O9).
 struct Attributed {
-    all: Vec<(LaunchKind, PerLaunch)>,
+    /// The launches by kind ([`KINDS`]' order).
+    by_kind: [Tally; 4],
     without_op: u64,
     graph_kernels: u64,
 }
 
-/// Per runtime call: the launcher's self figures (O6–O7), the top-level
-/// op's (O4); then each launching op's first-launch delay.
-fn attribute_calls(
-    calls: &[Linked],
-    launched: &[Launch],
-    swept: &Swept,
-    ops: &[Op],
+/// One runtime call, once its sweep found its launcher's row (O2; `None`:
+/// no op encloses it) and its top-level op's (O4): the launcher's self
+/// figures (O6–O7), the top-level op's GPU work.
+fn attribute_call(
+    c: &Call,
+    l: &Launch,
+    launcher: Option<u32>,
+    top: Option<u32>,
     rows: &mut RowSet,
-) -> Attributed {
-    let mut first_self: HashMap<u32, i64> = HashMap::new();
-    let mut out = Attributed {
-        all: Vec::new(),
-        without_op: 0,
-        graph_kernels: 0,
+    out: &mut Attributed,
+) {
+    let row = match launcher {
+        Some(r) => r,
+        None => rows.pseudo(),
     };
-    for (ci, c) in calls.iter().enumerate() {
-        let row = match swept.launcher[ci] {
-            Some(o) => ops[o as usize].row,
-            None => rows.pseudo(),
-        };
-        let r = &mut rows.rows[row as usize];
-        r.row.runtime_self_ns = r.row.runtime_self_ns.saturating_add(c.dur);
-        let l = &launched[ci];
-        let Some(first) = l.first else { continue };
-        let p = PerLaunch {
-            cpu: c.dur,
-            gpu: l.gpu,
-            acts: l.acts,
-            latency: first.saturating_sub(c.ts),
-            queue: first.saturating_sub(end_of(c.ts, c.dur)),
-        };
-        out.all.push((l.kind(), p));
-        if l.graph {
-            out.graph_kernels += l.acts;
-        }
-        add_launch(&mut r.row, l, &p);
-        r.latencies.push(p.latency);
-        match swept.launcher[ci] {
-            Some(o) => {
-                let f = first_self.entry(o).or_insert(c.ts);
-                *f = (*f).min(c.ts);
-            }
-            None => out.without_op += 1,
-        }
-        let trow = match swept.top[ci] {
-            Some(o) => ops[o as usize].row,
-            None => row,
-        };
-        let t = &mut rows.rows[trow as usize].row;
-        t.activities_top += l.acts;
-        t.gpu_top_ns = t.gpu_top_ns.saturating_add(l.gpu);
+    let r = &mut rows.rows[row as usize];
+    r.row.runtime_self_ns = r.row.runtime_self_ns.saturating_add(c.dur);
+    let Some(first) = l.first else { return };
+    let p = PerLaunch {
+        cpu: c.dur,
+        gpu: l.gpu,
+        acts: l.acts,
+        latency: first.saturating_sub(c.ts),
+        queue: first.saturating_sub(end_of(c.ts, c.dur)),
+    };
+    let k = KINDS.iter().position(|&k| k == l.kind()).unwrap_or(0);
+    out.by_kind[k].add(&p);
+    if l.graph {
+        out.graph_kernels += l.acts;
     }
-    for (&i, t) in &first_self {
-        let i = i as usize;
-        let r = &mut rows.rows[ops[i].row as usize].row;
-        r.first_launch_delay_ns_sum = r.first_launch_delay_ns_sum.saturating_add(t - ops[i].ts);
-        r.first_launch_delay_n += 1;
+    add_launch(&mut r.row, l, &p);
+    r.latencies.push(p.latency);
+    if launcher.is_none() {
+        out.without_op += 1;
     }
-    out
+    let t = &mut rows.rows[top.unwrap_or(row) as usize].row;
+    t.activities_top += l.acts;
+    t.gpu_top_ns = t.gpu_top_ns.saturating_add(l.gpu);
 }
 
 /// A launch's self figures into its launcher's row (O6–O7).
@@ -505,24 +552,21 @@ fn add_launch(s: &mut OpRow, l: &Launch, p: &PerLaunch) {
     s.queue_delay_ns_sum = s.queue_delay_ns_sum.saturating_add(p.queue);
 }
 
-/// A thread's runtime calls (sorted by start) as the weights they add to
-/// each name holding them (O3, O5's sync).
-fn points_of(cs: &[u32], calls: &[Linked], launched: &[Launch]) -> Vec<Point> {
-    cs.iter()
-        .map(|&ci| {
-            let (c, l) = (&calls[ci as usize], &launched[ci as usize]);
-            Point {
-                ts: c.ts,
-                end: end_of(c.ts, c.dur),
-                w: [
-                    i64::from(l.first.is_some()),
-                    l.acts as i64,
-                    l.gpu,
-                    if l.sync { c.dur } else { 0 },
-                ],
-            }
-        })
-        .collect()
+/// A runtime call as the weights it adds to each name holding it (O3,
+/// O5's sync); a call that launches nothing and does not block adds
+/// nothing, and the sweep leaves it out.
+fn point_of(ci: u32, calls: &[Call], launched: &[Launch]) -> Point {
+    let (c, l) = (&calls[ci as usize], &launched[ci as usize]);
+    Point {
+        ts: c.ts,
+        end: end_of(c.ts, c.dur),
+        w: [
+            i64::from(l.first.is_some()),
+            l.acts as i64,
+            l.gpu,
+            if l.sync { c.dur } else { 0 },
+        ],
+    }
 }
 
 /// Inclusive (O3) and sync time (O5), once per name (`sums`, from the
@@ -574,11 +618,11 @@ struct Facts<'a> {
     host_ops: u64,
     /// Per thread: its ops' first start and last end.
     op_spans: &'a [Option<(i64, i64)>],
-    calls: &'a [Linked],
+    calls: &'a [Call],
     acts: &'a crate::store::pack::Records<Linked>,
     own: &'a [Option<u32>],
     launched: &'a [Launch],
-    all: &'a [(LaunchKind, PerLaunch)],
+    by_kind: [Tally; 4],
     rows: &'a [OpRow],
     lanes: usize,
     without_op: u64,
@@ -586,16 +630,12 @@ struct Facts<'a> {
 }
 
 /// O9.
-fn summarize(f: Facts<'_>) -> OpsSummary {
+fn summarize(mut f: Facts<'_>) -> OpsSummary {
     let mut s = OpsSummary {
         host_ops: f.host_ops,
         runtime_calls: f.calls.len() as u64,
-        launches: f.all.len() as u64,
-        graph_launches: f
-            .all
-            .iter()
-            .filter(|(k, _)| *k == LaunchKind::Graph)
-            .count() as u64,
+        launches: f.by_kind.iter().map(|t| t.launches).sum(),
+        graph_launches: f.by_kind[1].launches,
         activities: f.acts.len() as u64,
         graph_kernels: f.graph_kernels,
         launches_without_op: f.without_op,
@@ -618,21 +658,16 @@ fn summarize(f: Facts<'_>) -> OpsSummary {
     s.gpu_ns = sat(gpu);
     s.gpu_linked_ns = sat(linked);
     s.gpu_unlinked_ns = sat(gpu - linked);
-    let per: Vec<PerLaunch> = f.all.iter().map(|(_, p)| *p).collect();
-    s.launch_stats = launch_stats(&per);
-    let of = |k: LaunchKind| {
-        let v: Vec<PerLaunch> = f
-            .all
-            .iter()
-            .filter(|(x, _)| *x == k)
-            .map(|(_, p)| *p)
-            .collect();
-        launch_stats(&v)
-    };
-    s.launch_stats_by_kind.kernel = of(LaunchKind::Kernel);
-    s.launch_stats_by_kind.graph = of(LaunchKind::Graph);
-    s.launch_stats_by_kind.memcpy = of(LaunchKind::Memcpy);
-    s.launch_stats_by_kind.memset = of(LaunchKind::Memset);
+    let mut all = Tally::default();
+    for t in &f.by_kind {
+        all.absorb(t);
+    }
+    s.launch_stats = all.stats();
+    let [kernel, graph, memcpy, memset] = std::mem::take(&mut f.by_kind).map(Tally::stats);
+    s.launch_stats_by_kind.kernel = kernel;
+    s.launch_stats_by_kind.graph = graph;
+    s.launch_stats_by_kind.memcpy = memcpy;
+    s.launch_stats_by_kind.memset = memset;
 
     // Launch-bound share of the top-level GPU time (O8, O9).
     let top_total: i128 = f.rows.iter().map(|r| i128::from(r.gpu_top_ns)).sum();
@@ -647,19 +682,7 @@ fn summarize(f: Facts<'_>) -> OpsSummary {
     s.launch_bound_top_ops = bound.iter().take(10).map(|r| r.name.clone()).collect();
 
     host_side(&f, &mut s);
-    let mut stream_acts: Vec<StreamAct> = f
-        .acts
-        .iter()
-        .zip(f.own)
-        .map(|(a, o)| StreamAct {
-            stream: a.lane,
-            start: a.ts,
-            end: end_of(a.ts, a.dur),
-            index: a.index,
-            call_ts: o.map(|o| f.calls[o as usize].ts),
-        })
-        .collect();
-    let idle = gaps::idle(&mut stream_acts);
+    let idle = stream_gaps(&f);
     s.gpu_idle_ns = idle.idle_ns;
     s.gpu_host_wait_ns = idle.host_wait_ns;
     s.host_wait_share_of_idle = ratio6(i128::from(idle.host_wait_ns), i128::from(idle.idle_ns));
@@ -674,6 +697,38 @@ fn summarize(f: Facts<'_>) -> OpsSummary {
         .to_string()
     });
     s
+}
+
+/// I2–I3 over every stream: the activities grouped by stream (counted
+/// first, each placed as it is decoded: 24 B an activity) for
+/// [`gaps::idle_grouped`].
+fn stream_gaps(f: &Facts<'_>) -> gaps::Idle {
+    let mut seg = vec![0usize; f.lanes + 1];
+    for a in f.acts.iter() {
+        seg[a.lane as usize + 1] += 1;
+    }
+    for l in 0..f.lanes {
+        seg[l + 1] += seg[l];
+    }
+    let mut next = seg.clone();
+    let mut timed = vec![
+        Timed {
+            start: 0,
+            end: 0,
+            call_ts: i64::MIN
+        };
+        f.acts.len()
+    ];
+    for (a, o) in f.acts.iter().zip(f.own) {
+        let at = &mut next[a.lane as usize];
+        timed[*at] = Timed {
+            start: a.ts,
+            end: end_of(a.ts, a.dur),
+            call_ts: o.map_or(i64::MIN, |o| f.calls[o as usize].ts),
+        };
+        *at += 1;
+    }
+    gaps::idle_grouped(&mut timed, &seg)
 }
 
 /// O9's host side over the launching threads: window, blocked, busy.

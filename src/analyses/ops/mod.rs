@@ -33,6 +33,7 @@ pub(crate) mod batch;
 pub mod gaps;
 mod inclusive;
 pub(crate) mod measure;
+mod threads;
 pub mod view;
 
 #[cfg(feature = "cli")]

@@ -10,8 +10,8 @@
 //! cursor per op and stay O(n log n).
 //!
 //! ```text
-//! file order   a(0) b(3) c(7) | d(1) e(4) | f(9)      runs: [a b c] [d e] [f]
-//! merged       a(0) d(1) b(3) e(4) c(7) f(9)          heap of the runs' heads
+//! file order   a(0) b(3) c(7) | d(1) e(4) | f(2)      runs: [a b c] [d e] [f]
+//! merged       a(0) d(1) f(2) b(3) e(4) c(7)          heap of the runs' heads
 //! ```
 //!
 //! Why not a sorted array: 2.58 M ops of the 1.14 GB benchmark trace were
@@ -247,13 +247,13 @@ mod tests {
             (7, 2, 2),
             (1, 9, 3),
             (4, 0, 4),
-            (9, 1, 5),
+            (2, 1, 5),
         ] {
             t.push(ts, dur, row);
         }
         assert_eq!(t.runs.len(), 3);
         let rows: Vec<u32> = t.merged().map(|o| o.row).collect();
-        assert_eq!(rows, vec![0, 3, 1, 4, 2, 5]);
+        assert_eq!(rows, vec![0, 3, 5, 1, 4, 2]);
         let mut t = Thread::default();
         // Same start: the longer encloses, so it comes first even when
         // written later; identical ranges keep file order.

@@ -156,8 +156,12 @@ impl<'a> Online<'a> {
 
     /// Σ w of the inserted calls ending at or before `b`.
     fn below(&self, b: i64) -> Sums {
+        self.prefix(self.rank(b))
+    }
+
+    /// Σ w of the inserted calls among the `i` smallest distinct ends.
+    fn prefix(&self, mut i: usize) -> Sums {
         let mut got = [0i128; WEIGHTS];
-        let mut i = self.ends.partition_point(|&e| e <= b);
         while i > 0 {
             add(&mut got, &self.tree.at(i), 1);
             i &= i - 1;
@@ -169,10 +173,22 @@ impl<'a> Online<'a> {
     /// the row's previous maximal instance on the thread, if any.
     pub fn instance(&mut self, out: &mut Sums, reach: Option<i64>, ts: i64, end: i64) {
         self.advance(Some(ts));
-        if let Some(b) = reach {
-            add(out, &self.below(b), 1);
+        // Σ over (reach, end]: nothing when no call's end lies there (most
+        // python frames), so the tree is not walked.
+        let hi = self.rank(end);
+        let lo = reach.map_or(0, |b| self.rank(b));
+        if hi == lo {
+            return;
         }
-        add(out, &self.below(end), -1);
+        if lo > 0 {
+            add(out, &self.prefix(lo), 1);
+        }
+        add(out, &self.prefix(hi), -1);
+    }
+
+    /// How many distinct call ends are ≤ `b`.
+    fn rank(&self, b: i64) -> usize {
+        self.ends.partition_point(|&e| e <= b)
     }
 
     /// The thread's end, for a row whose last maximal instance ends at `reach`.

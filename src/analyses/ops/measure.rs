@@ -14,7 +14,6 @@ use crate::hostops::contain::{Sweep, Tag, Visit};
 use crate::hostops::launch::{end_of, launches, owners, Launch, LaunchKind};
 use crate::hostops::{HostLinks, HostOp, Linked};
 use crate::model::Sym;
-use std::collections::HashMap;
 
 /// `num / den` rounded half to even (`den > 0`).
 pub(crate) fn div_half_even(num: i128, den: i128) -> i128 {
@@ -178,7 +177,9 @@ struct Acc {
 
 /// The rows by (cat, name), the pseudo-row last created.
 struct RowSet {
-    ids: HashMap<(u8, Sym), u32>,
+    /// Row of (name, cat) at `name * 4 + cat` (`u32::MAX`: none yet): a
+    /// direct index, the names being interned.
+    ids: Vec<u32>,
     rows: Vec<Acc>,
     /// Per row: a RecordFunction scope (not a python frame, O4).
     scope: Vec<bool>,
@@ -188,7 +189,14 @@ struct RowSet {
 impl RowSet {
     fn of_op(&mut self, o: &HostOp, names: &crate::model::Interner) -> u32 {
         let next = self.rows.len() as u32;
-        let id = *self.ids.entry((o.cat, o.name)).or_insert(next);
+        let k = o.name.0 as usize * 4 + usize::from(o.cat & 3);
+        if self.ids.len() <= k {
+            self.ids.resize(k + 1, u32::MAX);
+        }
+        if self.ids[k] == u32::MAX {
+            self.ids[k] = next;
+        }
+        let id = self.ids[k];
         if id == next {
             self.rows.push(Acc {
                 row: OpRow {
@@ -282,7 +290,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     // Rows of every op (O1), threads as sorted runs (C4), the kept records
     // freed as they are grouped.
     let mut rows = RowSet {
-        ids: HashMap::new(),
+        ids: Vec::new(),
         rows: Vec::new(),
         scope: Vec::new(),
         pseudo: None,
@@ -348,8 +356,10 @@ struct ThreadRows<'a> {
     calls: &'a [Call],
     launched: &'a [Launch],
     rows: &'a mut RowSet,
-    /// Per row: the latest end of its instances so far (O5's maximal).
-    reach: HashMap<u32, i64>,
+    /// Per row: the latest end of its instances on this thread so far
+    /// (`i64::MIN`: none), and the rows met on this thread.
+    reach: &'a mut Vec<i64>,
+    touched: Vec<u32>,
     /// The inclusive sums of O3, asked as the maximal instances are found.
     online: Online<'a>,
     sums: &'a mut Vec<[i128; WEIGHTS]>,
@@ -374,7 +384,13 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
         let r = &mut self.rows.rows[row as usize].row;
         r.calls += 1;
         r.cpu_self_ns = r.cpu_self_ns.saturating_add(dur);
-        let far = self.reach.entry(row).or_insert(i64::MIN);
+        if self.reach.len() <= row as usize {
+            self.reach.resize(row as usize + 1, i64::MIN);
+        }
+        let far = &mut self.reach[row as usize];
+        if *far == i64::MIN {
+            self.touched.push(row);
+        }
         if *far < end {
             // Not enclosed by an earlier instance of its name.
             let prev = (*far != i64::MIN).then_some(*far);
@@ -435,6 +451,7 @@ fn sweep_threads(
         sums: Vec::new(),
         op_spans: vec![None; lanes],
     };
+    let mut reach: Vec<i64> = Vec::new();
     let mut attributed = Attributed {
         by_kind: Default::default(),
         without_op: 0,
@@ -452,7 +469,8 @@ fn sweep_threads(
             calls,
             launched,
             rows: &mut *rows,
-            reach: HashMap::new(),
+            reach: &mut reach,
+            touched: Vec::new(),
             online: Online::new(&weighed, &point),
             sums: &mut out.sums,
             attributed: &mut attributed,
@@ -478,11 +496,13 @@ fn sweep_threads(
         out.op_spans[lane] = span;
         let ThreadRows {
             reach,
+            touched,
             mut online,
             sums,
             ..
         } = t;
-        for (row, b) in reach {
+        for row in touched {
+            let b = std::mem::replace(&mut reach[row as usize], i64::MIN);
             online.last(&mut sums[row as usize], b);
         }
     }

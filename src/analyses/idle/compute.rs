@@ -108,24 +108,30 @@ fn step_annotations(trace: &Finished<'_>, idle: &Idle) -> (Option<String>, Vec<W
     })
 }
 
+/// Each correlation's owning call (C3).
+type Owners = HashMap<i64, u32, crate::model::FoldState>;
+
 /// C3: the runtime calls in file order, each call's start and thread, and
-/// the owners of the correlations: (correlation, call) sorted, the first
-/// call in file order owning each (the later ones counted).
+/// the owners of the correlations: the first call in file order owning
+/// each (the later ones counted).
 fn link_calls(
     kept: crate::store::pack::Records<Call>,
     counts: &mut Counts,
-) -> (Vec<i64>, Vec<u32>, Vec<(i64, u32)>) {
+) -> (Vec<i64>, Vec<u32>, Owners) {
     let mut calls = kept.into_vec();
     calls.sort_by_key(|c| c.index);
-    let mut by_corr: Vec<(i64, u32)> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, c)| (c.corr, u32::try_from(i).unwrap_or(NO_CALL)))
-        .collect();
-    by_corr.sort_unstable();
-    let before = by_corr.len();
-    by_corr.dedup_by_key(|x| x.0);
-    counts.duplicate_runtime_correlation += (before - by_corr.len()) as u64;
+    let mut by_corr = Owners::with_capacity_and_hasher(calls.len(), Default::default());
+    for (i, c) in calls.iter().enumerate() {
+        let i = u32::try_from(i).unwrap_or(NO_CALL);
+        match by_corr.entry(c.corr) {
+            std::collections::hash_map::Entry::Occupied(_) => {
+                counts.duplicate_runtime_correlation += 1;
+            }
+            std::collections::hash_map::Entry::Vacant(v) => {
+                v.insert(i);
+            }
+        }
+    }
     let ts = calls.iter().map(|c| c.ts).collect();
     let lanes = calls.iter().map(|c| c.lane).collect();
     (ts, lanes, by_corr)
@@ -175,7 +181,7 @@ fn group_acts(
     kept: crate::store::pack::Records<crate::hostops::Linked>,
     lanes: &LaneTable,
     names: &crate::model::Interner,
-    by_corr: &[(i64, u32)],
+    by_corr: &Owners,
     counts: &mut Counts,
 ) -> Grouped {
     let mut per_lane = vec![0usize; lanes.len()];
@@ -210,8 +216,8 @@ fn group_acts(
             .or_insert_with(|| classify(kind, names.resolve(a.name)));
         let call = a
             .corr
-            .and_then(|c| by_corr.binary_search_by_key(&c, |x| x.0).ok())
-            .map_or(NO_CALL, |k| by_corr[k].1);
+            .and_then(|c| by_corr.get(&c).copied())
+            .unwrap_or(NO_CALL);
         let end = end_of(a.ts, a.dur);
         counts.unlinked += u64::from(call == NO_CALL);
         counts.zero_duration += u64::from(end == a.ts);

@@ -24,13 +24,14 @@ pub(crate) fn is_graph(name: &str) -> bool {
     name.contains("GraphLaunch")
 }
 
-/// What one runtime call launched (C3, O6).
+/// What one runtime call launched (C3, O6): 48 B (counts in u32: one launch's activities are far fewer than the
+/// 2³² a machine could hold; added saturating all the same).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Launch {
-    pub acts: u64,
-    pub kernels: u64,
-    pub memcpys: u64,
-    pub memsets: u64,
+    pub acts: u32,
+    pub kernels: u32,
+    pub memcpys: u32,
+    pub memsets: u32,
     pub gpu: i64,
     /// Its first activity's start (O6: earliest start, then end, then file order).
     pub first: Option<i64>,
@@ -119,18 +120,18 @@ pub(crate) fn launches(
     for (a, o) in acts.into_iter().zip(own) {
         let Some(o) = *o else { continue };
         let l = &mut out[o as usize];
-        l.acts += 1;
+        l.acts = l.acts.saturating_add(1);
         l.gpu = l.gpu.saturating_add(a.dur);
         match a.code {
             1 => {
-                l.memcpys += 1;
+                l.memcpys = l.memcpys.saturating_add(1);
                 // C7: a memcpy to or from pageable memory blocks the host.
                 if names.resolve(a.name).contains("Pageable") {
                     l.sync = true;
                 }
             }
-            2 => l.memsets += 1,
-            _ => l.kernels += 1,
+            2 => l.memsets = l.memsets.saturating_add(1),
+            _ => l.kernels = l.kernels.saturating_add(1),
         }
         let end = end_of(a.ts, a.dur);
         let f = &mut first_end[o as usize];

@@ -538,14 +538,14 @@ fn attribute_call(
     let p = PerLaunch {
         cpu: c.dur,
         gpu: l.gpu,
-        acts: l.acts,
+        acts: u64::from(l.acts),
         latency: first.saturating_sub(c.ts),
         queue: first.saturating_sub(end_of(c.ts, c.dur)),
     };
     let k = KINDS.iter().position(|&k| k == l.kind()).unwrap_or(0);
     out.by_kind[k].add(&p);
     if l.graph {
-        out.graph_kernels += l.acts;
+        out.graph_kernels += u64::from(l.acts);
     }
     add_launch(&mut r.row, l, &p);
     r.latencies.push(p.latency);
@@ -553,7 +553,7 @@ fn attribute_call(
         out.without_op += 1;
     }
     let t = &mut rows.rows[top.unwrap_or(row) as usize].row;
-    t.activities_top += l.acts;
+    t.activities_top += u64::from(l.acts);
     t.gpu_top_ns = t.gpu_top_ns.saturating_add(l.gpu);
 }
 
@@ -561,9 +561,9 @@ fn attribute_call(
 fn add_launch(s: &mut OpRow, l: &Launch, p: &PerLaunch) {
     s.launches_self += 1;
     s.graph_launches_self += u64::from(l.graph);
-    s.kernels_self += l.kernels;
-    s.memcpys_self += l.memcpys;
-    s.memsets_self += l.memsets;
+    s.kernels_self += u64::from(l.kernels);
+    s.memcpys_self += u64::from(l.memcpys);
+    s.memsets_self += u64::from(l.memsets);
     s.gpu_self_ns = s.gpu_self_ns.saturating_add(l.gpu);
     s.short_gpu_self += u64::from(p.short_gpu());
     s.long_runtime_self += u64::from(p.long_runtime());
@@ -582,7 +582,7 @@ fn point_of(ci: u32, calls: &[Call], launched: &[Launch]) -> Point {
         end: end_of(c.ts, c.dur),
         w: [
             i64::from(l.first.is_some()),
-            l.acts as i64,
+            i64::from(l.acts),
             l.gpu,
             if l.sync { c.dur } else { 0 },
         ],

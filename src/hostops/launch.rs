@@ -24,8 +24,9 @@ pub(crate) fn is_graph(name: &str) -> bool {
     name.contains("GraphLaunch")
 }
 
-/// What one runtime call launched (C3, O6): 48 B (counts in u32: one launch's activities are far fewer than the
-/// 2³² a machine could hold; added saturating all the same).
+/// What one runtime call launched (C3, O6): 48 B (counts in u32: one
+/// launch's activities are far fewer than the 2³² a machine could hold;
+/// added saturating all the same).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Launch {
     pub acts: u32,

@@ -49,15 +49,10 @@ impl Packed {
     }
 
     /// Appends an unsigned varint to the record begun last.
-    pub fn u(&mut self, mut v: u64) {
-        let Some(c) = self.chunks.last_mut() else {
-            return;
-        };
-        while v >= 0x80 {
-            c.push((v as u8) | 0x80);
-            v >>= 7;
+    pub fn u(&mut self, v: u64) {
+        if let Some(c) = self.chunks.last_mut() {
+            push_varint(c, v);
         }
-        c.push(v as u8);
     }
 
     /// Appends `v − prev` (wrapping, zigzag-coded): exact for any i64.
@@ -96,9 +91,18 @@ pub(crate) fn unzigzag(u: u64) -> i64 {
     ((u >> 1) as i64) ^ -((u & 1) as i64)
 }
 
+/// Appends `v` as an unsigned varint (7 bits a byte, low first).
+pub(crate) fn push_varint(c: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        c.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    c.push(v as u8);
+}
+
 /// Decodes a varint at `bytes[*pos..]`; 0 past the end (never on a stream
 /// this module wrote).
-fn varint(bytes: &[u8], pos: &mut usize) -> u64 {
+pub(crate) fn varint(bytes: &[u8], pos: &mut usize) -> u64 {
     let mut v = 0u64;
     let mut shift = 0u32;
     while let Some(&b) = bytes.get(*pos) {

@@ -18,7 +18,7 @@
 //! 24 B each decoded (62 MB); as runs they are the bytes below.
 
 use crate::hostops::launch::end_of;
-use crate::store::pack::{unzigzag, zigzag};
+use crate::store::pack::{push_varint, unzigzag, varint, zigzag};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -109,15 +109,10 @@ impl Thread {
         }
     }
 
-    fn u(&mut self, mut v: u64) {
-        let Some(c) = self.chunks.last_mut() else {
-            return;
-        };
-        while v >= 0x80 {
-            c.push((v as u8) | 0x80);
-            v >>= 7;
+    fn u(&mut self, v: u64) {
+        if let Some(c) = self.chunks.last_mut() {
+            push_varint(c, v);
         }
-        c.push(v as u8);
     }
 
     /// Its ops.
@@ -213,23 +208,6 @@ impl Iterator for Merged<'_> {
         self.advance(k as usize);
         Some(op)
     }
-}
-
-/// A varint at `bytes[*at..]` (0 past the end: never on what [`Thread`]
-/// wrote).
-fn varint(bytes: &[u8], at: &mut usize) -> u64 {
-    let (mut v, mut shift) = (0u64, 0u32);
-    while let Some(&b) = bytes.get(*at) {
-        *at += 1;
-        if shift < 64 {
-            v |= u64::from(b & 0x7f) << shift;
-        }
-        if b < 0x80 {
-            break;
-        }
-        shift += 7;
-    }
-    v
 }
 
 #[cfg(test)]

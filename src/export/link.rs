@@ -1,5 +1,6 @@
-//! The end of an export's read: every kept event linked, as the columns
-//! of the four tables (row ids are positions in file order).
+//! The end of an export's read: every kept event linked, and each table
+//! written as soon as what it needs is known (row ids are positions in
+//! file order).
 //!
 //! The links are the `ops` analysis's own, from its code
 //! (`hostops::launch`, as `ops` makes them): owners by correlation (C3), the launch
@@ -13,46 +14,26 @@
 //! launches     L0 c=5                   L1 c=6                   launcher 1 / 2, top 0, step 0
 //! acts            [k0 c=5)                  [k1 c=6)             launch 0 / 1, step of its launch
 //! ```
+//!
+//! Memory is bounded by phases: (1) the step windows and one containment
+//! sweep per thread give every call its launcher, top-level op and step and
+//! every op its parent and depth; the `ops` table is written and the host
+//! ops are dropped; (2) the owners (C3) and launch figures (O6) are made
+//! and the `activities`, `launches` and `steps` tables written. Nothing is
+//! decoded whole: each table decodes its records a batch at a time.
 
-use super::Export;
+use super::lanes::{LaneOps, Op};
+use super::report::{PartFile, TracePart};
+use super::write::{CallLinks, Tables, NONE};
+use super::{Export, ExportConfig, Table};
 use crate::analysis::Finished;
 use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
-use crate::hostops::launch::{self, end_of, Launch};
-use crate::hostops::{HostLinks, HostOp, InputCounts, Linked};
+use crate::hostops::launch::{self, end_of};
+use crate::hostops::{HostLinks, InputCounts, Linked};
 use crate::model::{Interner, LaneTable, ThreadPart};
+use crate::store::pack::Records;
 use crate::windows::{self, StepWindow};
-
-/// Every table's rows of one trace.
-pub(crate) struct Linkedup {
-    pub names: Interner,
-    /// (pid, tid) of each lane as integers (`None`: not an integer).
-    pub lanes: Vec<(Option<i64>, Option<i64>)>,
-    pub ops: Vec<HostOp>,
-    /// External ids, decoded a batch at a time when written.
-    pub op_ext: crate::store::pack::Records<super::Ext>,
-    pub texts: super::Texts,
-    pub op_parent: Vec<Option<u32>>,
-    pub op_depth: Vec<u32>,
-    pub calls: Vec<Linked>,
-    pub launched: Vec<Launch>,
-    pub call_launcher: Vec<Option<u32>>,
-    pub call_top: Vec<Option<u32>>,
-    pub call_step: Vec<Option<u32>>,
-    pub acts: Vec<Linked>,
-    /// Launch configurations, decoded a batch at a time when written.
-    pub act_config: crate::store::pack::Records<super::Config3>,
-    pub act_owner: Vec<Option<u32>>,
-    /// The graph replay of an activity's launch: the launch's ordinal among
-    /// the graph launches that launched work.
-    pub call_replay: Vec<Option<u32>>,
-    pub steps: Vec<StepWindow>,
-    pub step_ends: Vec<Option<i64>>,
-    pub grammar: Option<String>,
-    /// Bad input, for the notes (ops' counts: C1, C3, O10).
-    pub counts: InputCounts,
-    /// pid/tid values that are not integers (null in the tables).
-    pub text_lanes: u64,
-}
+use std::collections::HashMap;
 
 fn int_of(p: &ThreadPart) -> Option<i64> {
     match p {
@@ -61,197 +42,155 @@ fn int_of(p: &ThreadPart) -> Option<i64> {
     }
 }
 
-/// What containment gives: per op its parent and depth, per runtime call
-/// its launcher and top-level op (positions in `ops`).
+/// Each op's depth (C5): a byte, and the rare depths past 254 beside.
+#[derive(Debug, Default)]
+pub(crate) struct Depths {
+    small: Vec<u8>,
+    big: HashMap<u32, u32>,
+}
+
+impl Depths {
+    fn with_len(n: usize) -> Depths {
+        Depths {
+            small: vec![0; n],
+            big: HashMap::new(),
+        }
+    }
+
+    pub fn get(&self, pos: u32) -> u32 {
+        match self.small.get(pos as usize) {
+            Some(&d) if d < u8::MAX => u32::from(d),
+            Some(_) => self.big.get(&pos).copied().unwrap_or(u32::MAX),
+            None => 0,
+        }
+    }
+
+    fn set(&mut self, pos: u32, d: u32) {
+        let Some(s) = self.small.get_mut(pos as usize) else {
+            return;
+        };
+        match u8::try_from(d) {
+            Ok(b) if b < u8::MAX => *s = b,
+            _ => {
+                *s = u8::MAX;
+                self.big.insert(pos, d);
+            }
+        }
+    }
+}
+
+/// What containment gives: per call its launcher and top-level op (O2,
+/// O4), per op its parent and depth (C5) when the `ops` table is written.
 struct Contained {
-    parent: Vec<Option<u32>>,
-    depth: Vec<u32>,
-    launcher: Vec<Option<u32>>,
-    top: Vec<Option<u32>>,
+    launcher: Vec<u32>,
+    top: Vec<u32>,
+    parent: Vec<u32>,
+    depth: Depths,
+}
+
+/// One thread's runtime call, as its sweep needs it.
+#[derive(Clone, Copy)]
+struct Call {
+    ts: i64,
+    end: i64,
+    id: u32,
 }
 
 /// Where a thread's sweep writes what it finds.
 struct Found<'a> {
-    calls: &'a [Linked],
-    parent: &'a mut [Option<u32>],
-    depth: &'a mut [u32],
-    launcher: &'a mut [Option<u32>],
-    top: &'a mut [Option<u32>],
+    calls: &'a [Call],
+    out: &'a mut Contained,
+    with_ops: bool,
 }
 
 impl Visitor for Found<'_> {
     /// A parent precedes its child in key order: its depth is known.
     fn op(&mut self, at: &Visit, parent: Option<(u32, Tag)>, _: &mut Sweep) {
-        let pos = at.pos;
-        if let Some((p, _)) = parent {
-            self.parent[pos as usize] = Some(p);
-            self.depth[pos as usize] = self.depth[p as usize] + 1;
+        if let (true, Some((p, _))) = (self.with_ops, parent) {
+            let o = &mut *self.out;
+            if let Some(slot) = o.parent.get_mut(at.pos as usize) {
+                *slot = p;
+            }
+            let d = o.depth.get(p).saturating_add(1);
+            o.depth.set(at.pos, d);
         }
     }
 
-    fn call(&mut self, ci: u32, sweep: &mut Sweep) {
-        let c = &self.calls[ci as usize];
-        let end = end_of(c.ts, c.dur);
-        let inner = sweep.innermost(end);
-        self.launcher[ci as usize] = inner;
-        self.top[ci as usize] = sweep.outermost_scope(end).or(inner);
+    fn call(&mut self, k: u32, sweep: &mut Sweep) {
+        let c = self.calls[k as usize];
+        let inner = sweep.innermost(c.end);
+        self.out.launcher[c.id as usize] = inner.unwrap_or(NONE);
+        self.out.top[c.id as usize] = sweep.outermost_scope(c.end).or(inner).unwrap_or(NONE);
     }
 }
 
-/// Parents and depths of the ops (C5), launchers and top-level ops of the
-/// runtime calls (O2, O4), thread by thread as `ops` computes them.
-fn contain(lanes: usize, ops: &[HostOp], calls: &[Linked]) -> Contained {
-    let mut by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes];
-    for (i, o) in ops.iter().enumerate() {
-        by_lane[o.lane as usize].push(i as u32);
+/// Launchers and top-level ops of the runtime calls (O2, O4) and, with
+/// `with_ops`, parents and depths of the ops (C5), thread by thread as
+/// `ops` computes them.
+fn contain(ops: &LaneOps, calls: &Records<Linked>, lanes: usize, with_ops: bool) -> Contained {
+    // The calls grouped by thread, file order kept within each: a counting
+    // pass, then one exact array (no per-thread vectors' slack).
+    let lanes = lanes.max(ops.lanes());
+    let mut start = vec![0usize; lanes + 1];
+    for c in calls.iter() {
+        start[c.lane as usize + 1] += 1;
     }
-    let mut calls_by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes];
-    for (i, c) in calls.iter().enumerate() {
-        calls_by_lane[c.lane as usize].push(i as u32);
+    for l in 0..lanes {
+        start[l + 1] += start[l];
     }
-    let mut parent = vec![None; ops.len()];
-    let mut depth = vec![0u32; ops.len()];
-    let mut launcher = vec![None; calls.len()];
-    let mut top = vec![None; calls.len()];
-    // One sweep per thread, as `ops` runs it (contain.rs).
-    for (lane, mut v) in by_lane.into_iter().enumerate() {
-        v.sort_unstable_by_key(|&i| {
-            let o = &ops[i as usize];
-            (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), o.index)
-        });
-        let cs = &mut calls_by_lane[lane];
-        cs.sort_by_key(|&ci| calls[ci as usize].ts);
-        let visits = v.iter().map(|&i| {
-            let o = &ops[i as usize];
-            Visit {
-                pos: i,
-                ts: o.ts,
-                end: end_of(o.ts, o.dur),
-                scope: o.cat != 2,
-                tag: Tag::default(),
-            }
-        });
-        let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
-        let mut out = Found {
-            calls,
-            parent: &mut parent,
-            depth: &mut depth,
-            launcher: &mut launcher,
-            top: &mut top,
+    let mut fill = start.clone();
+    let mut grouped = vec![
+        Call {
+            ts: 0,
+            end: 0,
+            id: 0
         };
-        sweep_thread(visits, by_start, &mut out);
+        calls.len()
+    ];
+    for (i, c) in calls.iter().enumerate() {
+        let at = &mut fill[c.lane as usize];
+        grouped[*at] = Call {
+            ts: c.ts,
+            end: end_of(c.ts, c.dur),
+            id: i as u32,
+        };
+        *at += 1;
     }
-    Contained {
-        parent,
-        depth,
-        launcher,
-        top,
+    let n = if with_ops { ops.len() } else { 0 };
+    let mut out = Contained {
+        launcher: vec![NONE; calls.len()],
+        top: vec![NONE; calls.len()],
+        parent: vec![NONE; n],
+        depth: Depths::with_len(n),
+    };
+    // One sweep per thread, as `ops` runs it (contain.rs).
+    for lane in 0..lanes {
+        let cs = &mut grouped[start[lane]..start[lane + 1]];
+        // Stable: equal starts keep file order.
+        cs.sort_by_key(|c| c.ts);
+        let visits = ops.in_key_order(lane as u32).map(|o| Visit {
+            pos: o.pos,
+            ts: o.ts,
+            end: end_of(o.ts, o.dur),
+            scope: o.cat != 2,
+            tag: Tag::default(),
+        });
+        let by_start = cs.iter().enumerate().map(|(k, c)| (k as u32, c.ts));
+        let mut found = Found {
+            calls: cs,
+            out: &mut out,
+            with_ops,
+        };
+        sweep_thread(visits, by_start, &mut found);
     }
+    out
 }
 
-/// Links what the read kept.
-pub(crate) fn link(st: Export, trace: &Finished<'_>) -> Linkedup {
-    let Export {
-        ops: kept,
-        ext,
-        texts,
-        launch,
-        ..
-    } = st;
-    let HostLinks {
-        names,
-        lanes,
-        host,
-        calls,
-        acts,
-        mut counts,
-    } = kept;
-    let ops = host.into_vec();
-    let calls = calls.into_vec();
-    let acts = acts.into_vec();
-    let (own, dup) = launch::owners(calls.iter().map(|c| c.corr), acts.iter().copied());
-    counts.duplicate_runtime_correlation = dup;
-    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
-    let launched = launch::launches(
-        calls.iter().map(|c| c.name),
-        acts.iter().copied(),
-        &own,
-        &names,
-    );
-    let Contained {
-        parent: op_parent,
-        depth: op_depth,
-        launcher: call_launcher,
-        top: call_top,
-    } = contain(lanes.len(), &ops, &calls);
-
-    let mut replays = 0u32;
-    let call_replay = launched
-        .iter()
-        .map(|l| {
-            (l.graph && l.first.is_some()).then(|| {
-                replays += 1;
-                replays - 1
-            })
-        })
-        .collect();
-
-    let (grammar, steps) = windows::step_windows(trace.steps, || op_steps(&ops, &names, &lanes));
-    let step_ends = windows::window_ends(&steps);
-    let by = windows::by_lane(&steps);
-    let keys: Vec<(String, String)> = (0..lanes.len() as u32)
-        .map(|l| {
-            let l = lanes.resolve(l);
-            (l.pid.to_string(), l.tid.to_string())
-        })
-        .collect();
-    let call_step = calls
-        .iter()
-        .map(|c| {
-            windows::window_at(&by, &steps, &keys[c.lane as usize], c.ts)
-                .flatten()
-                .map(|k| k as u32)
-        })
-        .collect();
-    let mut text_lanes = 0;
-    let lane_ints = (0..lanes.len() as u32)
-        .map(|l| {
-            let l = lanes.resolve(l);
-            let (p, t) = (int_of(&l.pid), int_of(&l.tid));
-            text_lanes += u64::from(p.is_none()) + u64::from(t.is_none());
-            (p, t)
-        })
-        .collect();
-    Linkedup {
-        names,
-        lanes: lane_ints,
-        ops,
-        op_ext: ext,
-        texts,
-        op_parent,
-        op_depth,
-        calls,
-        launched,
-        call_launcher,
-        call_top,
-        call_step,
-        acts,
-        act_config: launch,
-        act_owner: own,
-        call_replay,
-        steps,
-        step_ends,
-        grammar,
-        counts,
-        text_lanes,
-    }
-}
-
-/// C8's `ProfilerStep#<n>` CPU ops (`cpu_op`, `Operator`).
-fn op_steps(ops: &[HostOp], names: &Interner, lanes: &LaneTable) -> Vec<StepWindow> {
-    ops.iter()
+/// C8's `ProfilerStep#<n>` CPU ops (`cpu_op`, `Operator`), in file order.
+fn op_steps(ops: &LaneOps, names: &Interner, lanes: &LaneTable) -> Vec<StepWindow> {
+    ops.in_file_order()
         .filter(|o| matches!(o.cat, 0 | 3) && windows::is_profiler_step(names.resolve(o.name)))
-        .map(|o| {
+        .map(|o: Op| {
             let l = lanes.resolve(o.lane);
             StepWindow {
                 name: names.resolve(o.name).to_string(),
@@ -262,4 +201,192 @@ fn op_steps(ops: &[HostOp], names: &Interner, lanes: &LaneTable) -> Vec<StepWind
             }
         })
         .collect()
+}
+
+/// Each call's step (I6's window of its lane), [`NONE`] before the first.
+fn call_steps(calls: &Records<Linked>, steps: &[StepWindow], lanes: &LaneTable) -> Vec<u32> {
+    let by = windows::by_lane(steps);
+    let keys: Vec<(String, String)> = (0..lanes.len() as u32)
+        .map(|l| {
+            let l = lanes.resolve(l);
+            (l.pid.to_string(), l.tid.to_string())
+        })
+        .collect();
+    calls
+        .iter()
+        .map(|c| {
+            windows::window_at(&by, steps, &keys[c.lane as usize], c.ts)
+                .flatten()
+                .map_or(NONE, |k| k as u32)
+        })
+        .collect()
+}
+
+/// A lane's (pid, tid) as integers (`None`: not an integer).
+type LaneInts = (Option<i64>, Option<i64>);
+
+/// (pid, tid) of each lane as integers (`None`: not an integer), and how
+/// many values are not.
+fn lane_ints(lanes: &LaneTable) -> (Vec<LaneInts>, u64) {
+    let mut text = 0;
+    let v = (0..lanes.len() as u32)
+        .map(|l| {
+            let l = lanes.resolve(l);
+            let (p, t) = (int_of(&l.pid), int_of(&l.tid));
+            text += u64::from(p.is_none()) + u64::from(t.is_none());
+            (p, t)
+        })
+        .collect();
+    (v, text)
+}
+
+/// Links one trace's kept events and writes its asked tables into the
+/// temporary folder (part `n`), phase by phase (see the module docs).
+pub(crate) fn export_trace(
+    st: Export,
+    trace: &Finished<'_>,
+    n: u64,
+    config: &ExportConfig,
+) -> TracePart {
+    let Export {
+        links,
+        ops,
+        texts,
+        launch: configs,
+        ..
+    } = st;
+    let HostLinks {
+        names,
+        lanes,
+        calls,
+        acts,
+        mut counts,
+        ..
+    } = links;
+    let wants = |t: Table| config.tables.contains(&t);
+    let (lane_ints, text_lanes) = lane_ints(&lanes);
+    let tables = Tables {
+        trace: trace.path,
+        names: &names,
+        lanes: &lane_ints,
+        compression: config.compression,
+    };
+    let file = |t: Table| config.parts.join(format!("{n}.{}", t.file_name()));
+    let mut part = TracePart {
+        path: trace.path.to_string(),
+        complete: true,
+        activities: acts.len() as u64,
+        activities_dur_ns: acts.iter().map(|a| a.dur).fold(0i64, i64::saturating_add),
+        runtime_calls: calls.len() as u64,
+        host_ops: ops.len() as u64,
+        ..TracePart::default()
+    };
+    let done = |part: &mut TracePart, table: Table, r: Result<u64, _>| match r {
+        Ok(rows) => {
+            part.parts.push(PartFile {
+                table,
+                file: file(table).display().to_string(),
+                rows,
+            });
+            true
+        }
+        Err(e) => {
+            part.write_error = Some(e);
+            false
+        }
+    };
+
+    // Phase 1: steps and containment; the ops table; the host ops dropped.
+    let (grammar, steps) = windows::step_windows(trace.steps, || op_steps(&ops, &names, &lanes));
+    let step_ends = windows::window_ends(&steps);
+    let step = call_steps(&calls, &steps, &lanes);
+    let Contained {
+        launcher,
+        top,
+        parent,
+        depth,
+    } = contain(&ops, &calls, lanes.len(), wants(Table::Ops));
+    let mut ok = true;
+    if wants(Table::Ops) {
+        let r = tables.ops(&file(Table::Ops), &ops, &parent, &depth, &texts);
+        ok = done(&mut part, Table::Ops, r);
+    }
+    drop((ops, parent, depth, texts));
+
+    // Phase 2: owners and launch figures; the other tables.
+    let (own, dup) = launch::owners(calls.iter().map(|c| c.corr), acts.iter());
+    counts.duplicate_runtime_correlation = dup;
+    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
+    let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
+    let mut replays = 0u32;
+    let replay: Vec<u32> = launched
+        .iter()
+        .map(|l| {
+            if l.graph && l.first.is_some() {
+                replays += 1;
+                replays - 1
+            } else {
+                NONE
+            }
+        })
+        .collect();
+    part.launches_with_activities = launched.iter().filter(|x| x.first.is_some()).count() as u64;
+    part.graph_launches = u64::from(replays);
+    part.steps = steps.len() as u64;
+    part.step_grammar = grammar.clone();
+    let links = CallLinks {
+        names: calls.iter().map(|c| c.name).collect(),
+        replay,
+        launcher,
+        top,
+        step,
+    };
+    for table in [Table::Activities, Table::Launches, Table::Steps] {
+        if !ok || !wants(table) {
+            continue;
+        }
+        let path = file(table);
+        let r = match table {
+            Table::Activities => tables.activities(&path, &acts, &configs, &own, &links),
+            Table::Launches => tables.launches(&path, &calls, &launched, &links),
+            _ => tables.steps(&path, &steps, &step_ends, grammar.as_deref()),
+        };
+        ok = done(&mut part, table, r);
+    }
+    part.parts.sort_by_key(|p| p.table);
+    part.notes = notes(&counts, names.cut() as u64, steps.is_empty(), text_lanes);
+    part
+}
+
+/// The notes of a trace's bad input (ops' wording) and of its steps.
+fn notes(counts: &InputCounts, cut: u64, no_steps: bool, text_lanes: u64) -> Vec<String> {
+    let mut v = counts.notes(cut);
+    if no_steps {
+        v.push("no step annotations (C8): the step columns are null".into());
+    }
+    if text_lanes > 0 {
+        v.push(format!(
+            "{text_lanes} pid/tid values are not integers: null in the tables"
+        ));
+    }
+    v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Depths;
+
+    /// Depths below 255 are a byte; deeper ones are kept beside, exactly.
+    #[test]
+    fn depths_past_a_byte() {
+        let mut d = Depths::with_len(4);
+        for (pos, depth) in [(0, 0), (1, 254), (2, 255), (3, 1_000_000)] {
+            d.set(pos, depth);
+        }
+        let got: Vec<u32> = (0..4).map(|p| d.get(p)).collect();
+        assert_eq!(got, vec![0, 254, 255, 1_000_000]);
+        d.set(2, 3);
+        assert_eq!(d.get(2), 3);
+        assert_eq!(d.get(9), 0);
+    }
 }

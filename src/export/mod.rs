@@ -5,15 +5,20 @@
 //! Not an analysis of the registry: it writes files, not a report. It is a
 //! library call, [`run`], that the command line and the Python package
 //! wrap. The read is the engine's (`analysis::drive` through a [`Plan`]
-//! holding the streaming state [`Export`], an [`Analysis`]); the state is
-//! the `ops` analysis's own (`hostops::HostLinks`, the neutral module both
-//! build on: the same events, the same C1/C2 rules and links, so the
-//! counts agree with `ops` by construction) plus each host op's External id.
+//! holding the streaming state [`Export`], an [`Analysis`]); the rules are
+//! the `ops` analysis's own (`hostops::HostLinks::keep`, the neutral module
+//! both build on: the same events, the same C1/C2 rules and links, so the
+//! counts agree with `ops` by construction). The host ops are kept per
+//! thread with their External ids and input texts ([`lanes`]), each
+//! activity's launch configuration as an id of the distinct ones
+//! ([`Configs`]).
 //!
 //! ```text
-//! TRACE… ─ read_all (traces side by side, -j) ─► Export::push (ops' records + External ids)
-//!            finish, per trace: link.rs (owners C3, launch figures O6, enclosers C4–C5,
-//!            step windows C8/I6) ─► write.rs: DIR/.torchtrace-export-<pid>/<n>.<table>.parquet
+//! TRACE… ─ read_all (traces side by side, -j) ─► Export::push (calls, activities: ops' records;
+//!            host ops: lanes.rs, per thread; launch configurations: Configs)
+//!            finish, per trace (link.rs): step windows C8/I6, one containment sweep per thread
+//!            (C4–C5, O2, O4) ─► ops table, host ops dropped ─► owners C3, launch figures O6
+//!            ─► activities, launches, steps tables (write.rs: DIR/.torchtrace-export-<pid>/<n>.<table>.parquet)
 //! run, in trace order: one trace → rename each part to DIR/<table>.parquet;
 //!            several → the parts copied batch by batch into DIR/.<table>.parquet.partial,
 //!            renamed to DIR/<table>.parquet; the temporary folder removed
@@ -24,6 +29,7 @@
 //! are removed.
 
 pub mod campaign;
+mod lanes;
 mod link;
 pub mod report;
 mod write;
@@ -33,7 +39,7 @@ mod tests;
 
 use crate::analysis::{Analysis, Finished, Plan};
 use crate::api::{self, ApiError, Common, Message, Outcome};
-use crate::hostops::HostLinks;
+use crate::hostops::{HostLinks, Kept};
 use crate::store::pack::{Fields, Packed, Record, Records};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -147,44 +153,12 @@ pub struct ExportConfig {
 }
 
 /// A host op's External id and its `Input Dims` / `Input type` texts (ids
-/// in [`Texts`]), kept beside ops' record of it.
+/// in [`Texts`]), kept in its record ([`lanes`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Ext {
     pub external_id: Option<i64>,
     pub input_dims: Option<u32>,
     pub input_type: Option<u32>,
-}
-
-impl Record for Ext {
-    type Prev = i64;
-
-    fn write(&self, prev: &mut i64, p: &mut Packed) {
-        // One flag word: bit 0 an External id, then each text's id + 1 (0: none).
-        p.u(u64::from(self.external_id.is_some()));
-        if let Some(v) = self.external_id {
-            p.delta(v, *prev);
-            *prev = v;
-        }
-        for t in [self.input_dims, self.input_type] {
-            p.u(t.map_or(0, |t| u64::from(t) + 1));
-        }
-    }
-
-    fn read(prev: &mut i64, f: &mut impl Fields) -> Ext {
-        let external_id = (f.u() != 0).then(|| {
-            let v = f.delta(*prev);
-            *prev = v;
-            v
-        });
-        let mut text = || f.u().checked_sub(1).map(|t| t as u32);
-        let input_dims = text();
-        let input_type = text();
-        Ext {
-            external_id,
-            input_dims,
-            input_type,
-        }
-    }
 }
 
 /// The distinct `Input Dims` / `Input type` texts of a trace, each kept
@@ -213,7 +187,7 @@ impl Texts {
 
 /// A kernel's launch configuration, kept beside ops' record of the
 /// activity (`None` where the trace does not write it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
 pub(crate) struct Config3 {
     pub grid: Option<[i64; 3]>,
     pub block: Option<[i64; 3]>,
@@ -254,13 +228,85 @@ impl Record for Config3 {
     }
 }
 
+/// The most distinct launch configurations [`Configs`] keeps once each;
+/// later new ones are kept whole in their activity's record, so a trace of
+/// all-different configurations costs its records, not a table as large.
+const CONFIGS_KEPT: usize = 1 << 16;
+
+/// An activity's launch configuration: its id in [`Configs::list`], or
+/// itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ConfigRef {
+    Id(u32),
+    Whole(Config3),
+}
+
+impl Record for ConfigRef {
+    type Prev = ();
+    /// A tag and a whole configuration: nine varints.
+    const MAX_BYTES: usize = 96;
+
+    fn write(&self, prev: &mut (), p: &mut Packed) {
+        match self {
+            ConfigRef::Id(i) => p.u(u64::from(*i) + 1),
+            ConfigRef::Whole(c) => {
+                p.u(0);
+                c.write(prev, p);
+            }
+        }
+    }
+
+    fn read(prev: &mut (), f: &mut impl Fields) -> ConfigRef {
+        match f.u() {
+            0 => ConfigRef::Whole(Config3::read(prev, f)),
+            i => ConfigRef::Id((i - 1) as u32),
+        }
+    }
+}
+
+/// Every activity's launch configuration, in file order: vLLM's kernels
+/// repeat a few thousand configurations, so each distinct one is kept once
+/// and an activity keeps its id (≈ 1–2 B, where a whole one was ≈ 10 B).
+#[derive(Debug, Default)]
+pub(crate) struct Configs {
+    ids: std::collections::HashMap<Config3, u32>,
+    list: Vec<Config3>,
+    refs: Records<ConfigRef>,
+}
+
+impl Configs {
+    fn push(&mut self, c: Config3) {
+        let r = match self.ids.get(&c) {
+            Some(&i) => ConfigRef::Id(i),
+            None if self.list.len() < CONFIGS_KEPT => {
+                let i = self.list.len() as u32;
+                self.list.push(c);
+                self.ids.insert(c, i);
+                ConfigRef::Id(i)
+            }
+            None => ConfigRef::Whole(c),
+        };
+        self.refs.push(&r);
+    }
+
+    /// The configurations in file order, decoded one by one.
+    pub fn iter(&self) -> impl Iterator<Item = Config3> + '_ {
+        self.refs.iter().map(|r| match r {
+            ConfigRef::Id(i) => self.list.get(i as usize).copied().unwrap_or_default(),
+            ConfigRef::Whole(c) => c,
+        })
+    }
+}
+
 /// The streaming state of one trace.
 pub struct Export {
     config: ExportConfig,
-    ops: HostLinks,
-    ext: Records<Ext>,
+    /// `ops`'s runtime calls and activities (its host ops are kept here,
+    /// per thread, in [`lanes::LaneOps`]).
+    links: HostLinks,
+    ops: lanes::LaneOps,
     texts: Texts,
-    launch: Records<Config3>,
+    launch: Configs,
 }
 
 impl Analysis for Export {
@@ -272,69 +318,60 @@ impl Analysis for Export {
     fn start(config: &ExportConfig) -> Self {
         Export {
             config: config.clone(),
-            ops: HostLinks::default(),
-            ext: Records::default(),
+            links: HostLinks::default(),
+            ops: lanes::LaneOps::default(),
             texts: Texts::default(),
-            launch: Records::default(),
+            launch: Configs::default(),
         }
     }
 
     fn prefilter(&self) -> Prefilter {
-        self.ops.prefilter()
+        self.links.prefilter()
     }
 
-    /// `ops`'s push; a host op it kept gets its External id and input texts beside it, an
-    /// activity its launch configuration.
+    /// `ops`'s rules (C1–C2); a host op is kept with its External id and
+    /// input texts, an activity with its launch configuration.
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        let (host, acts) = (self.ops.host.len(), self.ops.acts.len());
-        self.ops.push(ev, at);
-        if self.ops.host.len() > host {
-            let a = &ev.args;
-            let input_dims = a.input_dims.as_deref().map(|t| self.texts.id(t));
-            let input_type = a.input_type.as_deref().map(|t| self.texts.id(t));
-            self.ext.push(&Ext {
-                external_id: a.external_id,
-                input_dims,
-                input_type,
-            });
-        } else if self.ops.acts.len() > acts {
-            let a = &ev.args;
-            self.launch.push(&Config3 {
+        let a = &ev.args;
+        match self.links.keep(ev, at) {
+            Some(Kept::Host(o)) => {
+                let input_dims = a.input_dims.as_deref().map(|t| self.texts.id(t));
+                let input_type = a.input_type.as_deref().map(|t| self.texts.id(t));
+                self.ops.push(lanes::Op {
+                    lane: o.lane,
+                    pos: 0,
+                    ts: o.ts,
+                    dur: o.dur,
+                    index: o.index,
+                    name: o.name,
+                    cat: o.cat,
+                    ext: Ext {
+                        external_id: a.external_id,
+                        input_dims,
+                        input_type,
+                    },
+                });
+            }
+            Some(Kept::Activity) => self.launch.push(Config3 {
                 grid: a.grid,
                 block: a.block,
                 registers: a.registers,
                 shared_memory: a.shared_memory,
-            });
+            }),
+            _ => {}
         }
     }
 
     fn finish(self, trace: &Finished<'_>) -> TracePart {
         let n = self.config.next.fetch_add(1, Ordering::Relaxed);
         let config = self.config.clone();
-        let linked = link::link(self, trace);
-        let mut part = write::write_part(&linked, trace.path, n, &config);
-        part.notes = notes(&linked);
+        let mut part = link::export_trace(self, trace, n, &config);
         if let Some(e) = trace.error_text() {
             part.complete = false;
             part.error = Some(e);
         }
         part
     }
-}
-
-/// The notes of a trace's bad input (ops' wording) and of its steps.
-fn notes(l: &link::Linkedup) -> Vec<String> {
-    let mut v = l.counts.notes(l.names.cut() as u64);
-    if l.steps.is_empty() {
-        v.push("no step annotations (C8): the step columns are null".into());
-    }
-    if l.text_lanes > 0 {
-        v.push(format!(
-            "{} pid/tid values are not integers: null in the tables",
-            l.text_lanes
-        ));
-    }
-    v
 }
 
 /// The temporary folder of this process's parts under `out`.

@@ -216,3 +216,29 @@ fn no_table_and_no_trace_are_errors() {
     ));
     assert!(run(&[], &common, &ExportOptions::default()).is_err());
 }
+
+/// Distinct launch configurations are kept once each up to
+/// `CONFIGS_KEPT`; later new ones whole in their records; all read back in
+/// file order.
+#[test]
+fn configs_kept_once_then_whole() {
+    let mut c = Configs::default();
+    let mut want = Vec::new();
+    let n = 2 * CONFIGS_KEPT as i64;
+    for i in 0..n {
+        // Every third repeats an earlier one; the rest are new.
+        let k = if i % 3 == 0 { i / 7 } else { i };
+        let cfg = Config3 {
+            grid: Some([k, i64::MIN + k, 1]),
+            block: (k % 2 == 0).then_some([k, 1, i64::MAX]),
+            registers: (k % 5 != 0).then_some(k),
+            shared_memory: None,
+        };
+        c.push(cfg);
+        want.push(cfg);
+    }
+    assert_eq!(c.list.len(), CONFIGS_KEPT);
+    assert!(c.iter().eq(want.iter().copied()));
+    c.push(Config3::default());
+    assert_eq!(c.iter().last(), Some(Config3::default()));
+}

@@ -7,10 +7,15 @@
 //! times are int64 ns, exact; ids are the row's position in its table
 //! (file order), per trace.
 
-use super::link::Linkedup;
-use super::report::{PartFile, TableFile, TracePart, WriteFailure};
-use super::{Compression, ExportConfig, ExportError, Table};
-use crate::hostops::launch::end_of;
+use super::lanes::{LaneOps, Op};
+use super::link::Depths;
+use super::report::{TableFile, TracePart, WriteFailure};
+use super::{Compression, Configs, ExportError, Table, Texts};
+use crate::hostops::launch::{end_of, Launch};
+use crate::hostops::Linked;
+use crate::model::{Interner, Sym};
+use crate::store::pack::Records;
+use crate::windows::StepWindow;
 use arrow_array::builder::StringDictionaryBuilder;
 use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch};
@@ -23,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// Rows per record batch handed to the writer.
-pub const BATCH_ROWS: usize = 64 * 1024;
+pub const BATCH_ROWS: usize = 16 * 1024;
 
 /// The most rows of a row group (the writer holds one row group encoded).
 pub const ROW_GROUP_ROWS: usize = 128 * 1024;
@@ -173,197 +178,271 @@ fn id(v: Option<u32>) -> Option<i64> {
     v.map(i64::from)
 }
 
+/// "No row" in a row-id array (a row id is below the rows' count, which
+/// is below `u32::MAX`).
+pub(crate) const NONE: u32 = u32::MAX;
+
+fn nid(v: u32) -> Option<i64> {
+    (v != NONE).then(|| i64::from(v))
+}
+
 const KINDS: [&str; 3] = ["kernel", "memcpy", "memset"];
 
-/// The columns every table starts with: the trace and the row id.
-struct Lead {
-    trace: ArrayRef,
-    rows: std::ops::Range<i64>,
-    n: usize,
+/// What each runtime call links to, by call row id ([`NONE`]: nothing).
+pub(crate) struct CallLinks {
+    pub names: Vec<Sym>,
+    /// Its graph replay: its ordinal among the graph launches that
+    /// launched work.
+    pub replay: Vec<u32>,
+    pub launcher: Vec<u32>,
+    pub top: Vec<u32>,
+    pub step: Vec<u32>,
 }
 
-/// Rows `[lo, hi)` of `table`'s columns.
-fn columns(l: &Linkedup, trace: &str, table: Table, lo: usize, hi: usize) -> Vec<ArrayRef> {
-    let n = hi - lo;
-    let lead = Lead {
-        trace: dict(std::iter::repeat_n(Some(trace), n)),
-        rows: lo as i64..hi as i64,
-        n,
-    };
-    match table {
-        Table::Activities => activities(l, lead, lo, hi),
-        Table::Launches => launches(l, lead, lo, hi),
-        Table::Ops => ops(l, lead, lo, hi),
-        Table::Steps => steps(l, lead, lo, hi),
-    }
+/// What every table of one trace shares: the trace's name, the names, the
+/// lanes as integers, the codec.
+pub(crate) struct Tables<'a> {
+    pub trace: &'a str,
+    pub names: &'a Interner,
+    /// (pid, tid) of each lane as integers (`None`: not an integer).
+    pub lanes: &'a [(Option<i64>, Option<i64>)],
+    pub compression: Compression,
 }
 
-/// The activities table's columns.
-fn activities(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
-    let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
-    let name = |s| Some(l.names.resolve(s));
-    let a = &l.acts[lo..hi];
-    let own = &l.act_owner[lo..hi];
-    let call = |o: &Option<u32>| o.map(|c| c as usize);
-    let mut v = vec![
-        tr,
-        ints(rows),
-        opts(a.iter().map(|x| l.lanes[x.lane as usize].0)),
-        opts(a.iter().map(|x| l.lanes[x.lane as usize].1)),
-        dict(a.iter().map(|x| Some(KINDS[x.code as usize % 3]))),
-        dict(a.iter().map(|x| name(x.name))),
-        ints(a.iter().map(|x| x.ts)),
-        ints(a.iter().map(|x| end_of(x.ts, x.dur))),
-        ints(a.iter().map(|x| x.dur)),
-        opts(a.iter().map(|x| x.corr)),
-        opts(own.iter().map(|o| id(*o))),
-        dict(
-            own.iter()
-                .map(|o| call(o).and_then(|c| name(l.calls[c].name))),
-        ),
-        opts(
-            own.iter()
-                .map(|o| call(o).and_then(|c| id(l.call_replay[c]))),
-        ),
-        opts(
-            own.iter()
-                .map(|o| call(o).and_then(|c| id(l.call_launcher[c]))),
-        ),
-        opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_top[c])))),
-        opts(own.iter().map(|o| call(o).and_then(|c| id(l.call_step[c])))),
-    ];
-    // Decoded from the varint stream for this batch only.
-    let k: Vec<super::Config3> = l.act_config.iter().skip(lo).take(n).collect();
-    for d in 0..3 {
-        v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
-    }
-    for d in 0..3 {
-        v.push(opts(k.iter().map(|x| x.block.map(|b| b[d]))));
-    }
-    v.push(opts(k.iter().map(|x| x.registers)));
-    v.push(opts(k.iter().map(|x| x.shared_memory)));
-    v
-}
-
-/// The launches table's columns.
-fn launches(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
-    let (tr, rows) = (lead.trace, lead.rows);
-    let name = |s| Some(l.names.resolve(s));
-    let c = &l.calls[lo..hi];
-    let la = &l.launched[lo..hi];
-    vec![
-        tr,
-        ints(rows),
-        opts(c.iter().map(|x| l.lanes[x.lane as usize].0)),
-        opts(c.iter().map(|x| l.lanes[x.lane as usize].1)),
-        dict(c.iter().map(|x| name(x.name))),
-        ints(c.iter().map(|x| x.ts)),
-        ints(c.iter().map(|x| end_of(x.ts, x.dur))),
-        ints(c.iter().map(|x| x.dur)),
-        opts(c.iter().map(|x| x.corr)),
-        ints(la.iter().map(|x| x.acts as i64)),
-        ints(la.iter().map(|x| x.gpu)),
-        opts(la.iter().map(|x| x.first)),
-        opts(
-            c.iter()
-                .zip(la)
-                .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
-        ),
-        opts(
-            c.iter()
-                .zip(la)
-                .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
-        ),
-        Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
-        opts(l.call_replay[lo..hi].iter().map(|v| id(*v))),
-        opts(l.call_launcher[lo..hi].iter().map(|v| id(*v))),
-        opts(l.call_top[lo..hi].iter().map(|v| id(*v))),
-        opts(l.call_step[lo..hi].iter().map(|v| id(*v))),
+/// The columns every table starts with: the trace and the row ids.
+fn lead(trace: &str, lo: usize, hi: usize) -> [ArrayRef; 2] {
+    [
+        dict(std::iter::repeat_n(Some(trace), hi - lo)),
+        ints(lo as i64..hi as i64),
     ]
 }
 
-/// The ops table's columns.
-fn ops(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
-    let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
-    let name = |s| Some(l.names.resolve(s));
-    let o = &l.ops[lo..hi];
-    let cats = crate::hostops::HOST_CATEGORIES;
-    let ext: Vec<super::Ext> = l.op_ext.iter().skip(lo).take(n).collect();
-    vec![
-        tr,
-        ints(rows),
-        opts(o.iter().map(|x| l.lanes[x.lane as usize].0)),
-        opts(o.iter().map(|x| l.lanes[x.lane as usize].1)),
-        dict(o.iter().map(|x| Some(cats[x.cat as usize % 4]))),
-        dict(o.iter().map(|x| name(x.name))),
-        ints(o.iter().map(|x| x.ts)),
-        ints(o.iter().map(|x| end_of(x.ts, x.dur))),
-        ints(o.iter().map(|x| x.dur)),
-        opts(l.op_parent[lo..hi].iter().map(|v| id(*v))),
-        Arc::new(Int32Array::from_iter_values(
-            l.op_depth[lo..hi]
-                .iter()
-                .map(|&d| d.min(i32::MAX as u32) as i32),
-        )),
-        opts(ext.iter().map(|e| e.external_id)),
-        dict(ext.iter().map(|e| l.texts.resolve(e.input_dims))),
-        dict(ext.iter().map(|e| l.texts.resolve(e.input_type))),
-    ]
+/// The next `n` items of `it`.
+fn take<T>(it: &mut impl Iterator<Item = T>, n: usize) -> Vec<T> {
+    it.by_ref().take(n).collect()
 }
 
-/// The steps table's columns.
-fn steps(l: &Linkedup, lead: Lead, lo: usize, hi: usize) -> Vec<ArrayRef> {
-    let (tr, rows, n) = (lead.trace, lead.rows, lead.n);
-    let s = &l.steps[lo..hi];
-    let parsed: Vec<Option<crate::steps::Step>> =
-        s.iter().map(|w| crate::steps::parse(&w.name)).collect();
-    let grammar = l.grammar.as_deref().unwrap_or("");
-    vec![
-        tr,
-        ints(rows),
-        dict(s.iter().map(|w| Some(w.name.as_str()))),
-        opts(s.iter().map(|w| w.lane.0.parse().ok())),
-        opts(s.iter().map(|w| w.lane.1.parse().ok())),
-        ints(s.iter().map(|w| w.start)),
-        ints(s.iter().map(|w| w.ann_end)),
-        opts(l.step_ends[lo..hi].iter().copied()),
-        dict(std::iter::repeat_n(Some(grammar), n)),
-        opts(
-            parsed
-                .iter()
-                .map(|p| p.as_ref().map(|p| p.context_reqs as i64)),
-        ),
-        opts(
-            parsed
-                .iter()
-                .map(|p| p.as_ref().map(|p| p.generation_reqs as i64)),
-        ),
-        opts(parsed.iter().map(|p| {
-            p.as_ref()
-                .and_then(|p| p.generation_tokens)
-                .map(|t| t as i64)
-        })),
-    ]
-}
+impl Tables<'_> {
+    fn name(&self, s: Sym) -> Option<&str> {
+        Some(self.names.resolve(s))
+    }
 
-fn rows_of(l: &Linkedup, table: Table) -> usize {
-    match table {
-        Table::Activities => l.acts.len(),
-        Table::Launches => l.calls.len(),
-        Table::Ops => l.ops.len(),
-        Table::Steps => l.steps.len(),
+    fn pid(&self, lane: u32) -> Option<i64> {
+        self.lanes.get(lane as usize).and_then(|l| l.0)
+    }
+
+    fn tid(&self, lane: u32) -> Option<i64> {
+        self.lanes.get(lane as usize).and_then(|l| l.1)
+    }
+
+    /// The activities table: the records decoded a batch at a time.
+    pub fn activities(
+        &self,
+        path: &Path,
+        acts: &Records<Linked>,
+        configs: &Configs,
+        own: &[Option<u32>],
+        calls: &CallLinks,
+    ) -> Result<u64, WriteFailure> {
+        let (mut a_it, mut k_it) = (acts.iter(), configs.iter());
+        let call = |o: &Option<u32>| o.map(|c| c as usize);
+        let link = |o: &Option<u32>, of: &[u32]| call(o).and_then(|c| nid(of[c]));
+        write_table(
+            path,
+            Table::Activities,
+            self.compression,
+            acts.len(),
+            |lo, hi| {
+                let a = take(&mut a_it, hi - lo);
+                let k = take(&mut k_it, hi - lo);
+                let own = &own[lo..hi];
+                let mut v = lead(self.trace, lo, hi).to_vec();
+                v.extend([
+                    opts(a.iter().map(|x| self.pid(x.lane))),
+                    opts(a.iter().map(|x| self.tid(x.lane))),
+                    dict(a.iter().map(|x| Some(KINDS[x.code as usize % 3]))),
+                    dict(a.iter().map(|x| self.name(x.name))),
+                    ints(a.iter().map(|x| x.ts)),
+                    ints(a.iter().map(|x| end_of(x.ts, x.dur))),
+                    ints(a.iter().map(|x| x.dur)),
+                    opts(a.iter().map(|x| x.corr)),
+                    opts(own.iter().map(|o| id(*o))),
+                    dict(
+                        own.iter()
+                            .map(|o| call(o).and_then(|c| self.name(calls.names[c]))),
+                    ),
+                    opts(own.iter().map(|o| link(o, &calls.replay))),
+                    opts(own.iter().map(|o| link(o, &calls.launcher))),
+                    opts(own.iter().map(|o| link(o, &calls.top))),
+                    opts(own.iter().map(|o| link(o, &calls.step))),
+                ]);
+                for d in 0..3 {
+                    v.push(opts(k.iter().map(|x| x.grid.map(|g| g[d]))));
+                }
+                for d in 0..3 {
+                    v.push(opts(k.iter().map(|x| x.block.map(|b| b[d]))));
+                }
+                v.push(opts(k.iter().map(|x| x.registers)));
+                v.push(opts(k.iter().map(|x| x.shared_memory)));
+                v
+            },
+        )
+    }
+
+    /// The launches table.
+    pub fn launches(
+        &self,
+        path: &Path,
+        calls: &Records<Linked>,
+        launched: &[Launch],
+        links: &CallLinks,
+    ) -> Result<u64, WriteFailure> {
+        let mut c_it = calls.iter();
+        let ids = |v: &[u32]| opts(v.iter().map(|&x| nid(x)));
+        write_table(
+            path,
+            Table::Launches,
+            self.compression,
+            calls.len(),
+            |lo, hi| {
+                let c = take(&mut c_it, hi - lo);
+                let la = &launched[lo..hi];
+                let mut v = lead(self.trace, lo, hi).to_vec();
+                v.extend([
+                    opts(c.iter().map(|x| self.pid(x.lane))),
+                    opts(c.iter().map(|x| self.tid(x.lane))),
+                    dict(c.iter().map(|x| self.name(x.name))),
+                    ints(c.iter().map(|x| x.ts)),
+                    ints(c.iter().map(|x| end_of(x.ts, x.dur))),
+                    ints(c.iter().map(|x| x.dur)),
+                    opts(c.iter().map(|x| x.corr)),
+                    ints(la.iter().map(|x| i64::from(x.acts))),
+                    ints(la.iter().map(|x| x.gpu)),
+                    opts(la.iter().map(|x| x.first)),
+                    opts(
+                        c.iter()
+                            .zip(la)
+                            .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
+                    ),
+                    opts(
+                        c.iter()
+                            .zip(la)
+                            .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
+                    ),
+                    Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
+                    ids(&links.replay[lo..hi]),
+                    ids(&links.launcher[lo..hi]),
+                    ids(&links.top[lo..hi]),
+                    ids(&links.step[lo..hi]),
+                ]);
+                v
+            },
+        )
+    }
+
+    /// The ops table, in file order (row ids are the ops' positions).
+    pub fn ops(
+        &self,
+        path: &Path,
+        ops: &LaneOps,
+        parent: &[u32],
+        depth: &Depths,
+        texts: &Texts,
+    ) -> Result<u64, WriteFailure> {
+        let mut it = ops.in_file_order();
+        let cats = crate::hostops::HOST_CATEGORIES;
+        write_table(path, Table::Ops, self.compression, ops.len(), |lo, hi| {
+            let o: Vec<Op> = take(&mut it, hi - lo);
+            let mut v = lead(self.trace, lo, hi).to_vec();
+            v.extend([
+                opts(o.iter().map(|x| self.pid(x.lane))),
+                opts(o.iter().map(|x| self.tid(x.lane))),
+                dict(o.iter().map(|x| Some(cats[x.cat as usize % 4]))),
+                dict(o.iter().map(|x| self.name(x.name))),
+                ints(o.iter().map(|x| x.ts)),
+                ints(o.iter().map(|x| end_of(x.ts, x.dur))),
+                ints(o.iter().map(|x| x.dur)),
+                opts(parent[lo..hi].iter().map(|&p| nid(p))),
+                Arc::new(Int32Array::from_iter_values(
+                    o.iter()
+                        .map(|x| depth.get(x.pos).min(i32::MAX as u32) as i32),
+                )),
+                opts(o.iter().map(|x| x.ext.external_id)),
+                dict(o.iter().map(|x| texts.resolve(x.ext.input_dims))),
+                dict(o.iter().map(|x| texts.resolve(x.ext.input_type))),
+            ]);
+            v
+        })
+    }
+
+    /// The steps table.
+    pub fn steps(
+        &self,
+        path: &Path,
+        steps: &[StepWindow],
+        ends: &[Option<i64>],
+        grammar: Option<&str>,
+    ) -> Result<u64, WriteFailure> {
+        let grammar = grammar.unwrap_or("");
+        write_table(
+            path,
+            Table::Steps,
+            self.compression,
+            steps.len(),
+            |lo, hi| {
+                let s = &steps[lo..hi];
+                let parsed: Vec<Option<crate::steps::Step>> =
+                    s.iter().map(|w| crate::steps::parse(&w.name)).collect();
+                let mut v = lead(self.trace, lo, hi).to_vec();
+                v.extend([
+                    dict(s.iter().map(|w| Some(w.name.as_str()))),
+                    opts(s.iter().map(|w| w.lane.0.parse().ok())),
+                    opts(s.iter().map(|w| w.lane.1.parse().ok())),
+                    ints(s.iter().map(|w| w.start)),
+                    ints(s.iter().map(|w| w.ann_end)),
+                    opts(ends[lo..hi].iter().copied()),
+                    dict(std::iter::repeat_n(Some(grammar), hi - lo)),
+                    opts(
+                        parsed
+                            .iter()
+                            .map(|p| p.as_ref().map(|p| p.context_reqs as i64)),
+                    ),
+                    opts(
+                        parsed
+                            .iter()
+                            .map(|p| p.as_ref().map(|p| p.generation_reqs as i64)),
+                    ),
+                    opts(parsed.iter().map(|p| {
+                        p.as_ref()
+                            .and_then(|p| p.generation_tokens)
+                            .map(|t| t as i64)
+                    })),
+                ]);
+                v
+            },
+        )
     }
 }
 
-fn properties(compression: Compression) -> WriterProperties {
+fn properties(compression: Compression, sch: &SchemaRef) -> WriterProperties {
     use parquet::basic::{Compression as P, ZstdLevel};
     let codec = match compression {
         Compression::Zstd => P::ZSTD(ZstdLevel::default()),
         Compression::Snappy => P::SNAPPY,
         Compression::None => P::UNCOMPRESSED,
     };
-    WriterProperties::builder()
-        .set_compression(codec)
+    let mut b = WriterProperties::builder()
+        .set_dictionary_enabled(false)
+        .set_encoding(parquet::basic::Encoding::DELTA_BINARY_PACKED);
+    for f in sch.fields() {
+        if matches!(f.data_type(), DataType::Dictionary(..)) {
+            b = b.set_column_dictionary_enabled(f.name().as_str().into(), true);
+        }
+        if !matches!(f.data_type(), DataType::Int64 | DataType::Int32) {
+            b = b.set_column_encoding(f.name().as_str().into(), parquet::basic::Encoding::PLAIN);
+        }
+    }
+    b.set_compression(codec)
         .set_max_row_group_row_count(Some(ROW_GROUP_ROWS))
         .set_created_by(format!("torchtrace {}", env!("CARGO_PKG_VERSION")))
         .build()
@@ -379,61 +458,31 @@ fn failure(path: &Path, e: impl std::fmt::Display) -> WriteFailure {
 /// A new Parquet file at `path` with `table`'s schema.
 fn writer(path: &Path, table: Table, c: Compression) -> Result<ArrowWriter<File>, WriteFailure> {
     let f = File::create(path).map_err(|e| failure(path, e))?;
-    ArrowWriter::try_new(f, schema(table), Some(properties(c))).map_err(|e| failure(path, e))
+    ArrowWriter::try_new(f, schema(table), Some(properties(c, &schema(table))))
+        .map_err(|e| failure(path, e))
 }
 
+/// Writes `n` rows of `table` at `path`, the columns of rows `[lo, hi)`
+/// built by `columns` a record batch at a time, in order.
 fn write_table(
-    l: &Linkedup,
-    trace: &str,
-    table: Table,
     path: &Path,
+    table: Table,
     c: Compression,
+    n: usize,
+    mut columns: impl FnMut(usize, usize) -> Vec<ArrayRef>,
 ) -> Result<u64, WriteFailure> {
     let mut w = writer(path, table, c)?;
-    let n = rows_of(l, table);
     let sch = schema(table);
     let mut lo = 0;
     while lo < n {
         let hi = (lo + BATCH_ROWS).min(n);
-        let batch = RecordBatch::try_new(sch.clone(), columns(l, trace, table, lo, hi))
-            .map_err(|e| failure(path, e))?;
+        let batch =
+            RecordBatch::try_new(sch.clone(), columns(lo, hi)).map_err(|e| failure(path, e))?;
         w.write(&batch).map_err(|e| failure(path, e))?;
         lo = hi;
     }
     w.close().map_err(|e| failure(path, e))?;
     Ok(n as u64)
-}
-
-/// Writes one trace's tables into the temporary folder (part `n`).
-pub(crate) fn write_part(l: &Linkedup, trace: &str, n: u64, config: &ExportConfig) -> TracePart {
-    let mut part = TracePart {
-        path: trace.to_string(),
-        complete: true,
-        activities: l.acts.len() as u64,
-        activities_dur_ns: l.acts.iter().map(|a| a.dur).fold(0i64, i64::saturating_add),
-        runtime_calls: l.calls.len() as u64,
-        launches_with_activities: l.launched.iter().filter(|x| x.first.is_some()).count() as u64,
-        graph_launches: l.call_replay.iter().filter(|r| r.is_some()).count() as u64,
-        host_ops: l.ops.len() as u64,
-        steps: l.steps.len() as u64,
-        step_grammar: l.grammar.clone(),
-        ..TracePart::default()
-    };
-    for &table in &config.tables {
-        let file = config.parts.join(format!("{n}.{}", table.file_name()));
-        match write_table(l, trace, table, &file, config.compression) {
-            Ok(rows) => part.parts.push(PartFile {
-                table,
-                file: file.display().to_string(),
-                rows,
-            }),
-            Err(e) => {
-                part.write_error = Some(e);
-                break;
-            }
-        }
-    }
-    part
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
@@ -472,7 +521,8 @@ pub(crate) fn copy_parts(
     c: Compression,
 ) -> Result<(), ExportError> {
     let f = File::create(to).map_err(io_err(to))?;
-    let mut w = ArrowWriter::try_new(f, sch.clone(), Some(properties(c))).map_err(pq_err(to))?;
+    let mut w =
+        ArrowWriter::try_new(f, sch.clone(), Some(properties(c, sch))).map_err(pq_err(to))?;
     for p in parts {
         let from = p.file;
         let f = File::open(from).map_err(io_err(from))?;

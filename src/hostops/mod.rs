@@ -186,6 +186,17 @@ pub struct HostLinks {
     pub(crate) counts: InputCounts,
 }
 
+/// What [`HostLinks::keep`] found an event to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// A host op, for the caller to keep.
+    Host(HostOp),
+    /// A runtime call, kept.
+    Runtime,
+    /// A device activity, kept.
+    Activity,
+}
+
 /// The category class of an event (C2).
 enum Class {
     Host(u8),
@@ -231,16 +242,23 @@ impl HostLinks {
 
     /// Keeps one event of the three classes (C1–C2).
     pub fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        if ev.ph != "X" {
-            return;
+        if let Some(Kept::Host(op)) = self.keep(ev, at) {
+            self.host.push(&op);
         }
-        let Some(class) = class_of(&ev.cat) else {
-            return;
-        };
+    }
+
+    /// C1–C2 for one event: counts its bad input, keeps a runtime call or
+    /// an activity, and hands back what it was; a host op is the caller's
+    /// to keep (`ops` in [`HostLinks::host`], `export` per thread).
+    pub(crate) fn keep(&mut self, ev: &Event<'_>, at: EventPos) -> Option<Kept> {
+        if ev.ph != "X" {
+            return None;
+        }
+        let class = class_of(&ev.cat)?;
         // C1: an event without ts is skipped; dur < 0 is clamped to 0.
         let Some(ts) = ev.ts else {
             self.counts.no_ts += 1;
-            return;
+            return None;
         };
         if ev.dur.is_some_and(|d| d.0 < 0) {
             self.counts.negative_dur_clamped += 1;
@@ -253,19 +271,19 @@ impl HostLinks {
                 if ev.args.finished == Some(false) || ev.dur.is_none() {
                     self.counts.unfinished_host_ops += 1;
                 }
-                self.host.push(&HostOp {
+                Some(Kept::Host(HostOp {
                     lane,
                     ts: ts.0,
                     dur,
                     index: at.index,
                     name,
                     cat,
-                });
+                }))
             }
             Class::Runtime | Class::Activity(_) => {
-                let (code, to) = match class {
-                    Class::Activity(k) => (k, &mut self.acts),
-                    _ => (0, &mut self.calls),
+                let (code, to, kept) = match class {
+                    Class::Activity(k) => (k, &mut self.acts, Kept::Activity),
+                    _ => (0, &mut self.calls, Kept::Runtime),
                 };
                 to.push(&Linked {
                     lane,
@@ -276,6 +294,7 @@ impl HostLinks {
                     code,
                     corr: ev.args.correlation,
                 });
+                Some(kept)
             }
         }
     }

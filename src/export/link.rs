@@ -316,13 +316,13 @@ pub(crate) fn export_trace(
     // Phase 2: owners and launch figures; the other tables.
     let (own, dup) = launch::owners(calls.iter().map(|c| c.corr), acts.iter());
     counts.duplicate_runtime_correlation = dup;
-    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
+    counts.unlinked_activities = own.unowned();
     let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
     let mut replays = 0u32;
     let replay: Vec<u32> = launched
         .iter()
         .map(|l| {
-            if l.graph && l.first.is_some() {
+            if l.graph && l.first().is_some() {
                 replays += 1;
                 replays - 1
             } else {
@@ -330,7 +330,7 @@ pub(crate) fn export_trace(
             }
         })
         .collect();
-    part.launches_with_activities = launched.iter().filter(|x| x.first.is_some()).count() as u64;
+    part.launches_with_activities = launched.iter().filter(|x| x.first().is_some()).count() as u64;
     part.graph_launches = u64::from(replays);
     part.steps = steps.len() as u64;
     part.step_grammar = grammar.clone();

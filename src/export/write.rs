@@ -241,7 +241,7 @@ impl Tables<'_> {
         path: &Path,
         acts: &Records<Linked>,
         configs: &Configs,
-        own: &[Option<u32>],
+        own: &crate::hostops::launch::Owners,
         calls: &CallLinks,
     ) -> Result<u64, WriteFailure> {
         let (mut a_it, mut k_it) = (acts.iter(), configs.iter());
@@ -255,7 +255,7 @@ impl Tables<'_> {
             |lo, hi| {
                 let a = take(&mut a_it, hi - lo);
                 let k = take(&mut k_it, hi - lo);
-                let own = &own[lo..hi];
+                let own: Vec<Option<u32>> = own.range(lo, hi).collect();
                 let mut v = lead(self.trace, lo, hi).to_vec();
                 v.extend([
                     opts(a.iter().map(|x| self.pid(x.lane))),
@@ -318,16 +318,16 @@ impl Tables<'_> {
                     opts(c.iter().map(|x| x.corr)),
                     ints(la.iter().map(|x| i64::from(x.acts))),
                     ints(la.iter().map(|x| x.gpu)),
-                    opts(la.iter().map(|x| x.first)),
+                    opts(la.iter().map(|x| x.first())),
                     opts(
                         c.iter()
                             .zip(la)
-                            .map(|(x, y)| y.first.map(|f| f.saturating_sub(x.ts))),
+                            .map(|(x, y)| y.first().map(|f| f.saturating_sub(x.ts))),
                     ),
                     opts(
                         c.iter()
                             .zip(la)
-                            .map(|(x, y)| y.first.map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
+                            .map(|(x, y)| y.first().map(|f| f.saturating_sub(end_of(x.ts, x.dur)))),
                     ),
                     Arc::new(la.iter().map(|x| Some(x.graph)).collect::<BooleanArray>()),
                     ids(&links.replay[lo..hi]),

@@ -24,20 +24,21 @@ pub(crate) fn is_graph(name: &str) -> bool {
     name.contains("GraphLaunch")
 }
 
-/// What one runtime call launched (C3, O6): 48 B (counts in u32: one
+/// What one runtime call launched (C3, O6): 32 B (counts in u32: one
 /// launch's activities are far fewer than the 2³² a machine could hold;
-/// added saturating all the same).
+/// added saturating all the same; its kernels are the activities that are
+/// neither memcpys nor memsets).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Launch {
     pub acts: u32,
-    pub kernels: u32,
     pub memcpys: u32,
     pub memsets: u32,
-    pub gpu: i64,
-    /// Its first activity's start (O6: earliest start, then end, then file order).
-    pub first: Option<i64>,
     pub graph: bool,
     pub sync: bool,
+    pub gpu: i64,
+    /// Its first activity's start, when `acts > 0` (O6: earliest start,
+    /// then end, then file order).
+    first_ts: i64,
 }
 
 /// The kind of a launch (O9): graph by name, else memcpy/memset when all
@@ -51,6 +52,18 @@ pub(crate) enum LaunchKind {
 }
 
 impl Launch {
+    /// Its kernels: the activities neither memcpys nor memsets.
+    pub fn kernels(&self) -> u32 {
+        self.acts
+            .saturating_sub(self.memcpys)
+            .saturating_sub(self.memsets)
+    }
+
+    /// Its first activity's start (O6); `None` when it launched nothing.
+    pub fn first(&self) -> Option<i64> {
+        (self.acts > 0).then_some(self.first_ts)
+    }
+
     pub fn kind(&self) -> LaunchKind {
         if self.graph {
             LaunchKind::Graph
@@ -69,6 +82,32 @@ pub(crate) fn end_of(ts: i64, dur: i64) -> i64 {
     ts.saturating_add(dur)
 }
 
+/// Every activity's owning runtime call (C3), 4 B an activity.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Owners(Vec<u32>);
+
+impl Owners {
+    /// No owner: a call's position is below the calls' count, below this.
+    const NONE: u32 = u32::MAX;
+
+    /// The owners in file order.
+    pub fn iter(&self) -> impl Iterator<Item = Option<u32>> + '_ {
+        self.0.iter().map(|&o| (o != Self::NONE).then_some(o))
+    }
+
+    /// Activities `[lo, hi)`'s owners.
+    pub fn range(&self, lo: usize, hi: usize) -> impl Iterator<Item = Option<u32>> + '_ {
+        self.0[lo..hi]
+            .iter()
+            .map(|&o| (o != Self::NONE).then_some(o))
+    }
+
+    /// Activities without an owner (C3's unlinked).
+    pub fn unowned(&self) -> u64 {
+        self.0.iter().filter(|&&o| o == Self::NONE).count() as u64
+    }
+}
+
 /// Every activity's owner (C3: the first runtime call in file order with
 /// its correlation) and the duplicate count. `corrs`: each runtime call's
 /// correlation, in file order; `acts` in file order, decoded as they come
@@ -77,7 +116,7 @@ pub(crate) fn end_of(ts: i64, dur: i64) -> i64 {
 pub(crate) fn owners(
     corrs: impl IntoIterator<Item = Option<i64>>,
     acts: impl IntoIterator<Item = Linked>,
-) -> (Vec<Option<u32>>, u64) {
+) -> (Owners, u64) {
     let corrs = corrs.into_iter();
     let mut first: HashMap<i64, u32> = HashMap::with_capacity(corrs.size_hint().0);
     let mut dup = 0;
@@ -93,9 +132,13 @@ pub(crate) fn owners(
     }
     let own = acts
         .into_iter()
-        .map(|a| a.corr.and_then(|k| first.get(&k).copied()))
+        .map(|a| {
+            a.corr
+                .and_then(|k| first.get(&k).copied())
+                .unwrap_or(Owners::NONE)
+        })
         .collect();
-    (own, dup)
+    (Owners(own), dup)
 }
 
 /// What each runtime call launched; `call_names`: each call's name, in
@@ -103,7 +146,7 @@ pub(crate) fn owners(
 pub(crate) fn launches(
     call_names: impl IntoIterator<Item = crate::model::Sym>,
     acts: impl IntoIterator<Item = Linked>,
-    own: &[Option<u32>],
+    own: &Owners,
     names: &crate::model::Interner,
 ) -> Vec<Launch> {
     let mut out: Vec<Launch> = call_names
@@ -118,8 +161,8 @@ pub(crate) fn launches(
     // then file order — the activities come in file order, so a later one
     // replaces the first only when strictly earlier).
     let mut first_end: Vec<i64> = vec![0; out.len()];
-    for (a, o) in acts.into_iter().zip(own) {
-        let Some(o) = *o else { continue };
+    for (a, o) in acts.into_iter().zip(own.iter()) {
+        let Some(o) = o else { continue };
         let l = &mut out[o as usize];
         l.acts = l.acts.saturating_add(1);
         l.gpu = l.gpu.saturating_add(a.dur);
@@ -132,12 +175,13 @@ pub(crate) fn launches(
                 }
             }
             2 => l.memsets = l.memsets.saturating_add(1),
-            _ => l.kernels = l.kernels.saturating_add(1),
+            _ => {}
         }
         let end = end_of(a.ts, a.dur);
         let f = &mut first_end[o as usize];
-        if l.first.is_none_or(|t| (a.ts, end) < (t, *f)) {
-            l.first = Some(a.ts);
+        // `acts` counts this one already: the first when it is 1.
+        if l.acts == 1 || (a.ts, end) < (l.first_ts, *f) {
+            l.first_ts = a.ts;
             *f = end;
         }
     }

@@ -72,7 +72,7 @@ impl PerLaunch {
 
 /// A set of launches folded as they come (O9): sums and counts, and the
 /// two times whose medians need every value (16 B a launch, where the
-/// launches' whole figures were 48 B).
+/// launches' whole figures are 32 B).
 #[derive(Debug, Default)]
 struct Tally {
     launches: u64,
@@ -300,7 +300,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
     let (own, dup) = owners(corrs, acts.iter());
     counts.duplicate_runtime_correlation = dup;
-    counts.unlinked_activities = own.iter().filter(|o| o.is_none()).count() as u64;
+    counts.unlinked_activities = own.unowned();
     let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
     let host_ops = threads.iter().map(|t| t.len() as u64).sum();
     let mut calls_by_lane: Vec<Vec<u32>> = vec![Vec::new(); lanes.len()];
@@ -421,7 +421,7 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
         }
         // O7's first-launch delay: an instance's earliest self launch (the
         // calls come in start order) less the instance's start.
-        if self.launched[ci as usize].first.is_some() {
+        if self.launched[ci as usize].first().is_some() {
             if let Some(t) = sweep.first_launch(end) {
                 let r = &mut self.rows.rows[t.row as usize].row;
                 r.first_launch_delay_ns_sum =
@@ -476,7 +476,7 @@ fn sweep_threads(
             attributed: &mut attributed,
         };
         let mut span: Option<(i64, i64)> = None;
-        let visits = thread.merged().enumerate().map(|(q, o)| {
+        let visits = thread.into_merged().enumerate().map(|(q, o)| {
             let end = end_of(o.ts, o.dur);
             // Key order: the first op starts first; the last end is a max.
             span = Some(span.map_or((o.ts, end), |(a, b)| (a, b.max(end))));
@@ -534,7 +534,7 @@ fn attribute_call(
     };
     let r = &mut rows.rows[row as usize];
     r.row.runtime_self_ns = r.row.runtime_self_ns.saturating_add(c.dur);
-    let Some(first) = l.first else { return };
+    let Some(first) = l.first() else { return };
     let p = PerLaunch {
         cpu: c.dur,
         gpu: l.gpu,
@@ -561,7 +561,7 @@ fn attribute_call(
 fn add_launch(s: &mut OpRow, l: &Launch, p: &PerLaunch) {
     s.launches_self += 1;
     s.graph_launches_self += u64::from(l.graph);
-    s.kernels_self += u64::from(l.kernels);
+    s.kernels_self += u64::from(l.kernels());
     s.memcpys_self += u64::from(l.memcpys);
     s.memsets_self += u64::from(l.memsets);
     s.gpu_self_ns = s.gpu_self_ns.saturating_add(l.gpu);
@@ -581,7 +581,7 @@ fn point_of(ci: u32, calls: &[Call], launched: &[Launch]) -> Point {
         ts: c.ts,
         end: end_of(c.ts, c.dur),
         w: [
-            i64::from(l.first.is_some()),
+            i64::from(l.first().is_some()),
             i64::from(l.acts),
             l.gpu,
             if l.sync { c.dur } else { 0 },
@@ -640,7 +640,7 @@ struct Facts<'a> {
     op_spans: &'a [Option<(i64, i64)>],
     calls: &'a [Call],
     acts: &'a crate::store::pack::Records<Linked>,
-    own: &'a [Option<u32>],
+    own: &'a crate::hostops::launch::Owners,
     launched: &'a [Launch],
     by_kind: [Tally; 4],
     rows: &'a [OpRow],
@@ -662,7 +662,7 @@ fn summarize(mut f: Facts<'_>) -> OpsSummary {
         ..OpsSummary::default()
     };
     let (mut gpu, mut linked) = (0i128, 0i128);
-    for (a, o) in f.acts.iter().zip(f.own) {
+    for (a, o) in f.acts.iter().zip(f.own.iter()) {
         match a.code {
             1 => s.memcpys += 1,
             2 => s.memsets += 1,
@@ -739,7 +739,7 @@ fn stream_gaps(f: &Facts<'_>) -> gaps::Idle {
         };
         f.acts.len()
     ];
-    for (a, o) in f.acts.iter().zip(f.own) {
+    for (a, o) in f.acts.iter().zip(f.own.iter()) {
         let at = &mut next[a.lane as usize];
         timed[*at] = Timed {
             start: a.ts,
@@ -755,7 +755,7 @@ fn stream_gaps(f: &Facts<'_>) -> gaps::Idle {
 fn host_side(f: &Facts<'_>, s: &mut OpsSummary) {
     let mut launching = vec![false; f.lanes];
     for (c, l) in f.calls.iter().zip(f.launched) {
-        if l.first.is_some() {
+        if l.first().is_some() {
             launching[c.lane as usize] = true;
         }
     }

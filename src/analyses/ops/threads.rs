@@ -63,6 +63,8 @@ struct Run {
 #[derive(Debug, Default)]
 pub(super) struct Thread {
     chunks: Vec<Vec<u8>>,
+    /// Records in each chunk (the merge frees a chunk once all are read).
+    in_chunk: Vec<u32>,
     runs: Vec<Run>,
     last: Option<(i64, Reverse<i64>)>,
     prev_ts: i64,
@@ -93,6 +95,9 @@ impl Thread {
         if let Some(r) = self.runs.last_mut() {
             r.len += 1;
         }
+        if let Some(k) = self.in_chunk.last_mut() {
+            *k += 1;
+        }
         self.n = self.n.saturating_add(1);
     }
 
@@ -106,6 +111,7 @@ impl Thread {
         if !fits {
             let size = (cap * 2).clamp(CHUNK_MIN, CHUNK_MAX);
             self.chunks.push(Vec::with_capacity(size));
+            self.in_chunk.push(0);
         }
     }
 
@@ -120,10 +126,12 @@ impl Thread {
         self.n as usize
     }
 
-    /// Its ops in C4's key order.
-    pub(super) fn merged(&self) -> Merged<'_> {
+    /// Its ops in C4's key order; each chunk is freed once every op in it
+    /// is read (Kineto's runs advance together, so little is held at once).
+    pub(super) fn into_merged(self) -> Merged {
         let mut m = Merged {
-            chunks: &self.chunks,
+            chunks: self.chunks,
+            left: self.in_chunk,
             cursors: self.runs.iter().map(Cursor::of).collect(),
             heap: BinaryHeap::with_capacity(self.runs.len()),
         };
@@ -157,14 +165,16 @@ impl Cursor {
 }
 
 /// The merge of a thread's runs (see the module docs).
-pub(super) struct Merged<'a> {
-    chunks: &'a [Vec<u8>],
+pub(super) struct Merged {
+    chunks: Vec<Vec<u8>>,
+    /// Records not read yet in each chunk.
+    left: Vec<u32>,
     cursors: Vec<Cursor>,
     /// Each run's head: (its key, the run, the op).
     heap: BinaryHeap<Reverse<(Key, u32, Op)>>,
 }
 
-impl Merged<'_> {
+impl Merged {
     /// Reads run `k`'s next op onto the heap.
     fn advance(&mut self, k: usize) {
         let c = &mut self.cursors[k];
@@ -196,11 +206,19 @@ impl Merged<'_> {
             pos: c.pos,
         };
         c.pos = c.pos.saturating_add(1);
+        let chunk = c.chunk as usize;
+        if let Some(n) = self.left.get_mut(chunk) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                // Read whole: a cursor still at its end moves on (len 0).
+                self.chunks[chunk] = Vec::new();
+            }
+        }
         self.heap.push(Reverse((op.key(), k as u32, op)));
     }
 }
 
-impl Iterator for Merged<'_> {
+impl Iterator for Merged {
     type Item = Op;
 
     fn next(&mut self) -> Option<Op> {
@@ -230,7 +248,7 @@ mod tests {
             t.push(ts, dur, row);
         }
         assert_eq!(t.runs.len(), 3);
-        let rows: Vec<u32> = t.merged().map(|o| o.row).collect();
+        let rows: Vec<u32> = t.into_merged().map(|o| o.row).collect();
         assert_eq!(rows, vec![0, 3, 5, 1, 4, 2]);
         let mut t = Thread::default();
         // Same start: the longer encloses, so it comes first even when
@@ -238,7 +256,7 @@ mod tests {
         for (ts, dur, row) in [(5, 1, 0), (5, 3, 1), (5, 3, 2)] {
             t.push(ts, dur, row);
         }
-        let got: Vec<(u32, u32)> = t.merged().map(|o| (o.row, o.pos)).collect();
+        let got: Vec<(u32, u32)> = t.into_merged().map(|o| (o.row, o.pos)).collect();
         assert_eq!(got, vec![(1, 1), (2, 2), (0, 0)]);
     }
 
@@ -280,7 +298,10 @@ mod tests {
             }
             want.sort_by_key(Op::key);
             assert_eq!(t.len(), n);
-            assert!(t.merged().eq(want.into_iter()), "case {case}");
+            let mut m = t.into_merged();
+            assert!(m.by_ref().eq(want.into_iter()), "case {case}");
+            // Every chunk freed once read.
+            assert!(m.chunks.iter().all(|c| c.capacity() == 0), "case {case}");
         }
     }
 }

@@ -180,7 +180,6 @@ impl InputCounts {
 pub struct HostLinks {
     pub(crate) names: Interner,
     pub(crate) lanes: LaneTable,
-    pub(crate) host: Records<HostOp>,
     pub(crate) calls: Records<Linked>,
     pub(crate) acts: Records<Linked>,
     pub(crate) counts: InputCounts,
@@ -240,16 +239,10 @@ impl HostLinks {
         ])
     }
 
-    /// Keeps one event of the three classes (C1–C2).
-    pub fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        if let Some(Kept::Host(op)) = self.keep(ev, at) {
-            self.host.push(&op);
-        }
-    }
-
     /// C1–C2 for one event: counts its bad input, keeps a runtime call or
     /// an activity, and hands back what it was; a host op is the caller's
-    /// to keep (`ops` in [`HostLinks::host`], `export` per thread).
+    /// to keep (`ops` as its threads' sorted runs, `export` per thread with
+    /// its External id).
     pub(crate) fn keep(&mut self, ev: &Event<'_>, at: EventPos) -> Option<Kept> {
         if ev.ph != "X" {
             return None;

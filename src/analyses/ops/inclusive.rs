@@ -69,6 +69,12 @@ pub(super) struct Online<'a> {
     ends: Vec<i64>,
     tree: Tree,
     next: usize,
+    /// The start of call `ids[next]` (asked at every instance: kept, not
+    /// made again through `point`).
+    next_ts: i64,
+    /// The rank of the last inserted call's end: where [`Online::rank`]
+    /// starts looking (an instance ends near the calls starting in it).
+    hint: usize,
 }
 
 /// The Fenwick tree's nodes: i64 sums (32 B a node) when no sum of the
@@ -128,35 +134,36 @@ impl<'a> Online<'a> {
         ends.sort_unstable();
         ends.dedup();
         let tree = Tree::new(ends.len() + 1, ids.iter().map(|&i| point(i)));
+        let next_ts = ids.first().map_or(i64::MAX, |&i| point(i).ts);
         Online {
             ids,
             point,
             ends,
             tree,
             next: 0,
+            next_ts,
+            hint: 0,
         }
     }
 
     /// Inserts the calls starting before `t` (all of them for `None`).
     fn advance(&mut self, t: Option<i64>) {
-        while let Some(p) = self
-            .ids
-            .get(self.next)
-            .map(|&i| (self.point)(i))
-            .filter(|p| t.is_none_or(|t| p.ts < t))
-        {
+        while let Some(&id) = self.ids.get(self.next) {
+            if t.is_some_and(|t| self.next_ts >= t) {
+                break;
+            }
+            let p = (self.point)(id);
             let mut i = self.ends.partition_point(|&e| e < p.end) + 1;
+            self.hint = i;
             while i < self.tree.len() {
                 self.tree.add_at(i, &p.w);
                 i += i & i.wrapping_neg();
             }
             self.next += 1;
+            if let Some(&n) = self.ids.get(self.next) {
+                self.next_ts = (self.point)(n).ts;
+            }
         }
-    }
-
-    /// Σ w of the inserted calls ending at or before `b`.
-    fn below(&self, b: i64) -> Sums {
-        self.prefix(self.rank(b))
     }
 
     /// Σ w of the inserted calls among the `i` smallest distinct ends.
@@ -169,32 +176,59 @@ impl<'a> Online<'a> {
         got
     }
 
-    /// A maximal instance [ts, end] of a row visited; `reach`: the end of
-    /// the row's previous maximal instance on the thread, if any.
-    pub fn instance(&mut self, out: &mut Sums, reach: Option<i64>, ts: i64, end: i64) {
+    /// A maximal instance [ts, end] of a row visited; `reach`: the rank
+    /// (how many distinct call ends are ≤ it) of the end of the row's
+    /// previous maximal instance on the thread, if any, as this returned
+    /// it. Returns the rank of `end`, for the row's next instance: kept
+    /// by the caller, so that most instances need no search.
+    pub fn instance(&mut self, out: &mut Sums, reach: Option<u32>, ts: i64, end: i64) -> u32 {
         self.advance(Some(ts));
         // Σ over (reach, end]: nothing when no call's end lies there (most
-        // python frames), so the tree is not walked.
-        let hi = self.rank(end);
-        let lo = reach.map_or(0, |b| self.rank(b));
-        if hi == lo {
-            return;
+        // python frames): a look at the next end tells, and then end's rank
+        // is reach's.
+        let lo = reach.map_or(0, |r| r as usize);
+        if self.ends.get(lo).is_none_or(|&e| e > end) {
+            return lo as u32;
         }
+        let hi = self.rank(end);
         if lo > 0 {
             add(out, &self.prefix(lo), 1);
         }
         add(out, &self.prefix(hi), -1);
+        hi as u32
     }
 
-    /// How many distinct call ends are ≤ `b`.
+    /// How many distinct call ends are ≤ `b`: a galloping search from
+    /// [`Online::hint`] (steps 1, 2, 4, … then a binary search in the last
+    /// step), so an answer near the hint reads few, nearby ends.
     fn rank(&self, b: i64) -> usize {
-        self.ends.partition_point(|&e| e <= b)
+        let e = &self.ends;
+        let h = self.hint.min(e.len());
+        let (lo, hi) = if h < e.len() && e[h] <= b {
+            // Forward: e[lo] <= b.
+            let (mut lo, mut step) = (h, 1);
+            while lo + step < e.len() && e[lo + step] <= b {
+                lo += step;
+                step *= 2;
+            }
+            (lo + 1, (lo + step).min(e.len()))
+        } else {
+            // Backward: the answer is at most h.
+            let (mut hi, mut step) = (h, 1);
+            while hi >= step && e[hi - step] > b {
+                hi -= step;
+                step *= 2;
+            }
+            (hi.saturating_sub(step), hi)
+        };
+        lo + e[lo..hi].partition_point(|&x| x <= b)
     }
 
-    /// The thread's end, for a row whose last maximal instance ends at `reach`.
-    pub fn last(&mut self, out: &mut Sums, reach: i64) {
+    /// The thread's end, for a row whose last maximal instance's end has
+    /// rank `reach` ([`Online::instance`]'s answer).
+    pub fn last(&mut self, out: &mut Sums, reach: u32) {
         self.advance(None);
-        add(out, &self.below(reach), 1);
+        add(out, &self.prefix(reach as usize), 1);
     }
 }
 
@@ -209,13 +243,14 @@ pub(super) fn add_sums(points: &mut [Point], maximal: &mut [Maximal], out: &mut 
     let ids: Vec<u32> = (0..points.len() as u32).collect();
     let point = |i: u32| points[i as usize];
     let mut online = Online::new(&ids, &point);
-    let mut reach: std::collections::BTreeMap<u32, i64> = Default::default();
+    let mut reach: std::collections::BTreeMap<u32, u32> = Default::default();
     for m in maximal.iter() {
-        let prev = reach.insert(m.row, m.end);
-        online.instance(&mut out[m.row as usize], prev, m.ts, m.end);
+        let prev = reach.get(&m.row).copied();
+        let r = online.instance(&mut out[m.row as usize], prev, m.ts, m.end);
+        reach.insert(m.row, r);
     }
-    for (row, b) in reach {
-        online.last(&mut out[row as usize], b);
+    for (row, r) in reach {
+        online.last(&mut out[row as usize], r);
     }
 }
 
@@ -325,6 +360,31 @@ mod tests {
             let mut out = vec![[0i128; WEIGHTS]; rows as usize];
             add_sums(&mut points, &mut maximal, &mut out);
             assert_eq!(out, want);
+        }
+    }
+
+    /// The galloping rank equals a plain binary search from every hint.
+    #[test]
+    fn rank_from_any_hint() {
+        let point = |_: u32| Point {
+            ts: 0,
+            end: 0,
+            w: [0; WEIGHTS],
+        };
+        let ids: Vec<u32> = Vec::new();
+        for ends in [
+            vec![],
+            vec![5],
+            vec![1, 3, 3, 7, 9, 20, 21, 40, 41, 42, 100],
+        ] {
+            let mut o = Online::new(&ids, &point);
+            o.ends = ends.clone();
+            for hint in 0..=ends.len() + 2 {
+                o.hint = hint;
+                for b in -1..=101 {
+                    assert_eq!(o.rank(b), ends.partition_point(|&e| e <= b), "{hint} {b}");
+                }
+            }
         }
     }
 }

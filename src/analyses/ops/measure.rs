@@ -169,14 +169,15 @@ const KINDS: [LaunchKind; 4] = [
 ];
 
 /// Row accumulators beside the public row.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Acc {
     row: OpRow,
     latencies: Vec<i64>,
 }
 
 /// The rows by (cat, name), the pseudo-row last created.
-struct RowSet {
+#[derive(Debug, Default)]
+pub(super) struct RowSet {
     /// Row of (name, cat) at `name * 4 + cat` (`u32::MAX`: none yet): a
     /// direct index, the names being interned.
     ids: Vec<u32>,
@@ -187,7 +188,8 @@ struct RowSet {
 }
 
 impl RowSet {
-    fn of_op(&mut self, o: &HostOp, names: &crate::model::Interner) -> u32 {
+    /// The row of `o`'s (name, cat), made when new (O1).
+    pub(super) fn of_op(&mut self, o: &HostOp, names: &crate::model::Interner) -> u32 {
         let next = self.rows.len() as u32;
         let k = o.name.0 as usize * 4 + usize::from(o.cat & 3);
         if self.ids.len() <= k {
@@ -230,26 +232,6 @@ impl RowSet {
     }
 }
 
-/// Groups the kept host ops by thread as their records are decoded and
-/// freed, rows made as they come (O1: a row's id does not reach the
-/// output, which [`sort_rows`] orders): each thread's ops as sorted runs
-/// (`threads.rs`, ≈ 7 B an op), read back in C4's key order by its sweep.
-fn group_ops(
-    host: crate::store::pack::Records<HostOp>,
-    lanes: usize,
-    rows: &mut RowSet,
-    names: &crate::model::Interner,
-) -> Vec<Thread> {
-    let mut threads: Vec<Thread> = (0..lanes).map(|_| Thread::default()).collect();
-    for o in host.drain() {
-        let row = rows.of_op(&o, names);
-        if let Some(t) = threads.get_mut(o.lane as usize) {
-            t.push(o.ts, o.dur, row);
-        }
-    }
-    threads
-}
-
 /// A runtime call as the finish keeps it (24 B; the kept record decodes to
 /// 56 B with its correlation and file index, which the links need once).
 #[derive(Debug, Clone, Copy)]
@@ -279,23 +261,22 @@ fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Op
 
 /// The figures of one trace from what was kept.
 pub(super) fn measure(st: Ops) -> TraceOps {
+    // Rows of every op (O1) and threads as sorted runs (C4), made while
+    // reading.
+    let Ops {
+        links,
+        threads,
+        mut rows,
+    } = st;
     let HostLinks {
         names,
         lanes,
-        host,
         calls,
         acts,
         mut counts,
-    } = st.0;
-    // Rows of every op (O1), threads as sorted runs (C4), the kept records
-    // freed as they are grouped.
-    let mut rows = RowSet {
-        ids: Vec::new(),
-        rows: Vec::new(),
-        scope: Vec::new(),
-        pseudo: None,
-    };
-    let threads = group_ops(host, lanes.len(), &mut rows, &names);
+    } = links;
+    let mut threads = threads;
+    threads.resize_with(lanes.len(), Thread::default);
     let (calls, corrs) = decode_calls(calls);
     // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
     let (own, dup) = owners(corrs, acts.iter());
@@ -357,8 +338,9 @@ struct ThreadRows<'a> {
     launched: &'a [Launch],
     rows: &'a mut RowSet,
     /// Per row: the latest end of its instances on this thread so far
-    /// (`i64::MIN`: none), and the rows met on this thread.
-    reach: &'a mut Vec<i64>,
+    /// (`i64::MIN`: none) with its rank among the calls' ends
+    /// ([`Online::instance`]), and the rows met on this thread.
+    reach: &'a mut Vec<(i64, u32)>,
     touched: Vec<u32>,
     /// The inclusive sums of O3, asked as the maximal instances are found.
     online: Online<'a>,
@@ -385,21 +367,22 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
         r.calls += 1;
         r.cpu_self_ns = r.cpu_self_ns.saturating_add(dur);
         if self.reach.len() <= row as usize {
-            self.reach.resize(row as usize + 1, i64::MIN);
+            self.reach.resize(row as usize + 1, (i64::MIN, 0));
         }
-        let far = &mut self.reach[row as usize];
+        let (far, rank) = &mut self.reach[row as usize];
         if *far == i64::MIN {
             self.touched.push(row);
         }
         if *far < end {
             // Not enclosed by an earlier instance of its name.
-            let prev = (*far != i64::MIN).then_some(*far);
+            let prev = (*far != i64::MIN).then_some(*rank);
             *far = end;
             r.cpu_total_ns = r.cpu_total_ns.saturating_add(dur);
             if self.sums.len() <= row as usize {
                 self.sums.resize(row as usize + 1, [0; WEIGHTS]);
             }
-            self.online
+            *rank = self
+                .online
                 .instance(&mut self.sums[row as usize], prev, at.ts, end);
         }
         if let Some((_, p)) = parent {
@@ -451,7 +434,7 @@ fn sweep_threads(
         sums: Vec::new(),
         op_spans: vec![None; lanes],
     };
-    let mut reach: Vec<i64> = Vec::new();
+    let mut reach: Vec<(i64, u32)> = Vec::new();
     let mut attributed = Attributed {
         by_kind: Default::default(),
         without_op: 0,
@@ -502,8 +485,8 @@ fn sweep_threads(
             ..
         } = t;
         for row in touched {
-            let b = std::mem::replace(&mut reach[row as usize], i64::MIN);
-            online.last(&mut sums[row as usize], b);
+            let (_, r) = std::mem::replace(&mut reach[row as usize], (i64::MIN, 0));
+            online.last(&mut sums[row as usize], r);
         }
     }
     (out, attributed)

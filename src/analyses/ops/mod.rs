@@ -42,7 +42,7 @@ pub mod cli;
 mod tests;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults};
-use crate::hostops::HostLinks;
+use crate::hostops::{HostLinks, Kept};
 pub use crate::hostops::{InputCounts, HOST_CATEGORIES, RUNTIME_CATEGORIES};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -109,9 +109,15 @@ impl Configures for OpsSpec {
 }
 
 /// The streaming state of one trace: the host side's links
-/// ([`HostLinks`], shared with `export`).
+/// ([`HostLinks`], shared with `export`: runtime calls and activities),
+/// and the host ops as each thread's sorted runs with their rows (O1),
+/// made as they are read.
 #[derive(Debug, Default)]
-pub struct Ops(pub(crate) HostLinks);
+pub struct Ops {
+    links: HostLinks,
+    threads: Vec<threads::Thread>,
+    rows: measure::RowSet,
+}
 
 impl Analysis for Ops {
     const NAME: &'static str = "ops";
@@ -124,11 +130,20 @@ impl Analysis for Ops {
     }
 
     fn prefilter(&self) -> Prefilter {
-        self.0.prefilter()
+        self.links.prefilter()
     }
 
+    /// C1–C2 (`HostLinks::keep`); a host op goes to its thread's runs
+    /// under its row.
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        self.0.push(ev, at);
+        if let Some(Kept::Host(o)) = self.links.keep(ev, at) {
+            let row = self.rows.of_op(&o, &self.links.names);
+            let l = o.lane as usize;
+            if self.threads.len() <= l {
+                self.threads.resize_with(l + 1, threads::Thread::default);
+            }
+            self.threads[l].push(o.ts, o.dur, row);
+        }
     }
 
     fn set_tokens(out: &mut TraceOps, tokens: Option<u64>, source: Option<&str>) {

@@ -20,6 +20,7 @@
 use crate::hostops::launch::end_of;
 use crate::store::pack::{push_varint, unzigzag, varint, zigzag};
 use std::cmp::Reverse;
+use std::collections::binary_heap::PeekMut;
 use std::collections::BinaryHeap;
 
 /// The first chunk's size; each next one doubles, up to [`CHUNK_MAX`].
@@ -177,53 +178,68 @@ pub(super) struct Merged {
 impl Merged {
     /// Reads run `k`'s next op onto the heap.
     fn advance(&mut self, k: usize) {
-        let c = &mut self.cursors[k];
-        if c.left == 0 {
-            return;
+        if let Some(op) = read(&mut self.cursors[k], &mut self.chunks, &mut self.left) {
+            self.heap.push(Reverse((op.key(), k as u32, op)));
         }
-        let Some(mut bytes) = self.chunks.get(c.chunk as usize) else {
-            return;
-        };
-        if c.off as usize >= bytes.len() {
-            c.chunk += 1;
-            c.off = 0;
-            match self.chunks.get(c.chunk as usize) {
-                Some(b) => bytes = b,
-                None => return,
-            }
-        }
-        let mut at = c.off as usize;
-        let ts = c.prev_ts.wrapping_add(unzigzag(varint(bytes, &mut at)));
-        let dur = unzigzag(varint(bytes, &mut at));
-        let row = varint(bytes, &mut at) as u32;
-        c.off = at as u32;
-        c.prev_ts = ts;
-        c.left -= 1;
-        let op = Op {
-            ts,
-            dur,
-            row,
-            pos: c.pos,
-        };
-        c.pos = c.pos.saturating_add(1);
-        let chunk = c.chunk as usize;
-        if let Some(n) = self.left.get_mut(chunk) {
-            *n = n.saturating_sub(1);
-            if *n == 0 {
-                // Read whole: a cursor still at its end moves on (len 0).
-                self.chunks[chunk] = Vec::new();
-            }
-        }
-        self.heap.push(Reverse((op.key(), k as u32, op)));
     }
+}
+
+/// Reads the next op of the run at `c`, freeing a chunk once all of its
+/// records are read.
+fn read(c: &mut Cursor, chunks: &mut [Vec<u8>], left: &mut [u32]) -> Option<Op> {
+    if c.left == 0 {
+        return None;
+    }
+    let mut bytes = chunks.get(c.chunk as usize)?;
+    if c.off as usize >= bytes.len() {
+        c.chunk += 1;
+        c.off = 0;
+        bytes = chunks.get(c.chunk as usize)?;
+    }
+    let mut at = c.off as usize;
+    let ts = c.prev_ts.wrapping_add(unzigzag(varint(bytes, &mut at)));
+    let dur = unzigzag(varint(bytes, &mut at));
+    let row = varint(bytes, &mut at) as u32;
+    c.off = at as u32;
+    c.prev_ts = ts;
+    c.left -= 1;
+    let op = Op {
+        ts,
+        dur,
+        row,
+        pos: c.pos,
+    };
+    c.pos = c.pos.saturating_add(1);
+    let chunk = c.chunk as usize;
+    if let Some(n) = left.get_mut(chunk) {
+        *n = n.saturating_sub(1);
+        if *n == 0 {
+            // Read whole: a cursor still at its end moves on (len 0).
+            chunks[chunk] = Vec::new();
+        }
+    }
+    Some(op)
 }
 
 impl Iterator for Merged {
     type Item = Op;
 
+    /// The least head out; its run's next op takes its place at the top
+    /// and sinks (one sift, not a pop and a push: a thread is mostly one
+    /// long run).
     fn next(&mut self) -> Option<Op> {
-        let Reverse((_, k, op)) = self.heap.pop()?;
-        self.advance(k as usize);
+        let mut top = self.heap.peek_mut()?;
+        let Reverse((_, k, op)) = *top;
+        match read(
+            &mut self.cursors[k as usize],
+            &mut self.chunks,
+            &mut self.left,
+        ) {
+            Some(next) => *top = Reverse((next.key(), k, next)),
+            None => {
+                PeekMut::pop(top);
+            }
+        }
         Some(op)
     }
 }

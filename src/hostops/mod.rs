@@ -1,9 +1,10 @@
 //! The host side's links, shared by `ops` and `export` (a neutral module
 //! below the analyses, so neither names the other): what is kept while
-//! reading — every host op (`cpu_op`, `user_annotation`, `python_function`,
-//! `Operator`), every runtime call with its correlation, every device
+//! reading — every runtime call with its correlation, every device
 //! activity with its (device, stream) and correlation, as [`Records`]
-//! varint streams (≈ 10 B an event) — with the rules of
+//! varint streams (≈ 10 B an event), and each host op (`cpu_op`,
+//! `user_annotation`, `python_function`, `Operator`) handed to the caller,
+//! which keeps it per thread ([`HostLinks::keep`]) — with the rules of
 //! `shared/docs/VIEWS.md` C1–C2 applied, the bad input counted
 //! ([`InputCounts`]); then the links made at the end: each activity's
 //! owning runtime call by correlation and what each call launched (C3, O6:

@@ -250,8 +250,13 @@ fn export_and_ops_share_the_host_links_through_a_neutral_module() {
         ],
     );
     assert!(bad.is_empty(), "src/hostops/ imports above it: {bad:#?}");
+    // Both keep ops' C1–C2 through `HostLinks::keep`.
     let ops = fs::read_to_string(src("analyses/ops/mod.rs")).expect("read ops");
-    assert!(ops.contains("pub struct Ops(pub(crate) HostLinks);"));
+    assert!(ops.contains("links: HostLinks,"));
+    assert!(ops.contains("self.links.keep(ev, at)"));
+    let export = fs::read_to_string(src("export/mod.rs")).expect("read export");
+    assert!(export.contains("links: HostLinks,"));
+    assert!(export.contains("self.links.keep(ev, at)"));
 }
 
 #[test]

@@ -32,7 +32,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// The first chunk's size; each next one doubles, up to [`CHUNK_MAX`].
-const CHUNK_MIN: usize = 4 << 10;
+const CHUNK_MIN: usize = 128;
 const CHUNK_MAX: usize = 1 << 20;
 /// The most bytes one op takes: nine varints.
 const OP_MAX: usize = 90;
@@ -147,6 +147,13 @@ impl Lane {
             .last()
             .is_some_and(|c| c.capacity() - c.len() >= OP_MAX);
         if !fits {
+            // A thread's first chunk and its lists start at one entry, not
+            // a `Vec`'s four: a trace of many threads of a few ops each
+            // (hostile) costs ≈ 0.3 KB a thread, not 4 KB.
+            if self.chunks.capacity() == 0 {
+                self.chunks.reserve_exact(1);
+                self.runs.reserve_exact(1);
+            }
             let size = (cap * 2).clamp(CHUNK_MIN, CHUNK_MAX);
             self.chunks.push(Vec::with_capacity(size));
         }

@@ -264,9 +264,10 @@ impl Record for ConfigRef {
     }
 }
 
-/// Every activity's launch configuration, in file order: vLLM's kernels
-/// repeat a few thousand configurations, so each distinct one is kept once
-/// and an activity keeps its id (≈ 1–2 B, where a whole one was ≈ 10 B).
+/// Every activity's launch configuration, in file order: a trace's
+/// kernels repeat few configurations (58 in the 702 k activities of the
+/// benchmark trace), so each distinct one is kept once and an activity
+/// keeps its id (≈ 1 B, where a whole one was ≈ 10 B).
 #[derive(Debug, Default)]
 pub(crate) struct Configs {
     ids: std::collections::HashMap<Config3, u32>,

@@ -97,7 +97,9 @@ impl Owners {
 
     /// Activities `[lo, hi)`'s owners.
     pub fn range(&self, lo: usize, hi: usize) -> impl Iterator<Item = Option<u32>> + '_ {
-        self.0[lo..hi]
+        self.0
+            .get(lo..hi)
+            .unwrap_or_default()
             .iter()
             .map(|&o| (o != Self::NONE).then_some(o))
     }

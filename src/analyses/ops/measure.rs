@@ -265,7 +265,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     // reading.
     let Ops {
         links,
-        threads,
+        mut threads,
         mut rows,
     } = st;
     let HostLinks {
@@ -275,7 +275,6 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         acts,
         mut counts,
     } = links;
-    let mut threads = threads;
     threads.resize_with(lanes.len(), Thread::default);
     let (calls, corrs) = decode_calls(calls);
     // The activities stay packed (≈ 10 B each), decoded as each pass needs them.

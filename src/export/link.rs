@@ -314,7 +314,7 @@ pub(crate) fn export_trace(
     drop((ops, parent, depth, texts));
 
     // Phase 2: owners and launch figures; the other tables.
-    let (own, dup) = launch::owners(calls.iter().map(|c| c.corr), acts.iter());
+    let (own, dup) = launch::owners(|| calls.iter().map(|c| c.corr), acts.iter());
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.unowned();
     let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);

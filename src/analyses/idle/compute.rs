@@ -14,10 +14,10 @@ use super::{
     Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
 };
 use crate::analysis::Finished;
-use crate::hostops::launch::end_of;
+use crate::hostops::launch::{end_of, FirstCall};
 use crate::ledger::Kind;
 use crate::model::{LaneTable, ThreadPart};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// An unlinked activity's call (C3).
 pub(super) const NO_CALL: u32 = u32::MAX;
@@ -108,30 +108,17 @@ fn step_annotations(trace: &Finished<'_>, idle: &Idle) -> (Option<String>, Vec<W
     })
 }
 
-/// Each correlation's owning call (C3).
-type Owners = HashMap<i64, u32, crate::model::FoldState>;
-
 /// C3: the runtime calls in file order, each call's start and thread, and
 /// the owners of the correlations: the first call in file order owning
 /// each (the later ones counted).
 fn link_calls(
     kept: crate::store::pack::Records<Call>,
     counts: &mut Counts,
-) -> (Vec<i64>, Vec<u32>, Owners) {
+) -> (Vec<i64>, Vec<u32>, FirstCall) {
     let mut calls = kept.into_vec();
     calls.sort_by_key(|c| c.index);
-    let mut by_corr = Owners::with_capacity_and_hasher(calls.len(), Default::default());
-    for (i, c) in calls.iter().enumerate() {
-        let i = u32::try_from(i).unwrap_or(NO_CALL);
-        match by_corr.entry(c.corr) {
-            std::collections::hash_map::Entry::Occupied(_) => {
-                counts.duplicate_runtime_correlation += 1;
-            }
-            std::collections::hash_map::Entry::Vacant(v) => {
-                v.insert(i);
-            }
-        }
-    }
+    let (by_corr, dup) = FirstCall::build(|| calls.iter().map(|c| Some(c.corr)));
+    counts.duplicate_runtime_correlation += dup;
     let ts = calls.iter().map(|c| c.ts).collect();
     let lanes = calls.iter().map(|c| c.lane).collect();
     (ts, lanes, by_corr)
@@ -181,7 +168,7 @@ fn group_acts(
     kept: crate::store::pack::Records<crate::hostops::Linked>,
     lanes: &LaneTable,
     names: &crate::model::Interner,
-    by_corr: &Owners,
+    by_corr: &FirstCall,
     counts: &mut Counts,
 ) -> Grouped {
     let mut per_lane = vec![0usize; lanes.len()];
@@ -201,7 +188,8 @@ fn group_acts(
     drop(per_lane);
     let mut next = seg[..lane_of_stream.len()].to_vec();
     let mut recs = vec![Rec::default(); kept.len()];
-    let mut class_of: HashMap<(u32, u8), Class> = HashMap::new();
+    // C6 once per (name, kind): a slot per interned name, no hashing.
+    let mut class_of: Vec<[Option<Class>; 3]> = vec![[None; 3]; names.len()];
     for a in kept.drain() {
         let s = stream_of_lane[a.lane as usize];
         let at = next[s];
@@ -211,13 +199,9 @@ fn group_acts(
             2 => Kind::Memset,
             _ => Kind::Kernel,
         };
-        let class = *class_of
-            .entry((a.name.0, a.code))
-            .or_insert_with(|| classify(kind, names.resolve(a.name)));
-        let call = a
-            .corr
-            .and_then(|c| by_corr.get(&c).copied())
-            .unwrap_or(NO_CALL);
+        let slot = &mut class_of[a.name.0 as usize][kind as usize];
+        let class = *slot.get_or_insert_with(|| classify(kind, names.resolve(a.name)));
+        let call = a.corr.and_then(|c| by_corr.get(c)).unwrap_or(NO_CALL);
         let end = end_of(a.ts, a.dur);
         counts.unlinked += u64::from(call == NO_CALL);
         counts.zero_duration += u64::from(end == a.ts);

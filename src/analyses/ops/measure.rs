@@ -278,7 +278,8 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     threads.resize_with(lanes.len(), Thread::default);
     let (calls, corrs) = decode_calls(calls);
     // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
-    let (own, dup) = owners(corrs, acts.iter());
+    let (own, dup) = owners(|| corrs.iter().copied(), acts.iter());
+    drop(corrs);
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.unowned();
     let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);

@@ -38,7 +38,7 @@ use crate::contexts::Selector;
 use crate::ledger::attribution::{self, LaunchScope, Query};
 use crate::ledger::pack::{Fields, Packed, Record, Records};
 use crate::ledger::Ledger;
-use crate::model::{Interner, LaneTable, Ns, Sym};
+use crate::model::{FoldState, Interner, LaneTable, Ns, Sym};
 use crate::stats::{Exact, ExactSummary};
 use crate::trace::{Event, EventPos, Meta, Prefilter};
 use regex::Regex;
@@ -324,7 +324,7 @@ pub struct Collector {
     elements: Vec<Element>,
     categories: Vec<String>,
     /// Name → matching elements, for [plain, python_function] events.
-    cache: [HashMap<Box<str>, Box<[u32]>>; 2],
+    cache: [HashMap<Box<str>, Box<[u32]>, FoldState>; 2],
     names: Interner,
     lanes: LaneTable,
     /// The calls kept while reading (file order), decoded one element at
@@ -414,7 +414,7 @@ impl Collector {
         Collector {
             elements: opts.elements.clone(),
             categories: opts.categories.clone(),
-            cache: [HashMap::new(), HashMap::new()],
+            cache: Default::default(),
             names: Interner::new(),
             lanes: LaneTable::default(),
             kept: Records::default(),
@@ -430,10 +430,9 @@ impl Collector {
             return;
         }
         let py = usize::from(ev.cat == "python_function");
-        let hits = self.hits(&ev.name, py);
-        if hits.is_empty() {
+        let Some(hits) = self.hits(&ev.name, py) else {
             return;
-        }
+        };
         let start = ev.ts.unwrap_or_default();
         let dur = ev.dur_or_zero();
         let rec = Rec {
@@ -450,12 +449,13 @@ impl Collector {
         }
     }
 
-    /// The chain elements `name` matches (`py`: 1 for a python_function).
+    /// The chain elements `name` matches (`py`: 1 for a python_function),
+    /// `None` for none (most events of a batch: no allocation then).
     /// Names up to [`crate::model::MAX_NAME_BYTES`] are cached; longer ones
     /// are matched afresh, so distinct huge names are never held.
-    fn hits(&mut self, name: &str, py: usize) -> Vec<u32> {
+    fn hits(&mut self, name: &str, py: usize) -> Option<Box<[u32]>> {
         if let Some(h) = self.cache[py].get(name) {
-            return h.to_vec();
+            return (!h.is_empty()).then(|| h.clone());
         }
         let hits: Vec<u32> = self
             .elements
@@ -464,10 +464,11 @@ impl Collector {
             .filter(|(_, e)| e.matches(name, py == 1))
             .map(|(k, _)| k as u32)
             .collect();
+        let hits: Box<[u32]> = hits.into();
         if name.len() <= crate::model::MAX_NAME_BYTES {
-            self.cache[py].insert(name.into(), hits.clone().into());
+            self.cache[py].insert(name.into(), hits.clone());
         }
-        hits
+        (!hits.is_empty()).then_some(hits)
     }
 
     /// The figures of every chain. `contexts` = (context name, count) for

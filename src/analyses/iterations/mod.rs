@@ -138,6 +138,12 @@ impl Phase {
 /// Whether a range named `name` (of a python_function when `py`) has a
 /// name in `list`: equal, or its part after the last `"): "` is.
 pub fn name_in(list: &[String], name: &str, py: bool) -> bool {
+    // Both forms below are suffixes of `name`: with no listed name a
+    // suffix, neither matches, and the search for `): ` is skipped (in a
+    // batch every host op comes here).
+    if !list.iter().any(|n| name.ends_with(n.as_str())) {
+        return false;
+    }
     let func = match (py, name.rfind("): ")) {
         (true, Some(p)) => Some(&name[p + 3..]),
         _ => None,

@@ -4,6 +4,8 @@
 //! activity's start, whether it is a graph launch or blocks the host (C7).
 
 use super::Linked;
+use crate::ledger::corr::CorrIndex;
+#[cfg(test)]
 use std::collections::HashMap;
 
 /// Sync-like by name (C7): `Synchronize`, or a synchronous memcpy API
@@ -112,90 +114,62 @@ impl Owners {
 
 /// C3's link table: each correlation's first runtime call in file order.
 ///
-/// Kineto numbers the runtime calls' correlations from one counter, so the
-/// ids of a trace's calls fill a span barely wider than their count: a
-/// dense table of 4 B a slot over that span answers a lookup with one load,
-/// in the order the activities ask (about their launch order), where a hash
-/// map costs a cache miss each (idle's finish: 70 of its 165 ms at 1.14 GB).
-/// Ids sparser than one in four, or spanning more than `u32` slots (another
-/// writer, a hostile trace), go to a hash map: same answers, bounded memory.
+/// The ids are indexed by the ledger's [`CorrIndex`] (their ranks without a
+/// sort: a bitmap when dense, their low bytes in buckets of 256 when about
+/// one id in six or fewer is a runtime call's, as on vLLM's workers, a
+/// sorted list when sparser still), and each rank keeps its first call:
+/// 4 B a distinct id beside the index's ≈ 1 B. A hash map took 16 B an id
+/// and a cache miss per lookup; the activities ask in about their launch
+/// order, so the buckets they touch are neighbours.
 #[derive(Debug)]
-pub(crate) enum FirstCall {
-    Dense { base: i64, slots: Vec<u32> },
-    Sparse(HashMap<i64, u32, crate::model::FoldState>),
+pub(crate) struct FirstCall {
+    index: CorrIndex,
+    /// Per rank, the first call's position in file order.
+    first: Vec<u32>,
 }
 
 impl FirstCall {
-    /// An empty slot of the dense table (a call's position is below it).
+    /// An empty slot (a call's position is below it).
     const NONE: u32 = u32::MAX;
 
     /// The table of `corrs()` (each runtime call's correlation, in file
-    /// order; walked twice) and the calls whose correlation an earlier
-    /// call had (C3's duplicates).
+    /// order; walked three times) and the calls whose correlation an
+    /// earlier call had (C3's duplicates).
     pub fn build<I>(corrs: impl Fn() -> I) -> (FirstCall, u64)
     where
         I: Iterator<Item = Option<i64>>,
     {
-        let (mut n, mut lo, mut hi) = (0u64, i64::MAX, i64::MIN);
+        let (mut n, mut range) = (0usize, None::<(i64, i64)>);
         for c in corrs().flatten() {
             n += 1;
-            lo = lo.min(c);
-            hi = hi.max(c);
+            range = Some(range.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))));
         }
-        // i128: the span of two i64 never overflows it.
-        let span = if n == 0 {
-            0
-        } else {
-            i128::from(hi) - i128::from(lo) + 1
-        };
-        let dense = span <= i128::from(n) * 4 + 1024 && span < i128::from(Self::NONE);
+        let index = CorrIndex::of_ids(|| corrs().flatten(), range, n);
+        let mut first = vec![Self::NONE; index.len()];
         let mut dup = 0;
-        let mut table = if dense {
-            FirstCall::Dense {
-                base: lo,
-                slots: vec![Self::NONE; span as usize],
-            }
-        } else {
-            FirstCall::Sparse(HashMap::with_capacity_and_hasher(
-                n as usize,
-                Default::default(),
-            ))
-        };
         for (i, c) in corrs().enumerate() {
-            let Some(c) = c else { continue };
-            // A position past u32 (never: 4 G calls) is left unlinked.
-            let Ok(i) = u32::try_from(i) else { break };
-            let fresh = match &mut table {
-                FirstCall::Dense { base, slots } => {
-                    let slot = &mut slots[(c - *base) as usize];
-                    let fresh = *slot == Self::NONE;
-                    if fresh {
-                        *slot = i;
-                    }
-                    fresh
-                }
-                FirstCall::Sparse(map) => match map.entry(c) {
-                    std::collections::hash_map::Entry::Occupied(_) => false,
-                    std::collections::hash_map::Entry::Vacant(v) => {
-                        v.insert(i);
-                        true
-                    }
-                },
+            // Every id of `corrs` is in the index; a position past u32
+            // (never: 4 G calls) is left unlinked.
+            let (Some(r), Ok(i)) = (c.and_then(|c| index.rank(c)), u32::try_from(i)) else {
+                continue;
             };
-            dup += u64::from(!fresh);
+            let slot = &mut first[r as usize];
+            if *slot == Self::NONE {
+                *slot = i;
+            } else {
+                dup += 1;
+            }
         }
-        (table, dup)
+        (FirstCall { index, first }, dup)
     }
 
     /// The first call (its position in file order) with correlation `c`.
     pub fn get(&self, c: i64) -> Option<u32> {
-        match self {
-            FirstCall::Dense { base, slots } => {
-                let at = usize::try_from(c.checked_sub(*base)?).ok()?;
-                slots.get(at).copied().filter(|&i| i != Self::NONE)
-            }
-            FirstCall::Sparse(map) => map.get(&c).copied(),
-        }
+        let r = self.index.rank(c)?;
+        self.first
+            .get(r as usize)
+            .copied()
+            .filter(|&i| i != Self::NONE)
     }
 }
 
@@ -270,10 +244,9 @@ pub(crate) fn launches(
 mod tests {
     use super::*;
 
-    /// The table against a plain map, both variants, duplicates included.
-    fn check(corrs: &[Option<i64>], dense: bool) {
+    /// The table against a plain map, every index form, duplicates included.
+    fn check(corrs: &[Option<i64>]) {
         let (t, dup) = FirstCall::build(|| corrs.iter().copied());
-        assert_eq!(matches!(t, FirstCall::Dense { .. }), dense, "{corrs:?}");
         let mut want: HashMap<i64, u32> = HashMap::new();
         let mut want_dup = 0;
         for (i, c) in corrs.iter().enumerate() {
@@ -297,16 +270,19 @@ mod tests {
     }
 
     #[test]
-    fn first_call_dense_and_sparse_agree_with_a_map() {
-        check(&[], true);
-        check(&[None, None], true);
-        check(&[Some(5), Some(7), None, Some(5), Some(6)], true);
-        check(&[Some(-3), Some(i64::MIN), Some(i64::MAX)], false);
-        check(&[Some(i64::MAX), Some(i64::MAX - 1), Some(i64::MAX)], true);
-        check(&[Some(i64::MIN), Some(i64::MIN + 2)], true);
-        let sparse: Vec<Option<i64>> = (0..2000).map(|i| Some(i * 1000)).collect();
-        check(&sparse, false);
-        let dense: Vec<Option<i64>> = (0..5000).map(|i| Some(100 + (i * 7919) % 5000)).collect();
-        check(&dense, true);
+    fn first_call_agrees_with_a_map() {
+        check(&[]);
+        check(&[None, None]);
+        check(&[Some(5), Some(7), None, Some(5), Some(6)]);
+        check(&[Some(-3), Some(i64::MIN), Some(i64::MAX), Some(-3)]);
+        check(&[Some(i64::MAX), Some(i64::MAX - 1), Some(i64::MAX)]);
+        check(&[Some(i64::MIN), Some(i64::MIN + 2)]);
+        // Sparse (a sorted list), one in 18 (buckets, vLLM's spread), dense.
+        for step in [100_000, 18, 1] {
+            let ids: Vec<Option<i64>> = (0..5000)
+                .map(|i| Some(100 + step * ((i * 7919) % 4000)))
+                .collect();
+            check(&ids);
+        }
     }
 }

@@ -1,5 +1,7 @@
 //! The correlation index: each distinct correlation id of the launch calls
 //! and its rank, found without sorting the ids (they are issued in order).
+//! `hostops::launch::FirstCall` indexes the runtime calls of `ops`, `idle`
+//! and `export` (C3) with it too.
 
 use super::collector::{launches_of, Collector};
 
@@ -24,7 +26,7 @@ use super::collector::{launches_of, Collector};
 /// copies of the benchmark trace (1.28 M ids, 18 ids of span per id)
 /// Bucketed is 1.6 MB where Dense was 4.3.
 #[derive(Debug)]
-pub(super) enum CorrIndex {
+pub(crate) enum CorrIndex {
     /// Bit `c − lo` set for every id `c`; `ranks[w]` = set bits before word `w`.
     Dense {
         lo: i64,
@@ -50,7 +52,7 @@ impl CorrIndex {
 
     /// The index of the ids `ids()` yields (`n` of them, repeats allowed,
     /// within `range`); `ids` is called once per pass.
-    pub(super) fn of_ids<I: Iterator<Item = i64>>(
+    pub(crate) fn of_ids<I: Iterator<Item = i64>>(
         ids: impl Fn() -> I,
         range: Option<(i64, i64)>,
         n: usize,
@@ -143,7 +145,7 @@ impl CorrIndex {
     }
 
     /// The rank of `corr`, if a launch call carries it.
-    pub(super) fn rank(&self, corr: i64) -> Option<u32> {
+    pub(crate) fn rank(&self, corr: i64) -> Option<u32> {
         match self {
             CorrIndex::Dense { lo, bits, ranks } => {
                 let k = usize::try_from(corr.checked_sub(*lo)?).ok()?;
@@ -163,7 +165,7 @@ impl CorrIndex {
     }
 
     /// How many distinct ids.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         match self {
             CorrIndex::Dense { bits, ranks, .. } => ranks
                 .last()

@@ -94,7 +94,7 @@
 mod activities;
 pub mod attribution;
 mod collector;
-mod corr;
+pub(crate) mod corr;
 mod groups;
 mod launches;
 mod order;

@@ -23,7 +23,7 @@
 //! decoded whole: each table decodes its records a batch at a time.
 
 use super::lanes::{LaneOps, Op};
-use super::report::{PartFile, TracePart};
+use super::report::{PartFile, TracePart, WriteFailure};
 use super::write::{CallLinks, Tables, NONE};
 use super::{Export, ExportConfig, Table};
 use crate::analysis::Finished;
@@ -281,20 +281,7 @@ pub(crate) fn export_trace(
         host_ops: ops.len() as u64,
         ..TracePart::default()
     };
-    let done = |part: &mut TracePart, table: Table, r: Result<u64, _>| match r {
-        Ok(rows) => {
-            part.parts.push(PartFile {
-                table,
-                file: file(table).display().to_string(),
-                rows,
-            });
-            true
-        }
-        Err(e) => {
-            part.write_error = Some(e);
-            false
-        }
-    };
+    let done = |part: &mut TracePart, table: Table, r| record(part, table, &file(table), r);
 
     // Phase 1: steps and containment; the ops table; the host ops dropped.
     let (grammar, steps) = windows::step_windows(trace.steps, || op_steps(&ops, &names, &lanes));
@@ -318,18 +305,7 @@ pub(crate) fn export_trace(
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.unowned();
     let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
-    let mut replays = 0u32;
-    let replay: Vec<u32> = launched
-        .iter()
-        .map(|l| {
-            if l.graph && l.first().is_some() {
-                replays += 1;
-                replays - 1
-            } else {
-                NONE
-            }
-        })
-        .collect();
+    let (replay, replays) = replay_numbers(&launched);
     part.launches_with_activities = launched.iter().filter(|x| x.first().is_some()).count() as u64;
     part.graph_launches = u64::from(replays);
     part.steps = steps.len() as u64;
@@ -356,6 +332,47 @@ pub(crate) fn export_trace(
     part.parts.sort_by_key(|p| p.table);
     part.notes = notes(&counts, names.cut() as u64, steps.is_empty(), text_lanes);
     part
+}
+
+/// A table's file written (its part noted; `true`) or its failure kept.
+fn record(
+    part: &mut TracePart,
+    table: Table,
+    file: &std::path::Path,
+    r: Result<u64, WriteFailure>,
+) -> bool {
+    match r {
+        Ok(rows) => {
+            part.parts.push(PartFile {
+                table,
+                file: file.display().to_string(),
+                rows,
+            });
+            true
+        }
+        Err(e) => {
+            part.write_error = Some(e);
+            false
+        }
+    }
+}
+
+/// Each graph launch that ran activities numbered 0, 1, … in file order
+/// (its replay), [`NONE`] for the other calls; and how many replays.
+fn replay_numbers(launched: &[launch::Launch]) -> (Vec<u32>, u32) {
+    let mut replays = 0u32;
+    let replay = launched
+        .iter()
+        .map(|l| {
+            if l.graph && l.first().is_some() {
+                replays += 1;
+                replays - 1
+            } else {
+                NONE
+            }
+        })
+        .collect();
+    (replay, replays)
 }
 
 /// The notes of a trace's bad input (ops' wording) and of its steps.

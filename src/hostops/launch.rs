@@ -5,8 +5,6 @@
 
 use super::Linked;
 use crate::ledger::corr::CorrIndex;
-#[cfg(test)]
-use std::collections::HashMap;
 
 /// Sync-like by name (C7): `Synchronize`, or a synchronous memcpy API
 /// (`^(cuda|hip|cu)Memcpy` without `Async`).
@@ -243,6 +241,7 @@ pub(crate) fn launches(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
 
     /// The table against a plain map, every index form, duplicates included.
     fn check(corrs: &[Option<i64>]) {

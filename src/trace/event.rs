@@ -38,47 +38,6 @@ pub struct Args<'a> {
     pub input_type: Option<Cow<'a, str>>,
 }
 
-impl<'a> Args<'a> {
-    /// The args without their borrowed texts (`Input Dims`, `Input type`),
-    /// and those texts: what can cross a thread without the bytes.
-    pub fn split_texts(self) -> (Args<'static>, [Option<Cow<'a, str>>; 2]) {
-        let Args {
-            external_id,
-            correlation,
-            finished,
-            grid,
-            block,
-            registers,
-            shared_memory,
-            input_dims,
-            input_type,
-        } = self;
-        let bare = Args {
-            external_id,
-            correlation,
-            finished,
-            grid,
-            block,
-            registers,
-            shared_memory,
-            input_dims: None,
-            input_type: None,
-        };
-        (bare, [input_dims, input_type])
-    }
-}
-
-impl Args<'static> {
-    /// [`Args::split_texts`] undone.
-    pub fn with_texts<'b>(self, [input_dims, input_type]: [Option<Cow<'b, str>>; 2]) -> Args<'b> {
-        Args {
-            input_dims,
-            input_type,
-            ..self
-        }
-    }
-}
-
 /// An event with its times resolved: what the analyses consume.
 #[derive(Debug)]
 pub struct Event<'a> {

@@ -38,7 +38,7 @@
 //! real and damaged trace, with 0, 1, 2 and 4 workers.
 
 use super::super::{Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, ReadStats};
-use super::parsed::Parsed;
+use super::parsed::{Parsed, Src};
 use super::{event, scan};
 use std::cell::Cell;
 use std::io::{self, Read};
@@ -79,6 +79,9 @@ const BIG: usize = 4 * BATCH_BYTES;
 #[derive(Default)]
 struct Batch {
     bytes: Vec<u8>,
+    /// Set by a worker: `bytes`, moved here once checked as UTF-8 whole
+    /// (empty when they are not, or when no worker had the batch).
+    text: String,
     events: Vec<(EventPos, Range<usize>)>,
     /// Set by a worker: `parsed` holds the first events, in order.
     on_worker: bool,
@@ -90,11 +93,47 @@ struct Batch {
 impl Batch {
     /// Empties a spent batch for reuse (keeping its allocations).
     fn clear(&mut self) {
+        self.unchecked();
         self.bytes.clear();
         self.events.clear();
         self.parsed.clear();
         self.on_worker = false;
         self.failure = None;
+    }
+
+    /// The bytes back from `text` (the allocation kept).
+    fn unchecked(&mut self) {
+        if self.text.capacity() > 0 {
+            self.bytes = std::mem::take(&mut self.text).into_bytes();
+        }
+    }
+
+    /// `bytes` as checked text when they are UTF-8 (std's check; the
+    /// feeder then slices the strings back without checking them).
+    fn check(&mut self) {
+        match String::from_utf8(std::mem::take(&mut self.bytes)) {
+            Ok(t) => self.text = t,
+            Err(e) => self.bytes = e.into_bytes(),
+        }
+    }
+}
+
+/// What the feeder reads a batch's parsed strings from: its checked
+/// `text`, else its `bytes`.
+fn src_of<'a>(text: &'a str, bytes: &'a [u8]) -> Src<'a> {
+    if text.is_empty() {
+        Src::Bytes(bytes)
+    } else {
+        Src::Text(text)
+    }
+}
+
+/// A batch's bytes, wherever they are now.
+fn raw_of<'a>(text: &'a str, bytes: &'a [u8]) -> &'a [u8] {
+    if text.is_empty() {
+        bytes
+    } else {
+        text.as_bytes()
     }
 }
 
@@ -262,10 +301,11 @@ fn parse_batch(batch: &mut Batch) {
             Ok(ev) => batch.parsed.push(Parsed::of(ev, &batch.bytes)),
             Err(e) => {
                 batch.failure = Some((*at, e));
-                return;
+                break;
             }
         }
     }
+    batch.check();
 }
 
 /// The scanner's side: every admitted event into batches, then the end.
@@ -440,23 +480,33 @@ fn deliver_parsed(
     parsed: &mut u64,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Delivered {
-    let bytes = &batch.bytes;
+    let Batch {
+        bytes,
+        text,
+        events,
+        parsed: ps,
+        failure,
+        ..
+    } = batch;
+    let (src, raw) = (src_of(text, bytes), raw_of(text, bytes));
     // One parsed event per event, in order, from the first.
-    for (p, &(at, ref range)) in batch.parsed.drain(..).zip(&batch.events) {
-        let ev = match p.into_event(bytes) {
+    for (p, &(at, ref range)) in ps.iter_mut().zip(&*events) {
+        let ev = match p.event(src) {
             Some(ev) => ev,
             // Not reached (spans are text of these bytes); parsed again
             // rather than trusted.
-            None => event::parse_event(&bytes[range.clone()], at).map_err(|e| (at, e))?,
+            None => event::parse_event(&raw[range.clone()], at).map_err(|e| (at, e))?,
         };
         *parsed += 1;
         on_event(&ev, at);
     }
-    batch.failure.take().map_or(Ok(()), Err)
+    ps.clear();
+    failure.take().map_or(Ok(()), Err)
 }
 
 /// Hands a spent batch back to the scanner for reuse.
-fn give_back(batch: Batch, spent: &SyncSender<Batch>) {
+fn give_back(mut batch: Batch, spent: &SyncSender<Batch>) {
+    batch.unchecked();
     if batch.bytes.capacity() >= BIG {
         // The scanner waits for it (see `big_came_back`); it is gone when
         // the scan has ended.

@@ -197,6 +197,25 @@ pub struct Interner {
     map: HashMap<Box<str>, Sym, FoldState>,
     names: Vec<Box<str>>,
     cut: usize,
+    /// A direct-mapped cache in front of `map` ([`RECENT`] slots of a
+    /// symbol + 1, 0: empty; made at the first name): a name's slot comes
+    /// from its length and end bytes, so a hit costs no hash of the whole
+    /// name, only the comparison with the name the slot holds (exact).
+    /// Python frames' names are long and share their heads; hashing them
+    /// was the feeder's largest cost in `ops` (`perf`).
+    recent: Vec<u32>,
+}
+
+/// Slots of [`Interner`]'s cache.
+const RECENT: usize = 1 << 10;
+
+/// A name's cache slot: its length, first and last 8 bytes, mixed.
+fn recent_slot(s: &[u8]) -> usize {
+    let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| w << 8 | u64::from(x));
+    let n = s.len();
+    let (head, tail) = (word(&s[..n.min(8)]), word(&s[n.saturating_sub(8)..]));
+    let mixed = (tail ^ head.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (mixed >> (64 - RECENT.trailing_zeros())) as usize
 }
 
 impl Interner {
@@ -208,10 +227,21 @@ impl Interner {
     /// [`cut_name`]), added when new.
     pub fn intern(&mut self, s: &str) -> Sym {
         if s.len() <= MAX_NAME_BYTES {
-            if let Some(&sym) = self.map.get(s) {
-                return sym;
+            if self.recent.is_empty() {
+                self.recent = vec![0; RECENT];
             }
-            return self.add(s);
+            let k = recent_slot(s.as_bytes());
+            if let Some(sym) = self.recent[k].checked_sub(1) {
+                if *self.names[sym as usize] == *s {
+                    return Sym(sym);
+                }
+            }
+            let sym = match self.map.get(s) {
+                Some(&sym) => sym,
+                None => self.add(s),
+            };
+            self.recent[k] = sym.0.saturating_add(1);
+            return sym;
         }
         let cut = cut_name(s);
         if let Some(&sym) = self.map.get(cut.as_str()) {
@@ -293,16 +323,25 @@ pub fn cut_name(s: &str) -> String {
 pub struct LaneTable {
     map: HashMap<Lane, u32, FoldState>,
     lanes: Vec<Lane>,
+    /// The lane interned last: events come in runs of one thread's.
+    last: u32,
 }
 
 impl LaneTable {
     pub fn intern(&mut self, lane: Lane) -> u32 {
-        if let Some(&id) = self.map.get(&lane) {
-            return id;
+        if self.lanes.get(self.last as usize) == Some(&lane) {
+            return self.last;
         }
-        let id = self.lanes.len() as u32;
-        self.lanes.push(lane.clone());
-        self.map.insert(lane, id);
+        let id = match self.map.get(&lane) {
+            Some(&id) => id,
+            None => {
+                let id = self.lanes.len() as u32;
+                self.lanes.push(lane.clone());
+                self.map.insert(lane, id);
+                id
+            }
+        };
+        self.last = id;
         id
     }
 

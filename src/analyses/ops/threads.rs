@@ -6,8 +6,9 @@
 //! `cpu_op`/`user_annotation` section and the `python_function` section are
 //! each sorted, so a thread is a handful of sorted runs. A run starts
 //! wherever an op's key is below the previous op's; the merge is a heap of
-//! one cursor per run. Adversarial orders (every op its own run) cost a
-//! cursor per op and stay O(n log n).
+//! one cursor per run, and a run joins the heap only once the merge reaches
+//! its first op (runs apart in time never share it). Adversarial orders
+//! (every op its own run) cost a cursor per op and stay O(n log n).
 //!
 //! ```text
 //! file order   a(0) b(3) c(7) | d(1) e(4) | f(2)      runs: [a b c] [d e] [f]
@@ -142,11 +143,16 @@ impl Thread {
             chunks: self.chunks,
             left: self.in_chunk,
             cursors: self.runs.iter().map(Cursor::of).collect(),
-            heap: BinaryHeap::with_capacity(self.runs.len()),
+            heap: BinaryHeap::new(),
+            waiting: Vec::with_capacity(self.runs.len()),
         };
         for k in 0..m.cursors.len() {
-            m.advance(k);
+            if let Some(op) = read(&mut m.cursors[k], &mut m.chunks, &mut m.left) {
+                m.waiting.push((op.key(), k as u32, op));
+            }
         }
+        // Last first: the least head is popped off the end.
+        m.waiting.sort_unstable_by(|a, b| b.cmp(a));
         m
     }
 }
@@ -179,17 +185,15 @@ pub(super) struct Merged {
     /// Records not read yet in each chunk.
     left: Vec<u32>,
     cursors: Vec<Cursor>,
-    /// Each run's head: (its key, the run, the op).
+    /// The heads of the runs the merge has reached: (its key, the run,
+    /// the op).
     heap: BinaryHeap<Reverse<(Key, u32, Op)>>,
-}
-
-impl Merged {
-    /// Reads run `k`'s next op onto the heap.
-    fn advance(&mut self, k: usize) {
-        if let Some(op) = read(&mut self.cursors[k], &mut self.chunks, &mut self.left) {
-            self.heap.push(Reverse((op.key(), k as u32, op)));
-        }
-    }
+    /// The first ops of the runs not reached yet, the least last: a run
+    /// joins the heap when its first op is the least of all heads. Runs
+    /// apart in time (a long trace's, or concatenated traces') then never
+    /// share the heap, which stays a few heads deep (it held every run's,
+    /// ≈ 1 000 on the scaled benchmark trace, ten levels a sift).
+    waiting: Vec<(Key, u32, Op)>,
 }
 
 /// Reads the next op of the run at `c`, freeing a chunk once all of its
@@ -236,6 +240,14 @@ impl Iterator for Merged {
     /// and sinks (one sift, not a pop and a push: a thread is mostly one
     /// long run).
     fn next(&mut self) -> Option<Op> {
+        // Keys are unique (the file position is their last part), so the
+        // least waiting head and the heap's top never tie.
+        if let Some(&w) = self.waiting.last() {
+            if self.heap.peek().is_none_or(|Reverse(t)| w < *t) {
+                self.waiting.pop();
+                self.heap.push(Reverse(w));
+            }
+        }
         let mut top = self.heap.peek_mut()?;
         let Reverse((_, k, op)) = *top;
         match read(

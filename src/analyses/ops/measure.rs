@@ -459,23 +459,29 @@ fn sweep_threads(
             attributed: &mut attributed,
         };
         let mut span: Option<(i64, i64)> = None;
-        let visits = thread.into_merged().enumerate().map(|(q, o)| {
-            let end = end_of(o.ts, o.dur);
-            // Key order: the first op starts first; the last end is a max.
-            span = Some(span.map_or((o.ts, end), |(a, b)| (a, b.max(end))));
-            Visit {
-                pos: q as u32,
-                ts: o.ts,
-                end,
-                scope: scope[o.row as usize],
-                tag: Tag {
-                    row: o.row,
-                    ts: o.ts,
-                },
-            }
+        let big = thread.len() >= super::threads::PREFETCH_MIN;
+        let slot = std::sync::Mutex::new(Some(thread.into_merged()));
+        std::thread::scope(|s| {
+            let visits = super::threads::prefetched(s, &slot, big)
+                .enumerate()
+                .map(|(q, o)| {
+                    let end = end_of(o.ts, o.dur);
+                    // Key order: the first op starts first; the last end is a max.
+                    span = Some(span.map_or((o.ts, end), |(a, b)| (a, b.max(end))));
+                    Visit {
+                        pos: q as u32,
+                        ts: o.ts,
+                        end,
+                        scope: scope[o.row as usize],
+                        tag: Tag {
+                            row: o.row,
+                            ts: o.ts,
+                        },
+                    }
+                });
+            let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
+            crate::hostops::contain::sweep_thread(visits, by_start, &mut t);
         });
-        let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
-        crate::hostops::contain::sweep_thread(visits, by_start, &mut t);
         out.op_spans[lane] = span;
         let ThreadRows {
             reach,

@@ -42,6 +42,7 @@ pub(super) struct Op {
     pub pos: u32,
 }
 
+#[cfg(test)]
 impl Op {
     fn key(&self) -> Key {
         (self.ts, Reverse(end_of(self.ts, self.dur)), self.pos)
@@ -49,6 +50,7 @@ impl Op {
 }
 
 /// C4's order key: (ts, −end, file order).
+#[cfg(test)]
 type Key = (i64, Reverse<i64>, u32);
 
 /// A run: where its first op starts, how many ops, the first's position.
@@ -148,11 +150,11 @@ impl Thread {
         };
         for k in 0..m.cursors.len() {
             if let Some(op) = read(&mut m.cursors[k], &mut m.chunks, &mut m.left) {
-                m.waiting.push((op.key(), k as u32, op));
+                m.waiting.push(Head::of(op, k as u32));
             }
         }
-        // Last first: the least head is popped off the end.
-        m.waiting.sort_unstable_by(|a, b| b.cmp(a));
+        // The least head last (Head's order is reversed), popped off the end.
+        m.waiting.sort_unstable();
         m
     }
 }
@@ -185,16 +187,60 @@ pub(super) struct Merged {
     /// Records not read yet in each chunk.
     left: Vec<u32>,
     cursors: Vec<Cursor>,
-    /// The heads of the runs the merge has reached: (its key, the run,
-    /// the op).
-    heap: BinaryHeap<Reverse<(Key, u32, Op)>>,
+    /// The heads of the runs the merge has reached.
+    heap: BinaryHeap<Head>,
     /// The first ops of the runs not reached yet, the least last: a run
     /// joins the heap when its first op is the least of all heads. Runs
     /// apart in time (a long trace's, or concatenated traces') then never
     /// share the heap, which stays a few heads deep (it held every run's,
     /// ≈ 1 000 on the scaled benchmark trace, ten levels a sift).
-    waiting: Vec<(Key, u32, Op)>,
+    waiting: Vec<Head>,
 }
+
+/// A run's head in the merge: its op, the op's end, the run. Ordered by
+/// C4's key alone, reversed (the heap's top is the least key): keys are
+/// unique, the file position being their last part. Compared by hand, not
+/// as a derived tuple: the merge's comparisons were most of its time.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    op: Op,
+    end: i64,
+    run: u32,
+}
+
+impl Head {
+    fn of(op: Op, run: u32) -> Head {
+        Head {
+            op,
+            end: end_of(op.ts, op.dur),
+            run,
+        }
+    }
+}
+
+impl Ord for Head {
+    fn cmp(&self, o: &Head) -> std::cmp::Ordering {
+        // (ts, −end, pos) ascending, reversed.
+        o.op.ts
+            .cmp(&self.op.ts)
+            .then(self.end.cmp(&o.end))
+            .then(o.op.pos.cmp(&self.op.pos))
+    }
+}
+
+impl PartialOrd for Head {
+    fn partial_cmp(&self, o: &Head) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
+impl PartialEq for Head {
+    fn eq(&self, o: &Head) -> bool {
+        self.cmp(o).is_eq()
+    }
+}
+
+impl Eq for Head {}
 
 /// Reads the next op of the run at `c`, freeing a chunk once all of its
 /// records are read.
@@ -240,27 +286,118 @@ impl Iterator for Merged {
     /// and sinks (one sift, not a pop and a push: a thread is mostly one
     /// long run).
     fn next(&mut self) -> Option<Op> {
-        // Keys are unique (the file position is their last part), so the
-        // least waiting head and the heap's top never tie.
+        // Keys are unique, so the least waiting head and the heap's top
+        // never tie.
         if let Some(&w) = self.waiting.last() {
-            if self.heap.peek().is_none_or(|Reverse(t)| w < *t) {
+            if self.heap.peek().is_none_or(|t| w > *t) {
                 self.waiting.pop();
-                self.heap.push(Reverse(w));
+                self.heap.push(w);
             }
         }
         let mut top = self.heap.peek_mut()?;
-        let Reverse((_, k, op)) = *top;
+        let Head { op, run, .. } = *top;
         match read(
-            &mut self.cursors[k as usize],
+            &mut self.cursors[run as usize],
             &mut self.chunks,
             &mut self.left,
         ) {
-            Some(next) => *top = Reverse((next.key(), k, next)),
+            Some(next) => *top = Head::of(next, run),
             None => {
                 PeekMut::pop(top);
             }
         }
         Some(op)
+    }
+}
+
+/// Threads with at least this many ops are merged on a thread of their
+/// own while their sweep runs ([`prefetched`]); fewer are merged inline.
+pub(super) const PREFETCH_MIN: usize = 1 << 16;
+
+/// Ops per block the merging thread hands on (24 B each: three blocks in
+/// flight are ≈ 0.6 MB).
+const BLOCK: usize = 8192;
+
+/// A thread's ops in key order, merged on a second thread when `big`: the
+/// merge (decoding the varints, the heap) was a third of the sweep of the
+/// 1.14 GB benchmark trace's main thread, which runs alone at the end of
+/// the read. The merge is taken from `slot`, so that if the thread cannot
+/// start it is still there, and merged inline.
+///
+/// ```text
+/// merging thread   merge → [8192 ops] ─► [8192 ops] ─►   (blocks reused, ≤ 3 in flight)
+/// sweep (caller)                 ◄── visit each op, its calls, its rows
+/// ```
+pub(super) fn prefetched<'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    slot: &'scope std::sync::Mutex<Option<Merged>>,
+    big: bool,
+) -> Prefetched {
+    let take = || slot.lock().ok().and_then(|mut m| m.take());
+    if big {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Op>>(1);
+        let (back_tx, back_rx) = std::sync::mpsc::sync_channel::<Vec<Op>>(2);
+        let merging = std::thread::Builder::new()
+            .name("torchtrace-merge".into())
+            .spawn_scoped(s, move || {
+                let Some(mut merged) = take() else { return };
+                loop {
+                    let mut block = back_rx.try_recv().unwrap_or_default();
+                    block.clear();
+                    block.extend(merged.by_ref().take(BLOCK));
+                    if block.is_empty() || tx.send(block).is_err() {
+                        return;
+                    }
+                }
+            });
+        if merging.is_ok() {
+            return Prefetched::Remote {
+                blocks: rx,
+                back: back_tx,
+                block: Vec::new(),
+                at: 0,
+            };
+        }
+    }
+    Prefetched::Inline(take())
+}
+
+/// [`prefetched`]'s ops.
+pub(super) enum Prefetched {
+    Inline(Option<Merged>),
+    Remote {
+        blocks: std::sync::mpsc::Receiver<Vec<Op>>,
+        back: std::sync::mpsc::SyncSender<Vec<Op>>,
+        block: Vec<Op>,
+        at: usize,
+    },
+}
+
+impl Iterator for Prefetched {
+    type Item = Op;
+
+    fn next(&mut self) -> Option<Op> {
+        match self {
+            Prefetched::Inline(m) => m.as_mut()?.next(),
+            Prefetched::Remote {
+                blocks,
+                back,
+                block,
+                at,
+            } => {
+                if *at == block.len() {
+                    // The merge's end: its sender dropped. (A merge that
+                    // panicked makes the scope panic when it joins.)
+                    let next = blocks.recv().ok()?;
+                    let spent = std::mem::replace(block, next);
+                    let _ = back.try_send(spent);
+                    *at = 0;
+                }
+                let op = block.get(*at).copied();
+                *at += 1;
+                op
+            }
+        }
     }
 }
 
@@ -351,6 +488,26 @@ mod tests {
             assert!(m.by_ref().eq(want.into_iter()), "case {case}");
             // Every chunk freed once read.
             assert!(m.chunks.iter().all(|c| c.capacity() == 0), "case {case}");
+        }
+    }
+
+    /// Merged on a second thread: the same ops in the same order, across
+    /// blocks, and inline when not big.
+    #[test]
+    fn prefetched_equals_inline() {
+        for (n, big) in [(0u32, true), (1, true), (BLOCK as u32 * 3 + 5, true), (1000, false)] {
+            let fill = || {
+                let mut t = Thread::default();
+                for p in 0..n {
+                    let ts = i64::from(p % 7) * 1000 + i64::from(p);
+                    t.push(ts, i64::from(p % 13), p);
+                }
+                t
+            };
+            let want: Vec<Op> = fill().into_merged().collect();
+            let slot = std::sync::Mutex::new(Some(fill().into_merged()));
+            let got: Vec<Op> = std::thread::scope(|s| prefetched(s, &slot, big).collect());
+            assert_eq!(got, want, "{n} {big}");
         }
     }
 }

@@ -495,7 +495,12 @@ mod tests {
     /// blocks, and inline when not big.
     #[test]
     fn prefetched_equals_inline() {
-        for (n, big) in [(0u32, true), (1, true), (BLOCK as u32 * 3 + 5, true), (1000, false)] {
+        for (n, big) in [
+            (0u32, true),
+            (1, true),
+            (BLOCK as u32 * 3 + 5, true),
+            (1000, false),
+        ] {
             let fill = || {
                 let mut t = Thread::default();
                 for p in 0..n {

@@ -76,6 +76,23 @@ pub(super) enum Src<'a> {
 }
 
 impl<'a> Src<'a> {
+    /// A batch's checked `text`, else (empty: not checked) its `bytes`.
+    pub(super) fn of(text: &'a str, bytes: &'a [u8]) -> Src<'a> {
+        if text.is_empty() {
+            Src::Bytes(bytes)
+        } else {
+            Src::Text(text)
+        }
+    }
+
+    /// The bytes, checked or not.
+    pub(super) fn raw(self) -> &'a [u8] {
+        match self {
+            Src::Text(t) => t.as_bytes(),
+            Src::Bytes(b) => b,
+        }
+    }
+
     fn get(self, r: Range<usize>) -> Option<&'a str> {
         match self {
             Src::Text(t) => t.get(r),

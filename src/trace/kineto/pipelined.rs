@@ -118,25 +118,6 @@ impl Batch {
     }
 }
 
-/// What the feeder reads a batch's parsed strings from: its checked
-/// `text`, else its `bytes`.
-fn src_of<'a>(text: &'a str, bytes: &'a [u8]) -> Src<'a> {
-    if text.is_empty() {
-        Src::Bytes(bytes)
-    } else {
-        Src::Text(text)
-    }
-}
-
-/// A batch's bytes, wherever they are now.
-fn raw_of<'a>(text: &'a str, bytes: &'a [u8]) -> &'a [u8] {
-    if text.is_empty() {
-        bytes
-    } else {
-        text.as_bytes()
-    }
-}
-
 enum Msg {
     /// The metadata as the events array starts (what a read that stops at
     /// a bad event has).
@@ -488,14 +469,14 @@ fn deliver_parsed(
         failure,
         ..
     } = batch;
-    let (src, raw) = (src_of(text, bytes), raw_of(text, bytes));
+    let src = Src::of(text, bytes);
     // One parsed event per event, in order, from the first.
     for (p, &(at, ref range)) in ps.iter_mut().zip(&*events) {
         let ev = match p.event(src) {
             Some(ev) => ev,
             // Not reached (spans are text of these bytes); parsed again
             // rather than trusted.
-            None => event::parse_event(&raw[range.clone()], at).map_err(|e| (at, e))?,
+            None => event::parse_event(&src.raw()[range.clone()], at).map_err(|e| (at, e))?,
         };
         *parsed += 1;
         on_event(&ev, at);

@@ -123,11 +123,25 @@ impl<'a> RawEvent<'a> {
 /// (`super::extract`); anything it is unsure of, and every error, by
 /// serde_json ([`parse_event_generic`]). Both give the same events.
 pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
-    let ev = match super::extract::extract(raw) {
-        Some(ev) => ev,
-        None => return parse_event_generic(raw, at),
-    };
-    check_end(ev, at)
+    let mut ev = Event::empty();
+    parse_event_into(raw, at, &mut ev).map(|()| ev)
+}
+
+/// [`parse_event`] into `ev`, which the readers reuse from event to event
+/// (see [`super::extract::extract_into`]); on an error `ev` holds nothing
+/// of use.
+pub fn parse_event_into<'a>(
+    raw: &'a [u8],
+    at: EventPos,
+    ev: &mut Event<'a>,
+) -> Result<(), ReadError> {
+    match super::extract::extract_into(raw, ev) {
+        Some(()) => check_end(ev, at),
+        None => {
+            *ev = parse_event_generic(raw, at)?;
+            Ok(())
+        }
+    }
 }
 
 /// [`parse_event`] by serde_json alone: the generic path, also the
@@ -139,12 +153,13 @@ pub fn parse_event_generic(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadEr
     })?;
     let ts = time_field(ev.ts, "ts", raw, at)?;
     let dur = time_field(ev.dur, "dur", raw, at)?;
-    check_end(ev.into_event(ts, dur), at)
+    let ev = ev.into_event(ts, dur);
+    check_end(&ev, at).map(|()| ev)
 }
 
 /// Every analysis takes end = ts + dur: an event whose end i64 ns cannot
 /// hold is refused rather than saturated into a wrong end.
-fn check_end(ev: Event<'_>, at: EventPos) -> Result<Event<'_>, ReadError> {
+fn check_end(ev: &Event<'_>, at: EventPos) -> Result<(), ReadError> {
     let (ts, dur) = (ev.ts, ev.dur);
     if let (Some(t), Some(d)) = (ts, dur) {
         if d.0 > 0 && t.0.checked_add(d.0).is_none() {
@@ -154,7 +169,7 @@ fn check_end(ev: Event<'_>, at: EventPos) -> Result<Event<'_>, ReadError> {
             ));
         }
     }
-    Ok(ev)
+    Ok(())
 }
 
 fn bad_event(at: EventPos, msg: String) -> ReadError {

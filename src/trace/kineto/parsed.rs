@@ -31,18 +31,16 @@ enum Span {
 }
 
 impl Span {
-    /// Where `text` sits in `bytes`; a copy when it is not there.
-    fn of(text: Cow<'_, str>, bytes: &[u8]) -> Span {
-        let borrowed = match text {
-            Cow::Owned(s) => return Span::Owned(s.into_boxed_str()),
-            Cow::Borrowed(b) => b,
-        };
+    /// Where `borrowed` sits in `bytes`; a copy when it is not there (a
+    /// string the parser built, with escapes).
+    fn of(borrowed: &str, bytes: &[u8]) -> Span {
         if borrowed.is_empty() {
             return Span::In(0, 0);
         }
         // A borrowed string is a slice of `bytes` (the parser borrows from
         // the event's bytes, a slice of the batch); its distance from the
-        // start is its offset. Anything else (a constant) is copied.
+        // start is its offset. Anything else (a string the parser built,
+        // a constant) is copied.
         let start = (borrowed.as_ptr() as usize).wrapping_sub(bytes.as_ptr() as usize);
         match start.checked_add(borrowed.len()) {
             Some(end) if end <= bytes.len() => match (u32::try_from(start), u32::try_from(end)) {
@@ -200,34 +198,26 @@ pub(super) struct Parsed {
 
 impl Parsed {
     /// `ev`, parsed from a slice of `bytes`.
-    pub(super) fn of(ev: Event<'_>, bytes: &[u8]) -> Parsed {
-        let numbers = Numbers::of(&ev);
-        let Event {
-            ph,
-            cat,
-            name,
-            pid,
-            tid,
-            args,
-            ..
-        } = ev;
+    pub(super) fn of(ev: &Event<'_>, bytes: &[u8]) -> Parsed {
+        let a = &ev.args;
         Parsed {
-            ph: Span::of(ph, bytes),
-            cat: Span::of(cat, bytes),
-            name: Span::of(name, bytes),
-            pid,
-            tid,
-            numbers,
-            texts: [args.input_dims, args.input_type].map(|t| t.map(|t| Span::of(t, bytes))),
+            ph: Span::of(&ev.ph, bytes),
+            cat: Span::of(&ev.cat, bytes),
+            name: Span::of(&ev.name, bytes),
+            pid: ev.pid.clone(),
+            tid: ev.tid.clone(),
+            numbers: Numbers::of(ev),
+            texts: [&a.input_dims, &a.input_type].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
         }
     }
 
     /// The event again, borrowing from the same bytes (`src`) and from
-    /// this value (its thread parts are taken out: call it once); `None` if
-    /// a span is not text there (never, for spans made by [`Parsed::of`]
-    /// from them). By reference, so that a batch's parsed events are not
-    /// moved out one by one (a third of the feeder's copies, `perf`).
-    pub(super) fn event<'a>(&'a mut self, src: Src<'a>) -> Option<Event<'a>> {
+    /// this value; `None` if a span is not text there (never, for spans
+    /// made by [`Parsed::of`] from them). By reference, so that a batch's
+    /// parsed events are not moved out one by one (a third of the feeder's
+    /// copies, `perf`). The thread parts are cloned: a number, except the
+    /// rare named process or thread.
+    pub(super) fn event<'a>(&'a self, src: Src<'a>) -> Option<Event<'a>> {
         let Parsed {
             ph,
             cat,
@@ -246,8 +236,8 @@ impl Parsed {
             ph: ph.text(src)?,
             cat: cat.text(src)?,
             name: name.text(src)?,
-            pid: std::mem::replace(pid, ThreadPart::Num(0)),
-            tid: std::mem::replace(tid, ThreadPart::Num(0)),
+            pid: pid.clone(),
+            tid: tid.clone(),
             ts: numbers.get(TS).map(Ns),
             dur: numbers.get(DUR).map(Ns),
             args: numbers.args(dims, types),
@@ -267,9 +257,9 @@ mod tests {
             offset: 0,
         };
         let direct = format!("{:?}", parse_event(raw, at).unwrap());
-        let mut parsed = Parsed::of(parse_event(raw, at).unwrap(), raw);
+        let parsed = Parsed::of(&parse_event(raw, at).unwrap(), raw);
         let back = format!("{:?}", parsed.event(Src::Bytes(raw)).unwrap());
-        let mut parsed = Parsed::of(parse_event(raw, at).unwrap(), raw);
+        let parsed = Parsed::of(&parse_event(raw, at).unwrap(), raw);
         let text = std::str::from_utf8(raw).unwrap();
         let again = format!("{:?}", parsed.event(Src::Text(text)).unwrap());
         assert_eq!(back, again);
@@ -303,11 +293,11 @@ mod tests {
             },
         )
         .unwrap();
-        let p = Parsed::of(ev, raw);
+        let p = Parsed::of(&ev, raw);
         assert!(matches!(p.name, Span::In(a, b) if &raw[a as usize..b as usize] == b"kernel_a"));
         // Other bytes than the ones parsed: refused, not misread.
         assert!(Parsed::of(
-            parse_event(
+            &parse_event(
                 raw,
                 EventPos {
                     index: 0,

@@ -277,9 +277,10 @@ fn parse_batch(batch: &mut Batch) {
     batch.on_worker = true;
     batch.parsed.clear();
     batch.parsed.reserve(batch.events.len());
+    let mut ev = Event::empty();
     for (at, range) in &batch.events {
-        match event::parse_event(&batch.bytes[range.clone()], *at) {
-            Ok(ev) => batch.parsed.push(Parsed::of(ev, &batch.bytes)),
+        match event::parse_event_into(&batch.bytes[range.clone()], *at, &mut ev) {
+            Ok(()) => batch.parsed.push(Parsed::of(&ev, &batch.bytes)),
             Err(e) => {
                 batch.failure = Some((*at, e));
                 break;
@@ -447,8 +448,10 @@ fn parse_and_deliver(
     parsed: &mut u64,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
 ) -> Delivered {
+    // One event, filled in place for each (`event::parse_event_into`).
+    let mut ev = Event::empty();
     for (at, range) in &batch.events {
-        let ev = event::parse_event(&batch.bytes[range.clone()], *at).map_err(|e| (*at, e))?;
+        event::parse_event_into(&batch.bytes[range.clone()], *at, &mut ev).map_err(|e| (*at, e))?;
         *parsed += 1;
         on_event(&ev, *at);
     }
@@ -471,7 +474,7 @@ fn deliver_parsed(
     } = batch;
     let src = Src::of(text, bytes);
     // One parsed event per event, in order, from the first.
-    for (p, &(at, ref range)) in ps.iter_mut().zip(&*events) {
+    for (p, &(at, ref range)) in ps.iter().zip(&*events) {
         let ev = match p.event(src) {
             Some(ev) => ev,
             // Not reached (spans are text of these bytes); parsed again

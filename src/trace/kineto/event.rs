@@ -123,8 +123,10 @@ impl<'a> RawEvent<'a> {
 /// (`super::extract`); anything it is unsure of, and every error, by
 /// serde_json ([`parse_event_generic`]). Both give the same events.
 pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
-    let mut ev = Event::empty();
-    parse_event_into(raw, at, &mut ev).map(|()| ev)
+    match super::extract::extract(raw) {
+        Some(ev) => check_end(&ev, at).map(|()| ev),
+        None => parse_event_generic(raw, at),
+    }
 }
 
 /// [`parse_event`] into `ev`, which the readers reuse from event to event

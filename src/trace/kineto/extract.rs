@@ -45,7 +45,7 @@ const MAX_INT_DIGITS: usize = 18;
 /// shape; `None` sends it to the generic path.
 pub fn extract(raw: &[u8]) -> Option<Event<'_>> {
     let mut ev = Event::empty();
-    extract_into(raw, &mut ev)?;
+    fill(raw, &mut ev)?;
     Some(ev)
 }
 
@@ -56,6 +56,12 @@ pub fn extract(raw: &[u8]) -> Option<Event<'_>> {
 /// two cores: 8.6 % of all samples). On `None`, `ev` holds part of the
 /// event: the caller parses it again.
 pub fn extract_into<'a>(raw: &'a [u8], ev: &mut Event<'a>) -> Option<()> {
+    ev.reset();
+    fill(raw, ev)
+}
+
+/// Reads `raw` into `ev`, which holds [`Event::empty`]'s fields.
+fn fill<'a>(raw: &'a [u8], ev: &mut Event<'a>) -> Option<()> {
     // One UTF-8 check of the whole event (stricter than serde, which does
     // not check strings it skips); substrings are then `&str` for free.
     // simdutf8's SIMD check: std's took ~2 % of `hierarchy`'s samples.
@@ -65,7 +71,6 @@ pub fn extract_into<'a>(raw: &'a [u8], ev: &mut Event<'a>) -> Option<()> {
         b: raw,
         i: 0,
     };
-    ev.reset();
     let times = c.event(ev)?;
     (c.i == raw.len()).then_some(())?;
     ev.ts = times.ts.map(parse_us).transpose().ok()?;

@@ -76,6 +76,104 @@ pub fn idle_grouped(acts: &mut [Timed], seg: &[usize]) -> Idle {
     out
 }
 
+/// [`idle_grouped`] without grouping or sorting, for activities that come
+/// in file order with their streams interleaved: each stream's gaps are
+/// summed as its activities come, while they come sorted by (ts, end).
+/// A stream whose activities are out of that order is handed back for the
+/// caller to group and sort ([`idle_grouped`]): the sort is stable, so a
+/// stream already in order is its own sort and both ways are exact. Kineto
+/// writes each stream's activities in order (the vLLM samples: every
+/// stream), so the finish needs no 24 B per activity for them.
+///
+/// The sums are of gaps ≥ 0, so summing per stream and adding the streams
+/// up, clamped at the end, is what [`idle_grouped`]'s saturating running
+/// sum gives.
+#[derive(Debug, Default)]
+pub struct InOrder {
+    streams: Vec<Running>,
+}
+
+/// One stream's state in [`InOrder`].
+#[derive(Debug, Clone, Copy, Default)]
+struct Running {
+    /// The last activity's (ts, end) and the running end (`None`: none yet).
+    last: Option<((i64, i64), i64)>,
+    out_of_order: bool,
+    idle: i128,
+    wait: i128,
+    gaps: u64,
+    waits: u64,
+}
+
+impl InOrder {
+    /// The next activity of `stream` in file order.
+    pub fn push(&mut self, stream: u32, a: Timed) {
+        let s = stream as usize;
+        if self.streams.len() <= s {
+            self.streams.resize(s + 1, Running::default());
+        }
+        let r = &mut self.streams[s];
+        let key = (a.start, a.end);
+        let Some((last, prev_end)) = r.last else {
+            r.last = Some((key, a.end));
+            return;
+        };
+        if key < last {
+            r.out_of_order = true;
+        }
+        let gap = a.start.saturating_sub(prev_end).max(0);
+        if gap > 0 {
+            r.idle += i128::from(gap);
+            r.gaps += 1;
+            if a.call_ts > prev_end {
+                r.wait += i128::from(gap);
+                r.waits += 1;
+            }
+        }
+        r.last = Some((key, prev_end.max(a.end)));
+    }
+
+    /// The streams out of order (for [`idle_grouped`]), and the sums of
+    /// the others; `with` then gives the total with theirs.
+    pub fn finish(self) -> (Vec<u32>, Sums) {
+        let mut out = Sums::default();
+        let mut redo = Vec::new();
+        for (s, r) in self.streams.iter().enumerate() {
+            if r.out_of_order {
+                redo.push(s as u32);
+                continue;
+            }
+            out.idle += r.idle;
+            out.wait += r.wait;
+            out.gaps += r.gaps;
+            out.waits += r.waits;
+        }
+        (redo, out)
+    }
+}
+
+/// [`Idle`]'s sums before they are clamped to i64.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Sums {
+    idle: i128,
+    wait: i128,
+    gaps: u64,
+    waits: u64,
+}
+
+impl Sums {
+    /// These and `other` (from [`idle_grouped`]), clamped as it clamps.
+    pub fn with(self, other: Idle) -> Idle {
+        let clamp = |v: i128| v.min(i128::from(i64::MAX)) as i64;
+        Idle {
+            idle_ns: clamp(self.idle + i128::from(other.idle_ns)),
+            host_wait_ns: clamp(self.wait + i128::from(other.host_wait_ns)),
+            gaps: self.gaps + other.gaps,
+            host_wait_gaps: self.waits + other.host_wait_gaps,
+        }
+    }
+}
+
 /// [`idle_grouped`] of activities in any order.
 pub fn idle(acts: &mut [StreamAct]) -> Idle {
     acts.sort_unstable_by_key(|a| (a.stream, a.index));
@@ -128,6 +226,50 @@ mod tests {
                 host_wait_gaps: 1
             }
         );
+    }
+
+    /// [`InOrder`] equals [`idle_grouped`] on streams in order, hands back
+    /// those out of order, and clamps as the saturating sum does.
+    #[test]
+    fn in_order_equals_grouped() {
+        let t = |start: i64, end: i64, call_ts: i64| Timed {
+            start,
+            end,
+            call_ts,
+        };
+        // Stream 0: the drawing's k0 k1 k2 in order; stream 1: out of order.
+        let s0 = [t(0, 80, -5), t(100, 130, 90), t(150, 200, 120)];
+        let s1 = [t(50, 60, i64::MIN), t(0, 10, i64::MIN)];
+        let mut o = InOrder::default();
+        for (a, b) in s0.iter().zip(&s1) {
+            o.push(0, *a);
+            o.push(1, *b);
+        }
+        o.push(0, s0[2]);
+        let (redo, sums) = o.finish();
+        assert_eq!(redo, vec![1]);
+        let mut rest = s1.to_vec();
+        let got = sums.with(idle_grouped(&mut rest, &[0, 2]));
+        let mut all: Vec<Timed> = s0.iter().chain(&s1).copied().collect();
+        assert_eq!(got, idle_grouped(&mut all, &[0, 3, 5]));
+        assert_eq!(
+            (got.idle_ns, got.host_wait_ns, got.gaps),
+            (20 + 20 + 40, 20, 3)
+        );
+        // Gaps summing past i64::MAX clamp, as the running sum does.
+        let far = [
+            t(i64::MIN + 1, i64::MIN + 2, i64::MIN),
+            t(i64::MAX - 10, i64::MAX - 9, i64::MIN),
+            t(i64::MAX - 5, i64::MAX - 4, i64::MIN),
+        ];
+        let mut o = InOrder::default();
+        for a in far {
+            o.push(0, a);
+        }
+        let (_, sums) = o.finish();
+        let got = sums.with(Idle::default());
+        assert_eq!(got, idle_grouped(&mut far.to_vec(), &[0, 3]));
+        assert_eq!((got.idle_ns, got.gaps), (i64::MAX, 2));
     }
 
     /// Streams are apart; unlinked activities are never host waits;

@@ -41,7 +41,7 @@ pub(super) struct Maximal {
     pub end: i64,
 }
 
-type Sums = [i128; WEIGHTS];
+pub(super) type Sums = [i128; WEIGHTS];
 
 fn add(a: &mut Sums, b: &Sums, sign: i128) {
     for (x, y) in a.iter_mut().zip(b) {
@@ -245,6 +245,62 @@ impl<'a> Online<'a> {
     pub fn last(&mut self, out: &mut Sums, reach: u32) {
         self.advance(None);
         add(out, &self.prefix(reach as usize), 1);
+    }
+}
+
+/// One thread's maximal instances as its sweep finds them, answered by
+/// [`Online`]: each row's reach (the rank [`Online::instance`] gave its
+/// previous instance) is kept here, and the thread's end adds each row's
+/// last term. The same calls in the same order wherever it runs: on the
+/// sweep's thread, or on one of its own fed in blocks ([`Instance`]).
+pub(super) struct Instances<'a> {
+    online: Online<'a>,
+    /// Per row: 1 + the reach so far (0: no instance yet on this thread).
+    /// Shared from thread to thread, put back to 0 at the end.
+    reach: &'a mut Vec<u32>,
+    touched: Vec<u32>,
+}
+
+/// A maximal instance found by a sweep, as sent to [`Instances`] on a
+/// thread of its own.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Instance {
+    pub row: u32,
+    pub ts: i64,
+    pub end: i64,
+}
+
+impl<'a> Instances<'a> {
+    pub fn new(online: Online<'a>, reach: &'a mut Vec<u32>) -> Self {
+        Instances {
+            online,
+            reach,
+            touched: Vec::new(),
+        }
+    }
+
+    /// The row's next maximal instance [ts, end] in the sweep's order.
+    pub fn add(&mut self, sums: &mut Vec<Sums>, m: Instance) {
+        let r = m.row as usize;
+        if self.reach.len() <= r {
+            self.reach.resize(r + 1, 0);
+        }
+        if sums.len() <= r {
+            sums.resize(r + 1, [0; WEIGHTS]);
+        }
+        let prev = self.reach[r].checked_sub(1);
+        if prev.is_none() {
+            self.touched.push(m.row);
+        }
+        self.reach[r] = self.online.instance(&mut sums[r], prev, m.ts, m.end) + 1;
+    }
+
+    /// The thread's end: each row's last term ([`Online::last`]).
+    pub fn finish(mut self, sums: &mut [Sums]) {
+        for row in std::mem::take(&mut self.touched) {
+            let r = std::mem::replace(&mut self.reach[row as usize], 0);
+            self.online.last(&mut sums[row as usize], r - 1);
+        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! throughout; ratios are exact fractions rounded half to even to 6
 //! decimals, means and medians to a whole ns (C1).
 
-use super::gaps::{self, Timed};
-use super::inclusive::{Online, Point, WEIGHTS};
+use super::acts::{act_facts, ActFacts};
+use super::inclusive::{Instance, Instances, Online, Point, Sums, WEIGHTS};
 use super::threads::Thread;
 use super::{
     LaunchStats, OpRow, Ops, OpsSummary, QueueStats, Thresholds, TimeStats, TraceOps,
@@ -14,6 +14,7 @@ use crate::hostops::contain::{Sweep, Tag, Visit};
 use crate::hostops::launch::{end_of, launches, owners, Launch, LaunchKind};
 use crate::hostops::{HostLinks, HostOp, Linked};
 use crate::model::Sym;
+use std::sync::mpsc::{Receiver, SyncSender};
 
 /// `num / den` rounded half to even (`den > 0`).
 pub(crate) fn div_half_even(num: i128, den: i128) -> i128 {
@@ -235,8 +236,8 @@ impl RowSet {
 /// A runtime call as the finish keeps it (24 B; the kept record decodes to
 /// 56 B with its correlation and file index, which the links need once).
 #[derive(Debug, Clone, Copy)]
-struct Call {
-    ts: i64,
+pub(super) struct Call {
+    pub ts: i64,
     dur: i64,
     lane: u32,
     name: Sym,
@@ -288,8 +289,26 @@ pub(super) fn measure(st: Ops) -> TraceOps {
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    let (swept, attributed) =
-        sweep_threads(threads, &calls, &launched, &mut calls_by_lane, &mut rows);
+    // The activities' own figures need no sweep: a thread of their own
+    // computes them beside it (inline when it cannot start or there are
+    // few activities).
+    let (swept, attributed, act_facts) = std::thread::scope(|s| {
+        let side = (acts.len() >= limits().side_min)
+            .then(|| {
+                std::thread::Builder::new()
+                    .name("torchtrace-acts".into())
+                    .spawn_scoped(s, || act_facts(&acts, &own, &calls))
+                    .ok()
+            })
+            .flatten();
+        let (swept, attributed) =
+            sweep_threads(threads, &calls, &launched, &mut calls_by_lane, &mut rows);
+        let facts = match side {
+            Some(h) => h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)),
+            None => act_facts(&acts, &own, &calls),
+        };
+        (swept, attributed, facts)
+    });
 
     let Swept { sums, op_spans, .. } = swept;
     inclusive_totals(&sums, &mut rows);
@@ -300,8 +319,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         host_ops,
         op_spans: &op_spans,
         calls: &calls,
-        acts: &acts,
-        own: &own,
+        acts: act_facts,
         launched: &launched,
         by_kind: attributed.by_kind,
         rows: &out_rows,
@@ -338,15 +356,124 @@ struct ThreadRows<'a> {
     launched: &'a [Launch],
     rows: &'a mut RowSet,
     /// Per row: the latest end of its instances on this thread so far
-    /// (`i64::MIN`: none) with its rank among the calls' ends
-    /// ([`Online::instance`]), and the rows met on this thread.
-    reach: &'a mut Vec<(i64, u32)>,
+    /// (`i64::MIN`: none), and the rows met on this thread.
+    far: &'a mut Vec<i64>,
     touched: Vec<u32>,
-    /// The inclusive sums of O3, asked as the maximal instances are found.
-    online: Online<'a>,
-    sums: &'a mut Vec<[i128; WEIGHTS]>,
+    /// Where the maximal instances go for O3's sums.
+    incl: Incl<'a>,
     /// What the calls add up to, as their launchers are found.
     attributed: &'a mut Attributed,
+}
+
+/// Where a thread's maximal instances go for O3's sums (the same calls of
+/// [`Instances`] in the same order either way).
+enum Incl<'a> {
+    /// Answered as they are found.
+    Here {
+        instances: Instances<'a>,
+        sums: &'a mut Vec<Sums>,
+    },
+    /// Sent in blocks to a thread of its own ([`answering`]): for a big
+    /// thread, the answers were a third of the sweep's time (`perf`).
+    There {
+        block: Vec<Instance>,
+        tx: SyncSender<Vec<Instance>>,
+        back: Receiver<Vec<Instance>>,
+    },
+}
+
+/// Maximal instances sent at once to the answering thread.
+const INSTANCE_BLOCK: usize = 8192;
+
+impl Incl<'_> {
+    fn add(&mut self, m: Instance) {
+        match self {
+            Incl::Here { instances, sums } => instances.add(sums, m),
+            Incl::There { block, tx, back } => {
+                block.push(m);
+                if block.len() >= INSTANCE_BLOCK {
+                    Incl::send(block, tx, back);
+                }
+            }
+        }
+    }
+
+    fn send(
+        block: &mut Vec<Instance>,
+        tx: &SyncSender<Vec<Instance>>,
+        back: &Receiver<Vec<Instance>>,
+    ) {
+        let next = back
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(INSTANCE_BLOCK));
+        // A send fails only once the answering thread has panicked, which
+        // its join reports.
+        let _ = tx.send(std::mem::replace(block, next));
+    }
+
+    /// The thread's end: the last terms where they are answered here; the
+    /// last block sent and the channel closed where they are not.
+    fn finish(self) {
+        match self {
+            Incl::Here { instances, sums } => instances.finish(sums),
+            Incl::There {
+                mut block,
+                tx,
+                back,
+            } => {
+                if !block.is_empty() {
+                    Incl::send(&mut block, &tx, &back);
+                }
+            }
+        }
+    }
+}
+
+/// The thread's calls that weigh in O3's sums, in start order (`cs`).
+fn weighed_of(cs: &[u32], point: &dyn Fn(u32) -> Point) -> Vec<u32> {
+    cs.iter()
+        .copied()
+        .filter(|&ci| point(ci).w != [0; WEIGHTS])
+        .collect()
+}
+
+/// A thread answering one big thread's maximal instances ([`Incl::There`]):
+/// it builds the thread's [`Online`] from its calls (`cs`, in start order),
+/// answers the blocks as they come, and gives back its sums; `None` when
+/// it cannot start.
+#[allow(clippy::type_complexity)]
+fn answering<'scope, 'env>(
+    s: &'scope std::thread::Scope<'scope, 'env>,
+    cs: &'env [u32],
+    calls: &'env [Call],
+    launched: &'env [Launch],
+) -> Option<(Incl<'env>, std::thread::ScopedJoinHandle<'scope, Vec<Sums>>)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Instance>>(2);
+    let (back_tx, back) = std::sync::mpsc::sync_channel::<Vec<Instance>>(2);
+    let handle = std::thread::Builder::new()
+        .name("torchtrace-incl".into())
+        .spawn_scoped(s, move || {
+            let point = |ci: u32| point_of(ci, calls, launched);
+            let weighed = weighed_of(cs, &point);
+            let (mut reach, mut sums) = (Vec::new(), Vec::new());
+            let mut instances = Instances::new(Online::new(&weighed, &point), &mut reach);
+            for mut block in rx {
+                for &m in &block {
+                    instances.add(&mut sums, m);
+                }
+                block.clear();
+                let _ = back_tx.try_send(block);
+            }
+            instances.finish(&mut sums);
+            sums
+        })
+        .ok()?;
+    let incl = Incl::There {
+        block: Vec::with_capacity(INSTANCE_BLOCK),
+        tx,
+        back,
+    };
+    Some((incl, handle))
 }
 
 impl ThreadRows<'_> {
@@ -366,24 +493,22 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
         let r = &mut self.rows.rows[row as usize].row;
         r.calls += 1;
         r.cpu_self_ns = r.cpu_self_ns.saturating_add(dur);
-        if self.reach.len() <= row as usize {
-            self.reach.resize(row as usize + 1, (i64::MIN, 0));
+        if self.far.len() <= row as usize {
+            self.far.resize(row as usize + 1, i64::MIN);
         }
-        let (far, rank) = &mut self.reach[row as usize];
+        let far = &mut self.far[row as usize];
         if *far == i64::MIN {
             self.touched.push(row);
         }
         if *far < end {
             // Not enclosed by an earlier instance of its name.
-            let prev = (*far != i64::MIN).then_some(*rank);
             *far = end;
             r.cpu_total_ns = r.cpu_total_ns.saturating_add(dur);
-            if self.sums.len() <= row as usize {
-                self.sums.resize(row as usize + 1, [0; WEIGHTS]);
-            }
-            *rank = self
-                .online
-                .instance(&mut self.sums[row as usize], prev, at.ts, end);
+            self.incl.add(Instance {
+                row,
+                ts: at.ts,
+                end,
+            });
         }
         if let Some((_, p)) = parent {
             let cut = sweep.cover_parent(at.ts, end);
@@ -434,7 +559,7 @@ fn sweep_threads(
         sums: Vec::new(),
         op_spans: vec![None; lanes],
     };
-    let mut reach: Vec<(i64, u32)> = Vec::new();
+    let (mut far, mut reach): (Vec<i64>, Vec<u32>) = (Vec::new(), Vec::new());
     let mut attributed = Attributed {
         by_kind: Default::default(),
         without_op: 0,
@@ -442,26 +567,38 @@ fn sweep_threads(
     };
     for (lane, (cs, thread)) in calls_by_lane.iter_mut().zip(threads).enumerate() {
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
-        let weighed: Vec<u32> = cs
-            .iter()
-            .copied()
-            .filter(|&ci| point_of(ci, calls, launched).w != [0; WEIGHTS])
-            .collect();
-        let point = |ci: u32| point_of(ci, calls, launched);
-        let mut t = ThreadRows {
-            calls,
-            launched,
-            rows: &mut *rows,
-            reach: &mut reach,
-            touched: Vec::new(),
-            online: Online::new(&weighed, &point),
-            sums: &mut out.sums,
-            attributed: &mut attributed,
-        };
+        let cs: &[u32] = cs;
         let mut span: Option<(i64, i64)> = None;
-        let big = thread.len() >= super::threads::PREFETCH_MIN;
+        let big = thread.len() >= limits().big_min;
         let slot = std::sync::Mutex::new(Some(thread.into_merged()));
-        std::thread::scope(|s| {
+        let point = |ci: u32| point_of(ci, calls, launched);
+        let remote = std::thread::scope(|s| {
+            // A big thread's O3 answers on a thread of their own; inline
+            // otherwise, or when that thread cannot start.
+            let (incl, answers, weighed);
+            match big.then(|| answering(s, cs, calls, launched)).flatten() {
+                Some((i, h)) => {
+                    (incl, answers) = (Some(i), Some(h));
+                    weighed = Vec::new();
+                }
+                None => {
+                    (incl, answers) = (None, None);
+                    weighed = weighed_of(cs, &point);
+                }
+            }
+            let incl = incl.unwrap_or_else(|| Incl::Here {
+                instances: Instances::new(Online::new(&weighed, &point), &mut reach),
+                sums: &mut out.sums,
+            });
+            let mut t = ThreadRows {
+                calls,
+                launched,
+                rows: &mut *rows,
+                far: &mut far,
+                touched: Vec::new(),
+                incl,
+                attributed: &mut attributed,
+            };
             let visits = super::threads::prefetched(s, &slot, big)
                 .enumerate()
                 .map(|(q, o)| {
@@ -481,18 +618,25 @@ fn sweep_threads(
                 });
             let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));
             crate::hostops::contain::sweep_thread(visits, by_start, &mut t);
+            let ThreadRows {
+                far, touched, incl, ..
+            } = t;
+            for row in touched {
+                far[row as usize] = i64::MIN;
+            }
+            incl.finish();
+            answers.map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
         });
         out.op_spans[lane] = span;
-        let ThreadRows {
-            reach,
-            touched,
-            mut online,
-            sums,
-            ..
-        } = t;
-        for row in touched {
-            let (_, r) = std::mem::replace(&mut reach[row as usize], (i64::MIN, 0));
-            online.last(&mut sums[row as usize], r);
+        // A big thread's sums, answered on their own thread: exact sums, so
+        // added in any order.
+        for (row, got) in remote.unwrap_or_default().into_iter().enumerate() {
+            if out.sums.len() <= row {
+                out.sums.resize(row + 1, [0; WEIGHTS]);
+            }
+            for (x, y) in out.sums[row].iter_mut().zip(got) {
+                *x += y;
+            }
         }
     }
     (out, attributed)
@@ -628,8 +772,7 @@ struct Facts<'a> {
     /// Per thread: its ops' first start and last end.
     op_spans: &'a [Option<(i64, i64)>],
     calls: &'a [Call],
-    acts: &'a crate::store::pack::Records<Linked>,
-    own: &'a crate::hostops::launch::Owners,
+    acts: ActFacts,
     launched: &'a [Launch],
     by_kind: [Tally; 4],
     rows: &'a [OpRow],
@@ -645,24 +788,16 @@ fn summarize(mut f: Facts<'_>) -> OpsSummary {
         runtime_calls: f.calls.len() as u64,
         launches: f.by_kind.iter().map(|t| t.launches).sum(),
         graph_launches: f.by_kind[1].launches,
-        activities: f.acts.len() as u64,
+        activities: f.acts.kernels + f.acts.memcpys + f.acts.memsets,
+        kernels: f.acts.kernels,
+        memcpys: f.acts.memcpys,
+        memsets: f.acts.memsets,
+        activities_linked: f.acts.linked,
         graph_kernels: f.graph_kernels,
         launches_without_op: f.without_op,
         ..OpsSummary::default()
     };
-    let (mut gpu, mut linked) = (0i128, 0i128);
-    for (a, o) in f.acts.iter().zip(f.own.iter()) {
-        match a.code {
-            1 => s.memcpys += 1,
-            2 => s.memsets += 1,
-            _ => s.kernels += 1,
-        }
-        gpu += i128::from(a.dur);
-        if o.is_some() {
-            s.activities_linked += 1;
-            linked += i128::from(a.dur);
-        }
-    }
+    let (gpu, linked) = (f.acts.gpu, f.acts.gpu_linked);
     s.activities_unlinked = s.activities - s.activities_linked;
     s.gpu_ns = sat(gpu);
     s.gpu_linked_ns = sat(linked);
@@ -691,7 +826,7 @@ fn summarize(mut f: Facts<'_>) -> OpsSummary {
     s.launch_bound_top_ops = bound.iter().take(10).map(|r| r.name.clone()).collect();
 
     host_side(&f, &mut s);
-    let idle = stream_gaps(&f);
+    let idle = f.acts.idle;
     s.gpu_idle_ns = idle.idle_ns;
     s.gpu_host_wait_ns = idle.host_wait_ns;
     s.host_wait_share_of_idle = ratio6(i128::from(idle.host_wait_ns), i128::from(idle.idle_ns));
@@ -708,36 +843,33 @@ fn summarize(mut f: Facts<'_>) -> OpsSummary {
     s
 }
 
-/// I2–I3 over every stream: the activities grouped by stream (counted
-/// first, each placed as it is decoded: 24 B an activity) for
-/// [`gaps::idle_grouped`].
-fn stream_gaps(f: &Facts<'_>) -> gaps::Idle {
-    let mut seg = vec![0usize; f.lanes + 1];
-    for a in f.acts.iter() {
-        seg[a.lane as usize + 1] += 1;
-    }
-    for l in 0..f.lanes {
-        seg[l + 1] += seg[l];
-    }
-    let mut next = seg.clone();
-    let mut timed = vec![
-        Timed {
-            start: 0,
-            end: 0,
-            call_ts: i64::MIN
-        };
-        f.acts.len()
-    ];
-    for (a, o) in f.acts.iter().zip(f.own.iter()) {
-        let at = &mut next[a.lane as usize];
-        timed[*at] = Timed {
-            start: a.ts,
-            end: end_of(a.ts, a.dur),
-            call_ts: o.map_or(i64::MIN, |o| f.calls[o as usize].ts),
-        };
-        *at += 1;
-    }
-    gaps::idle_grouped(&mut timed, &seg)
+/// The fewest activities, and the fewest ops on one thread, for which the
+/// finish gives that work threads of its own ([`ActFacts`] beside the
+/// sweeps; a big thread's merge and its O3 answers beside its sweep).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Limits {
+    pub side_min: usize,
+    pub big_min: usize,
+}
+
+impl Limits {
+    const DEFAULT: Limits = Limits {
+        side_min: 1 << 16,
+        big_min: super::threads::PREFETCH_MIN,
+    };
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: the limits [`measure`] uses on this thread.
+    pub(super) static LIMITS: std::cell::Cell<Limits> = const { std::cell::Cell::new(Limits::DEFAULT) };
+}
+
+fn limits() -> Limits {
+    #[cfg(test)]
+    return LIMITS.with(|l| l.get());
+    #[cfg(not(test))]
+    Limits::DEFAULT
 }
 
 /// O9's host side over the launching threads: window, blocked, busy.

@@ -30,6 +30,7 @@
 //! (C4–C5, `hostops::contain`), the rows (O1–O8), the GPU gaps (I2–I3,
 //! [`gaps`]) and the summary (O9).
 
+mod acts;
 pub(crate) mod batch;
 pub mod gaps;
 mod inclusive;

@@ -170,3 +170,56 @@ fn ratios_and_means_round_half_to_even() {
     assert_eq!(ratio6(3, 2_000_000), Some(0.000002)); // 1.5e-6 → 2e-6
     assert_eq!(ratio6(1, 0), None);
 }
+
+/// The finish's threads (the activities' figures beside the sweeps, a big
+/// thread's merge and O3 answers beside its sweep) give what the inline
+/// finish gives, on every sample trace and real fixture: forced on for
+/// every thread and trace, then off.
+#[test]
+fn threaded_finish_equals_inline() {
+    use super::measure::{Limits, LIMITS};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    for dir in ["sample_traces", "tests/data"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).expect("fixture dir").flatten() {
+                let p = e.path();
+                if p.is_dir() && !p.ends_with("damaged") {
+                    stack.push(p);
+                } else if p.to_string_lossy().ends_with(".json.gz") {
+                    paths.push(p);
+                }
+            }
+        }
+    }
+    paths.sort();
+    assert!(paths.len() >= 15, "{paths:?}");
+    let plan = Plan::new(Selector::default()).with(OpsSpec::default());
+    let run_with = |p: &std::path::Path, l: Limits| {
+        LIMITS.with(|c| c.set(l));
+        let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        let mut r = crate::analysis::analyze_path(p, progress, &plan);
+        r.take::<Ops>().expect("ops ran")
+    };
+    let mut threaded_launches = 0;
+    for p in &paths {
+        let inline = run_with(
+            p,
+            Limits {
+                side_min: usize::MAX,
+                big_min: usize::MAX,
+            },
+        );
+        let threaded = run_with(
+            p,
+            Limits {
+                side_min: 0,
+                big_min: 0,
+            },
+        );
+        assert_eq!(threaded, inline, "{}", p.display());
+        threaded_launches += threaded.summary.launches;
+    }
+    assert!(threaded_launches > 10_000, "{threaded_launches}");
+}

@@ -167,13 +167,21 @@ pub fn render_all(
     size: (u32, u32),
 ) -> Result<Vec<PathBuf>, PlotError> {
     create_dir(dir)?;
+    let jobs: Vec<(Figure, PathBuf)> = Figure::ALL
+        .into_iter()
+        .flat_map(|fig| {
+            fmt.extensions()
+                .iter()
+                .map(move |ext| (fig, dir.join(format!("{}.{ext}", fig.file_stem()))))
+        })
+        .collect();
+    // Side by side; the first failure in the figures' order is the error.
+    let drawn =
+        crate::plot::in_parallel(&jobs, |(fig, path)| render_figure(*fig, input, path, size));
     let mut out = Vec::new();
-    for fig in Figure::ALL {
-        for ext in fmt.extensions() {
-            let path = dir.join(format!("{}.{ext}", fig.file_stem()));
-            render_figure(fig, input, &path, size)?;
-            out.push(path);
-        }
+    for ((_, path), r) in jobs.into_iter().zip(drawn) {
+        r?;
+        out.push(path);
     }
     Ok(out)
 }

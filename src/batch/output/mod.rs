@@ -165,13 +165,20 @@ fn section_figures(
         ));
         return;
     }
-    for p in sections.iter().flat_map(|s| &s.figures) {
-        for ext in fmt.extensions() {
-            let path = fig_dir.join(format!("{}.{ext}", p.stem()));
-            match p.render(&path, FIGURE_SIZE) {
-                Ok(()) => w.figures.push(path),
-                Err(e) => w.warnings.push(format!("figures: {e:#}")),
-            }
+    let jobs: Vec<(&dyn crate::campaign::Picture, PathBuf)> = sections
+        .iter()
+        .flat_map(|s| &s.figures)
+        .flat_map(|p| {
+            fmt.extensions()
+                .iter()
+                .map(move |ext| (&**p, fig_dir.join(format!("{}.{ext}", p.stem()))))
+        })
+        .collect();
+    let drawn = crate::plot::in_parallel(&jobs, |(p, path)| p.render(path, FIGURE_SIZE));
+    for ((_, path), r) in jobs.into_iter().zip(drawn) {
+        match r {
+            Ok(()) => w.figures.push(path),
+            Err(e) => w.warnings.push(format!("figures: {e:#}")),
         }
     }
 }

@@ -27,16 +27,15 @@ pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
 pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
 pub use theme::{mode_color, series_color, SERIES};
 
-/// `draw` of each job on up to as many threads as there are cores, the
-/// answers in the jobs' order. Each job is a figure drawn into its own file,
+/// `draw` of each job on up to as many threads as the run may use (`-j`:
+/// rayon's pool), the answers in the jobs' order. Each job is a figure drawn into its own file,
 /// so drawing them side by side writes the same bytes as one after another
 /// (`batch`'s figures were its last serial step after the read, ≈ 0.2 s
 /// for one trace). One job, one core, or a thread that cannot start: inline.
 pub fn in_parallel<T: Sync, R: Send>(jobs: &[T], draw: impl Fn(&T) -> R + Sync) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = cores.min(jobs.len());
+    let threads = rayon::current_num_threads().min(jobs.len());
     let done: Vec<Mutex<Option<R>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
     let next = AtomicUsize::new(0);
     let work = || loop {

@@ -857,19 +857,30 @@ impl Limits {
         side_min: 1 << 16,
         big_min: super::threads::PREFETCH_MIN,
     };
+    /// One core to use (`-j 1`): everything on the finishing thread.
+    const NONE: Limits = Limits {
+        side_min: usize::MAX,
+        big_min: usize::MAX,
+    };
 }
 
 #[cfg(test)]
 thread_local! {
-    /// Tests: the limits [`measure`] uses on this thread.
-    pub(super) static LIMITS: std::cell::Cell<Limits> = const { std::cell::Cell::new(Limits::DEFAULT) };
+    /// Tests: the limits [`measure`] uses on this thread, when set.
+    pub(super) static LIMITS: std::cell::Cell<Option<Limits>> = const { std::cell::Cell::new(None) };
 }
 
+/// The limits of this run: none with one core to use (`-j 1`).
 fn limits() -> Limits {
+    let run = if rayon::current_num_threads() > 1 {
+        Limits::DEFAULT
+    } else {
+        Limits::NONE
+    };
     #[cfg(test)]
-    return LIMITS.with(|l| l.get());
+    return LIMITS.with(|l| l.get()).unwrap_or(run);
     #[cfg(not(test))]
-    Limits::DEFAULT
+    run
 }
 
 /// O9's host side over the launching threads: window, blocked, busy.

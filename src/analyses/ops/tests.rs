@@ -197,7 +197,7 @@ fn threaded_finish_equals_inline() {
     assert!(paths.len() >= 15, "{paths:?}");
     let plan = Plan::new(Selector::default()).with(OpsSpec::default());
     let run_with = |p: &std::path::Path, l: Limits| {
-        LIMITS.with(|c| c.set(l));
+        LIMITS.with(|c| c.set(Some(l)));
         let progress = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
         let mut r = crate::analysis::analyze_path(p, progress, &plan);
         r.take::<Ops>().expect("ops ran")
@@ -221,5 +221,6 @@ fn threaded_finish_equals_inline() {
         assert_eq!(threaded, inline, "{}", p.display());
         threaded_launches += threaded.summary.launches;
     }
+    LIMITS.with(|c| c.set(None));
     assert!(threaded_launches > 10_000, "{threaded_launches}");
 }

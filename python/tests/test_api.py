@@ -232,9 +232,15 @@ def test_ctrl_c_interrupts_a_blocked_read(tmp_path):
     import threading
     import time
 
+    import signal
+
     # A named pipe nobody writes to: the read blocks until we let it go.
     fifo = tmp_path / "never.json"
     os.mkfifo(fifo)
+    # A process started in the background of a non-interactive shell
+    # ignores SIGINT, and then interrupt_main does nothing (the read would
+    # wait forever): Python's own handler for the test's length.
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
     timer = threading.Timer(0.3, _thread.interrupt_main)
     start = time.monotonic()
     timer.start()
@@ -243,6 +249,7 @@ def test_ctrl_c_interrupts_a_blocked_read(tmp_path):
             torchtrace.pair(fifo)
     finally:
         timer.cancel()
+        signal.signal(signal.SIGINT, before)
         # Release the abandoned reading thread: it sees an empty file.
         with open(fifo, "wb"):
             pass

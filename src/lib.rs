@@ -67,6 +67,7 @@ pub mod figures;
 pub mod hostops;
 pub mod ledger;
 pub mod model;
+pub(crate) mod parallel;
 pub mod plot;
 pub(crate) mod progress;
 pub mod record;

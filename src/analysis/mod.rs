@@ -420,45 +420,18 @@ fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>, order: Order
     results
 }
 
-/// `finish` of every stage on at most `threads` scoped threads, each taking
-/// the next stage not yet taken: at most `-j` finishes hold their working
-/// memory at once (on two cores, two of `batch`'s six). Results in the
-/// stages' order.
+/// `finish` of every stage on at most `threads` scoped threads
+/// ([`crate::parallel::in_threads`]): at most `-j` finishes hold their
+/// working memory at once (on two cores, two of `batch`'s six). Results in
+/// the stages' order.
 fn in_threads<T, R>(stages: Vec<T>, threads: usize, finish: impl Fn(T) -> R + Sync) -> Vec<R>
 where
     T: Send,
     R: Send + Default,
 {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let n = stages.len();
-    let queue: Vec<Mutex<Option<T>>> = stages.into_iter().map(|s| Mutex::new(Some(s))).collect();
-    let done: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(slot) = queue.get(k) else {
-            return;
-        };
-        // A lock is never poisoned here: nothing panics while holding one.
-        let stage = slot.lock().ok().and_then(|mut s| s.take());
-        if let Some(stage) = stage {
-            let r = finish(stage);
-            if let Some(mut out) = done.get(k).and_then(|d| d.lock().ok()) {
-                *out = Some(r);
-            }
-        }
-    };
-    std::thread::scope(|s| {
-        let running: Vec<_> = (0..threads.clamp(1, n.max(1)))
-            .map(|_| s.spawn(work))
-            .collect();
-        for h in running {
-            h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-        }
-    });
-    done.into_iter()
-        .map(|d| d.into_inner().ok().flatten().unwrap_or_default())
+    crate::parallel::in_threads(stages, threads, finish)
+        .into_iter()
+        .map(Option::unwrap_or_default)
         .collect()
 }
 

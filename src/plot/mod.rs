@@ -28,44 +28,15 @@ pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
 pub use theme::{mode_color, series_color, SERIES};
 
 /// `draw` of each job on up to as many threads as the run may use (`-j`:
-/// rayon's pool), the answers in the jobs' order. Each job is a figure drawn into its own file,
-/// so drawing them side by side writes the same bytes as one after another
-/// (`batch`'s figures were its last serial step after the read, ≈ 0.2 s
-/// for one trace). One job, one core, or a thread that cannot start: inline.
+/// rayon's pool), the answers in the jobs' order
+/// ([`crate::parallel::in_threads`]). Each job is a figure drawn into its
+/// own file, so drawing them side by side writes the same bytes as one
+/// after another (`batch`'s figures were its last serial step after the
+/// read, ≈ 0.2 s for one trace).
 pub fn in_parallel<T: Sync, R: Send>(jobs: &[T], draw: impl Fn(&T) -> R + Sync) -> Vec<R> {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    use std::sync::Mutex;
-    let threads = rayon::current_num_threads().min(jobs.len());
-    let done: Vec<Mutex<Option<R>>> = jobs.iter().map(|_| Mutex::new(None)).collect();
-    let next = AtomicUsize::new(0);
-    let work = || loop {
-        let k = next.fetch_add(1, Ordering::Relaxed);
-        let Some(job) = jobs.get(k) else { return };
-        let r = draw(job);
-        if let Ok(mut slot) = done[k].lock() {
-            *slot = Some(r);
-        }
-    };
-    if threads > 1 {
-        std::thread::scope(|s| {
-            let helpers: Vec<_> = (1..threads)
-                .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
-                .collect();
-            work();
-            for h in helpers {
-                h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
-            }
-        });
-    } else {
-        work();
-    }
-    done.into_iter()
-        .map(|d| {
-            d.into_inner()
-                .ok()
-                .flatten()
-                .expect("every job is drawn once the workers end")
-        })
+    crate::parallel::in_threads(jobs.iter().collect(), rayon::current_num_threads(), draw)
+        .into_iter()
+        .map(|r| r.expect("every figure is drawn once its threads end"))
         .collect()
 }
 

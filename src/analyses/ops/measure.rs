@@ -575,21 +575,20 @@ fn sweep_threads(
         let remote = std::thread::scope(|s| {
             // A big thread's O3 answers on a thread of their own; inline
             // otherwise, or when that thread cannot start.
-            let (incl, answers, weighed);
-            match big.then(|| answering(s, cs, calls, launched)).flatten() {
-                Some((i, h)) => {
-                    (incl, answers) = (Some(i), Some(h));
-                    weighed = Vec::new();
-                }
+            let remote = big.then(|| answering(s, cs, calls, launched)).flatten();
+            let weighed = match remote {
+                Some(_) => Vec::new(),
+                None => weighed_of(cs, &point),
+            };
+            let (incl, answers) = match remote {
+                Some((i, h)) => (i, Some(h)),
                 None => {
-                    (incl, answers) = (None, None);
-                    weighed = weighed_of(cs, &point);
+                    let online = Online::new(&weighed, &point);
+                    let instances = Instances::new(online, &mut reach);
+                    let sums = &mut out.sums;
+                    (Incl::Here { instances, sums }, None)
                 }
-            }
-            let incl = incl.unwrap_or_else(|| Incl::Here {
-                instances: Instances::new(Online::new(&weighed, &point), &mut reach),
-                sums: &mut out.sums,
-            });
+            };
             let mut t = ThreadRows {
                 calls,
                 launched,

@@ -61,7 +61,7 @@ fn main() -> anyhow::Result<()> {
         "--admits" | "--filtered" => {
             // pair's prefilter, one event at a time or inside the scanner.
             let src = open::open_decoded(Path::new(path), Arc::default())?;
-            let filter = torchtrace::pair::prefilter();
+            let filter = torchtrace::analyses::pair::prefilter();
             let mut meta = Meta::default();
             let (mut last, mut admitted) = (0u64, 0u64);
             let mut on = |raw: &[u8], at: trace::EventPos| {

@@ -10,7 +10,7 @@
 //! ```
 //! use std::path::PathBuf;
 //! use torchtrace::api::{self, Common, Document};
-//! use torchtrace::{pair::Pair, PairSpec};
+//! use torchtrace::analyses::pair::{Pair, PairSpec};
 //!
 //! let ar = PathBuf::from(
 //!     "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz",

@@ -2,24 +2,30 @@
 //! Chrome-trace JSON, starting with the worker traces vLLM writes.
 //!
 //! Data flows `trace` (open, inflate, stream events) → `model` (exact
-//! integer times, interned names) → the analyses of a [`Plan`] (`kernels`,
-//! `pair`, `hierarchy`, fed by one read in [`analysis`]) → `stats` → `views` (each
-//! analysis's columns and tables) → `report` (table, JSON, CSV, Markdown)
-//! and `figures` (the paper's, drawn on the `plot` kit); `runinfo` says which run a trace belongs to; `batch` runs it
-//! all over directories and archives. The command line is the binary's.
+//! integer times, interned names) → the analyses of a [`Plan`] (each in
+//! its folder under [`analyses`], listed once in [`registry`], fed by one
+//! read in [`analysis`]) → `stats` → `views` (each analysis's columns and
+//! tables) → `report` (table, JSON, CSV, Markdown) and figures (each drawn
+//! in its analysis's folder on the `figures` frame and the `plot` kit);
+//! `runinfo` says which run a trace belongs to; `batch` runs it all over
+//! directories and archives. The command line is the binary's.
 //!
-//! Library users start at the crate root: build a [`Plan`] of analyses,
-//! run it over a trace with [`analyze_path`] (or [`analyze_reader`]), and
-//! read the figures off the [`TraceResult`]; the views turn them into
-//! tables ([`PairReport`], [`HierarchyReport`]) in any [`Format`].
+//! Library users start at the crate root: build a [`Plan`] of analyses
+//! (`torchtrace::analyses::<name>`: its options, its analysis, its
+//! figures), run it over a trace with [`analyze_path`] (or
+//! [`analyze_reader`]), and read the figures off the [`TraceResult`]; each
+//! analysis's view turns them into tables (`analyses::pair::view::PairReport`, …)
+//! in any [`Format`].
 //! [`api`] runs a whole subcommand (`pair`, `kernels`, `hierarchy`) as one
 //! call, as the command line and the Python package do.
 //! `docs/ARCHITECTURE.md` shows the data flow.
 //!
 //! ```
 //! use std::path::Path;
-//! use torchtrace::{analyze_path, Format, HierarchyOptions, KernelsSpec, PairReport, PairSpec, Plan, Selector};
-//! use torchtrace::{hierarchy::Hierarchy, kernels::Kernels, pair::Pair};
+//! use torchtrace::analyses::hierarchy::{Hierarchy, HierarchyOptions};
+//! use torchtrace::analyses::kernels::{Kernels, KernelsSpec};
+//! use torchtrace::analyses::pair::{view::PairReport, Pair, PairSpec};
+//! use torchtrace::{analyze_path, Format, Plan, Selector};
 //!
 //! let trace = Path::new("tests/data/hta_step_based_trace.json.gz");
 //! let every_annotation = Selector::Regex(regex::Regex::new(".").unwrap());
@@ -85,10 +91,6 @@ pub(crate) mod tracefile;
 pub mod views;
 pub(crate) mod windows;
 
-pub use analyses::hierarchy::view::HierarchyReport;
-pub use analyses::kernels::view::KernelsReport;
-pub use analyses::pair::view::PairReport;
-pub use analyses::{hierarchy, kernels, pair};
 pub use analysis::{
     analyze_file, analyze_path, analyze_reader, Analysis, Configures, Finished, Need, Plan,
     Results, TraceResult,
@@ -96,9 +98,6 @@ pub use analysis::{
 pub use batch::{run_batch, BatchOptions, BatchResult, Manifest};
 pub use contexts::Selector;
 pub use figures::PlotInput;
-pub use hierarchy::{HierarchyOptions, TraceHierarchy};
-pub use kernels::{KernelsSpec, TraceKernels};
-pub use pair::{PairSpec, TracePairs};
 pub use plot::ImageFormat;
 pub use report::{Format, Table};
 pub use runinfo::{Mode, RunInfo};

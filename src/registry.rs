@@ -27,6 +27,8 @@ use crate::campaign::{
     Campaign, CampaignOptions, Compared, Figures, Headline, InBatch, Pooled, Section, TraceFacts,
 };
 use crate::contexts::Selector;
+use crate::figures::{Draws, PaperFigure, PlotInput};
+use crate::trace::ReadOptions;
 use serde::de::DeserializeSeed;
 use serde::{Deserialize, Deserializer};
 use std::fmt;
@@ -50,13 +52,13 @@ macro_rules! cli {
 pub static REGISTRY: &[Entry] = ENTRIES;
 
 const ENTRIES: &[Entry] = &[
-    cli!(Entry::in_batch::<pair::Pair>(), pair::cli::PairArgs),
+    cli!(Entry::drawn::<pair::Pair>(), pair::cli::PairArgs),
     cli!(
-        Entry::in_batch::<hierarchy::Hierarchy>(),
+        Entry::drawn::<hierarchy::Hierarchy>(),
         hierarchy::cli::HierarchyArgs
     ),
     cli!(
-        Entry::in_batch::<kernels::Kernels>(),
+        Entry::drawn::<kernels::Kernels>(),
         kernels::cli::KernelsArgs
     ),
     cli!(
@@ -138,6 +140,15 @@ pub type PoolFn = fn(&str, &[&Results], &[&Results]) -> Option<Pooled>;
 /// ([`InBatch::batch_defaults`]).
 pub type DefaultsFn = fn(&CampaignOptions) -> serde_json::Map<String, serde_json::Value>;
 
+/// An analysis's options in `plot`'s plan ([`Draws::plot_options`]).
+pub type PlotOptionsFn = fn(&[String]) -> serde_json::Value;
+
+/// What `plot` notes of one trace's figures ([`Draws::plot_notes`]).
+pub type PlotNotesFn = fn(&Results) -> Vec<String>;
+
+/// What `plot` notes of the whole input ([`Draws::input_note`]).
+pub type InputNoteFn = fn(&PlotInput<'_>) -> Option<String>;
+
 /// One file's `traces.csv` cells of one analysis.
 type TraceCells = Box<dyn Fn(&Results) -> Vec<crate::report::Cell>>;
 
@@ -176,6 +187,11 @@ pub struct Entry {
     compare: Option<CompareFn>,
     pool: Option<PoolFn>,
     defaults: Option<DefaultsFn>,
+    /// The paper's figures it draws ([`Draws`]); empty: none.
+    figures: &'static [PaperFigure],
+    plot_options: Option<PlotOptionsFn>,
+    plot_notes: Option<PlotNotesFn>,
+    input_note: Option<InputNoteFn>,
     /// Its subcommand: flags, help and run (`src/analyses/<name>/cli.rs`).
     #[cfg(feature = "cli")]
     cli: Option<crate::cli_kit::CliLine>,
@@ -199,6 +215,10 @@ impl Entry {
             compare: None,
             pool: None,
             defaults: None,
+            figures: &[],
+            plot_options: None,
+            plot_notes: None,
+            input_note: None,
             #[cfg(feature = "cli")]
             cli: None,
         }
@@ -227,6 +247,17 @@ impl Entry {
         e.compare = Some(compare_of::<A>);
         e.pool = Some(pool_of::<A>);
         e.defaults = Some(A::batch_defaults);
+        e
+    }
+
+    /// The registry line of an analysis that runs in batch and draws some
+    /// of the paper's figures ([`Draws`]), for `plot` and `batch` alike.
+    pub const fn drawn<A: Command + InBatch + Draws>() -> Entry {
+        let mut e = Entry::in_batch::<A>();
+        e.figures = A::FIGURES;
+        e.plot_options = Some(A::plot_options);
+        e.plot_notes = Some(plot_notes_of::<A>);
+        e.input_note = Some(A::input_note);
         e
     }
 
@@ -361,6 +392,10 @@ fn columns_of<A: Analysis>(
     }
 }
 
+fn plot_notes_of<A: Draws>(r: &Results) -> Vec<String> {
+    r.get::<A>().map(A::plot_notes).unwrap_or_default()
+}
+
 fn facts_of<A: InBatch>(r: &Results) -> Option<TraceFacts<'_>> {
     r.get::<A>().and_then(A::trace_facts)
 }
@@ -413,4 +448,45 @@ pub fn pool(
         notes.extend(p.note);
     }
     (figures, notes)
+}
+
+/// The paper's figures, from every registry line that draws some, in
+/// their numbers' order (the order `plot` and `batch` write them).
+pub fn paper_figures() -> Vec<&'static PaperFigure> {
+    let mut out: Vec<&PaperFigure> = REGISTRY.iter().flat_map(|e| e.figures).collect();
+    out.sort_by_key(|f| f.number);
+    out
+}
+
+/// `plot`'s one pass: every analysis that draws a figure, with its
+/// options for `plot` (`chains`: `--chain`, empty when not given).
+pub fn plot_plan(
+    selector: Selector,
+    read: ReadOptions,
+    chains: &[String],
+) -> Result<Plan, ApiError> {
+    let mut plan = Plan::new(selector.clone()).reading(read);
+    for e in REGISTRY {
+        if let (Some(options), Some(add)) = (e.plot_options, e.add_to) {
+            plan = add(plan, &options(chains), &selector)?;
+        }
+    }
+    Ok(plan)
+}
+
+/// What `plot` notes of one trace's figures, in registry order.
+pub fn plot_notes(results: &Results) -> Vec<String> {
+    REGISTRY
+        .iter()
+        .filter_map(|e| e.plot_notes)
+        .flat_map(|f| f(results))
+        .collect()
+}
+
+/// What `plot` notes of the whole input, in registry order.
+pub fn input_notes(input: &PlotInput<'_>) -> Vec<String> {
+    REGISTRY
+        .iter()
+        .filter_map(|e| e.input_note?(input))
+        .collect()
 }

@@ -15,9 +15,11 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::fmt::Write as _;
-use torchtrace::hierarchy::HierarchyOptions;
+use torchtrace::analyses::hierarchy::HierarchyOptions;
+use torchtrace::analyses::kernels::KernelsSpec;
+use torchtrace::analyses::pair::PairSpec;
 use torchtrace::ledger::attribution::LaunchScope;
-use torchtrace::{analyze_reader, KernelsSpec, PairSpec, Plan, Selector};
+use torchtrace::{analyze_reader, Plan, Selector};
 
 const SGLANG: &str = "tests/data/tracelens_sglang_decode.json.gz";
 const NCCL: &str = "tests/data/hta_nccl_data.json.gz";
@@ -241,7 +243,7 @@ fn many_identical_step_contexts_are_linear_in_kernels() {
         .with(KernelsSpec::default())
         .with(PairSpec::default());
     let mut r = analyze(&doc(ev), &plan);
-    let k = r.take::<torchtrace::kernels::Kernels>().unwrap();
+    let k = r.take::<torchtrace::analyses::kernels::Kernels>().unwrap();
     assert_eq!((k.contexts, k.kernels, k.launches), (N, N, N));
     assert_eq!(k.contexts_with_gpu_work, 1);
     assert_eq!(k.rows.last().map(|r| r.kernels), Some(N));
@@ -254,7 +256,7 @@ fn many_identical_step_contexts_are_linear_in_kernels() {
     );
     // pair (auto): the one context with work is measured by correlation;
     // its note on inner ranges is one containment query per annotation.
-    let p = r.take::<torchtrace::pair::Pair>().unwrap();
+    let p = r.take::<torchtrace::analyses::pair::Pair>().unwrap();
     assert_eq!((p.contexts, p.pairs, p.measured), (N, 0, 1));
 }
 
@@ -282,7 +284,7 @@ fn staircase_overlaps_keep_kernels_linear_and_are_noted() {
         ..KernelsSpec::default()
     });
     let k = analyze(&doc(ev), &plan)
-        .take::<torchtrace::kernels::Kernels>()
+        .take::<torchtrace::analyses::kernels::Kernels>()
         .unwrap();
     assert_eq!((k.kernels, k.contexts_with_gpu_work), (N, 1));
     assert!(
@@ -310,7 +312,7 @@ fn overlapping_calls_of_a_chain_function_are_linear_in_hierarchy() {
         .with(KernelsSpec::default())
         .with(opts);
     let h = analyze(&doc(ev), &plan)
-        .take::<torchtrace::hierarchy::Hierarchy>()
+        .take::<torchtrace::analyses::hierarchy::Hierarchy>()
         .unwrap();
     let f = &h.chains[0].functions[0];
     assert_eq!((f.calls, f.outermost_calls), (N, N));
@@ -347,7 +349,7 @@ fn many_contexts_sharing_one_external_id_are_linear_in_pair() {
     }
     let plan = Plan::new(Selector::Auto).with(PairSpec::default());
     let mut r = analyze_reader("t", doc(ev).as_bytes(), &plan);
-    let p = r.take::<torchtrace::pair::Pair>().unwrap();
+    let p = r.take::<torchtrace::analyses::pair::Pair>().unwrap();
     assert_eq!((p.contexts, p.pairs, p.measured), (N, N, N));
     assert_eq!(p.gpu_span_ms.median, Some(0.0002));
     assert!(

@@ -141,8 +141,8 @@ fn bad_arguments_exit_2() {
 #[test]
 fn every_cut_and_corruption_is_handled() {
     use std::io::Read;
+    use torchtrace::analyses::pair::{PairSpec, Selector};
     use torchtrace::analysis::{analyze_reader, Plan};
-    use torchtrace::pair::{PairSpec, Selector};
     let mut json = Vec::new();
     flate2::read::GzDecoder::new(
         std::fs::File::open(root().join("tests/data/hta_step_based_trace.json.gz")).unwrap(),
@@ -159,7 +159,7 @@ fn every_cut_and_corruption_is_handled() {
             "a cut at {cut} of {} must be reported",
             json.len()
         );
-        assert!(c.get::<torchtrace::pair::Pair>().unwrap().pairs <= 10);
+        assert!(c.get::<torchtrace::analyses::pair::Pair>().unwrap().pairs <= 10);
     }
     for (i, at) in (0..json.len()).step_by(step).enumerate() {
         let mut bad = json.clone();
@@ -168,7 +168,13 @@ fn every_cut_and_corruption_is_handled() {
     }
     let whole = analyze_reader("whole", &json[..], &plan());
     assert!(whole.error.is_none());
-    assert_eq!(whole.get::<torchtrace::pair::Pair>().unwrap().pairs, 10);
+    assert_eq!(
+        whole
+            .get::<torchtrace::analyses::pair::Pair>()
+            .unwrap()
+            .pairs,
+        10
+    );
 }
 
 #[test]

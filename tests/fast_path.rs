@@ -13,9 +13,9 @@ use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use torchtrace::analyses::hierarchy::HierarchyOptions;
+use torchtrace::analyses::pair::{self, PairSpec, Selector};
 use torchtrace::analysis::{analyze_path, Analysis, Finished, Plan, TraceResult};
-use torchtrace::hierarchy::HierarchyOptions;
-use torchtrace::pair::{self, PairSpec, Selector};
 use torchtrace::trace::{self, open, stream, Event, EventPos, Meta, Prefilter};
 
 fn traces() -> Vec<PathBuf> {
@@ -128,7 +128,7 @@ fn figures(r: &TraceResult) -> serde_json::Value {
     serde_json::json!({
         "pairs": p,
         "rows": p.rows,
-        "hierarchy": r.get::<torchtrace::hierarchy::Hierarchy>(),
+        "hierarchy": r.get::<torchtrace::analyses::hierarchy::Hierarchy>(),
         "events": r.events,
         "error": r.error.as_ref().map(ToString::to_string),
     })

@@ -635,8 +635,9 @@ fn invalid_json_in_an_unread_top_level_value_is_an_error() {
 /// equals the one written (found by the `analyses` fuzz target).
 #[test]
 fn a_reader_note_survives_the_records_round_trip() {
-    use torchtrace::pair::{Pair, PairSpec};
-    use torchtrace::{analyze_reader, KernelsSpec, Plan, Results, Selector};
+    use torchtrace::analyses::kernels::KernelsSpec;
+    use torchtrace::analyses::pair::{Pair, PairSpec};
+    use torchtrace::{analyze_reader, Plan, Results, Selector};
     let doc = r#"{"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 2}], "traceEvents": []}"#;
     let every = Selector::from_flags(None, Some(".")).unwrap();
     let plan = Plan::new(every)

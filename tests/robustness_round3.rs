@@ -14,8 +14,9 @@ mod common;
 use common::*;
 use serde_json::Value;
 use std::fmt::Write as _;
-use torchtrace::hierarchy::HierarchyOptions;
-use torchtrace::{analyze_reader, KernelsSpec, Plan, Selector};
+use torchtrace::analyses::hierarchy::HierarchyOptions;
+use torchtrace::analyses::kernels::KernelsSpec;
+use torchtrace::{analyze_reader, Plan, Selector};
 
 const STEP: &str = "execute_context_0(0)_generation_1(1)";
 
@@ -327,7 +328,9 @@ fn staggered_overlapping_calls_each_keep_their_kernels_in_hierarchy() {
         .with(opts);
     let mut r = analyze_reader("staggered", doc(&ev).as_bytes(), &plan);
     assert!(r.error.is_none(), "{:?}", r.error);
-    let h = r.take::<torchtrace::hierarchy::Hierarchy>().unwrap();
+    let h = r
+        .take::<torchtrace::analyses::hierarchy::Hierarchy>()
+        .unwrap();
     let f = &h.chains[0].functions[0];
     assert_eq!((f.calls, f.outermost_calls), (N, N));
     let gpu = f.gpu.as_ref().unwrap();

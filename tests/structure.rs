@@ -120,9 +120,10 @@ fn analyses_share_families_and_chains_through_neutral_places() {
 
 #[test]
 fn the_drawing_kit_names_no_analysis() {
-    // src/plot/ is theme, layout, marks and ready charts of plain numbers:
-    // the paper's figures (which read pair, hierarchy, kernels) are in
-    // src/figures/, every other figure in its analysis's folder.
+    // src/plot/ is theme, layout, marks and ready charts of plain numbers;
+    // src/figures/ is the paper figures' frame (input, groups, order).
+    // Every figure is drawn in its analysis's folder: the paper's six
+    // reach `plot` and `batch` through their analysis's registry line.
     let above = [
         "crate::analyses",
         "crate::figures",
@@ -133,10 +134,33 @@ fn the_drawing_kit_names_no_analysis() {
     ];
     let bad = naming("plot", &above);
     assert!(bad.is_empty(), "src/plot/ names a layer above it: {bad:#?}");
-    // The figures module is above the analyses; nothing below it names it.
-    for below in ["analysis", "analyses", "campaign", "ledger", "trace"] {
+    // The frame is below the analyses: it names none of them, nor the
+    // registry that lists their figures, nor the layers that draw them.
+    let above_frame = [
+        "crate::analyses",
+        "crate::api",
+        "crate::batch",
+        "crate::cli",
+        "crate::registry",
+    ];
+    let bad = naming("figures", &above_frame);
+    assert!(
+        bad.is_empty(),
+        "src/figures/ names a layer above it: {bad:#?}"
+    );
+    // ... and above the engine, the campaign contract and the kit.
+    for below in ["analysis", "campaign", "ledger", "plot", "trace"] {
         let bad = naming(below, &["crate::figures"]);
         assert!(bad.is_empty(), "src/{below}/ names the figures: {bad:#?}");
+    }
+    // Each of the paper's six figures is drawn in its analysis's folder.
+    for (a, n) in [("pair", 4), ("hierarchy", 1), ("kernels", 1)] {
+        let drawn = rust_files(&src(&format!("analyses/{a}")))
+            .iter()
+            .map(|f| fs::read_to_string(f).expect("read a source file"))
+            .map(|t| t.matches("impl Drawing for ").count())
+            .sum::<usize>();
+        assert_eq!(drawn, n, "{a} draws {drawn} of the paper's figures");
     }
 }
 
@@ -261,18 +285,15 @@ fn export_and_ops_share_the_host_links_through_a_neutral_module() {
 
 #[test]
 fn an_analysis_is_named_outside_its_folder_only_by_the_registry() {
-    // Done-criterion of the structure issue: besides the registry, lib.rs's
-    // re-exports and the paper's figures (src/figures/, above the analyses
-    // by design), no module names an analysis; analyses name each other
-    // only where an analysis's view prints another's figures by type.
+    // Done-criterion of the structure issue: besides the registry, no
+    // module names an analysis (the crate root re-exports none: library
+    // users write `torchtrace::analyses::<name>`); analyses name each
+    // other only where an analysis's view prints another's figures by type.
     let names = ANALYSES;
     let mut bad = Vec::new();
     for f in rust_files(&src("")) {
         let rel = relative(&f);
-        let allowed = rel.starts_with("analyses/")
-            || rel.starts_with("figures/")
-            || rel == "registry.rs"
-            || rel == "lib.rs";
+        let allowed = rel.starts_with("analyses/") || rel == "registry.rs";
         if allowed {
             continue;
         }
@@ -320,18 +341,11 @@ fn files_naming(name: &str) -> Vec<String> {
 #[test]
 fn the_files_an_analysis_touches_are_its_folder_and_one_registry_line() {
     // How to add an analysis (docs/ARCHITECTURE.md): its folder (logic,
-    // view, batch hooks, cli), `pub mod` in analyses/mod.rs and its line in
-    // the registry. The paper's three (pair, hierarchy, kernels) are also
-    // drawn by src/figures/ and re-exported at the crate root.
+    // view, batch hooks, cli, figures), `pub mod` in analyses/mod.rs and
+    // its line in the registry. No exception: the paper's three (pair,
+    // hierarchy, kernels) draw their figures in their folders too.
     let plug_in = ["analyses/mod.rs", "registry.rs"];
-    for n in ["iterations", "diff", "ranks", "ops", "idle"] {
+    for n in ANALYSES {
         assert_eq!(files_naming(n), plug_in, "{n} is named outside its folder");
-    }
-    for n in ["pair", "hierarchy", "kernels"] {
-        let outside: Vec<String> = files_naming(n)
-            .into_iter()
-            .filter(|f| !f.starts_with("figures/") && f != "lib.rs")
-            .collect();
-        assert_eq!(outside, plug_in, "{n} is named outside its folder");
     }
 }

@@ -14,7 +14,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use torchtrace::analyses::ranks::{view::RanksReport, Ranks, RanksConfig, RanksSpec};
-use torchtrace::{analyze_reader, HierarchyOptions, KernelsSpec, PairSpec, Plan, Results, Selector};
+use torchtrace::{analyze_reader, Plan, Results, Selector};
+use torchtrace::analyses::hierarchy::HierarchyOptions;
+use torchtrace::analyses::kernels::KernelsSpec;
+use torchtrace::analyses::pair::PairSpec;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&knob, input)) = data.split_first() else {
@@ -34,12 +37,12 @@ fuzz_target!(|data: &[u8]| {
         .with(chains)
         .with(RanksConfig::new(RanksSpec::default()).expect("default options"));
     let r = analyze_reader("fuzz", input, &plan);
-    if let Some(k) = r.get::<torchtrace::kernels::Kernels>() {
+    if let Some(k) = r.get::<torchtrace::analyses::kernels::Kernels>() {
         let rows: u64 = k.rows.iter().map(|w| w.kernels).sum();
         assert_eq!(rows, k.kernels, "each kernel in one context");
         assert!(k.contexts_with_gpu_work <= k.contexts);
     }
-    if let Some(p) = r.get::<torchtrace::pair::Pair>() {
+    if let Some(p) = r.get::<torchtrace::analyses::pair::Pair>() {
         assert!(p.pairs <= p.contexts && p.measured <= p.contexts);
     }
     if let Some(t) = r.get::<Ranks>() {

@@ -2,11 +2,12 @@
 //! AR/MTP pair, or several pairs.
 
 use super::{analyze_all, note, Exit, GlobalArgs, ImageFormatArg};
-use anyhow::{bail, Context};
+use anyhow::bail;
 use clap::Args;
 use std::io::Write;
 use std::path::PathBuf;
 use torchtrace::figures::{self, Measured, Pairing, PlotInput};
+use torchtrace::registry;
 use torchtrace::runinfo::Given;
 
 /// `--help`'s examples (real runs, as in README).
@@ -20,13 +21,14 @@ const EXAMPLES: &str = "Examples:\n  # The RQ4 figures of the samples\n  torchtr
 ///   fig3_tokens_and_span_per_token  tokens per context P and GPU span per token, S_context per pair
 ///   fig4_hierarchy_medians          median inclusive duration of the chain functions (Table 9)
 ///   fig5_cpu_vs_gpu_span            CPU span against GPU span per context (GPU- vs launch-bound)
+///   fig6_gpu_busy_per_token         GPU busy and idle per token, stacked; kernels per token
 ///
 /// Pairing: when every trace has a mode and a workload (--mode, the run
 /// summary beside it: X.summary.json with "mode" and "workload", the step
 /// name), traces are grouped by workload and the "ar" trace of each is the
 /// baseline; otherwise consecutive traces pair up as baseline, candidate
 /// (first = AR, second = MTP, as in `pair`).
-/// The figures use the same numbers as `pair` and `hierarchy`.
+/// The figures use the same numbers as `pair`, `hierarchy` and `kernels`.
 ///
 /// Exit status: 0 ok; 1 when a trace lacks the selected context (figures
 /// are still written); 2 on unreadable input or unwritable output.
@@ -93,54 +95,53 @@ pub fn run(args: PlotArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         bail!(why);
     }
     torchtrace::api::refuse_directories(&args.traces, "plot")?;
-    let plan =
-        figures::plan(selector, global.read_options(), &args.chain).context("bad --chain")?;
-    let results = analyze_all(&args.traces, &plan, global)?;
-    let mut measured = Vec::new();
-    let mut problems = Vec::new();
+    let plan = registry::plot_plan(selector, global.read_options(), &args.chain)?;
+    let mut results = analyze_all(&args.traces, &plan, global)?;
+    let mut runs = Vec::new();
     let mut exit = Exit::Ok;
-    for (i, (res, path)) in results.iter().zip(&args.traces).enumerate() {
-        let m = Measured::resolve(&res.results, path, &given[i])?.context("pairing ran")?;
+    for (i, (res, path)) in results.iter_mut().zip(&args.traces).enumerate() {
+        runs.push(figures::resolve(res, path, &given[i])?);
         if let Some(p) = &res.contexts.problem {
             eprintln!("torchtrace: {p}");
             exit = Exit::Problems;
         }
-        for t in &m.pairs.notes {
-            note(global, &format!("{}: {t}", m.pairs.path));
+        for t in registry::plot_notes(&res.results) {
+            note(global, &format!("{}: {t}", res.path));
         }
-        problems.push(res.contexts.problem.is_some());
-        measured.push(m);
     }
     // A trace without the selected contexts (a CPU-only frontend trace, say)
     // is left out, unless no trace has any.
-    if problems.contains(&false) {
-        let mut left_out = problems.iter();
-        measured.retain(|m| {
-            let out = *left_out.next().unwrap_or(&false);
-            if out {
-                note(
-                    global,
-                    &format!("{}: left out of the figures", m.pairs.path),
-                );
-            }
-            !out
+    let any_contexts = results.iter().any(|r| r.contexts.problem.is_none());
+    let mut measured = Vec::new();
+    let mut kept = Vec::new();
+    for (res, run) in results.iter().zip(runs) {
+        if any_contexts && res.contexts.problem.is_some() {
+            note(global, &format!("{}: left out of the figures", res.path));
+            continue;
+        }
+        kept.push(res);
+        measured.push(Measured {
+            path: res.path.clone(),
+            results: &res.results,
+            run,
         });
     }
     let input = PlotInput::build(measured, Pairing::Infer);
-    if input.traces.iter().all(|t| t.functions.is_empty()) {
-        note(global, "no hierarchy data: figure 4 shows an empty state");
+    for n in registry::input_notes(&input) {
+        note(global, &n);
     }
     let size = (args.width, args.height);
-    let files = figures::render_all(&input, &args.out, args.image_format.into(), size)?;
+    let fmt = args.image_format.into();
+    let files = figures::render_all(&input, &registry::paper_figures(), &args.out, fmt, size)?;
     let mut stdout = super::stdout();
     for f in &files {
         writeln!(stdout, "{}", f.display())?;
     }
-    if let Some(t) = input.traces.iter().find(|t| !t.pairs.complete) {
+    if let Some((res, e)) = kept.iter().find_map(|r| Some((r, r.error.as_ref()?))) {
         bail!(
             "{}: {} (figures cover the events before it)",
-            t.pairs.path,
-            t.pairs.error.as_deref().unwrap_or("incomplete")
+            res.path,
+            e.kind
         );
     }
     Ok(exit)

@@ -1,111 +1,43 @@
-//! The figures' input, built once from the analysis results for `plot`
-//! and `batch` alike: labels ([`crate::runinfo::label`], made distinct),
-//! modes, workload groups, chain-function medians and comparisons.
+//! The figures' input, built once from the traces' results for `plot` and
+//! `batch` alike: labels ([`crate::runinfo::label`], made distinct),
+//! modes, workload groups and comparisons. Each figure reads its own
+//! analysis's figures out of a trace's [`Results`].
 
-use super::{FunctionMedian, PlotInput, PlotTrace};
-use crate::analyses::hierarchy::{Hierarchy, TraceHierarchy};
-use crate::analyses::hierarchy::{HierarchyOptions, OptionsError, DEFAULT_PLOT_CHAINS};
-use crate::analyses::kernels::Kernels;
-use crate::analyses::kernels::KernelsSpec;
-use crate::analyses::pair::PairSpec;
-use crate::analyses::pair::{self, Comparison, Pair, TracePairs};
-use crate::analysis::{Plan, Results};
-use crate::contexts::Selector;
+use super::{Compared, PlotInput, PlotTrace};
+use crate::analysis::{Results, TraceResult};
+use crate::campaign::Campaign;
 use crate::runinfo::{self, Given, Mode, RunInfo, Source};
 use crate::summary::SummaryError;
-use crate::trace::ReadOptions;
 use std::path::Path;
-
-/// The one pass that feeds the paper's figures (`plot`): the correlation
-/// ledger (`kernels`), pairing (spans by correlation where a step has no
-/// GPU annotation) and figure 4's chains (`chains` empty: the defaults,
-/// [`DEFAULT_PLOT_CHAINS`]).
-pub fn plan(
-    selector: Selector,
-    read: ReadOptions,
-    chains: &[String],
-) -> Result<Plan, OptionsError> {
-    let default: Vec<String>;
-    let chains = if chains.is_empty() {
-        default = DEFAULT_PLOT_CHAINS.iter().map(|s| s.to_string()).collect();
-        &default[..]
-    } else {
-        chains
-    };
-    let hopts = HierarchyOptions::new(chains, &[], false, 0, selector.clone())?;
-    Ok(Plan::new(selector)
-        .reading(read)
-        .with(KernelsSpec::default())
-        .with(PairSpec::default())
-        .with(hopts))
-}
 
 /// One analysed trace, as the figures need it.
 #[derive(Debug, Clone)]
 pub struct Measured<'a> {
-    pub pairs: TracePairs,
-    pub hierarchy: Option<&'a TraceHierarchy>,
-    /// GPU work by launch correlation (tokens already set).
-    pub kernels: Option<crate::analyses::kernels::TraceKernels>,
+    /// The label its results are reported under.
+    pub path: String,
+    /// Its analyses' figures, tokens set ([`resolve`]).
+    pub results: &'a Results,
     pub run: RunInfo,
 }
 
-impl<'a> Measured<'a> {
-    /// A trace's figures as the figures need them, if it has step contexts
-    /// (`pair`'s figures; tokens already set).
-    pub fn of(results: &'a Results, run: &RunInfo) -> Option<Measured<'a>> {
-        Some(Measured {
-            pairs: results.get::<Pair>()?.clone(),
-            hierarchy: results.get::<Hierarchy>(),
-            kernels: results.get::<Kernels>().cloned(),
-            run: run.clone(),
-        })
-    }
-
-    /// A trace read by [`plan`], its run information resolved from `given`
-    /// and the summary beside `path`, tokens set on pairing and kernels.
-    /// `Ok(None)` when the plan had no pairing.
-    pub fn resolve(
-        results: &'a Results,
-        path: &Path,
-        given: &Given,
-    ) -> Result<Option<Measured<'a>>, SummaryError> {
-        let Some(pairs) = results.get::<Pair>() else {
-            return Ok(None);
-        };
-        let mut pairs = pairs.clone();
-        let run = RunInfo::for_trace(path, given, &pairs.step_names)?;
-        let t = run.tokens.as_ref();
-        let (tokens, source) = (t.map(|t| t.value), t.map(|t| t.source.describe()));
-        pairs.set_tokens(tokens, source.clone());
-        let mut kernels = results.get::<Kernels>().cloned();
-        if let Some(k) = kernels.as_mut() {
-            k.set_tokens(tokens, source);
-        }
-        Ok(Some(Measured {
-            pairs,
-            hierarchy: results.get::<Hierarchy>(),
-            kernels,
-            run,
-        }))
-    }
-}
-
-/// One trace of a campaign, as `batch` gives it to the figures.
-#[derive(Debug, Clone, Copy)]
-pub struct CampaignTrace<'a> {
-    /// Read without error: only such traces are drawn.
-    pub ok: bool,
-    pub results: &'a Results,
-    pub run: &'a RunInfo,
+/// A trace's run information, resolved from `given` and the summary beside
+/// `path`, and its tokens set on every figure of `res` (`plot`: once per
+/// trace, before its [`Measured`] borrows the results).
+pub fn resolve(res: &mut TraceResult, path: &Path, given: &Given) -> Result<RunInfo, SummaryError> {
+    let run = RunInfo::for_trace(path, given, &res.contexts.step_names)?;
+    let t = run.tokens.as_ref();
+    let source = t.map(|t| t.source.describe());
+    res.results
+        .set_tokens(t.map(|t| t.value), source.as_deref());
+    Ok(run)
 }
 
 /// How traces are grouped and compared.
 #[derive(Debug, Clone)]
 pub enum Pairing {
-    /// Groups and comparisons made already (`batch`: AR against each
-    /// candidate of a workload, rank by rank): (workload, comparison).
-    Given(Vec<(String, Comparison)>),
+    /// Comparisons made already (`batch`: AR against each candidate of a
+    /// workload, rank by rank), indices into the measured traces.
+    Given(Vec<Compared>),
     /// When every trace has a mode and a workload (not guessed from its
     /// directory), traces are grouped by workload and the first AR trace of
     /// each is compared with its first other trace; otherwise consecutive
@@ -114,44 +46,36 @@ pub enum Pairing {
     Infer,
 }
 
-/// The figures' medians from a hierarchy result (each function once, in
-/// chain order).
-pub fn function_medians(h: &TraceHierarchy) -> Vec<FunctionMedian> {
-    let mut out: Vec<FunctionMedian> = Vec::new();
-    for f in h.chains.iter().flat_map(|c| &c.functions) {
-        if out.iter().any(|o| o.name == f.name) {
-            continue;
-        }
-        out.push(FunctionMedian {
-            name: f.name.clone(),
-            median_ms: f.median_ms,
-            calls: f.outermost_calls,
-        });
-    }
-    out
-}
-
-impl PlotInput {
+impl<'a> PlotInput<'a> {
     /// The figures' input of a campaign (`batch`): every trace read without
-    /// error that has step contexts, grouped and compared as batch matched
-    /// them — `matches` are (workload, baseline, candidate), indices into
-    /// `traces`.
-    pub fn from_campaign(traces: &[CampaignTrace<'_>], matches: &[(String, usize, usize)]) -> Self {
-        let pairs = |i: usize| traces.get(i)?.results.get::<Pair>();
-        let comparisons = matches
+    /// error, grouped and compared as batch matched them.
+    pub fn from_campaign(campaign: &Campaign<'a>) -> Self {
+        let mut at = vec![None; campaign.traces.len()];
+        let mut measured = Vec::new();
+        for (i, t) in campaign.traces.iter().enumerate().filter(|(_, t)| t.ok) {
+            at[i] = Some(measured.len());
+            measured.push(Measured {
+                path: t.path.to_string(),
+                results: t.results,
+                run: t.run.clone(),
+            });
+        }
+        let comparisons = campaign
+            .matches
             .iter()
-            .filter_map(|(w, b, c)| Some((w.clone(), pair::compare(pairs(*b)?, pairs(*c)?))))
-            .collect();
-        let measured = traces
-            .iter()
-            .filter(|t| t.ok)
-            .filter_map(|t| Measured::of(t.results, t.run))
+            .filter_map(|m| {
+                Some(Compared {
+                    name: m.workload.clone(),
+                    baseline: (*at.get(m.baseline)?)?,
+                    candidate: (*at.get(m.candidate)?)?,
+                })
+            })
             .collect();
         PlotInput::build(measured, Pairing::Given(comparisons))
     }
 
     /// Builds the figures' input from measured traces.
-    pub fn build(measured: Vec<Measured<'_>>, pairing: Pairing) -> PlotInput {
+    pub fn build(measured: Vec<Measured<'a>>, pairing: Pairing) -> PlotInput<'a> {
         let n = measured.len();
         let grouped = match pairing {
             Pairing::Given(_) => true,
@@ -175,12 +99,11 @@ impl PlotInput {
                 let workload = grouped.then(|| m.run.workload().map(str::to_string));
                 let workload = workload.flatten();
                 PlotTrace {
-                    label: runinfo::label(&m.pairs.path, mode.as_deref(), workload.as_deref()),
+                    label: runinfo::label(&m.path, mode.as_deref(), workload.as_deref()),
                     mode,
                     workload,
-                    functions: m.hierarchy.map(function_medians).unwrap_or_default(),
-                    pairs: m.pairs,
-                    kernels: m.kernels,
+                    path: m.path,
+                    results: m.results,
                 }
             })
             .collect();
@@ -202,7 +125,7 @@ impl PlotInput {
 }
 
 /// Per workload, its first AR trace against its first other trace.
-fn by_workload(traces: &[PlotTrace]) -> Vec<(String, Comparison)> {
+fn by_workload(traces: &[PlotTrace]) -> Vec<Compared> {
     let mut workloads: Vec<String> = Vec::new();
     for t in traces {
         let w = t.workload.clone().unwrap_or_default();
@@ -213,20 +136,24 @@ fn by_workload(traces: &[PlotTrace]) -> Vec<(String, Comparison)> {
     let mut out = Vec::new();
     for w in workloads {
         let of = |ar: bool| {
-            traces.iter().find(|t| {
+            traces.iter().position(|t| {
                 t.workload.as_deref() == Some(w.as_str())
                     && (Mode::of_opt(t.mode.as_deref()) == Mode::Ar) == ar
             })
         };
-        if let (Some(b), Some(c)) = (of(true), of(false)) {
-            out.push((w.clone(), pair::compare(&b.pairs, &c.pairs)));
+        if let (Some(baseline), Some(candidate)) = (of(true), of(false)) {
+            out.push(Compared {
+                name: w.clone(),
+                baseline,
+                candidate,
+            });
         }
     }
     out
 }
 
 /// Consecutive traces as baseline, candidate.
-fn consecutive(traces: &[PlotTrace]) -> Vec<(String, Comparison)> {
+fn consecutive(traces: &[PlotTrace]) -> Vec<Compared> {
     let mut out = Vec::new();
     for (k, ch) in traces.chunks(2).enumerate() {
         if let [b, c] = ch {
@@ -235,7 +162,11 @@ fn consecutive(traces: &[PlotTrace]) -> Vec<(String, Comparison)> {
             } else {
                 format!("{} vs {}", b.label, c.label)
             };
-            out.push((name, pair::compare(&b.pairs, &c.pairs)));
+            out.push(Compared {
+                name,
+                baseline: 2 * k,
+                candidate: 2 * k + 1,
+            });
         }
     }
     out

@@ -1,183 +1,205 @@
-//! The paper's figures for the RQ4 analysis (AR vs MTP), drawn on the
-//! drawing kit (`crate::plot`) with plotters into PNG and/or SVG.
+//! The frame of the paper's figures for the RQ4 analysis (AR vs MTP): what
+//! they are drawn from ([`PlotInput`]: the traces, labelled, grouped by
+//! workload and compared, each with its analyses' [`Results`]), how an
+//! analysis contributes figures ([`Draws`], [`Drawing`], [`PaperFigure`])
+//! and how they are written ([`render_all`]). It names no analysis.
 //!
-//! The figures take already-computed results ([`PlotInput`]), so `plot`
-//! and `batch` draw the same pictures from the same numbers that `pair`
-//! and `hierarchy` print:
+//! Each figure is drawn in the folder of the analysis whose figures it
+//! shows, on the drawing kit (`crate::plot`), and reaches `plot` and
+//! `batch` through that analysis's registry line
+//! (`crate::registry::paper_figures`):
 //!
-//! | file stem                    | what it shows                                                   |
-//! |------------------------------|-----------------------------------------------------------------|
-//! | `fig1_span_distributions`    | CPU- and GPU-context spans per trace: box plots, every context, medians |
-//! | `fig2_gpu_span_timeline`     | GPU span against context index, per workload: warm-up, outliers |
-//! | `fig3_tokens_and_span_per_token` | P (tokens/context) and GPU span per token; S_context        |
-//! | `fig4_hierarchy_medians`     | median inclusive duration of each chain function (Table 9)      |
-//! | `fig5_cpu_vs_gpu_span`       | per-context CPU span against GPU span: GPU-bound vs launch-bound |
-//! | `fig6_gpu_busy_per_token`    | GPU busy and idle per token, stacked (launch correlation); kernels per token |
+//! | file stem                    | drawn by    | what it shows                                            |
+//! |------------------------------|-------------|----------------------------------------------------------|
+//! | `fig1_span_distributions`    | `pair`      | CPU- and GPU-context spans per trace: box plots, every context, medians |
+//! | `fig2_gpu_span_timeline`     | `pair`      | GPU span against context index, per workload: warm-up, outliers |
+//! | `fig3_tokens_and_span_per_token` | `pair`  | P (tokens/context) and GPU span per token; S_context     |
+//! | `fig4_hierarchy_medians`     | `hierarchy` | median inclusive duration of each chain function (Table 9) |
+//! | `fig5_cpu_vs_gpu_span`       | `pair`      | per-context CPU span against GPU span: GPU-bound vs launch-bound |
+//! | `fig6_gpu_busy_per_token`    | `kernels`   | GPU busy and idle per token, stacked (launch correlation); kernels per token |
 //!
-//! These six are the paper's figures, drawn from three analyses together
-//! (`pair`, `hierarchy`, `kernels`): this module, above the analyses and
-//! the kit, is the one place besides the registry and the CLI that names
-//! them; `plot` (the CLI) and `batch` only wrap [`render_all`]. Every other figure is drawn
-//! in its analysis's folder — `batch`'s `fig7_…`, `fig8_…` through
-//! [`crate::plot::Picture`], most simply as a [`crate::plot::StackedBars`] or
-//! [`crate::plot::BoxPlots`] built from
-//! its figures (see `crate::campaign::Section`), and `ranks`' heatmap
-//! (`ranks_<run>`, `crate::analyses::ranks::figure`) on the kit's
-//! theme, layout and marks.
+//! ```text
+//!  plot (cli) ─┐  registry::plot_plan ─► one read per trace ─► Results (tokens set)
+//!  batch ──────┴► PlotInput { traces (label, mode, workload, &Results), comparisons }
+//!                     │ Prepared: theme, workload groups (AR first), positions
+//!                     ▼
+//!   registry::paper_figures() ─► each PaperFigure's render (its analysis's Drawing)
+//!                     ▼
+//!        render_all: DIR/<stem>.png|svg, side by side, in figure order
+//! ```
 //!
-//! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
-//! Vera licence) registered through plotters' `ab_glyph` support, so no
-//! system font or fontconfig is needed. Drawing is deterministic: the
-//! same input gives the same bytes.
+//! The same input gives the same bytes: text is drawn with an embedded
+//! DejaVu Sans (`assets/fonts`), and each figure into its own file.
+//! Every other figure of an analysis (`batch`'s `fig7_…`, `fig8_…`,
+//! `ranks`' heatmaps) is a [`crate::plot::Picture`] of its batch section.
 
-mod common;
-mod distributions;
-mod gpu_work;
-mod hierarchy;
+pub(crate) mod common;
 mod input;
 mod prepared;
-mod scatter;
-mod summary;
-mod timeline;
 
-use crate::analyses::pair::{Comparison, TracePairs};
+use crate::analysis::{Analysis, Results};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
 
-/// Figure 4's default chains are `hierarchy`'s (re-exported at their old path).
-pub use crate::analyses::hierarchy::DEFAULT_PLOT_CHAINS;
 pub use crate::plot::{create_dir, ImageFormat, PlotError};
-pub use input::{function_medians, plan, CampaignTrace, Measured, Pairing};
+pub use input::{resolve, Measured, Pairing};
+pub use prepared::{mode_name, short_label, trace_axis_labels, Group, Prepared};
 
 /// One trace as the figures see it.
 #[derive(Debug, Clone)]
-pub struct PlotTrace {
+pub struct PlotTrace<'a> {
     /// Short name shown in the figures (e.g. `text AR`).
     pub label: String,
     /// `ar`, `mtp`, ... (colour: AR blue, MTP orange, other grey).
     pub mode: Option<String>,
     /// Traces of one workload are drawn as one group.
     pub workload: Option<String>,
-    pub pairs: TracePairs,
-    /// GPU work by launch correlation, when it was measured.
-    pub kernels: Option<crate::analyses::kernels::TraceKernels>,
-    /// Hierarchy results: median inclusive duration per chain function.
-    pub functions: Vec<FunctionMedian>,
+    /// The label its results are reported under (the trace's path).
+    pub path: String,
+    /// Every analysis's figures of it, tokens set.
+    pub results: &'a Results,
 }
 
-/// The median inclusive duration of one chain function in one trace.
-#[derive(Debug, Clone, PartialEq)]
-pub struct FunctionMedian {
+impl<'a> PlotTrace<'a> {
+    /// Analysis `A`'s figures of this trace, if it ran.
+    pub fn get<A: Analysis>(&self) -> Option<&'a A::Output> {
+        self.results.get::<A>()
+    }
+}
+
+/// A baseline trace compared with a candidate (indices into
+/// [`PlotInput::traces`]), under the workload's or the pair's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Compared {
     pub name: String,
-    pub median_ms: Option<f64>,
-    pub calls: u64,
+    pub baseline: usize,
+    pub candidate: usize,
 }
 
 /// Everything the figures draw.
 #[derive(Debug, Clone, Default)]
-pub struct PlotInput {
-    pub traces: Vec<PlotTrace>,
-    /// (workload or pair label, baseline-vs-candidate comparison).
-    pub comparisons: Vec<(String, Comparison)>,
+pub struct PlotInput<'a> {
+    pub traces: Vec<PlotTrace<'a>>,
+    /// Baseline-vs-candidate comparisons, in the order they were made.
+    pub comparisons: Vec<Compared>,
 }
 
-/// The figures, in the order they are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Figure {
-    SpanDistributions,
-    GpuSpanTimeline,
-    TokensAndSpanPerToken,
-    HierarchyMedians,
-    CpuVsGpuSpan,
-    GpuBusyPerToken,
-}
-
-impl Figure {
-    pub const ALL: [Figure; 6] = [
-        Figure::SpanDistributions,
-        Figure::GpuSpanTimeline,
-        Figure::TokensAndSpanPerToken,
-        Figure::HierarchyMedians,
-        Figure::CpuVsGpuSpan,
-        Figure::GpuBusyPerToken,
-    ];
-
-    /// The file name without extension.
-    pub fn file_stem(self) -> &'static str {
-        match self {
-            Figure::SpanDistributions => "fig1_span_distributions",
-            Figure::GpuSpanTimeline => "fig2_gpu_span_timeline",
-            Figure::TokensAndSpanPerToken => "fig3_tokens_and_span_per_token",
-            Figure::HierarchyMedians => "fig4_hierarchy_medians",
-            Figure::CpuVsGpuSpan => "fig5_cpu_vs_gpu_span",
-            Figure::GpuBusyPerToken => "fig6_gpu_busy_per_token",
-        }
-    }
-
-    /// The figure's title (also written into the SVG).
-    pub fn title(self) -> &'static str {
-        match self {
-            Figure::SpanDistributions => "Step-context spans per trace",
-            Figure::GpuSpanTimeline => "GPU span of each step context",
-            Figure::TokensAndSpanPerToken => "Tokens per context and GPU span per token",
-            Figure::HierarchyMedians => "Median inclusive duration of the call-chain functions",
-            Figure::CpuVsGpuSpan => "CPU span against GPU span, per step context",
-            Figure::GpuBusyPerToken => "GPU busy and idle time per generated token",
-        }
-    }
+/// One figure, drawn the same way into either backend.
+pub trait Drawing {
+    /// Its number: the figures are written in this order.
+    const NUMBER: u32;
+    /// The file name without extension (`fig1_span_distributions`).
+    const STEM: &'static str;
+    /// Its title (also written into the SVG).
+    const TITLE: &'static str;
 
     fn draw<DB: DrawingBackend>(
-        self,
         root: &DrawingArea<DB, Shift>,
-        data: &common::Prepared,
+        data: &Prepared,
     ) -> common::FigResult
     where
-        DB::ErrorType: 'static,
-    {
-        match self {
-            Figure::SpanDistributions => distributions::draw(root, data),
-            Figure::GpuSpanTimeline => timeline::draw(root, data),
-            Figure::TokensAndSpanPerToken => summary::draw(root, data),
-            Figure::HierarchyMedians => hierarchy::draw(root, data),
-            Figure::CpuVsGpuSpan => scatter::draw(root, data),
-            Figure::GpuBusyPerToken => gpu_work::draw(root, data),
+        DB::ErrorType: 'static;
+}
+
+/// Draws one figure into the file `path` at `size` (the extension, `png`
+/// or `svg`, picks the backend).
+pub type Render = fn(&Path, (u32, u32), &Prepared) -> Result<(), PlotError>;
+
+/// A figure as the registry lists it: what [`Drawing`] says of it, type-erased.
+#[derive(Clone, Copy)]
+pub struct PaperFigure {
+    pub number: u32,
+    pub stem: &'static str,
+    pub title: &'static str,
+    render: Render,
+}
+
+impl PaperFigure {
+    /// Figure `D`.
+    pub const fn of<D: Drawing>() -> PaperFigure {
+        PaperFigure {
+            number: D::NUMBER,
+            stem: D::STEM,
+            title: D::TITLE,
+            render: render_with::<D>,
         }
+    }
+}
+
+impl std::fmt::Debug for PaperFigure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PaperFigure")
+            .field("number", &self.number)
+            .field("stem", &self.stem)
+            .finish()
+    }
+}
+
+fn render_with<D: Drawing>(
+    path: &Path,
+    size: (u32, u32),
+    data: &Prepared,
+) -> Result<(), PlotError> {
+    crate::plot::render_file(path, size, |r| D::draw(r, data), |r| D::draw(r, data))
+}
+
+/// What an analysis gives the paper's figures, through its registry line:
+/// the figures it draws, its options in `plot`'s one pass, and what `plot`
+/// says of its results.
+pub trait Draws: Analysis {
+    /// Its figures.
+    const FIGURES: &'static [PaperFigure];
+
+    /// Its options in `plot`'s plan, as its subcommand takes them in JSON;
+    /// `chains`: `plot --chain` (empty: not given).
+    fn plot_options(_chains: &[String]) -> serde_json::Value {
+        serde_json::json!({})
+    }
+
+    /// What `plot` notes of one trace's figures.
+    fn plot_notes(_out: &Self::Output) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// What `plot` notes of the whole input (a figure left empty, say).
+    fn input_note(_input: &PlotInput<'_>) -> Option<String> {
+        None
     }
 }
 
 /// Draws one figure into a file; the extension (`png` or `svg`) picks the
 /// backend.
 pub fn render_figure(
-    fig: Figure,
+    fig: &PaperFigure,
     input: &PlotInput,
     path: &Path,
     size: (u32, u32),
 ) -> Result<(), PlotError> {
-    let data = common::Prepared::new(input, size);
-    crate::plot::render_file(path, size, |r| fig.draw(r, &data), |r| fig.draw(r, &data))
+    (fig.render)(path, size, &Prepared::new(input, size))
 }
 
-/// Draws every figure into `dir` (created if needed) and returns the files
-/// written, in order.
+/// Draws `figures` (in the order given) into `dir` (created if needed) and
+/// returns the files written, in order.
 pub fn render_all(
     input: &PlotInput,
+    figures: &[&PaperFigure],
     dir: &Path,
     fmt: ImageFormat,
     size: (u32, u32),
 ) -> Result<Vec<PathBuf>, PlotError> {
     create_dir(dir)?;
-    let jobs: Vec<(Figure, PathBuf)> = Figure::ALL
-        .into_iter()
+    let jobs: Vec<(&PaperFigure, PathBuf)> = figures
+        .iter()
         .flat_map(|fig| {
             fmt.extensions()
                 .iter()
-                .map(move |ext| (fig, dir.join(format!("{}.{ext}", fig.file_stem()))))
+                .map(move |ext| (*fig, dir.join(format!("{}.{ext}", fig.stem))))
         })
         .collect();
     // Side by side; the first failure in the figures' order is the error.
     let drawn =
-        crate::plot::in_parallel(&jobs, |(fig, path)| render_figure(*fig, input, path, size));
+        crate::plot::in_parallel(&jobs, |(fig, path)| render_figure(fig, input, path, size));
     let mut out = Vec::new();
     for ((_, path), r) in jobs.into_iter().zip(drawn) {
         r?;

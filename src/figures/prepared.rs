@@ -1,9 +1,7 @@
 //! The paper figures' view of their input: traces grouped into workloads
-//! (AR first), each trace's paired spans measured once, the categorical
-//! trace axis and the labels under it.
+//! (AR first), the categorical trace axis and the labels under it.
 
-use super::{PlotInput, PlotTrace};
-use crate::analyses::pair::Comparison;
+use super::{Compared, PlotInput, PlotTrace};
 use crate::plot::common::*;
 use crate::runinfo::Mode;
 use plotters::coord::Shift;
@@ -16,49 +14,27 @@ pub struct Group<'a> {
     pub name: String,
     /// Trace indices, AR first.
     pub members: Vec<usize>,
-    pub comparison: Option<&'a Comparison>,
+    /// Its comparison (baseline and candidate among its members).
+    pub comparison: Option<&'a Compared>,
 }
 
-/// A trace's paired contexts in ms, sorted and in context order.
-#[derive(Debug, Clone, Default)]
-pub struct Spans {
-    /// (context index, CPU span ms, GPU span ms) over paired contexts.
-    pub rows: Vec<(usize, f64, f64)>,
-    pub cpu_sorted: Vec<f64>,
-    pub gpu_sorted: Vec<f64>,
-}
-
-/// The input, grouped and measured once for every figure.
+/// The input, grouped once for every figure.
 pub struct Prepared<'a> {
-    pub input: &'a PlotInput,
+    pub input: &'a PlotInput<'a>,
     pub theme: Theme,
     pub groups: Vec<Group<'a>>,
-    pub spans: Vec<Spans>,
 }
 
 impl<'a> Prepared<'a> {
-    pub fn new(input: &'a PlotInput, size: (u32, u32)) -> Self {
+    pub fn new(input: &'a PlotInput<'a>, size: (u32, u32)) -> Self {
         Prepared {
             input,
             theme: Theme::new(size),
             groups: groups(input),
-            spans: input.traces.iter().map(spans_of).collect(),
         }
     }
 
-    /// The span values that share one axis: every paired context's GPU
-    /// span, and its CPU span too when `with_cpu`.
-    pub fn span_values(&self, with_cpu: bool) -> Vec<f64> {
-        self.spans
-            .iter()
-            .flat_map(|s| {
-                let cpu: &[f64] = if with_cpu { &s.cpu_sorted } else { &[] };
-                cpu.iter().chain(&s.gpu_sorted).copied()
-            })
-            .collect()
-    }
-
-    pub fn trace(&self, i: usize) -> &'a PlotTrace {
+    pub fn trace(&self, i: usize) -> &'a PlotTrace<'a> {
         &self.input.traces[i]
     }
 
@@ -120,21 +96,21 @@ pub fn short_label(t: &PlotTrace) -> String {
     }
 }
 
-fn groups(input: &PlotInput) -> Vec<Group<'_>> {
-    let key = |t: &PlotTrace| -> String {
+fn groups<'a>(input: &'a PlotInput<'a>) -> Vec<Group<'a>> {
+    let key = |i: usize, t: &PlotTrace| -> String {
         if let Some(w) = &t.workload {
             return w.clone();
         }
         input
             .comparisons
             .iter()
-            .find(|(_, c)| c.baseline == t.pairs.path || c.candidate == t.pairs.path)
-            .map(|(n, _)| n.clone())
+            .find(|c| c.baseline == i || c.candidate == i)
+            .map(|c| c.name.clone())
             .unwrap_or_else(|| t.label.clone())
     };
     let mut out: Vec<Group> = Vec::new();
     for (i, t) in input.traces.iter().enumerate() {
-        let k = key(t);
+        let k = key(i, t);
         match out.iter_mut().find(|g| g.name == k) {
             Some(g) => g.members.push(i),
             None => out.push(Group {
@@ -150,39 +126,16 @@ fn groups(input: &PlotInput) -> Vec<Group<'_>> {
         g.comparison = input
             .comparisons
             .iter()
-            .find(|(n, _)| *n == g.name)
+            .find(|c| c.name == g.name)
             .or_else(|| {
-                input.comparisons.iter().find(|(_, c)| {
-                    g.members
-                        .iter()
-                        .any(|&i| input.traces[i].pairs.path == c.baseline)
-                        && g.members
-                            .iter()
-                            .any(|&i| input.traces[i].pairs.path == c.candidate)
-                })
-            })
-            .map(|(_, c)| c);
+                let has = |i: usize| g.members.contains(&i);
+                input
+                    .comparisons
+                    .iter()
+                    .find(|c| has(c.baseline) && has(c.candidate))
+            });
     }
     out
-}
-
-fn spans_of(t: &PlotTrace) -> Spans {
-    let rows: Vec<(usize, f64, f64)> = t
-        .pairs
-        .rows
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.gpu_ns.map(|g| (i, r.cpu_ns as f64 / 1e6, g as f64 / 1e6)))
-        .collect();
-    let mut cpu: Vec<f64> = rows.iter().map(|r| r.1).collect();
-    let mut gpu: Vec<f64> = rows.iter().map(|r| r.2).collect();
-    cpu.sort_by(f64::total_cmp);
-    gpu.sort_by(f64::total_cmp);
-    Spans {
-        rows,
-        cpu_sorted: cpu,
-        gpu_sorted: gpu,
-    }
 }
 /// Writes labels under a categorical trace axis: the trace's mode (or
 /// label) under each position, and the group name under each group.

@@ -2,9 +2,9 @@
 //! AR blue / MTP orange, series colours), layout (axes, ranges, number
 //! formats, legends), marks, and two ready charts built from plain figures —
 //! [`StackedBars`] and [`BoxPlots`] — that any analysis's [`Picture`] can
-//! return. The kit names no analysis: the paper's six figures, which read
-//! `pair`, `hierarchy` and `kernels`, live above it in `crate::figures`;
-//! every other figure is drawn in its analysis's folder on this kit.
+//! return. The kit names no analysis: every figure is drawn in its
+//! analysis's folder on this kit, the paper's six also on their frame
+//! (`crate::figures`: their input, workload groups and trace axis).
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no

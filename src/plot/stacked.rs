@@ -1,6 +1,6 @@
 //! A grouped, stacked bar chart drawn from plain numbers ([`StackedBars`]):
 //! what an analysis's batch section draws without knowing the figures'
-//! [`super::PlotInput`] (figures 7 and 8: `iterations` and `diff`).
+//! `crate::figures::PlotInput` (figures 7 and 8: `iterations` and `diff`).
 //!
 //! ```text
 //!        S_wall = 1.14×            ← the group's note, over a bracket

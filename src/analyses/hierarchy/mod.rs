@@ -29,6 +29,7 @@
 //! sorted index per lane (`crate::containment`), O((n + m) log n).
 
 mod batch;
+pub mod figure;
 
 pub mod view;
 

@@ -12,6 +12,7 @@
 pub(crate) mod timeline;
 
 pub(crate) mod batch;
+mod figure;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};

@@ -15,6 +15,7 @@
 //! ```
 
 mod batch;
+mod figures;
 pub mod view;
 
 use crate::analysis::{self, Analysis, Configures, Finished, InResults, Need, Plan, TraceResult};

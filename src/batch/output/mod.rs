@@ -19,7 +19,7 @@ pub mod sections;
 pub mod stdout;
 pub mod traces_csv;
 
-pub use figures::{plot_input, FIGURE_SIZE};
+pub use figures::FIGURE_SIZE;
 pub use report_md::problems_table;
 pub use results_json::{results_json, ResultsDoc};
 pub use stdout::{stdout_markdown, write_stdout};

@@ -65,9 +65,9 @@ pub fn listed() -> impl Iterator<Item = &'static str> {
 pub fn sections(res: &BatchResult, warnings: &mut Vec<String>) -> Vec<Section> {
     let c = campaign(res);
     let mut taken: Vec<String> = FIXED_FILES.iter().map(|s| s.to_string()).collect();
-    let mut stems: Vec<String> = crate::figures::Figure::ALL
+    let mut stems: Vec<String> = crate::registry::paper_figures()
         .iter()
-        .map(|f| f.file_stem().to_string())
+        .map(|f| f.stem.to_string())
         .collect();
     let mut out = Vec::new();
     for e in crate::registry::REGISTRY {

@@ -2,13 +2,30 @@
 //! Box (quartiles), whiskers (1.5 IQR), every context as a dot, median as
 //! a black bar with its value.
 
-use super::common::*;
-use super::Figure;
+use super::Data;
+use crate::figures::common::*;
+use crate::figures::Drawing;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+/// Figure 1.
+pub struct SpanDistributions;
+
+impl Drawing for SpanDistributions {
+    const NUMBER: u32 = 1;
+    const STEM: &'static str = "fig1_span_distributions";
+    const TITLE: &'static str = "Step-context spans per trace";
+
+    fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, &Data::new(data))
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Data) -> FigResult
 where
     DB::ErrorType: 'static,
 {
@@ -25,7 +42,7 @@ where
     let body = frame(
         root,
         &th,
-        Figure::SpanDistributions.title(),
+        SpanDistributions::TITLE,
         "box: quartiles · whiskers: most extreme context within 1.5 × IQR · over paired contexts only",
         &legend,
     )?;
@@ -59,7 +76,7 @@ where
 fn panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
-    data: &Prepared,
+    data: &Data,
     caption: &str,
     cpu: bool,
     (axis, y0, y1): (Axis, f64, f64),
@@ -124,7 +141,7 @@ const HALF: f64 = 0.24;
 fn draw_box<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &mut Chart2d<'_, DB>,
-    data: &Prepared,
+    data: &Data,
     axis: &Axis,
     x: f64,
     i: usize,

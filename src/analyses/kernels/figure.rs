@@ -1,4 +1,4 @@
-//! Figure 6: GPU busy and idle time per generated token, stacked, per
+//! Figure 6 of the paper: GPU busy and idle time per generated token, stacked, per
 //! trace and grouped by workload (AR vs MTP), from the step contexts' GPU
 //! work by launch correlation; kernels per token is written on each bar and
 //! S_context by busy time over each workload.
@@ -11,9 +11,9 @@
 //!    AR          MTP
 //! ```
 
-use super::common::*;
-use super::Figure;
-use crate::analyses::kernels::{self, TraceKernels};
+use super::{compare, Kernels, TraceKernels};
+use crate::figures::common::*;
+use crate::figures::{Drawing, Draws, PaperFigure};
 use crate::runinfo::Mode;
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -27,7 +27,27 @@ fn stack(k: Option<&TraceKernels>) -> Option<(f64, f64)> {
     Some((busy, (span - busy).max(0.0)))
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+impl Draws for Kernels {
+    const FIGURES: &'static [PaperFigure] = &[PaperFigure::of::<GpuBusyPerToken>()];
+}
+
+/// Figure 6.
+pub struct GpuBusyPerToken;
+
+impl Drawing for GpuBusyPerToken {
+    const NUMBER: u32 = 6;
+    const STEM: &'static str = "fig6_gpu_busy_per_token";
+    const TITLE: &'static str = "GPU busy and idle time per generated token";
+
+    fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, data)
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
 where
     DB::ErrorType: 'static,
 {
@@ -36,7 +56,7 @@ where
     let body = frame(
         root,
         &th,
-        Figure::GpuBusyPerToken.title(),
+        GpuBusyPerToken::TITLE,
         "by launch correlation · solid: GPU busy per token (union of the step's kernels, memcpys, memsets) · pale: GPU idle inside the step's GPU span · text: kernels per token",
         &legend,
     )?;
@@ -44,7 +64,7 @@ where
         .input
         .traces
         .iter()
-        .map(|t| stack(t.kernels.as_ref()))
+        .map(|t| stack(t.get::<Kernels>()))
         .collect();
     if stacks.iter().all(Option::is_none) {
         return empty_state(
@@ -108,7 +128,7 @@ where
             col.mix(0.9).stroke_width(th.upx(1.0)),
         )))?;
         bar(&mut chart, x, busy, col, &th)?;
-        let kpt = t.kernels.as_ref().and_then(|k| k.kernels_per_token);
+        let kpt = t.get::<Kernels>().and_then(|k| k.kernels_per_token);
         let text = kpt.map_or_else(|| fmt_ms(busy + idle), |k| format!("{k:.1} kernels/token"));
         let (px, py) = chart.backend_coord(&(x, busy + idle));
         root.draw_text(&text, &th.text(12.0).pos(above), (px, py - th.px(4.0)))?;
@@ -144,10 +164,10 @@ where
         let (Some(&b), Some(&c)) = (base, cand) else {
             continue;
         };
-        let (Some(bk), Some(ck)) = (&traces[b].kernels, &traces[c].kernels) else {
+        let (Some(bk), Some(ck)) = (traces[b].get::<Kernels>(), traces[c].get::<Kernels>()) else {
             continue;
         };
-        let Some(s) = kernels::compare(bk, ck).s_context_busy else {
+        let Some(s) = compare(bk, ck).s_context_busy else {
             continue;
         };
         let (Some(first), Some(last)) = (g.members.first(), g.members.last()) else {

@@ -2,13 +2,31 @@
 //! (Eq. 16) per trace, grouped by workload, with S_context (Eq. 17) and
 //! the context reduction written over each pair.
 
-use super::common::*;
-use super::Figure;
+use super::super::{Comparison, TracePairs};
+use super::Data;
+use crate::figures::common::*;
+use crate::figures::Drawing;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+/// Figure 3.
+pub struct TokensAndSpanPerToken;
+
+impl Drawing for TokensAndSpanPerToken {
+    const NUMBER: u32 = 3;
+    const STEM: &'static str = "fig3_tokens_and_span_per_token";
+    const TITLE: &'static str = "Tokens per context and GPU span per token";
+
+    fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, &Data::new(data))
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Data) -> FigResult
 where
     DB::ErrorType: 'static,
 {
@@ -17,15 +35,14 @@ where
     let body = frame(
         root,
         &th,
-        Figure::TokensAndSpanPerToken.title(),
+        TokensAndSpanPerToken::TITLE,
         "P = completion tokens / paired contexts · GPU span per token = Σ GPU spans / completion tokens · S_context = AR ÷ MTP of the latter",
         &legend,
     )?;
-    let any_tokens = data
-        .input
-        .traces
-        .iter()
-        .any(|t| t.pairs.tokens_per_context.is_some());
+    let traces = 0..data.input.traces.len();
+    let any_tokens = traces
+        .filter_map(|i| data.pairs(i))
+        .any(|p| p.tokens_per_context.is_some());
     if data.input.traces.is_empty() || !any_tokens {
         return empty_state(
             &body,
@@ -42,7 +59,7 @@ where
         data,
         "Tokens per step context (P)",
         "tokens per context",
-        &|t| t.pairs.tokens_per_context,
+        &|p| p.tokens_per_context,
         &|v| format!("{v:.2}"),
         &|c| {
             c.context_reduction_pct.map(|p| {
@@ -60,7 +77,7 @@ where
         data,
         "GPU span per generated token",
         "GPU span per token (ms)",
-        &|t| t.pairs.gpu_span_per_token_ms,
+        &|p| p.gpu_span_per_token_ms,
         &|v| fmt_ms(v),
         &|c| c.s_context.map(|s| format!("S_context = {s:.2}×")),
     )?;
@@ -71,19 +88,20 @@ where
 fn panel<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     area: &DrawingArea<DB, Shift>,
-    data: &Prepared,
+    data: &Data,
     caption: &str,
     y_desc: &str,
-    value: &dyn Fn(&super::PlotTrace) -> Option<f64>,
+    value: &dyn Fn(&TracePairs) -> Option<f64>,
     fmt: &dyn Fn(f64) -> String,
-    note: &dyn Fn(&crate::analyses::pair::Comparison) -> Option<String>,
+    note: &dyn Fn(&Comparison) -> Option<String>,
 ) -> FigResult
 where
     DB::ErrorType: 'static,
 {
     let th = data.theme;
     let (xs, (x0, x1)) = data.positions();
-    let vals: Vec<Option<f64>> = data.input.traces.iter().map(value).collect();
+    let traces = 0..data.input.traces.len();
+    let vals: Vec<Option<f64>> = traces.map(|i| data.pairs(i).and_then(value)).collect();
     let top = vals.iter().flatten().copied().fold(0.0, f64::max);
     let y1 = if top > 0.0 { top * 1.32 } else { 1.0 };
     let axes = ValueAxes {
@@ -119,7 +137,8 @@ where
     }
     // The comparison over each group's bars.
     for g in &data.groups {
-        let Some(text) = g.comparison.and_then(note) else {
+        let compared = g.comparison.and_then(|c| data.comparison(c));
+        let Some(text) = compared.as_ref().and_then(note) else {
             continue;
         };
         let first = xs[*g.members.first().unwrap()];

@@ -2,12 +2,29 @@
 //! per workload (or pair); dashed line = median, red ring = outlier above
 //! the upper Tukey fence (warm-up steps and stalls show up here).
 
-use super::common::*;
-use super::Figure;
+use super::Data;
+use crate::figures::common::*;
+use crate::figures::Drawing;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+/// Figure 2.
+pub struct GpuSpanTimeline;
+
+impl Drawing for GpuSpanTimeline {
+    const NUMBER: u32 = 2;
+    const STEM: &'static str = "fig2_gpu_span_timeline";
+    const TITLE: &'static str = "GPU span of each step context";
+
+    fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, &Data::new(data))
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Data) -> FigResult
 where
     DB::ErrorType: 'static,
 {
@@ -21,7 +38,7 @@ where
     let body = frame(
         root,
         &th,
-        Figure::GpuSpanTimeline.title(),
+        GpuSpanTimeline::TITLE,
         "x: index of the step context in the trace (time order) · paired contexts only",
         &legend,
     )?;
@@ -38,7 +55,7 @@ where
         let n = g
             .members
             .iter()
-            .map(|&i| data.trace(i).pairs.rows.len())
+            .map(|&i| data.pairs(i).map_or(0, |p| p.rows.len()))
             .max()
             .unwrap_or(0)
             .max(2);
@@ -87,7 +104,7 @@ where
 /// One trace's line, dots, median and outliers in its panel.
 fn draw_trace<DB: DrawingBackend>(
     chart: &mut Chart2d<'_, DB>,
-    data: &Prepared,
+    data: &Data,
     axis: &Axis,
     i: usize,
     n: usize,
@@ -130,7 +147,7 @@ where
 }
 
 /// Per-panel key: which line is which, with n and the median.
-fn panel_key(data: &Prepared, g: &Group) -> Vec<(RGBColor, String)> {
+fn panel_key(data: &Data, g: &Group) -> Vec<(RGBColor, String)> {
     g.members
         .iter()
         .map(|&i| {

@@ -3,8 +3,9 @@
 //! the GPU sits idle for part of the step (host/launch-bound, the gap is
 //! CPU − GPU span); above it GPU work outlasts the host step (GPU-bound).
 
-use super::common::*;
-use super::Figure;
+use super::Data;
+use crate::figures::common::*;
+use crate::figures::Drawing;
 use plotters::coord::Shift;
 use plotters::element::EmptyElement;
 use plotters::prelude::*;
@@ -19,7 +20,23 @@ fn shape_mark(group: usize, col: RGBColor) -> Mark {
     }
 }
 
-pub fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+/// Figure 5.
+pub struct CpuVsGpuSpan;
+
+impl Drawing for CpuVsGpuSpan {
+    const NUMBER: u32 = 5;
+    const STEM: &'static str = "fig5_cpu_vs_gpu_span";
+    const TITLE: &'static str = "CPU span against GPU span, per step context";
+
+    fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        draw(root, &Data::new(data))
+    }
+}
+
+fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Data) -> FigResult
 where
     DB::ErrorType: 'static,
 {
@@ -28,7 +45,7 @@ where
     let body = frame(
         root,
         &th,
-        Figure::CpuVsGpuSpan.title(),
+        CpuVsGpuSpan::TITLE,
         "one marker per paired step context · GPU-idle gap = CPU span − GPU span (median per trace in the box)",
         &legend,
     )?;
@@ -110,7 +127,7 @@ where
 }
 
 /// The modes, the workload groups' marker shapes and the diagonal.
-fn legend(data: &Prepared) -> Vec<LegendItem> {
+fn legend(data: &Data) -> Vec<LegendItem> {
     let mut legend = data.mode_legend();
     if data.groups.len() > 1 {
         for (gi, g) in data.groups.iter().enumerate() {
@@ -127,7 +144,7 @@ fn legend(data: &Prepared) -> Vec<LegendItem> {
 /// One marker per paired context, shaped by workload group.
 fn draw_points<DB: DrawingBackend>(
     chart: &mut Chart2d<'_, DB>,
-    data: &Prepared,
+    data: &Data,
     axis: &Axis,
 ) -> FigResult
 where
@@ -163,7 +180,7 @@ where
 }
 
 /// A trace's median GPU-idle gap, for the box in the upper left.
-fn gap_label(data: &Prepared, group: &str, i: usize) -> Option<String> {
+fn gap_label(data: &Data, group: &str, i: usize) -> Option<String> {
     let t = data.trace(i);
     let sp = &data.spans[i];
     let mut gaps: Vec<f64> = sp.rows.iter().map(|r| r.1 - r.2).collect();

@@ -96,6 +96,8 @@ pub struct TokensArgs {
 }
 
 /// How step contexts are chosen; the same flags on every subcommand.
+// Its doc comments are --help text: not rustdoc markup.
+#[allow(rustdoc::invalid_html_tags)]
 #[derive(Debug, Args, Clone, Default)]
 pub struct ContextArgs {
     /// Select step contexts by exact user_annotation name [default: the most

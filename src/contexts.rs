@@ -101,7 +101,7 @@ impl Annotation {
     }
 }
 
-/// An annotation as kept by [`Records`]: name, Δstart, dur, flags (has an
+/// An annotation as kept by [`crate::store::pack::Records`]: name, Δstart, dur, flags (has an
 /// External id, finished, bad dur), Δexternal id, pid, tid, Δindex (≈ 12 B of
 /// varints instead of 56).
 impl Record for Annotation {

@@ -380,10 +380,10 @@ type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 /// 1.22 s on 16 cores for a 1.14 GB trace (BENCHMARKS.md).
 ///
 /// Their working memory then adds up (+21 MB at 200 sample copies), so
-/// one trace at a time finishes in parallel ([`ParallelFinish`]): a batch
+/// one trace at a time finishes in parallel (`ParallelFinish`): a batch
 /// of many files, already one file per core, stays serial and its memory
 /// does not grow with files × analyses, and at most `-j` finishes, and
-/// never more than [`MAX_FINISHING`], run at once ([`in_threads`]). With
+/// never more than [`MAX_FINISHING`], run at once (`in_threads`). With
 /// one analysis, or `-j 1`, it stays on the calling thread.
 ///
 /// Not rayon's pool: a read may itself run on a rayon thread (batch's

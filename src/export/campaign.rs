@@ -7,9 +7,9 @@
 //!
 //! Read in the same pass as the rest of batch: the batch plan carries the
 //! export state ([`CampaignTables::plan`]); each trace's part is written
-//! to DIR/.torchtrace-export-<pid>/ when its read ends, and once batch
+//! to `DIR/.torchtrace-export-<pid>/` when its read ends, and once batch
 //! has resolved workload and mode, [`CampaignTables::write`] copies the
-//! parts, in traces.csv's order, into DIR/<table>.parquet (each written
+//! parts, in traces.csv's order, into `DIR/<table>.parquet` (each written
 //! under a temporary name, renamed when complete).
 //!
 //! ```text
@@ -72,7 +72,7 @@ impl CampaignTables {
         results.take::<Export>()
     }
 
-    /// Writes DIR/<table>.parquet from the parts, in the order given.
+    /// Writes `DIR/<table>.parquet` from the parts, in the order given.
     pub fn write(&self, parts: &[CampaignPart]) -> Result<Vec<TableFile>, ExportError> {
         if let Some(e) = parts.iter().find_map(|p| p.part.write_error.clone()) {
             return Err(e.into_error());

@@ -9,9 +9,9 @@
 //! the `ops` analysis's own (`hostops::HostLinks::keep`, the neutral module
 //! both build on: the same events, the same C1/C2 rules and links, so the
 //! counts agree with `ops` by construction). The host ops are kept per
-//! thread with their External ids and input texts ([`lanes`]), each
+//! thread with their External ids and input texts (`lanes`), each
 //! activity's launch configuration as an id of the distinct ones
-//! ([`Configs`]).
+//! (`Configs`).
 //!
 //! ```text
 //! TRACE… ─ read_all (traces side by side, -j) ─► Export::push (calls, activities: ops' records;

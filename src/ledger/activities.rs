@@ -481,7 +481,7 @@ impl Iterator for ActIter<'_> {
 
 impl ExactSizeIterator for ActIter<'_> {}
 
-/// A launch call's activities in [`Ledger::activities`].
+/// A launch call's activities in [`crate::ledger::Ledger::activities`].
 #[derive(Debug, Clone, Copy)]
 pub struct Acts<'a> {
     pub(super) store: &'a Activities,
@@ -502,7 +502,7 @@ impl<'a> Acts<'a> {
         self.len() == 0
     }
 
-    /// Their positions in [`Ledger::activities`].
+    /// Their positions in [`crate::ledger::Ledger::activities`].
     pub fn positions(&self) -> Range<usize> {
         self.first..self.end
     }

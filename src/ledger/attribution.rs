@@ -151,7 +151,7 @@ pub struct Attribution {
 
 /// Attributes the ledger's launch calls to `queries` (see the module docs).
 /// Memory: the sweeps' answers as runs (about two per query, see
-/// [`Runs`]; a process-scope sweep holds 8 B per launch call while it
+/// `Runs`; a process-scope sweep holds 8 B per launch call while it
 /// lasts), the runs' order by query, and the positions of one query at a
 /// time.
 pub fn attribute(ledger: &Ledger, queries: &[Query]) -> Attribution {

@@ -29,7 +29,7 @@ pub use theme::{mode_color, series_color, SERIES};
 
 /// `draw` of each job on up to as many threads as the run may use (`-j`:
 /// rayon's pool), the answers in the jobs' order
-/// ([`crate::parallel::in_threads`]). Each job is a figure drawn into its
+/// (`crate::parallel::in_threads`). Each job is a figure drawn into its
 /// own file, so drawing them side by side writes the same bytes as one
 /// after another (`batch`'s figures were its last serial step after the
 /// read, ≈ 0.2 s for one trace).

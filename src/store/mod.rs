@@ -1,6 +1,6 @@
 //! Compact stores that several layers keep their records in: the chunked
 //! varint stream and fixed-record chunks ([`pack`]), fixed-size bit sets
-//! ([`bits`]) and unions of integer-ns intervals ([`intervals`]).
+//! (`bits`) and unions of integer-ns intervals (`intervals`).
 //!
 //! They name no analysis and no trace format, so the step index
 //! (`contexts`), the ledger and the analyses all build on them without

@@ -432,7 +432,7 @@ fn figure(rows: &[Row]) -> StackedBars {
 
 impl InBatch for Diff {
     /// Each trace's per-name table travels in records; the section
-    /// compares each workload's AR and MTP tables ([`section`]).
+    /// compares each workload's AR and MTP tables (`section`).
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

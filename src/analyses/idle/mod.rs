@@ -84,7 +84,7 @@ const COMM_PATTERN: &str =
     r"(?i)^(nccl|rccl)|cross_device_reduce|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all";
 
 /// C6: memcpy/memset activities and kernels named `Memcpy…`/`Memset…` are
-/// memory; kernels matching [`COMM_PATTERN`] are communication; every
+/// memory; kernels matching `COMM_PATTERN` are communication; every
 /// other kernel is compute.
 pub fn classify(kind: Kind, name: &str) -> Class {
     static RE: std::sync::OnceLock<regex::Regex> = std::sync::OnceLock::new();

@@ -25,7 +25,7 @@
 //! `args.stream` (equal on every fixture: the reader keeps no other args),
 //! so (pid, tid) is the stream (C2).
 //!
-//! At the end ([`measure`]): the launch links by correlation (C3,
+//! At the end (`measure`): the launch links by correlation (C3,
 //! `hostops::launch`), the containment queries per thread in O(n log n)
 //! (C4–C5, `hostops::contain`), the rows (O1–O8), the GPU gaps (I2–I3,
 //! [`gaps`]) and the summary (O9).

@@ -109,7 +109,7 @@ fn sides(t: &TraceOps) -> BTreeMap<Key, Side> {
 }
 
 /// The side-by-side comparison of two traces' top-level ops: every key
-/// with top-level GPU time in either trace ([`compare_key`]).
+/// with top-level GPU time in either trace (`compare_key`).
 pub fn compare(a: &TraceOps, b: &TraceOps) -> OpsComparison {
     let (sa, sb) = (sides(a), sides(b));
     let keys: std::collections::BTreeSet<&Key> = sa

@@ -289,7 +289,7 @@ impl Picture for RunFigure {
 }
 
 impl InBatch for Ranks {
-    /// The campaign's rank files grouped into runs ([`section`]).
+    /// The campaign's rank files grouped into runs (`section`).
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

@@ -48,6 +48,8 @@ const EXAMPLES: &str = "Examples:\n  # The ranks of the TP=2 run: collectives al
 /// Exit status: 0 ok; 1 when a trace lacks the selected context; 2 on bad
 /// arguments or when a trace could not be read to its end (the other ranks
 /// are still reported).
+// Its doc comments are its --help text, verbatim: not rustdoc markup.
+#[allow(rustdoc::invalid_html_tags, rustdoc::broken_intra_doc_links)]
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct RanksArgs {

@@ -130,7 +130,7 @@ pub fn parse_event(raw: &[u8], at: EventPos) -> Result<Event<'_>, ReadError> {
 }
 
 /// [`parse_event`] into `ev`, which the readers reuse from event to event
-/// (see [`super::extract::extract_into`]); on an error `ev` holds nothing
+/// (see `super::extract::extract_into`); on an error `ev` holds nothing
 /// of use.
 pub fn parse_event_into<'a>(
     raw: &'a [u8],

@@ -1,8 +1,10 @@
 //! The registry: every analysis torchtrace knows, one line each
 //! ([`REGISTRY`]), and what the code that names no analysis needs to know
 //! of one ([`Entry`]): its engine [`Kind`], and, for a subcommand, how to
-//! run it ([`crate::api::Command`]), add it to `batch`'s plan and what it
-//! gives a campaign (the hooks of [`InBatch`], type-erased).
+//! run it ([`crate::api::Command`]), add it to `batch`'s plan, what it
+//! gives a campaign (the hooks of [`InBatch`], type-erased) and which of
+//! the paper's figures it draws for `plot` and `batch` ([`Draws`]:
+//! [`paper_figures`], [`plot_plan`]).
 //!
 //! ```text
 //!  cli, api, batch, python ─► registry (REGISTRY, Entry; Plan::new; Results' Deserialize)

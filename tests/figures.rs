@@ -4,7 +4,8 @@
 //! known: PNG at the size asked and not blank, SVG with titles and axis
 //! labels, the same bytes twice, and clear empty states.
 
-use std::path::Path;
+mod common;
+
 use torchtrace::analysis::{analyze_reader, TraceResult};
 use torchtrace::figures::{render_all, Measured, Pairing, PaperFigure, PlotError, PlotInput};
 use torchtrace::runinfo::{RunInfo, Source, Sourced};
@@ -117,22 +118,6 @@ fn figures() -> Vec<&'static PaperFigure> {
     registry::paper_figures()
 }
 
-fn png_dims_and_variance(path: &Path) -> ((u32, u32), f64) {
-    let dec = png::Decoder::new(std::fs::File::open(path).unwrap());
-    let mut reader = dec.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let bytes = &buf[..info.buffer_size()];
-    let n = bytes.len() as f64;
-    let mean = bytes.iter().map(|&b| f64::from(b)).sum::<f64>() / n;
-    let var = bytes
-        .iter()
-        .map(|&b| (f64::from(b) - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    ((info.width, info.height), var)
-}
-
 #[test]
 fn the_registry_lists_the_six_figures_in_order() {
     let stems: Vec<&str> = figures().iter().map(|f| f.stem).collect();
@@ -176,8 +161,8 @@ fn every_figure_renders_png_at_size_and_not_blank() {
     let files = render_all(&input, &figures(), dir.path(), ImageFormat::Png, (900, 600)).unwrap();
     assert_eq!(files.len(), 6);
     for f in &files {
-        let (dims, var) = png_dims_and_variance(f);
-        assert_eq!(dims, (900, 600), "{}", f.display());
+        let (w, h, var) = common::png_info(f);
+        assert_eq!((w, h), (900, 600), "{}", f.display());
         assert!(var > 100.0, "{} looks blank (variance {var})", f.display());
     }
 }
@@ -281,7 +266,7 @@ fn empty_hierarchy_and_tokens_render_clear_empty_states() {
     assert!(read("fig4_hierarchy_medians.svg").contains("no hierarchy data"));
     assert!(read("fig3_tokens_and_span_per_token.svg").contains("no completion-token counts"));
     assert!(read("fig6_gpu_busy_per_token.svg").contains("no GPU work per token"));
-    let (_, var) = png_dims_and_variance(&dir.path().join("fig4_hierarchy_medians.png"));
+    let (_, _, var) = common::png_info(&dir.path().join("fig4_hierarchy_medians.png"));
     assert!(var > 10.0);
 }
 

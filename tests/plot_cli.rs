@@ -1,5 +1,7 @@
 //! `torchtrace plot` end to end on the fixture traces.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
@@ -20,23 +22,6 @@ fn torchtrace() -> Command {
     Command::cargo_bin("torchtrace").unwrap()
 }
 
-/// (width, height, pixel variance) of a PNG.
-fn png_info(path: &Path) -> (u32, u32, f64) {
-    let dec = png::Decoder::new(std::fs::File::open(path).unwrap());
-    let mut reader = dec.read_info().unwrap();
-    let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).unwrap();
-    let px = &buf[..info.buffer_size()];
-    let n = px.len() as f64;
-    let mean = px.iter().map(|&b| f64::from(b)).sum::<f64>() / n;
-    let var = px
-        .iter()
-        .map(|&b| (f64::from(b) - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    (info.width, info.height, var)
-}
-
 fn plot_pair(dir: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
     torchtrace()
         .args(["-q", "plot", STEP, NCCL, "--context-regex", "."])
@@ -54,7 +39,7 @@ fn plot_pair_writes_every_png_at_the_requested_size() {
     for stem in STEMS {
         let p = dir.path().join(format!("{stem}.png"));
         assert!(stdout.contains(&format!("{stem}.png")), "{stdout}");
-        let (w, h, var) = png_info(&p);
+        let (w, h, var) = common::png_info(&p);
         assert_eq!((w, h), (960, 600), "{stem}");
         assert!(var > 100.0, "{stem} looks blank (variance {var})");
         assert!(!dir.path().join(format!("{stem}.svg")).exists());
@@ -170,7 +155,7 @@ fn plot_single_trace_without_tokens() {
     };
     assert!(svg.contains("no completion-token counts"));
     for stem in STEMS {
-        let (_, _, var) = png_info(&dir.path().join(format!("{stem}.png")));
+        let (_, _, var) = common::png_info(&dir.path().join(format!("{stem}.png")));
         assert!(var > 10.0, "{stem}");
     }
 }

@@ -132,3 +132,20 @@ pub fn golden(name: &str, actual: &str) {
 pub fn exists(p: &str) -> bool {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(p).exists()
 }
+
+/// (width, height, pixel variance) of a PNG.
+pub fn png_info(path: &Path) -> (u32, u32, f64) {
+    let dec = png::Decoder::new(std::fs::File::open(path).unwrap());
+    let mut reader = dec.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = &buf[..info.buffer_size()];
+    let n = px.len() as f64;
+    let mean = px.iter().map(|&b| f64::from(b)).sum::<f64>() / n;
+    let var = px
+        .iter()
+        .map(|&b| (f64::from(b) - mean).powi(2))
+        .sum::<f64>()
+        / n;
+    (info.width, info.height, var)
+}

@@ -137,13 +137,13 @@ fn args() -> impl Strategy<Value = String> {
         "stream",
         "External ID",
     ]);
-    let member = (key, value(), ws()).prop_map(|(k, v, w)| {
+    let member = (key, value(), ws(), any::<bool>()).prop_map(|(k, v, w, kineto)| {
         let v = match (k, v.len() % 3) {
             ("External id" | "correlation", 0) => (v.len() * 7919).to_string(),
             ("finished", 0) => "false".to_string(),
             _ => v,
         };
-        format!("{w}\"{k}\"{w}:{w}{v}{w}")
+        separated(k, &v, &w, kineto)
     });
     prop::collection::vec(member, 0..5).prop_map(|m| format!("{{{}}}", m.join(",")))
 }
@@ -152,18 +152,34 @@ const KEYS: [&str; 12] = [
     "ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp", "s", "ph ",
 ];
 
-/// One event's text: known and unknown keys in any order (some twice),
-/// random whitespace, sometimes damaged.
+/// A member `"k": v`: with Kineto's separators (` "k": v`, which the
+/// extractor's key guess reads) or with random whitespace around each part.
+fn separated(k: &str, v: &str, w: &str, kineto: bool) -> String {
+    if kineto {
+        format!(" \"{k}\": {v}")
+    } else {
+        format!("{w}\"{k}\"{w}:{w}{v}{w}")
+    }
+}
+
+/// One event's text: known and unknown keys in any order or in Kineto's
+/// (some twice), Kineto's separators or random whitespace, sometimes
+/// damaged.
 fn event() -> impl Strategy<Value = Vec<u8>> {
     let member = prop::sample::select(KEYS.to_vec())
-        .prop_flat_map(|k| (Just(k), value_for(k), ws()))
-        .prop_map(|(k, v, w)| format!("{w}\"{k}\"{w}:{w}{v}{w}"));
+        .prop_flat_map(|k| (Just(k), value_for(k), ws(), any::<bool>()))
+        .prop_map(|(k, v, w, kineto)| (k, separated(k, &v, &w, kineto)));
     (
         prop::collection::vec(member, 0..8),
+        any::<bool>(),
         prop_oneof![12 => Just(None), 1 => any::<prop::sample::Index>().prop_map(Some)],
         any::<u8>(),
     )
-        .prop_map(|(members, damage, byte)| {
+        .prop_map(|(mut members, in_order, damage, byte)| {
+            if in_order {
+                members.sort_by_key(|(k, _)| KEYS.iter().position(|x| x == k));
+            }
+            let members: Vec<String> = members.into_iter().map(|(_, m)| m).collect();
             let mut text = format!("{{{}}}", members.join(",")).into_bytes();
             // Replace one byte: broken syntax, stray controls, bad UTF-8.
             if let Some(at) = damage {

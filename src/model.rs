@@ -211,9 +211,15 @@ const RECENT: usize = 1 << 10;
 
 /// A name's cache slot: its length, first and last 8 bytes, mixed.
 fn recent_slot(s: &[u8]) -> usize {
-    let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| w << 8 | u64::from(x));
     let n = s.len();
-    let (head, tail) = (word(&s[..n.min(8)]), word(&s[n.saturating_sub(8)..]));
+    let (head, tail) = match (s.first_chunk::<8>(), s.last_chunk::<8>()) {
+        // Two loads for the usual name of eight bytes or more.
+        (Some(&head), Some(&tail)) => (u64::from_be_bytes(head), u64::from_be_bytes(tail)),
+        _ => {
+            let word = |b: &[u8]| b.iter().fold(0u64, |w, &x| w << 8 | u64::from(x));
+            (word(s), word(s))
+        }
+    };
     let mixed = (tail ^ head.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (mixed >> (64 - RECENT.trailing_zeros())) as usize
 }

@@ -32,8 +32,9 @@
 //! the one Kineto writes after the last ([`KeyOrder`]: one 16-byte compare
 //! of `"key": ` instead of a search for the closing quote and a match),
 //! and a time's plain `<digits>.<3 digits>` is read into ns while the
-//! cursor passes over it. Together they took the extractor from 207 to
-//! 159 ns an event (`cargo run --release --example extract`, BENCHMARKS).
+//! cursor passes over it. With them the extractor takes 156 ns an event
+//! of the scaled benchmark trace (was 207) and 194 of a vLLM sample (was
+//! 250): `cargo run --release --example extract FILE`, BENCHMARKS.md.
 //!
 //! `tests/extract_props.rs` checks the two paths agree on random events and
 //! on every event of the real fixture traces.

@@ -43,38 +43,31 @@ impl Drawing for GpuBusyPerToken {
     where
         DB::ErrorType: 'static,
     {
-        draw(root, data)
-    }
-}
-
-fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, data: &Prepared) -> FigResult
-where
-    DB::ErrorType: 'static,
-{
-    let th = data.theme;
-    let legend = data.mode_legend();
-    let body = frame(
-        root,
-        &th,
-        GpuBusyPerToken::TITLE,
-        "by launch correlation · solid: GPU busy per token (union of the step's kernels, memcpys, memsets) · pale: GPU idle inside the step's GPU span · text: kernels per token",
-        &legend,
-    )?;
-    let stacks: Vec<Option<(f64, f64)>> = data
-        .input
-        .traces
-        .iter()
-        .map(|t| stack(t.get::<Kernels>()))
-        .collect();
-    if stacks.iter().all(Option::is_none) {
-        return empty_state(
-            &body,
+        let th = data.theme;
+        let legend = data.mode_legend();
+        let body = frame(
+            root,
             &th,
-            "no GPU work per token",
-            "needs completion-token counts and launch calls with correlation ids in the traces",
-        );
+            GpuBusyPerToken::TITLE,
+            "by launch correlation · solid: GPU busy per token (union of the step's kernels, memcpys, memsets) · pale: GPU idle inside the step's GPU span · text: kernels per token",
+            &legend,
+        )?;
+        let stacks: Vec<Option<(f64, f64)>> = data
+            .input
+            .traces
+            .iter()
+            .map(|t| stack(t.get::<Kernels>()))
+            .collect();
+        if stacks.iter().all(Option::is_none) {
+            return empty_state(
+                &body,
+                &th,
+                "no GPU work per token",
+                "needs completion-token counts and launch calls with correlation ids in the traces",
+            );
+        }
+        bars(root, &body, data, &stacks)
     }
-    bars(root, &body, data, &stacks)
 }
 
 fn bars<DB: DrawingBackend>(

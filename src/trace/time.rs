@@ -64,25 +64,42 @@ pub fn parse_us(text: &str) -> Result<Ns, TimeError> {
 /// path's `u128` digits.
 #[inline]
 fn plain_us(b: &[u8]) -> Option<i64> {
+    plain_us_prefix(b).and_then(|(ns, len)| (len == b.len()).then_some(ns))
+}
+
+/// [`plain_us`]'s shape at the start of `b`: its value in ns and its
+/// length in bytes. `None` when `b` does not start with it, or when
+/// more digits follow it (a 17th integer digit, a 4th decimal), or past
+/// `i64::MAX` ns. What follows is the caller's to judge (the extractor
+/// reads a time while passing over it, and leaves an exponent to the
+/// general path).
+#[inline(always)]
+pub(crate) fn plain_us_prefix(b: &[u8]) -> Option<(i64, usize)> {
     const MAX_INT: usize = 16; // < 10^16 µs × 1000 + 999 fits a u64
-    let int_len = b
-        .iter()
-        .take(MAX_INT + 1)
-        .take_while(|c| c.is_ascii_digit())
-        .count();
-    if int_len == 0 || int_len > MAX_INT || (int_len > 1 && b[0] == b'0') {
+    let mut at = 0;
+    let mut int: u64 = 0;
+    while let Some(&c @ b'0'..=b'9') = b.get(at) {
+        (at < MAX_INT).then_some(())?;
+        int = int * 10 + u64::from(c - b'0');
+        at += 1;
+    }
+    if at == 0 || (at > 1 && b[0] == b'0') {
         return None;
     }
-    let digits = |d: &[u8]| d.iter().fold(0u64, |n, &c| n * 10 + u64::from(c - b'0'));
-    let int = digits(&b[..int_len]);
-    let frac = match &b[int_len..] {
-        [] => 0,
-        [b'.', f @ ..] if (1..=3).contains(&f.len()) && f.iter().all(u8::is_ascii_digit) => {
-            digits(f) * [100, 10, 1][f.len() - 1]
+    let mut frac: u64 = 0;
+    if b.get(at) == Some(&b'.') {
+        at += 1;
+        let from = at;
+        while let Some(&c @ b'0'..=b'9') = b.get(at) {
+            (at - from < 3).then_some(())?;
+            frac = frac * 10 + u64::from(c - b'0');
+            at += 1;
         }
-        _ => return None,
-    };
-    i64::try_from(int * 1000 + frac).ok()
+        (at > from).then_some(())?;
+        frac *= [0, 100, 10, 1][at - from];
+    }
+    let ns = i64::try_from(int * 1000 + frac).ok()?;
+    Some((ns, at))
 }
 
 enum DecErr {

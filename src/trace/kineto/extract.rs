@@ -40,7 +40,7 @@
 //! on every event of the real fixture traces.
 
 use super::super::event::{Args, Event};
-use super::super::time::parse_us;
+use super::super::time::{parse_us, plain_us_prefix};
 use crate::model::{Ns, ThreadPart};
 use std::borrow::Cow;
 
@@ -579,8 +579,9 @@ impl<'a> Cursor<'a> {
     }
 
     /// The shape Kineto writes nearly every time in, `<digits>[.<1–3
-    /// digits>]` µs (at most 16 integer digits, no leading zero), read
-    /// into ns in the one pass that passes over it; the cursor is left
+    /// digits>]` µs (at most 16 integer digits, no leading zero; `time`'s
+    /// `plain_us_prefix`), read into ns in the one pass that passes over
+    /// it; the cursor is left
     /// where it was on `None` (any other number, or a value past
     /// `i64::MAX` ns), and [`Cursor::number`] and [`parse_us`] read it
     /// then. Exactly `parse_us`'s value: no rounding, no sign, no
@@ -588,37 +589,10 @@ impl<'a> Cursor<'a> {
     /// was ≈ 7 % of `ops`' reading thread (`perf`, 1.14 GB).
     #[inline(always)]
     fn plain_time(&mut self) -> Option<i64> {
-        let b = self.b;
-        let start = self.i;
-        const MAX_INT: usize = 16; // < 10^16 µs × 1000 + 999 fits a u64
-        let mut at = start;
-        let mut int: u64 = 0;
-        while let Some(&c @ b'0'..=b'9') = b.get(at) {
-            (at - start < MAX_INT).then_some(())?;
-            int = int * 10 + u64::from(c - b'0');
-            at += 1;
-        }
-        let int_len = at - start;
-        if int_len == 0 || (int_len > 1 && b[start] == b'0') {
-            return None;
-        }
-        let mut frac: u64 = 0;
-        if b.get(at) == Some(&b'.') {
-            at += 1;
-            let from = at;
-            while let Some(&c @ b'0'..=b'9') = b.get(at) {
-                (at - from < 3).then_some(())?;
-                frac = frac * 10 + u64::from(c - b'0');
-                at += 1;
-            }
-            frac *= [0, 100, 10, 1][(at - from).min(3)];
-            (at > from).then_some(())?;
-        }
-        // An exponent (or a digit past the 16th / 3rd, handled above)
-        // is the general path's.
-        (!matches!(b.get(at), Some(b'e' | b'E'))).then_some(())?;
-        let ns = i64::try_from(int * 1000 + frac).ok()?;
-        self.i = at;
+        let (ns, len) = plain_us_prefix(self.b.get(self.i..)?)?;
+        // An exponent is the general path's.
+        (!matches!(self.b.get(self.i + len), Some(b'e' | b'E'))).then_some(())?;
+        self.i += len;
         Some(ns)
     }
 

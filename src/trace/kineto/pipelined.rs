@@ -6,7 +6,7 @@
 //!  (pipe.rs)
 //!  gzip → ½ MB ─────► block scanner + prefilter;   batch k goes to worker    takes batch k from worker
 //!  chunks             admitted events copied into  k mod N, which parses     k mod N (k = 0, 1, 2, …:
-//!                     batches of ~256 KB, numbered it whole (extract /       file order), rebuilds each
+//!                     batches of ~128 KB, numbered it whole (extract /       file order), rebuilds each
 //!                     in file order ─────────────► serde) into `Parsed` ───► Event from its spans
 //!                                                  events (parsed.rs)        → on_event
 //!                     ◄──────────────────────────────── spent batches come back for reuse ──┘
@@ -47,8 +47,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::{Builder, ScopedJoinHandle};
 
-/// Admitted bytes per batch before it is sent.
-const BATCH_BYTES: usize = 256 << 10;
+/// Admitted bytes per batch before it is sent. With 8 parse workers the
+/// batches in flight (their bytes and their parsed events, each about
+/// this size) held 22 MB at 256 KB, `ops`' peak at 1.28 GB on 16 cores
+/// (BENCHMARKS.md, nineteenth measurement); at 128 KB a message is still
+/// ~500 events.
+const BATCH_BYTES: usize = 128 << 10;
 
 /// Batches in flight between the scanner and the caller without workers,
 /// and per worker with them (memory: about DEPTH × BATCH_BYTES each).
@@ -241,6 +245,9 @@ pub fn read_with_workers<R: Read + Send>(
         let joined = parsers
             .into_iter()
             .fold(joined(scanner), |ok, p| joined(p) && ok);
+        if workers > 0 {
+            release_workers_memory();
+        }
         match outcome {
             Some(r) => r,
             // A thread stopped without the scan's outcome: a bug, said so.
@@ -252,6 +259,24 @@ pub fn read_with_workers<R: Read + Send>(
         }
     })
 }
+
+/// Gives the parse workers' freed batches back to the system. Each worker
+/// thread allocates in a glibc arena of its own, which keeps what its
+/// batches held once they are freed; the analyses' finish then allocates
+/// beside it on the caller's thread: 1.6 MB more peak RSS for `ops` at
+/// 1.28 GB with 8 workers (BENCHMARKS.md, nineteenth measurement).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn release_workers_memory() {
+    // SAFETY: malloc_trim only returns free memory of glibc's arenas to
+    // the system; it takes the arenas' locks itself and touches no block
+    // in use.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn release_workers_memory() {}
 
 /// Whether a thread started and ended without a panic.
 fn joined(h: io::Result<ScopedJoinHandle<'_, ()>>) -> bool {

@@ -1,7 +1,8 @@
 //! What `ops`' finish reads off the activities alone: O9's counts and GPU
 //! sums, and I2–I3's gaps over every stream. They need no sweep, so the
-//! finish computes them on a thread of their own beside the sweeps
-//! (`measure.rs`), in one pass over the packed activities.
+//! finish computes them on a thread of their own beside the launches'
+//! figures, before the sweeps (`measure.rs`), in one pass over the packed
+//! activities, which are then dropped.
 
 use super::gaps::{self, Timed};
 use super::measure::Call;
@@ -10,7 +11,8 @@ use crate::hostops::Linked;
 use crate::store::pack::Records;
 
 /// What the finish reads off the activities alone: O9's counts and GPU
-/// sums, I2–I3's gaps. They need no sweep, so they are computed beside it.
+/// sums, I2–I3's gaps. They need no sweep, so they are computed beside the
+/// launches' figures.
 #[derive(Debug, Default)]
 pub(super) struct ActFacts {
     pub kernels: u64,

@@ -853,7 +853,8 @@ fn summarize(mut f: Facts<'_>) -> OpsSummary {
 
 /// The fewest activities, and the fewest ops on one thread, for which the
 /// finish gives that work threads of its own ([`ActFacts`] beside the
-/// sweeps; a big thread's merge and its O3 answers beside its sweep).
+/// launches' figures; a big thread's merge and its O3 answers beside its
+/// sweep).
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Limits {
     pub side_min: usize,

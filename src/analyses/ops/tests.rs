@@ -171,7 +171,7 @@ fn ratios_and_means_round_half_to_even() {
     assert_eq!(ratio6(1, 0), None);
 }
 
-/// The finish's threads (the activities' figures beside the sweeps, a big
+/// The finish's threads (the activities' figures beside the launches', a big
 /// thread's merge and O3 answers beside its sweep) give what the inline
 /// finish gives, on every sample trace and real fixture: forced on for
 /// every thread and trace, then off.

@@ -40,7 +40,7 @@
 //! on every event of the real fixture traces.
 
 use super::super::event::{Args, Event};
-use super::super::time::{parse_us, plain_us_prefix};
+use super::super::time::{parse_us, plain_us_prefix, TimeError};
 use crate::model::{Ns, ThreadPart};
 use std::borrow::Cow;
 
@@ -82,14 +82,8 @@ fn fill<'a>(raw: &'a [u8], ev: &mut Event<'a>) -> Option<()> {
     };
     let times = c.event(ev)?;
     (c.i == raw.len()).then_some(())?;
-    ev.ts = match times.ts {
-        Some(t) => Some(t.ns()?),
-        None => None,
-    };
-    ev.dur = match times.dur {
-        Some(t) => Some(t.ns()?),
-        None => None,
-    };
+    ev.ts = times.ts.map(Time::ns).transpose().ok()?;
+    ev.dur = times.dur.map(Time::ns).transpose().ok()?;
     Some(())
 }
 
@@ -111,10 +105,10 @@ enum Time<'a> {
 }
 
 impl Time<'_> {
-    fn ns(self) -> Option<Ns> {
+    fn ns(self) -> Result<Ns, TimeError> {
         match self {
-            Time::Value(ns) => Some(Ns(ns)),
-            Time::Text(t) => parse_us(t).ok(),
+            Time::Value(ns) => Ok(Ns(ns)),
+            Time::Text(t) => parse_us(t),
         }
     }
 }

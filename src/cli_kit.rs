@@ -1,16 +1,18 @@
 //! The command line's kit (feature `cli`): the argument groups every
 //! subcommand shares — global options, traces' run information (`--tokens`,
 //! `--summary`, declared once here), step-context selection, `--format` —
-//! the one body of a per-trace subcommand ([`run_command`]), exit statuses,
-//! and [`SubcommandArgs`], the trait an analysis's own `cli.rs` implements
-//! so that the binary builds its subcommand from the registry
+//! the one per-trace subcommand ([`PerTrace`]`<A>`: its traces, shared
+//! flags and body, around an analysis's own flags), exit statuses, and
+//! [`PerTraceArgs`], the trait an analysis's own `cli.rs` implements so
+//! that the binary builds its subcommand from the registry
 //! (`crate::registry::Entry::cli`). It names no analysis: each analysis's
 //! flags, help text and examples live in `src/analyses/<name>/cli.rs`.
 
+use crate::command;
 use crate::trace::ReadOptions;
-use crate::{api, Format, ImageFormat, Selector};
+use crate::{Format, ImageFormat, Selector};
 use anyhow::Context;
-use clap::{Args, ValueEnum};
+use clap::{Args, FromArgMatches, ValueEnum};
 
 /// Options every subcommand takes, listed under their own heading in each
 /// subcommand's help (not among its own options).
@@ -38,8 +40,8 @@ pub const GLOBAL_HEADING: &str = "Global options (any subcommand)";
 
 impl GlobalArgs {
     /// What every per-trace subcommand takes besides its own options.
-    pub fn common(&self, selector: Selector, given: Vec<crate::runinfo::Given>) -> api::Common {
-        api::Common {
+    pub fn common(&self, selector: Selector, given: Vec<crate::runinfo::Given>) -> command::Common {
+        command::Common {
             selector,
             given,
             quiet: self.quiet,
@@ -54,7 +56,7 @@ impl GlobalArgs {
         n: usize,
         contexts: &ContextArgs,
         run: &RunArgs,
-    ) -> anyhow::Result<api::Common> {
+    ) -> anyhow::Result<command::Common> {
         let given = given(n, &run.tokens.tokens, &run.summary)?;
         Ok(self.common(contexts.selector()?, given))
     }
@@ -168,7 +170,7 @@ pub fn analyze_all(
     plan: &crate::Plan,
     global: &GlobalArgs,
 ) -> anyhow::Result<Vec<crate::TraceResult>> {
-    Ok(crate::api::read_all(
+    Ok(crate::command::read_all(
         traces,
         global.quiet,
         |path, counter| crate::analyze_path(path, counter, plan),
@@ -179,9 +181,9 @@ pub fn analyze_all(
 /// found: problems (never silenced by -q) and notes on stderr, trace by
 /// trace, then the report in `format` on stdout. The one body of every
 /// per-trace subcommand.
-pub fn run_command<A: crate::api::Command>(
+pub fn run_command<A: crate::command::Command>(
     traces: &[std::path::PathBuf],
-    common: crate::api::Common,
+    common: crate::command::Common,
     options: &A::Options,
     how: (FormatArg, bool),
     global: &GlobalArgs,
@@ -191,17 +193,17 @@ pub fn run_command<A: crate::api::Command>(
 
 /// [`run_command`], then `after` with the report once it is printed (to
 /// draw its figures, say).
-pub fn run_command_then<A: crate::api::Command>(
+pub fn run_command_then<A: crate::command::Command>(
     traces: &[std::path::PathBuf],
-    common: crate::api::Common,
+    common: crate::command::Common,
     options: &A::Options,
     (format, per_context): (FormatArg, bool),
     global: &GlobalArgs,
     after: impl FnOnce(&A::Report) -> anyhow::Result<()>,
 ) -> anyhow::Result<Exit> {
-    use crate::api::Document;
+    use crate::command::Document;
     use std::io::Write;
-    let out = crate::api::run::<A>(traces, &common, options)?;
+    let out = crate::command::run::<A>(traces, &common, options)?;
     // Messages of the report as a whole (runs of ranks) carry the index
     // past the last trace; a directory may stand for several traces.
     let last = out
@@ -282,7 +284,7 @@ pub enum Exit {
 
 impl Exit {
     /// Problems found by a library call make exit status 1.
-    pub fn of<R>(outcome: &crate::api::Outcome<R>) -> Exit {
+    pub fn of<R>(outcome: &crate::command::Outcome<R>) -> Exit {
         if outcome.problems.is_empty() {
             Exit::Ok
         } else {
@@ -355,17 +357,176 @@ pub fn note(global: &GlobalArgs, msg: &str) {
     }
 }
 
-/// An analysis's subcommand: its flags (a `clap::Args`, whose doc comment
-/// is the subcommand's help) and how it runs. Implemented in each
-/// analysis's `cli.rs`; the registry line turns it into a [`CliLine`].
-pub trait SubcommandArgs: clap::Args + clap::FromArgMatches + Sized + 'static {
-    /// The subcommand's name (the analysis's `NAME`).
-    const NAME: &'static str;
-    /// Runs the subcommand.
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit>;
-    /// Everything it reads: its traces and the run summaries given with
-    /// `--summary` (for [`one_stdin`]).
-    fn inputs(&self) -> Vec<&std::path::PathBuf>;
+/// How a per-trace subcommand takes its traces (the positional argument,
+/// its help and value names); the kit declares the argument.
+#[derive(Debug, Clone, Copy)]
+pub struct TracesArg {
+    /// Its help text (verbatim: line breaks kept).
+    pub help: &'static str,
+    /// Its value name(s): one (`TRACE`), or one per trace when `exactly`.
+    pub value_names: &'static [&'static str],
+    /// Exactly this many (`diff`: 2), else one or more.
+    pub exactly: Option<usize>,
+}
+
+impl TracesArg {
+    /// One or more trace files, `-` for stdin.
+    pub const fn many(help: &'static str) -> TracesArg {
+        TracesArg {
+            help,
+            value_names: &["TRACE"],
+            exactly: None,
+        }
+    }
+
+    fn arg(&self) -> clap::Arg {
+        let arg = clap::Arg::new(TRACES_ID)
+            .help(self.help)
+            .required(true)
+            .action(clap::ArgAction::Append)
+            .value_parser(clap::value_parser!(std::path::PathBuf))
+            .value_names(self.value_names.iter().copied());
+        match self.exactly {
+            Some(n) => arg.num_args(n),
+            None => arg.num_args(1..),
+        }
+    }
+}
+
+/// What the command line tells of each trace's run, besides the traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunFlags {
+    /// `--tokens` and `--summary` ([`RunArgs`]).
+    TokensAndSummary,
+    /// `--tokens` only ([`TokensArgs`]).
+    Tokens,
+    /// Neither (the run information comes from beside each trace).
+    None,
+}
+
+/// An analysis's own flags and help: what its `cli.rs` declares. The kit
+/// adds the rest — the traces, `--context`/`--context-regex` (when
+/// [`Self::CONTEXTS`]), the run flags ([`Self::RUN`]), `--format` — and
+/// runs it ([`PerTrace`]): one body for every per-trace subcommand. The
+/// struct's doc comment is the subcommand's help.
+pub trait PerTraceArgs: clap::Args + clap::FromArgMatches + Sized + 'static {
+    /// The analysis it runs.
+    type Command: command::Command;
+    /// Its traces.
+    const TRACES: TracesArg;
+    /// It takes `--context` / `--context-regex`.
+    const CONTEXTS: bool = true;
+    /// Its run flags.
+    const RUN: RunFlags = RunFlags::TokensAndSummary;
+    /// The analysis's options (its `Spec`, flattened into the flags).
+    fn options(&self) -> &<Self::Command as command::Command>::Options;
+    /// Whether the table lists every context / step / iteration.
+    fn detail(&self) -> bool {
+        false
+    }
+    /// Runs after the report is printed (to draw its figures, say).
+    fn after(
+        &self,
+        _report: &<Self::Command as command::Command>::Report,
+        _global: &GlobalArgs,
+    ) -> anyhow::Result<()> {
+        Ok(())
+    }
+}
+
+/// The argument id of the traces.
+const TRACES_ID: &str = "traces";
+
+/// A per-trace subcommand: the kit's flags around analysis `A`'s own.
+#[derive(Debug)]
+pub struct PerTrace<A> {
+    pub traces: Vec<std::path::PathBuf>,
+    pub contexts: ContextArgs,
+    pub run: RunArgs,
+    pub own: A,
+    pub format: FormatArg,
+}
+
+// `--format`, declared once for every per-trace subcommand. (No doc
+// comment: on an `Args` struct it would become the subcommand's about.)
+#[derive(Debug, Args)]
+struct FormatFlag {
+    /// Output format.
+    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
+    format: FormatArg,
+}
+
+impl<A: PerTraceArgs> PerTrace<A> {
+    /// The subcommand's name (its analysis's).
+    pub fn name() -> &'static str {
+        <A::Command as crate::analysis::Analysis>::NAME
+    }
+
+    /// Its clap definition: traces, the shared groups, its own flags and
+    /// help, `--format` — in that order in `--help`.
+    pub fn command() -> clap::Command {
+        let mut cmd = clap::Command::new(Self::name()).arg(A::TRACES.arg());
+        if A::CONTEXTS {
+            cmd = ContextArgs::augment_args(cmd);
+        }
+        cmd = match A::RUN {
+            RunFlags::TokensAndSummary => RunArgs::augment_args(cmd),
+            RunFlags::Tokens => TokensArgs::augment_args(cmd),
+            RunFlags::None => cmd,
+        };
+        FormatFlag::augment_args(A::augment_args(cmd))
+    }
+
+    /// Its flags from parsed matches.
+    pub fn from_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        let traces = m
+            .get_many::<std::path::PathBuf>(TRACES_ID)
+            .map(|v| v.cloned().collect())
+            .unwrap_or_default();
+        let contexts = match A::CONTEXTS {
+            true => ContextArgs::from_arg_matches(m)?,
+            false => ContextArgs::default(),
+        };
+        let run = match A::RUN {
+            RunFlags::TokensAndSummary => RunArgs::from_arg_matches(m)?,
+            RunFlags::Tokens => RunArgs {
+                tokens: TokensArgs::from_arg_matches(m)?,
+                summary: Vec::new(),
+            },
+            RunFlags::None => RunArgs::default(),
+        };
+        Ok(PerTrace {
+            traces,
+            contexts,
+            run,
+            own: A::from_arg_matches(m)?,
+            format: FormatFlag::from_arg_matches(m)?.format,
+        })
+    }
+
+    /// Everything it reads: its traces and the run summaries given.
+    pub fn inputs(&self) -> Vec<&std::path::PathBuf> {
+        self.traces.iter().chain(&self.run.summary).collect()
+    }
+
+    /// Runs the subcommand: the analysis over the traces, the report on
+    /// stdout, problems and notes on stderr.
+    pub fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
+        let given = match A::RUN {
+            RunFlags::None => Vec::new(),
+            _ => given(
+                self.traces.len(),
+                &self.run.tokens.tokens,
+                &self.run.summary,
+            )?,
+        };
+        let common = global.common(self.contexts.selector()?, given);
+        let how = (self.format, self.own.detail());
+        let own = &self.own;
+        run_command_then::<A::Command>(&self.traces, common, own.options(), how, global, |r| {
+            own.after(r, global)
+        })
+    }
 }
 
 /// A subcommand, type-erased, as the registry holds it.
@@ -377,25 +538,48 @@ pub struct CliLine {
     pub command: fn() -> clap::Command,
     /// Parses its matches and runs it, refusing `-` given twice.
     pub run: fn(&clap::ArgMatches, &GlobalArgs) -> anyhow::Result<Exit>,
+    /// Its options when no flag is given, as JSON (for the test that the
+    /// flags' defaults are the options' `Default`).
+    pub parsed_defaults: fn() -> Result<serde_json::Value, String>,
+    /// Its options' `Default`, as JSON.
+    pub default_options: fn() -> serde_json::Value,
 }
 
 impl CliLine {
-    /// The line of subcommand `S`.
-    pub const fn of<S: SubcommandArgs>() -> CliLine {
+    /// The line of analysis `A`'s per-trace subcommand.
+    pub const fn of<A: PerTraceArgs>() -> CliLine {
         CliLine {
-            name: S::NAME,
-            command: command_of::<S>,
-            run: run_of::<S>,
+            name: <A::Command as crate::analysis::Analysis>::NAME,
+            command: PerTrace::<A>::command,
+            run: run_of::<A>,
+            parsed_defaults: parsed_defaults::<A>,
+            default_options: default_options::<A::Command>,
         }
     }
 }
 
-fn command_of<S: SubcommandArgs>() -> clap::Command {
-    S::augment_args(clap::Command::new(S::NAME))
-}
-
-fn run_of<S: SubcommandArgs>(m: &clap::ArgMatches, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let args = S::from_arg_matches(m).map_err(|e| e.format(&mut command_of::<S>()))?;
+fn run_of<A: PerTraceArgs>(m: &clap::ArgMatches, global: &GlobalArgs) -> anyhow::Result<Exit> {
+    let args =
+        PerTrace::<A>::from_matches(m).map_err(|e| e.format(&mut PerTrace::<A>::command()))?;
     one_stdin(args.inputs())?;
     args.run(global)
+}
+
+/// The options parsed from a command line with a trace and no flag;
+/// with [`command::Command::Options`]' `Default`, the two must agree.
+fn parsed_defaults<A: PerTraceArgs>() -> Result<serde_json::Value, String> {
+    let traces: Vec<&str> = match A::TRACES.exactly {
+        Some(n) => vec!["t.json"; n],
+        None => vec!["t.json"],
+    };
+    let m = PerTrace::<A>::command()
+        .try_get_matches_from(std::iter::once(PerTrace::<A>::name()).chain(traces))
+        .map_err(|e| e.to_string())?;
+    let args = PerTrace::<A>::from_matches(&m).map_err(|e| e.to_string())?;
+    serde_json::to_value(args.own.options()).map_err(|e| e.to_string())
+}
+
+/// The options' `Default` of analysis `A`, as JSON.
+pub fn default_options<A: command::Command>() -> serde_json::Value {
+    serde_json::to_value(A::Options::default()).unwrap_or_default()
 }

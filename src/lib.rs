@@ -65,6 +65,7 @@ pub mod batch;
 pub mod campaign;
 #[cfg(feature = "cli")]
 pub mod cli_kit;
+pub mod command;
 pub(crate) mod containment;
 pub mod contexts;
 pub mod export;

@@ -1,7 +1,7 @@
 //! The registry: every analysis torchtrace knows, one line each
 //! ([`REGISTRY`]), and what the code that names no analysis needs to know
 //! of one ([`Entry`]): its engine [`Kind`], and, for a subcommand, how to
-//! run it ([`crate::api::Command`]), add it to `batch`'s plan, what it
+//! run it ([`crate::command::Command`]), add it to `batch`'s plan, what it
 //! gives a campaign (the hooks of [`InBatch`], type-erased) and which of
 //! the paper's figures it draws for `plot` and `batch` ([`Draws`]:
 //! [`paper_figures`], [`plot_plan`]).
@@ -24,16 +24,17 @@
 
 use crate::analyses::{diff, hierarchy, idle, iterations, kernels, ops, pair, ranks};
 use crate::analysis::{Analysis, Kind, Order, Plan, Results};
-use crate::api::{AnyOutcome, ApiError, Command, Common};
 use crate::campaign::{
     Campaign, CampaignOptions, Compared, Figures, Headline, InBatch, Pooled, Section, TraceFacts,
 };
+use crate::command::{AnyOutcome, ApiError, Command, Common};
 use crate::contexts::Selector;
 use crate::figures::{Draws, PaperFigure, PlotInput};
 use crate::trace::ReadOptions;
 use serde::de::DeserializeSeed;
 use serde::{Deserialize, Deserializer};
 use std::fmt;
+use std::path::PathBuf;
 
 /// A registry line with its subcommand (`Entry::with_cli`) when the command
 /// line is built (feature `cli`); without it the flags' type is never named.
@@ -107,6 +108,29 @@ impl<'de> Deserialize<'de> for Results {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         Results::seed(order()).deserialize(d)
     }
+}
+
+/// [`crate::command::run`] for the analysis named `name` (its [`Analysis::NAME`]; lookup by name is the registry's), with
+/// its options as a JSON object (keys as in the analysis's `Options`; a
+/// missing key takes its default, an unknown one is an error): the one
+/// generic entry the Python package's `torchtrace.run` calls.
+pub fn run_named(
+    name: &str,
+    paths: &[PathBuf],
+    common: &Common,
+    options: &serde_json::Value,
+) -> Result<AnyOutcome, ApiError> {
+    let entry = REGISTRY.iter().find(|e| e.name == name).ok_or_else(|| {
+        let known: Vec<&str> = REGISTRY.iter().map(|e| e.name).collect();
+        ApiError::Arguments(format!(
+            "no analysis {name:?} (there are: {})",
+            known.join(", ")
+        ))
+    })?;
+    let run = entry
+        .command_fn()
+        .ok_or_else(|| ApiError::Arguments(format!("the {name} analysis is not a subcommand")))?;
+    run(paths, common, options)
 }
 
 /// Adds an analysis to a plan, its options as JSON (checked, compiled).
@@ -231,7 +255,7 @@ impl Entry {
     /// not run by `batch` ([`Entry::in_batch`] is).
     pub const fn command<A: Command>() -> Entry {
         let mut e = Entry::of::<A>();
-        e.command = Some(crate::api::run_json::<A>);
+        e.command = Some(crate::command::run_json::<A>);
         e
     }
 
@@ -239,7 +263,7 @@ impl Entry {
     /// worker trace, with its campaign hooks ([`InBatch`]).
     pub const fn in_batch<A: Command + InBatch>() -> Entry {
         let mut e = Entry::command::<A>();
-        e.add_to = Some(crate::api::add_json::<A>);
+        e.add_to = Some(crate::command::add_json::<A>);
         e.section = Some(A::batch_section);
         e.stdout = Some(A::batch_stdout);
         e.listed = A::BATCH_LISTED;
@@ -263,10 +287,11 @@ impl Entry {
         e
     }
 
-    /// This line with its subcommand `S` (its flags, help and run: the
-    /// analysis's `cli.rs`); the binary builds the subcommand from it.
+    /// This line with its subcommand: the analysis's own flags and help
+    /// `S` (its `cli.rs`) in the kit's [`crate::cli_kit::PerTrace`]; the
+    /// binary builds the subcommand from it.
     #[cfg(feature = "cli")]
-    pub const fn with_cli<S: crate::cli_kit::SubcommandArgs>(mut self) -> Entry {
+    pub const fn with_cli<S: crate::cli_kit::PerTraceArgs>(mut self) -> Entry {
         self.cli = Some(crate::cli_kit::CliLine::of::<S>());
         self
     }

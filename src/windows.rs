@@ -1,4 +1,4 @@
-//! Step windows (`shared/docs/VIEWS.md` C8, the window of I6): which step
+//! Step windows (`docs/VIEWS.md` C8, the window of I6): which step
 //! annotations are the steps, and which step a launch on a thread belongs
 //! to. `idle` (its per-step rows) and `export` (the `step` column) both
 //! take them from here, neither from the other.

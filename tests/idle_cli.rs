@@ -1,5 +1,5 @@
 //! `torchtrace idle` end to end: every figure equals the independent
-//! reference (scripts/reference_idle.py, written from shared/docs/VIEWS.md,
+//! reference (scripts/reference_idle.py, written from docs/VIEWS.md,
 //! frozen in tests/data/expected/ with the commands in IDLE.md) exactly; the
 //! invariants of I2, I3 and I6 on every real trace; the TP=2 all-reduce as
 //! comm with 0 % overlap (I4, C6); HTA's graph-heavy queue (I5); the CLI's

@@ -1,117 +1,355 @@
-//! The structure rules of docs/ARCHITECTURE.md ("What may import what"),
-//! checked on the source text so a change that breaks one fails here:
-//! no source file over 1000 lines before its tests, the stores below the
-//! ledger and the step index, the engine below everything that names an
-//! analysis, shared families in their neutral module, hierarchy's chains
-//! in hierarchy.
+//! The structure rules of docs/ARCHITECTURE.md ("Layers: what may import
+//! what"), checked on the source: every file's `use` trees (grouped
+//! imports too) and `crate::`/`super::` paths make a graph between units
+//! (top-level modules, and each analysis's folder); the graph has no
+//! circle, every edge goes down the layer table that ARCHITECTURE.md
+//! holds (read from it here), an analysis is named outside its folder only
+//! by the registry, the analyses come from `registry::REGISTRY`, no file is
+//! over 1000 lines before its tests, and the rule ids the code cites are
+//! defined in docs/VIEWS.md.
 
+#[path = "structure/model.rs"]
+mod model;
+
+use model::File;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Every `.rs` file under `dir` (or `dir` itself, a file), sorted.
-fn rust_files(dir: &Path) -> Vec<PathBuf> {
-    if dir.is_file() {
-        return vec![dir.to_path_buf()];
-    }
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in fs::read_dir(&d).expect("read a source directory") {
-            let p = entry.expect("a directory entry").path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|e| e == "rs") {
-                out.push(p);
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
-/// The registry's analyses, in its order.
-const ANALYSES: [&str; 8] = [
-    "pair",
-    "hierarchy",
-    "kernels",
-    "iterations",
-    "diff",
-    "ranks",
-    "ops",
-    "idle",
-];
-
-/// A source file's path under src/, with `/` separators.
-fn relative(f: &Path) -> String {
-    f.strip_prefix(src(""))
-        .expect("under src")
-        .to_string_lossy()
-        .replace('\\', "/")
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 fn src(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src").join(rel)
+    root().join("src").join(rel)
 }
 
-/// The lines of code outside comments (imports and paths in doc text do
-/// not count as naming a module).
-fn code_lines(text: &str) -> impl Iterator<Item = &str> {
-    text.lines().filter(|l| !l.trim_start().starts_with("//"))
+/// Every source file, tests left out (read once per test binary).
+fn files() -> &'static [File] {
+    static FILES: std::sync::OnceLock<Vec<File>> = std::sync::OnceLock::new();
+    FILES.get_or_init(|| model::load(&src("")))
 }
 
-/// The files of `dir` whose code names any of `names`, with the line.
-fn naming(dir: &str, names: &[&str]) -> Vec<String> {
-    let mut found = Vec::new();
-    for f in rust_files(&src(dir)) {
-        let text = fs::read_to_string(&f).expect("read a source file");
-        for l in code_lines(&text) {
-            if names.iter().any(|n| l.contains(n)) {
-                found.push(format!("{}: {}", f.display(), l.trim()));
+/// The registry's analyses, in its order.
+fn analyses() -> Vec<&'static str> {
+    torchtrace::registry::REGISTRY
+        .iter()
+        .map(|e| e.name)
+        .collect()
+}
+
+/// The unit graph: unit → the units its files refer to.
+fn graph() -> BTreeMap<String, BTreeSet<String>> {
+    let roots = model::root_exports(files());
+    let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for f in files().iter().filter(|f| f.rel != "lib.rs") {
+        g.entry(f.unit()).or_default().extend(f.units(&roots));
+    }
+    // Only units that exist (a path into an external crate's namesake is not one).
+    let known: BTreeSet<String> = g.keys().cloned().collect();
+    for targets in g.values_mut() {
+        targets.retain(|t| known.contains(t));
+    }
+    g
+}
+
+/// Which files of `unit` refer to `target` (for messages).
+fn files_of(unit: &str, target: &str) -> Vec<String> {
+    let roots = model::root_exports(files());
+    files()
+        .iter()
+        .filter(|f| f.unit() == unit && f.units(&roots).contains(target))
+        .map(|f| f.rel.clone())
+        .collect()
+}
+
+/// The layer table of docs/ARCHITECTURE.md, top first: each unit's rank
+/// (higher = above); `analyses/*` stands for every analysis's folder.
+fn layers() -> Vec<(String, Vec<String>)> {
+    let doc = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).expect("read ARCHITECTURE");
+    let marker = "<!-- layers: read by tests/structure.rs -->";
+    let at = doc.find(marker).expect("the layer table's marker");
+    let block = &doc[at + marker.len()..];
+    let start = block.find("```text\n").expect("the layer table") + 8;
+    let end = start + block[start..].find("```").expect("its end");
+    block[start..end]
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let mut words = l.split_whitespace().map(String::from);
+            let name = words.next().expect("a layer name");
+            (name, words.collect())
+        })
+        .collect()
+}
+
+fn rank_of(layers: &[(String, Vec<String>)]) -> BTreeMap<String, usize> {
+    let n = layers.len();
+    let mut out = BTreeMap::new();
+    for (i, (_, units)) in layers.iter().enumerate() {
+        for u in units {
+            out.insert(u.clone(), n - i);
+        }
+    }
+    out
+}
+
+fn rank(ranks: &BTreeMap<String, usize>, unit: &str) -> Option<usize> {
+    ranks.get(unit).copied().or_else(|| {
+        unit.starts_with("analyses/")
+            .then(|| ranks.get("analyses/*").copied())
+            .flatten()
+    })
+}
+
+#[test]
+fn no_circle_of_imports_across_units() {
+    let circles = model::circles(&graph());
+    let shown: Vec<String> = circles
+        .iter()
+        .map(|c| {
+            let edges: Vec<String> = c
+                .iter()
+                .flat_map(|u| c.iter().map(move |v| (u, v)))
+                .filter(|(u, v)| u != v && !files_of(u, v).is_empty())
+                .map(|(u, v)| format!("{u} → {v} ({})", files_of(u, v).join(", ")))
+                .collect();
+            edges.join("; ")
+        })
+        .collect();
+    assert!(circles.is_empty(), "import circles: {shown:#?}");
+}
+
+#[test]
+fn every_import_goes_down_the_documented_layers() {
+    let layers = layers();
+    let ranks = rank_of(&layers);
+    let g = graph();
+    let mut unlisted = Vec::new();
+    let mut upward = Vec::new();
+    for (u, targets) in &g {
+        let Some(ru) = rank(&ranks, u) else {
+            unlisted.push(u.clone());
+            continue;
+        };
+        for v in targets {
+            if let Some(rv) = rank(&ranks, v) {
+                if rv > ru {
+                    upward.push(format!("{u} → {v} ({})", files_of(u, v).join(", ")));
+                }
             }
         }
     }
-    found
+    assert!(
+        unlisted.is_empty(),
+        "units missing from ARCHITECTURE.md's layer table: {unlisted:?}"
+    );
+    assert!(upward.is_empty(), "imports against the layers: {upward:#?}");
+    // The table names real units only (a renamed module is not left behind).
+    for (_, units) in &layers {
+        for u in units.iter().filter(|u| *u != "analyses/*") {
+            assert!(
+                g.contains_key(u),
+                "the layer table names {u}, which is not a unit"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_analysis_is_named_outside_its_folder_only_by_the_registry() {
+    // How to add an analysis: its folder, `pub mod` in analyses/mod.rs,
+    // its line in the registry. No other unit names it, and analyses do
+    // not name each other.
+    let g = graph();
+    let names = analyses();
+    assert!(names.len() >= 8, "the registry lists {names:?}");
+    for n in &names {
+        let unit = format!("analyses/{n}");
+        assert!(g.contains_key(&unit), "{n} has no folder");
+        let users: Vec<&String> = g
+            .iter()
+            .filter(|(_, t)| t.contains(&unit))
+            .map(|(u, _)| u)
+            .collect();
+        let outside: Vec<(&&String, Vec<String>)> = users
+            .iter()
+            .filter(|u| !["analyses", "registry"].contains(&u.as_str()))
+            .map(|u| (u, files_of(u, &unit)))
+            .collect();
+        assert!(
+            outside.is_empty(),
+            "{n} is named outside its folder: {outside:?}"
+        );
+        assert!(
+            users.iter().any(|u| *u == "registry"),
+            "{n} has no registry line"
+        );
+    }
+    // Every analysis folder is declared in analyses/mod.rs and listed in
+    // the registry.
+    let decl = files()
+        .iter()
+        .find(|f| f.rel == "analyses/mod.rs")
+        .expect("analyses/mod.rs");
+    for n in &names {
+        assert!(
+            decl.code.contains(&format!("pub mod {n};")),
+            "{n}: no `pub mod`"
+        );
+    }
+    let folders: BTreeSet<String> = g
+        .keys()
+        .filter_map(|u| u.strip_prefix("analyses/").map(String::from))
+        .collect();
+    let listed: BTreeSet<String> = names.iter().map(|n| n.to_string()).collect();
+    assert_eq!(
+        folders, listed,
+        "folders under src/analyses/ vs the registry"
+    );
+}
+
+#[test]
+fn grouped_imports_are_read() {
+    // The parser sees through groups, renames, `self` and `super`.
+    let paths = model::use_paths(
+        "use crate::{api, command::{self, Said as S}, analyses::{ops::view}}; use super::x;",
+        &["analyses".into(), "ops".into()],
+    );
+    let shown: Vec<String> = paths.iter().map(|p| p.join("::")).collect();
+    assert_eq!(
+        shown,
+        [
+            "api",
+            "command",
+            "command::Said",
+            "analyses::ops::view",
+            "analyses::x"
+        ]
+    );
+    // A path in a comment or a string is not an import.
+    let code = model::strip("// use crate::api;\nlet s = \"crate::api::run\"; let c = '\"';");
+    assert!(!code.contains("api"), "{code}");
+    // Lines before the tests: an early test helper counts as code.
+    let text = "fn a() {}\n#[cfg(test)]\nfn helper() {}\nfn b() {}\n#[cfg(test)]\nmod tests {\n}\n";
+    assert_eq!(model::lines_before_tests(text), 4);
 }
 
 #[test]
 fn no_source_file_is_over_1000_lines_before_its_tests() {
-    let mut long = Vec::new();
-    for f in rust_files(&src("")) {
-        let text = fs::read_to_string(&f).expect("read a source file");
-        let before = text
-            .lines()
-            .position(|l| l.trim() == "#[cfg(test)]")
-            .unwrap_or_else(|| text.lines().count());
-        if before > 1000 {
-            long.push(format!("{}: {before} lines", f.display()));
-        }
-    }
+    let long: Vec<String> = files()
+        .iter()
+        .filter(|f| f.lines_before_tests > 1000)
+        .map(|f| format!("{}: {} lines", f.rel, f.lines_before_tests))
+        .collect();
     assert!(
         long.is_empty(),
         "over 1000 lines before the tests: {long:#?}"
     );
-    // The rule reads real files: the carved ledger is among them.
-    assert!(src("ledger/collector.rs").exists() && src("store/pack.rs").exists());
+    assert!(files().iter().any(|f| f.rel == "ledger/collector.rs"));
 }
 
 #[test]
-fn the_stores_name_neither_the_ledger_nor_the_step_index_nor_an_analysis() {
-    let bad = naming(
-        "store",
-        &["crate::ledger", "crate::contexts", "crate::analys"],
+fn every_rule_id_the_code_cites_is_defined_in_the_repository() {
+    // C1–C8, O1–O10, I1–I6 are defined in docs/VIEWS.md, the repository's
+    // own copy: the code depends on no file outside the checkout.
+    let views = fs::read_to_string(root().join("docs/VIEWS.md")).expect("read docs/VIEWS.md");
+    let defined: BTreeSet<String> = views
+        .lines()
+        .filter_map(|l| l.strip_prefix("**"))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(|id| id.trim_end_matches('.').to_string())
+        .collect();
+    let mut cited = BTreeSet::new();
+    for f in model::all_texts(&src("")) {
+        for id in rule_ids(&prose(&f)) {
+            cited.insert(id);
+        }
+    }
+    assert!(cited.len() >= 20, "cited: {cited:?}");
+    let missing: Vec<&String> = cited.iter().filter(|c| !defined.contains(*c)).collect();
+    assert!(
+        missing.is_empty(),
+        "cited but not defined in docs/VIEWS.md: {missing:?}"
     );
-    assert!(bad.is_empty(), "src/store/ imports above it: {bad:#?}");
-    // And the step index builds on the stores, not on the ledger (no cycle).
-    let bad = naming("contexts.rs", &["crate::ledger"]);
-    assert!(bad.is_empty(), "contexts imports the ledger: {bad:#?}");
+    // Nothing in src/ points at the shared folder for a definition.
+    for f in model::all_texts(&src("")) {
+        assert!(
+            !f.contains("shared/docs/"),
+            "a source file cites ../shared/docs"
+        );
+    }
+}
+
+/// The prose of a source file, where rules are cited: its comments and
+/// the text of its string literals (help texts, report notes), a line at
+/// a time (an enum variant `I32` is not a rule).
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    for line in text.lines() {
+        if let Some(at) = line.find("//") {
+            out.push_str(&line[at..]);
+            out.push('\n');
+        }
+        let code = line.split("//").next().unwrap_or_default();
+        for (i, part) in code.split('"').enumerate() {
+            if i % 2 == 1 {
+                out.push_str(part);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+/// The rule ids (`C4`, `O10`, `I6`) in `text`, also in ranges (`C1–C8`).
+fn rule_ids(text: &str) -> Vec<String> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    for (i, &c) in b.iter().enumerate() {
+        if !matches!(c, b'C' | b'O' | b'I') {
+            continue;
+        }
+        if i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_') {
+            continue;
+        }
+        let digits: String = b[i + 1..]
+            .iter()
+            .take_while(|d| d.is_ascii_digit())
+            .map(|&d| d as char)
+            .collect();
+        let next = b.get(i + 1 + digits.len());
+        let ends = next.is_none_or(|n| !(n.is_ascii_alphanumeric() || *n == b'_'));
+        if !digits.is_empty() && digits.len() <= 2 && ends {
+            out.push(format!("{}{}", c as char, digits));
+        }
+    }
+    out
+}
+
+/// The files under `dir` (a folder or a file under src/) whose code
+/// (comments and strings left out) contains any of `needles`.
+fn naming(dir: &str, needles: &[&str]) -> Vec<String> {
+    files()
+        .iter()
+        .filter(|f| f.rel == dir || f.rel.starts_with(&format!("{dir}/")))
+        .filter(|f| needles.iter().any(|n| f.code.contains(n)))
+        .map(|f| f.rel.clone())
+        .collect()
 }
 
 #[test]
-fn analyses_share_families_and_chains_through_neutral_places() {
-    // ranks takes the collective pattern from `families`, not from diff.
-    let bad = naming("analyses/ranks", &["analyses::diff", "diff::FAMILIES"]);
-    assert!(bad.is_empty(), "ranks reads diff: {bad:#?}");
-    // hierarchy owns its chains: it imports nothing of the drawing kit's.
+fn each_analysis_draws_its_figures_in_its_folder() {
+    // The paper's six figures are drawn in their analyses' folders, on
+    // the kit; hierarchy owns its chains (nothing of the kit's).
+    for (a, n) in [("pair", 4), ("hierarchy", 1), ("kernels", 1)] {
+        let drawn: usize = files()
+            .iter()
+            .filter(|f| f.rel.starts_with(&format!("analyses/{a}/")))
+            .map(|f| f.code.matches("impl Drawing for ").count())
+            .sum();
+        assert_eq!(drawn, n, "{a} draws {drawn} of the paper's figures");
+    }
     let bad = naming("analyses/hierarchy", &["crate::plot::DEFAULT"]);
     assert!(bad.is_empty(), "hierarchy reads plot's chains: {bad:#?}");
     let fam = fs::read_to_string(src("families.rs")).expect("read families.rs");
@@ -119,97 +357,16 @@ fn analyses_share_families_and_chains_through_neutral_places() {
 }
 
 #[test]
-fn the_drawing_kit_names_no_analysis() {
-    // src/plot/ is theme, layout, marks and ready charts of plain numbers;
-    // src/figures/ is the paper figures' frame (input, groups, order).
-    // Every figure is drawn in its analysis's folder: the paper's six
-    // reach `plot` and `batch` through their analysis's registry line.
-    let above = [
-        "crate::analyses",
-        "crate::figures",
-        "crate::api",
-        "crate::batch",
-        "crate::cli",
-        "crate::registry",
-    ];
-    let bad = naming("plot", &above);
-    assert!(bad.is_empty(), "src/plot/ names a layer above it: {bad:#?}");
-    // The frame is below the analyses: it names none of them, nor the
-    // registry that lists their figures, nor the layers that draw them.
-    let above_frame = [
-        "crate::analyses",
-        "crate::api",
-        "crate::batch",
-        "crate::cli",
-        "crate::registry",
-    ];
-    let bad = naming("figures", &above_frame);
-    assert!(
-        bad.is_empty(),
-        "src/figures/ names a layer above it: {bad:#?}"
-    );
-    // ... and above the engine, the campaign contract and the kit.
-    for below in ["analysis", "campaign", "ledger", "plot", "trace"] {
-        let bad = naming(below, &["crate::figures"]);
-        assert!(bad.is_empty(), "src/{below}/ names the figures: {bad:#?}");
-    }
-    // Each of the paper's six figures is drawn in its analysis's folder.
-    for (a, n) in [("pair", 4), ("hierarchy", 1), ("kernels", 1)] {
-        let drawn = rust_files(&src(&format!("analyses/{a}")))
-            .iter()
-            .map(|f| fs::read_to_string(f).expect("read a source file"))
-            .map(|t| t.matches("impl Drawing for ").count())
-            .sum::<usize>();
-        assert_eq!(drawn, n, "{a} draws {drawn} of the paper's figures");
-    }
-}
-
-#[test]
-fn the_engine_imports_nothing_above_it() {
-    // src/analysis/ (Plan, drive, Kind, Results) knows no list of analyses:
-    // the registry gives the order of results, the campaign contract lives
-    // in src/campaign/, figures above it.
-    let above = [
-        "crate::api",
-        "crate::batch",
-        "crate::analyses",
-        "crate::cli",
-        "crate::plot",
-        "crate::registry",
-        "crate::campaign",
-    ];
-    let bad = naming("analysis", &above);
-    assert!(bad.is_empty(), "src/analysis/ imports above it: {bad:#?}");
-    // The campaign contract is below the analyses, batch and the drawing
-    // kit: it names none of them.
-    let bad = naming(
-        "campaign",
-        &[
-            "crate::api",
-            "crate::batch",
-            "crate::analyses",
-            "crate::cli",
-            "crate::plot",
-            "crate::registry",
-        ],
-    );
-    assert!(bad.is_empty(), "src/campaign/ imports above it: {bad:#?}");
-    // The registry is where the list of analyses lives.
-    let reg = fs::read_to_string(src("registry.rs")).expect("read registry.rs");
-    assert!(reg.contains("pub static REGISTRY"));
-}
-
-#[test]
 fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
-    // api::Command holds the per-trace items only; what an analysis gives
-    // a campaign is `campaign::InBatch`, implemented in its batch.rs, and
-    // its view.rs does not call its batch.rs.
-    let bad = naming("api.rs", &["crate::campaign", "fn batch_", "IN_BATCH"]);
+    // command::Command holds the per-trace items only; what an analysis
+    // gives a campaign is `campaign::InBatch`, implemented in its
+    // batch.rs, and its view.rs does not call its batch.rs.
+    let bad = naming("command", &["campaign", "fn batch_", "IN_BATCH"]);
     assert!(
         bad.is_empty(),
-        "api::Command holds campaign hooks: {bad:#?}"
+        "command::Command holds campaign hooks: {bad:#?}"
     );
-    for a in ANALYSES {
+    for a in analyses() {
         let view = naming(&format!("analyses/{a}/view.rs"), &["batch::", "fn batch_"]);
         assert!(
             view.is_empty(),
@@ -221,29 +378,35 @@ fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
 }
 
 #[test]
-fn the_cli_is_built_from_the_registry() {
-    // The binary's src/cli/ holds the top-level parser and the campaign
-    // commands; every analysis's subcommand (flags, help, run) is in its
-    // folder's cli.rs and reaches the binary through the registry line.
-    let analyses = ANALYSES;
-    let named: Vec<String> = analyses
-        .iter()
-        .flat_map(|a| [format!("torchtrace::{a}"), format!("analyses::{a}")])
-        .collect();
-    let named: Vec<&str> = named.iter().map(String::as_str).collect();
-    let bad = naming("cli", &named);
-    assert!(bad.is_empty(), "src/cli/ names an analysis: {bad:#?}");
-    for a in analyses {
+fn each_subcommand_is_its_flags_and_one_per_trace_line() {
+    // Every analysis's subcommand (flags, help) is in its folder's cli.rs
+    // and reaches the binary through its registry line; the body that
+    // reads, reports and exits is the kit's one `PerTrace<A>`, not a copy.
+    for a in analyses() {
         assert!(
             !src(&format!("cli/{a}.rs")).exists(),
             "{a}'s subcommand is outside its folder"
         );
         let cli = format!("analyses/{a}/cli.rs");
-        let text = fs::read_to_string(src(&cli)).expect("read an analysis's cli.rs");
-        assert!(text.contains("impl SubcommandArgs for"), "{cli}: no impl");
-        // Shared argument groups come from the kit below the binary.
-        let bad = naming(&cli, &["crate::cli::", "torchtrace::cli"]);
-        assert!(bad.is_empty(), "{cli} imports the binary: {bad:#?}");
+        let file = files()
+            .iter()
+            .find(|f| f.rel == cli)
+            .expect("an analysis's cli.rs");
+        assert!(
+            file.code.contains("impl PerTraceArgs for"),
+            "{cli}: no PerTraceArgs"
+        );
+        for copied in [
+            "fn run(",
+            "impl SubcommandArgs",
+            "run_command",
+            "fn inputs(",
+        ] {
+            assert!(
+                !file.code.contains(copied),
+                "{cli} copies the kit's body ({copied})"
+            );
+        }
     }
     let reg = fs::read_to_string(src("registry.rs")).expect("read registry.rs");
     assert!(
@@ -261,20 +424,7 @@ fn the_cli_is_built_from_the_registry() {
 #[test]
 fn export_and_ops_share_the_host_links_through_a_neutral_module() {
     // `export` writes ops' links as tables; both build on src/hostops/
-    // (C1–C5, O6), so export names no analysis and hostops none above it.
-    let bad = naming("export", &["crate::analyses", "torchtrace::ops"]);
-    assert!(bad.is_empty(), "src/export/ names an analysis: {bad:#?}");
-    let bad = naming(
-        "hostops",
-        &[
-            "crate::analyses",
-            "crate::api",
-            "crate::batch",
-            "crate::export",
-        ],
-    );
-    assert!(bad.is_empty(), "src/hostops/ imports above it: {bad:#?}");
-    // Both keep ops' C1–C2 through `HostLinks::keep`.
+    // (C1–C5, O6) and keep ops' C1–C2 through `HostLinks::keep`.
     let ops = fs::read_to_string(src("analyses/ops/mod.rs")).expect("read ops");
     assert!(ops.contains("links: HostLinks,"));
     assert!(ops.contains("self.links.keep(ev, at)"));
@@ -284,68 +434,20 @@ fn export_and_ops_share_the_host_links_through_a_neutral_module() {
 }
 
 #[test]
-fn an_analysis_is_named_outside_its_folder_only_by_the_registry() {
-    // Done-criterion of the structure issue: besides the registry, no
-    // module names an analysis (the crate root re-exports none: library
-    // users write `torchtrace::analyses::<name>`); analyses name each
-    // other only where an analysis's view prints another's figures by type.
-    let names = ANALYSES;
-    let mut bad = Vec::new();
-    for f in rust_files(&src("")) {
-        let rel = relative(&f);
-        let allowed = rel.starts_with("analyses/") || rel == "registry.rs";
-        if allowed {
-            continue;
-        }
-        let text = fs::read_to_string(&f).expect("read a source file");
-        for l in code_lines(&text) {
-            for n in names {
-                let hit = l.contains(&format!("analyses::{n}"))
-                    || l.contains(&format!("crate::{n}::"))
-                    || l.contains(&format!("torchtrace::{n}::"));
-                if hit {
-                    bad.push(format!("{rel}: {}", l.trim()));
-                }
-            }
-        }
+fn each_subcommand_parses_no_flag_into_its_options_default() {
+    // Defaults are defined once: the flags' defaults are the options'
+    // `Default` (what Python and records take when a key is missing).
+    let mut checked = 0;
+    for e in torchtrace::registry::REGISTRY {
+        let Some(line) = e.cli() else { continue };
+        let parsed = (line.parsed_defaults)().unwrap_or_else(|why| panic!("{}: {why}", e.name));
+        assert_eq!(
+            parsed,
+            (line.default_options)(),
+            "{}: flag defaults differ",
+            e.name
+        );
+        checked += 1;
     }
-    assert!(bad.is_empty(), "an analysis named outside: {bad:#?}");
-}
-
-/// The files outside `src/analyses/<name>/` whose code names analysis
-/// `name` (a path through `analyses::`, `crate::<name>::`, or an
-/// `analyses::{…}` import list), relative to src/.
-fn files_naming(name: &str) -> Vec<String> {
-    let own = format!("analyses/{name}/");
-    let mut out = Vec::new();
-    for f in rust_files(&src("")) {
-        let rel = relative(&f);
-        if rel.starts_with(&own) {
-            continue;
-        }
-        let text = fs::read_to_string(&f).expect("read a source file");
-        let names_it = code_lines(&text).any(|l| {
-            let list = l.contains("analyses::{")
-                && l.split(['{', '}', ',', ' ']).any(|w| w.trim() == name);
-            list || l.contains(&format!("analyses::{name}"))
-                || l.contains(&format!("crate::{name}::"))
-                || l.trim() == format!("pub mod {name};")
-        });
-        if names_it {
-            out.push(rel);
-        }
-    }
-    out
-}
-
-#[test]
-fn the_files_an_analysis_touches_are_its_folder_and_one_registry_line() {
-    // How to add an analysis (docs/ARCHITECTURE.md): its folder (logic,
-    // view, batch hooks, cli, figures), `pub mod` in analyses/mod.rs and
-    // its line in the registry. No exception: the paper's three (pair,
-    // hierarchy, kernels) draw their figures in their folders too.
-    let plug_in = ["analyses/mod.rs", "registry.rs"];
-    for n in ANALYSES {
-        assert_eq!(files_naming(n), plug_in, "{n} is named outside its folder");
-    }
+    assert_eq!(checked, analyses().len());
 }

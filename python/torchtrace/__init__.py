@@ -38,6 +38,7 @@ __all__ = [
     "iterations",
     "ops",
     "ops_frame",
+    "ranks",
     "idle",
     "idle_frames",
     "export",
@@ -156,8 +157,9 @@ def run(
         per_context: add each trace's ``per_context`` rows, where it has them.
         progress: draw progress bars on stderr (a terminal, large files only).
         **options: the analysis's own options, by the names it defines (the
-            keys of its options in records; a missing one takes its default,
-            an unknown one is a ``ValueError``).
+            keys of its options in records; a missing one, or one given as
+            ``None``, takes its default from the native module, an unknown
+            one is a ``ValueError``).
 
     Raises:
         TraceError: a trace cannot be read to its end (``.document`` holds the
@@ -165,11 +167,14 @@ def run(
         ValueError: bad arguments (an unknown analysis or option, both context
             and context_regex, a bad regex, too many traces).
     """
+    # An option left at None takes the native module's default (each
+    # analysis's options' `Default`, defined once, in Rust).
+    given = {key: value for key, value in options.items() if value is not None}
     return _finish(
         _native.run(
             analysis,
             _paths(paths),
-            options=json.dumps(options),
+            options=json.dumps(given),
             context=context,
             context_regex=context_regex,
             tokens=_tokens(tokens),
@@ -186,7 +191,7 @@ def pair(
     context_regex: Optional[str] = None,
     tokens: PerTrace = None,
     summaries: PerTracePath = None,
-    gpu_span: str = "auto",
+    gpu_span: Optional[str] = None,
     per_context: bool = False,
     progress: bool = False,
 ) -> Dict[str, Any]:
@@ -198,7 +203,7 @@ def pair(
             or more, side by side (the ranks of a run, say).
         context, context_regex, tokens, summaries, per_context, progress: as
             for :func:`run`.
-        gpu_span: ``"auto"``, ``"annotation"`` or ``"correlation"``.
+        gpu_span: ``"auto"`` (the default), ``"annotation"`` or ``"correlation"``.
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
@@ -214,7 +219,7 @@ def kernels(
     context_regex: Optional[str] = None,
     tokens: PerTrace = None,
     summaries: PerTracePath = None,
-    top: int = 10,
+    top: Optional[int] = None,
     per_context: bool = False,
     progress: bool = False,
 ) -> Dict[str, Any]:
@@ -227,12 +232,12 @@ def kernels(
             or more, side by side (the ranks of a run, say).
         context, context_regex, tokens, summaries, per_context, progress: as
             for :func:`run`.
-        top: how many kernels to list per trace.
+        top: how many kernels to list per trace (default: the native one, 10).
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
     """
-    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
         raise ValueError(f"top must be a non-negative integer, not {top!r}")
     return run("kernels", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_context, progress=progress, top=top)
@@ -271,20 +276,21 @@ def ops(
     paths: Paths,
     tokens: PerTrace = None,
     summaries: PerTracePath = None,
-    top: int = 20,
-    sort: str = "gpu_self",
+    top: Optional[int] = None,
+    sort: Optional[str] = None,
     progress: bool = False,
 ) -> Dict[str, Any]:
     """Which CPU operator launched which GPU work, and whether the run is
-    launch-bound (shared/docs/VIEWS.md O1-O10), as ``torchtrace ops -f json``
+    launch-bound (docs/VIEWS.md O1-O10), as ``torchtrace ops -f json``
     does: ``run("ops", ...)``.
 
     Args:
         paths: one trace; two: baseline (AR) then candidate (MTP), their
             top-level ops compared; or more, side by side.
         tokens, summaries, progress: as for :func:`run` (per-token figures).
-        top, sort: the CLI's table options (``"gpu_self"``, ``"gpu_top"``,
-            ``"host"``, ``"calls"``); the document has every row regardless.
+        top, sort: the CLI's table options (``"gpu_self"``, the default,
+            ``"gpu_top"``, ``"host"``, ``"calls"``; ``top`` defaults to the
+            native 20); the document has every row regardless.
 
     Returns:
         ``{"traces": [{"summary": {...}, "ops": [...], ...}], "comparison": {...} or None}``.
@@ -408,12 +414,12 @@ def hierarchy(
     paths: Paths,
     chains: Union[None, str, Sequence[str]] = None,
     categories: Union[None, str, Sequence[str]] = None,
-    any_thread: bool = False,
-    examples: int = 5,
+    any_thread: Optional[bool] = None,
+    examples: Optional[int] = None,
     context: Optional[str] = None,
     context_regex: Optional[str] = None,
     tokens: PerTrace = None,
-    gpu_work: bool = True,
+    gpu_work: Optional[bool] = None,
     progress: bool = False,
 ) -> Dict[str, Any]:
     """Verify containment chains such as
@@ -427,11 +433,11 @@ def hierarchy(
             ``"re:RE"`` elements match by regex.
         categories: event categories taking part (default: ``cpu_op``,
             ``user_annotation``, ``python_function``, ``Operator``).
-        any_thread: containment across threads (ignore pid/tid).
-        examples: uncontained children listed per link.
+        any_thread: containment across threads (ignore pid/tid; default off).
+        examples: uncontained children listed per link (default 5).
         context, context_regex, tokens, progress: as for :func:`run`.
-        gpu_work: join each function's calls to their GPU work (off: several
-            times faster).
+        gpu_work: join each function's calls to their GPU work (default on;
+            off: several times faster).
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints

@@ -38,7 +38,7 @@ mod write;
 mod tests;
 
 use crate::analysis::{Analysis, Finished, Plan};
-use crate::api::{self, ApiError, Common, Message, Outcome};
+use crate::command::{self, ApiError, Common, Message, Outcome};
 use crate::hostops::{HostLinks, Kept};
 use crate::store::pack::{Fields, Packed, Record, Records};
 use crate::trace::{Event, EventPos, Prefilter};
@@ -395,7 +395,7 @@ pub fn run(
     if options.tables.is_empty() {
         return Err(ApiError::Arguments("export: no table asked for (--tables)".into()).into());
     }
-    api::refuse_directories(paths, "export")?;
+    command::refuse_directories(paths, "export")?;
     let mut tables = options.tables.clone();
     tables.sort_unstable();
     tables.dedup();
@@ -423,7 +423,7 @@ fn read_and_write(
     let plan = Plan::new(common.selector.clone())
         .reading(common.read)
         .with_analysis::<Export>(config.clone());
-    let mut results = api::read_all(paths, common.quiet, |path, counter| {
+    let mut results = command::read_all(paths, common.quiet, |path, counter| {
         crate::analysis::analyze_path(path, counter, &plan)
     })?;
     let incomplete = results.iter_mut().find_map(|r| r.error.take());
@@ -438,7 +438,7 @@ fn read_and_write(
     let mut notes = Vec::new();
     for (i, t) in traces.iter().enumerate() {
         notes.extend(
-            api::path_notes(&t.path, &t.notes)
+            command::path_notes(&t.path, &t.notes)
                 .into_iter()
                 .map(|text| Message { trace: i, text }),
         );

@@ -4,7 +4,7 @@
 //! launches).
 
 use super::ExportError;
-use crate::api::{self, ApiError, Document};
+use crate::command::{self, ApiError, Document};
 use crate::report::{self, Cell, Format, Table as Shown};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
@@ -125,7 +125,7 @@ impl Document for ExportReport {
         report::render(&mut out, format, self, &shown, &shown)
     }
     fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
-        api::json_of(self)
+        command::json_of(self)
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
         self.traces

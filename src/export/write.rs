@@ -591,7 +591,7 @@ pub(crate) fn finalize(
                     .iter()
                     .find(|p| p.table == table)
                     .map(|p| PathBuf::from(&p.file))
-                    .ok_or(crate::api::ApiError::NotRun("export"))?;
+                    .ok_or(crate::command::ApiError::NotRun("export"))?;
                 std::fs::rename(&from, &to).map_err(io_err(&to))?;
             }
             _ => {

@@ -5,7 +5,7 @@
 //! varint streams (≈ 10 B an event), and each host op (`cpu_op`,
 //! `user_annotation`, `python_function`, `Operator`) handed to the caller,
 //! which keeps it per thread (`HostLinks::keep`) — with the rules of
-//! `shared/docs/VIEWS.md` C1–C2 applied, the bad input counted
+//! `docs/VIEWS.md` C1–C2 applied, the bad input counted
 //! ([`InputCounts`]); then the links made at the end: each activity's
 //! owning runtime call by correlation and what each call launched (C3, O6:
 //! `launch`), and the containment sweep that finds each call's and each

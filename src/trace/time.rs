@@ -4,7 +4,7 @@
 //! (`5106297913320.790`), older traces as integer microseconds. At these
 //! magnitudes an `f64` is spaced ≈1 ns apart, so `ts + dur` computed in floating
 //! point lands one ULP off for a large share of events and breaks exact nesting
-//! (see `TRACE_FORMAT.md`). We therefore never go through `f64`: the decimal
+//! (see `docs/TRACE_FORMAT.md`). We therefore never go through `f64`: the decimal
 //! digits are read into an integer, shifted by the exponent, and rounded to the
 //! nearest nanosecond (ties to even) only when the text carries sub-ns digits.
 

@@ -2,9 +2,8 @@
 //! kernel by kernel and per generated token.
 
 use super::{Diff, DiffSpec};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # What changed per token, AR → MTP, by kernel family\n  torchtrace diff sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # The whole trace, not only the step contexts\n  torchtrace diff --scope trace sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz";
@@ -68,39 +67,19 @@ const EXAMPLES: &str = "Examples:\n  # What changed per token, AR → MTP, by ke
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct DiffArgs {
-    /// BASELINE then CANDIDATE. `-` reads stdin (once).
-    #[arg(required = true, num_args = 2, value_names = ["BASELINE", "CANDIDATE"])]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub contexts: crate::cli_kit::ContextArgs,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: DiffSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: DiffArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
-    crate::cli_kit::run_command::<Diff>(
-        &args.traces,
-        common,
-        &args.options,
-        (args.format, false),
-        global,
-    )
-}
+impl PerTraceArgs for DiffArgs {
+    type Command = Diff;
+    const TRACES: TracesArg = TracesArg {
+        help: "BASELINE then CANDIDATE. `-` reads stdin (once)",
+        value_names: &["BASELINE", "CANDIDATE"],
+        exactly: Some(2),
+    };
 
-impl SubcommandArgs for DiffArgs {
-    const NAME: &'static str = "diff";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
-    }
-
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn options(&self) -> &DiffSpec {
+        &self.options
     }
 }

@@ -3,7 +3,7 @@
 
 use super::compare::{Comparison, Figures, KernelDiff};
 use super::{compare, Diff, DiffConfig, DiffSpec, TraceDiff};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::text::ellipsize_middle as ellipsize;
@@ -57,7 +57,7 @@ impl Document for DiffReport {
         self.write(&mut out, format)
     }
     fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
-        crate::api::json_of(self)
+        crate::command::json_of(self)
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
         let c = &self.comparison;
@@ -81,12 +81,12 @@ impl Command for Diff {
 
     fn said(d: &TraceDiff, contexts: &Contexts) -> Said {
         let problem = match d.scope.as_str() {
-            "steps" => api::context_problem(contexts),
+            "steps" => command::context_problem(contexts),
             _ => None,
         };
         Said {
             problems: problem.into_iter().collect(),
-            notes: api::path_notes(&d.path, &d.notes),
+            notes: command::path_notes(&d.path, &d.notes),
         }
     }
 

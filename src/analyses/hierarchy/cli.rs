@@ -1,9 +1,8 @@
 //! `torchtrace hierarchy`: containment chains and inclusive-duration tables.
 
 use super::{ChainsSpec, Hierarchy};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, RunFlags, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Median inclusive durations along the MTP chain (Table 9)\n  torchtrace hierarchy sample_traces/text_mtp/dp0*.gz\n\n  # A shorter chain, as CSV\n  torchtrace hierarchy --chain 'sample_tokens>propose_draft_token_ids' -f csv TRACE";
@@ -44,38 +43,20 @@ const EXAMPLES: &str = "Examples:\n  # Median inclusive durations along the MTP 
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct HierarchyArgs {
-    /// Trace files (`-` reads stdin). With two: baseline (AR) then candidate (MTP).
-    #[arg(required = true, value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub contexts: crate::cli_kit::ContextArgs,
-    #[command(flatten)]
-    pub tokens: crate::cli_kit::TokensArgs,
     #[command(flatten)]
     pub options: ChainsSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: HierarchyArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common(
-        args.contexts.selector()?,
-        crate::cli_kit::given(args.traces.len(), &args.tokens.tokens, &[])?,
-    );
-    // Broken links come after the tables, as notes: the tables show them.
-    let how = (args.format, false);
-    crate::cli_kit::run_command::<Hierarchy>(&args.traces, common, &args.options, how, global)
-}
+impl PerTraceArgs for HierarchyArgs {
+    type Command = Hierarchy;
+    const TRACES: TracesArg = TracesArg {
+        help: "Trace files (`-` reads stdin). With two: baseline (AR) then candidate (MTP)",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
+    const RUN: RunFlags = RunFlags::Tokens;
 
-impl SubcommandArgs for HierarchyArgs {
-    const NAME: &'static str = "hierarchy";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
-    }
-
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().collect()
+    fn options(&self) -> &ChainsSpec {
+        &self.options
     }
 }

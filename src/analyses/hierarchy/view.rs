@@ -7,7 +7,7 @@
 use crate::analyses::hierarchy::{
     self, ChainsSpec, Comparison, FunctionStats, Hierarchy, HierarchyOptions, Link, TraceHierarchy,
 };
-use crate::api::{ApiError, Command, Document, Said};
+use crate::command::{ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::runinfo;
@@ -139,7 +139,7 @@ impl Document for HierarchyReport {
         self.write(&mut out, format)
     }
     fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
-        crate::api::json_of(self)
+        crate::command::json_of(self)
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
         let t = &self.traces;

@@ -43,7 +43,7 @@ pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
     }
     let mut md = report::markdown::section(&summary_table(&rows), "##");
     md.push_str(&format!(
-        "\nPer trace, `torchtrace idle` (shared/docs/VIEWS.md I1–I6): idle = Σ over streams of the gaps \
+        "\nPer trace, `torchtrace idle` (docs/VIEWS.md I1–I6): idle = Σ over streams of the gaps \
          before each activity against the stream's running maximum end (I2); host wait = the activity's \
          runtime call started after the stream went idle; kernel wait = a shorter gap than 30 µs otherwise; \
          other = the rest (I3). Steps: each step annotation to the next on its thread (I6). \

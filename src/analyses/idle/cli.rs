@@ -2,9 +2,8 @@
 //! comm/compute overlap, per device, stream and step.
 
 use super::{Idle, IdleSpec};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Why the GPU waits: idle by cause, queue, overlap\n  torchtrace idle sample_traces/text_ar/dp0*.gz\n\n  # One row per step, AR vs MTP per token\n  torchtrace idle --per-step sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # The TP=2 rank: the all-reduce as comm, its overlap\n  torchtrace idle tests/data/tp2/ar_plain/dp0*rank0*.gz";
@@ -14,7 +13,7 @@ const EXAMPLES: &str = "Examples:\n  # Why the GPU waits: idle by cause, queue, 
 /// kernel wait and other, the launch queue, and the same per step; with two
 /// traces (AR first, then MTP) compare them per token.
 ///
-/// Definitions (shared/docs/VIEWS.md C1–C8, I1–I6; integer ns, no rounding):
+/// Definitions (docs/VIEWS.md C1–C8, I1–I6; integer ns, no rounding):
 ///   activity        a kernel, memcpy or memset event (cuda_sync and
 ///                   gpu_user_annotation are not); device = pid, stream = tid
 ///                   (Kineto writes args.device and args.stream there)
@@ -57,40 +56,27 @@ const EXAMPLES: &str = "Examples:\n  # Why the GPU waits: idle by cause, queue, 
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct IdleArgs {
-    /// Traces: one, or two (baseline AR, then candidate MTP: compared per
-    /// token), or more (side by side, e.g. the ranks of a run). `-` reads stdin.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     /// Also list every step in the table.
     #[arg(long)]
     pub per_step: bool,
     #[command(flatten)]
     pub options: IdleSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: IdleArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common_for(
-        args.traces.len(),
-        &crate::cli_kit::ContextArgs::default(),
-        &args.run,
-    )?;
-    let how = (args.format, args.per_step);
-    crate::cli_kit::run_command::<Idle>(&args.traces, common, &args.options, how, global)
-}
+impl PerTraceArgs for IdleArgs {
+    type Command = Idle;
+    const TRACES: TracesArg = TracesArg {
+        help: "Traces: one, or two (baseline AR, then candidate MTP: compared per token), or more (side by side, e.g. the ranks of a run). `-` reads stdin",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
+    const CONTEXTS: bool = false;
 
-impl SubcommandArgs for IdleArgs {
-    const NAME: &'static str = "idle";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
+    fn options(&self) -> &IdleSpec {
+        &self.options
     }
 
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn detail(&self) -> bool {
+        self.per_step
     }
 }

@@ -1,6 +1,6 @@
 //! Why the GPU waits (`torchtrace idle`, issue 35): the idle breakdown,
 //! the launch queue and comm/compute overlap, per device, per stream and
-//! per step, with the definitions of `shared/docs/VIEWS.md` (rules C1–C8,
+//! per step, with the definitions of `docs/VIEWS.md` (rules C1–C8,
 //! I1–I6; each rule id is cited where it is applied).
 //!
 //! ```text

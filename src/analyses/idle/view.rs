@@ -4,7 +4,7 @@
 //! [`IdleReport`] is the document it prints (JSON keys as VIEWS.md I1–I6).
 
 use super::{Comparison, Idle, IdleSpec, Part, TraceIdle};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::views::Column;
@@ -81,7 +81,7 @@ impl Command for Idle {
                 t.path
             ));
         }
-        let mut notes = api::path_notes(&t.path, &t.notes);
+        let mut notes = command::path_notes(&t.path, &t.notes);
         if t.completion_tokens.is_none() {
             notes.push(format!(
                 "{}: completion tokens unknown (give --tokens or --summary): per-token figures are null",

@@ -2,9 +2,8 @@
 //! whole decode loop, by phase (forward, sample, draft, other), AR vs MTP.
 
 use super::{Iterations, IterationsSpec};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # The whole decode loop, AR vs MTP (P, S_wall, S_busy)\n  torchtrace iterations sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every iteration as JSON\n  torchtrace iterations --per-iteration -f json TRACE";
@@ -56,38 +55,26 @@ const EXAMPLES: &str = "Examples:\n  # The whole decode loop, AR vs MTP (P, S_wa
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct IterationsArgs {
-    /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
-    /// (side by side, e.g. the ranks of a run). `-` reads stdin.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub contexts: crate::cli_kit::ContextArgs,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     /// Also list every iteration.
     #[arg(long)]
     pub per_iteration: bool,
     #[command(flatten)]
     pub options: IterationsSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: IterationsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
-    let how = (args.format, args.per_iteration);
-    crate::cli_kit::run_command::<Iterations>(&args.traces, common, &args.options, how, global)
-}
+impl PerTraceArgs for IterationsArgs {
+    type Command = Iterations;
+    const TRACES: TracesArg = TracesArg {
+        help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side, e.g. the ranks of a run). `-` reads stdin",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
 
-impl SubcommandArgs for IterationsArgs {
-    const NAME: &'static str = "iterations";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
+    fn options(&self) -> &IterationsSpec {
+        &self.options
     }
 
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn detail(&self) -> bool {
+        self.per_iteration
     }
 }

@@ -4,7 +4,7 @@
 //! per-iteration rows; [`IterationsReport`] is the document it prints.
 
 use super::{Comparison, Iterations, IterationsSpec, Phase, TraceIterations};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::views::Column;
@@ -85,7 +85,7 @@ impl Command for Iterations {
     }
 
     fn said(t: &TraceIterations, contexts: &Contexts) -> Said {
-        let mut problems: Vec<String> = api::context_problem(contexts).into_iter().collect();
+        let mut problems: Vec<String> = command::context_problem(contexts).into_iter().collect();
         let busy: i64 = t.rows.iter().map(|r| r.gpu_busy_ns).sum();
         let launches: u64 = t.rows.iter().map(|r| r.launches).sum();
         if problems.is_empty() && t.complete {
@@ -101,7 +101,7 @@ impl Command for Iterations {
                 ));
             }
         }
-        let mut notes = api::path_notes(&t.path, &t.notes);
+        let mut notes = command::path_notes(&t.path, &t.notes);
         if t.completion_tokens.is_none() && t.contexts > 0 {
             notes.push(format!(
                 "{}: completion tokens unknown (give --tokens or --summary): per-token figures are null",

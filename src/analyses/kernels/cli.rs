@@ -2,9 +2,8 @@
 //! activity correlation, the top kernels and the whole-trace GPU timeline.
 
 use crate::analyses::kernels;
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # GPU work per token by launch correlation, AR vs MTP\n  torchtrace kernels sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # One row per step context\n  torchtrace kernels --per-context -f csv TRACE > contexts.csv";
@@ -52,44 +51,26 @@ const EXAMPLES: &str = "Examples:\n  # GPU work per token by launch correlation,
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct KernelsArgs {
-    /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
-    /// (side by side, e.g. the ranks of a run). `-` reads stdin.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub contexts: crate::cli_kit::ContextArgs,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: kernels::KernelsSpec,
     /// Also list every selected context's GPU work.
     #[arg(long)]
     pub per_context: bool,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: KernelsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
-    let how = (args.format, args.per_context);
-    crate::cli_kit::run_command::<kernels::Kernels>(
-        &args.traces,
-        common,
-        &args.options,
-        how,
-        global,
-    )
-}
+impl PerTraceArgs for KernelsArgs {
+    type Command = kernels::Kernels;
+    const TRACES: TracesArg = TracesArg {
+        help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side, e.g. the ranks of a run). `-` reads stdin",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
 
-impl SubcommandArgs for KernelsArgs {
-    const NAME: &'static str = "kernels";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
+    fn options(&self) -> &kernels::KernelsSpec {
+        &self.options
     }
 
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn detail(&self) -> bool {
+        self.per_context
     }
 }

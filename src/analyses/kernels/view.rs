@@ -4,7 +4,7 @@
 //! per-context rows; [`KernelsReport`] is the document `kernels` prints.
 
 use crate::analyses::kernels::{self, Comparison, Kernels, KernelsSpec, TraceKernels};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
@@ -69,7 +69,7 @@ impl Document for KernelsReport {
                 self.traces.iter().map(|t| &t.rows),
             ))
         } else {
-            crate::api::json_of(self)
+            crate::command::json_of(self)
         }
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
@@ -90,7 +90,7 @@ impl Command for Kernels {
     }
 
     fn said(k: &TraceKernels, contexts: &Contexts) -> Said {
-        let problem = api::context_problem(contexts).or_else(|| {
+        let problem = command::context_problem(contexts).or_else(|| {
             (k.contexts_with_gpu_work == 0 && k.complete).then(|| {
                 format!(
                     "{}: none of the {} contexts launched GPU work that the trace recorded",
@@ -100,7 +100,7 @@ impl Command for Kernels {
         });
         Said {
             problems: problem.into_iter().collect(),
-            notes: api::path_notes(&k.path, &k.notes),
+            notes: command::path_notes(&k.path, &k.notes),
         }
     }
 

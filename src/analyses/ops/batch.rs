@@ -45,7 +45,7 @@ pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
     }
     let mut md = report::markdown::section(&summary_table(&rows), "##");
     md.push_str(&format!(
-        "\nPer trace, `torchtrace ops`' summary (shared/docs/VIEWS.md O9): host busy = the launching threads' \
+        "\nPer trace, `torchtrace ops`' summary (docs/VIEWS.md O9): host busy = the launching threads' \
          window less their sync-like calls, per ns of linked GPU work; host wait = GPU idle gaps whose work's \
          runtime call started after the stream went idle (I2–I3); verdict = launch-bound iff host busy > GPU work \
          and host wait > half the idle. Short-GPU launch: runtime call ≤ 50 µs and GPU work shorter than it (O6). \

@@ -1,10 +1,9 @@
 //! `torchtrace ops`: which CPU operator launched which GPU work, and is
-//! the run launch-bound (shared/docs/VIEWS.md C1–C7, O1–O10).
+//! the run launch-bound (docs/VIEWS.md C1–C7, O1–O10).
 
 use super::{Ops, OpsSpec};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Who launched the GPU work, and is the run launch-bound\n  torchtrace ops --top 5 sample_traces/text_ar/dp0*.gz\n\n  # AR vs MTP, top-level ops per token\n  torchtrace ops sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every op row as JSON\n  torchtrace ops -f json TRACE > ops.json";
@@ -56,39 +55,20 @@ const EXAMPLES: &str = "Examples:\n  # Who launched the GPU work, and is the run
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct OpsArgs {
-    /// Traces: one, or two (baseline AR, then candidate MTP: compared), or
-    /// more (side by side). `-` reads stdin.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: OpsSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: OpsArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let contexts = crate::cli_kit::ContextArgs::default();
-    let common = global.common_for(args.traces.len(), &contexts, &args.run)?;
-    crate::cli_kit::run_command::<Ops>(
-        &args.traces,
-        common,
-        &args.options,
-        (args.format, false),
-        global,
-    )
-}
+impl PerTraceArgs for OpsArgs {
+    type Command = Ops;
+    const TRACES: TracesArg = TracesArg {
+        help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side). `-` reads stdin",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
+    const CONTEXTS: bool = false;
 
-impl SubcommandArgs for OpsArgs {
-    const NAME: &'static str = "ops";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
-    }
-
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn options(&self) -> &OpsSpec {
+        &self.options
     }
 }

@@ -1,6 +1,6 @@
 //! Which CPU operator launched which GPU work, and is the run launch-bound
 //! (`torchtrace ops`, issue 34), with the definitions of
-//! `shared/docs/VIEWS.md` rules C1–C7 and O1–O10 (cited as `C4`, `O6`, …).
+//! `docs/VIEWS.md` rules C1–C7 and O1–O10 (cited as `C4`, `O6`, …).
 //!
 //! ```text
 //! thread T   [== step annotation (user_annotation) ===========================)  top-level (O4)
@@ -57,6 +57,9 @@ pub const LONG_LAUNCH_DELAY_NS: i64 = 100_000;
 /// The name of O1's pseudo-row.
 pub const NO_OP: &str = "(no enclosing op)";
 
+/// The tables' rows by default (`--top`, Python's `top`).
+pub const DEFAULT_TOP: usize = 20;
+
 /// Options of the ops analysis (the table's, none change a figure).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
@@ -64,18 +67,18 @@ pub const NO_OP: &str = "(no enclosing op)";
 pub struct OpsSpec {
     /// Rows shown in the tables (the rest summed in one row; JSON has
     /// every row).
-    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = 20))]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = DEFAULT_TOP))]
     pub top: usize,
     /// The tables' row order: gpu_self (O1's order), gpu_top, host, calls.
-    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::GpuSelf))]
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::default()))]
     pub sort: SortBy,
 }
 
 impl Default for OpsSpec {
     fn default() -> Self {
         OpsSpec {
-            top: 20,
-            sort: SortBy::GpuSelf,
+            top: DEFAULT_TOP,
+            sort: SortBy::default(),
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use super::measure::ratio6;
 use super::{OpRow, Ops, OpsSpec, SortBy, TraceOps};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::views::Column;
@@ -186,7 +186,7 @@ impl Document for OpsReport {
         self.write(&mut out, format)
     }
     fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
-        api::json_of(self)
+        command::json_of(self)
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
         self.traces
@@ -217,7 +217,7 @@ impl Command for Ops {
                 t.path
             ));
         }
-        let notes = api::path_notes(&t.path, &t.notes());
+        let notes = command::path_notes(&t.path, &t.notes());
         Said { problems, notes }
     }
 

@@ -1,9 +1,8 @@
 //! `torchtrace pair`: CPU/GPU step-context pairing and the RQ4 figures.
 
 use super::{Pair, PairSpec};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # The AR/MTP pair of the samples: Table 8's figures and S_context\n  torchtrace pair sample_traces/text_ar/dp0*.gz sample_traces/text_mtp/dp0*.gz\n\n  # Every context as CSV, tokens given per trace\n  torchtrace pair --per-context -f csv --tokens 68 --tokens 68 AR.json.gz MTP.json.gz\n\n  # A trace from stdin\n  zcat trace.json.gz | torchtrace pair -";
@@ -40,38 +39,26 @@ const EXAMPLES: &str = "Examples:\n  # The AR/MTP pair of the samples: Table 8's
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct PairArgs {
-    /// Traces: one, or two (baseline AR, then candidate MTP: compared), or more
-    /// (side by side, e.g. the ranks of a run). `-` reads stdin.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub contexts: crate::cli_kit::ContextArgs,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     /// Also list every selected context (start, CPU span, GPU span).
     #[arg(long)]
     pub per_context: bool,
     #[command(flatten)]
     pub options: PairSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: PairArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common_for(args.traces.len(), &args.contexts, &args.run)?;
-    let how = (args.format, args.per_context);
-    crate::cli_kit::run_command::<Pair>(&args.traces, common, &args.options, how, global)
-}
+impl PerTraceArgs for PairArgs {
+    type Command = Pair;
+    const TRACES: TracesArg = TracesArg {
+        help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side, e.g. the ranks of a run). `-` reads stdin",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
 
-impl SubcommandArgs for PairArgs {
-    const NAME: &'static str = "pair";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
+    fn options(&self) -> &PairSpec {
+        &self.options
     }
 
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn detail(&self) -> bool {
+        self.per_context
     }
 }

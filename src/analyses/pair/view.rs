@@ -4,7 +4,7 @@
 //! from here too.
 
 use crate::analyses::pair::{self, Comparison, Pair, PairSpec, TracePairs};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
@@ -124,7 +124,7 @@ impl Document for PairReport {
         if per_context {
             Ok(json_with_rows(self, self.traces.iter().map(|t| &t.rows)))
         } else {
-            crate::api::json_of(self)
+            crate::command::json_of(self)
         }
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
@@ -145,7 +145,7 @@ impl Command for Pair {
     }
 
     fn said(r: &TracePairs, contexts: &Contexts) -> Said {
-        let problem = api::context_problem(contexts).or_else(|| {
+        let problem = command::context_problem(contexts).or_else(|| {
             // A trace cut short is reported as such, not as unmeasured.
             (r.measured == 0 && r.complete).then(|| {
                 format!(
@@ -158,7 +158,7 @@ impl Command for Pair {
         });
         Said {
             problems: problem.into_iter().collect(),
-            notes: api::path_notes(&r.path, &r.notes),
+            notes: command::path_notes(&r.path, &r.notes),
         }
     }
 

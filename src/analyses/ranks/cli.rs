@@ -2,7 +2,7 @@
 //! vLLM step, which rank made the others wait, and how long.
 
 use super::{Ranks, RanksSpec};
-use crate::cli_kit::{note, Exit, FormatArg, GlobalArgs, ImageFormatArg, SubcommandArgs};
+use crate::cli_kit::{note, GlobalArgs, ImageFormatArg, PerTraceArgs, RunFlags, TracesArg};
 use clap::Args;
 use std::path::PathBuf;
 
@@ -53,11 +53,6 @@ const EXAMPLES: &str = "Examples:\n  # The ranks of the TP=2 run: collectives al
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct RanksArgs {
-    /// Rank traces, or directories holding them (any number, any runs).
-    #[arg(required = true, value_name = "TRACE|DIR")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub contexts: crate::cli_kit::ContextArgs,
     /// Also list every aligned decode step.
     #[arg(long)]
     pub per_step: bool,
@@ -72,42 +67,35 @@ pub struct RanksArgs {
     /// and `merge`; `--plot-format`, its older spelling, still works).
     #[arg(long, value_enum, default_value_t = ImageFormatArg::Png, alias = "plot-format")]
     pub image_format: ImageFormatArg,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: RanksArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let common = global.common(args.contexts.selector()?, Vec::new());
-    let how = (args.format, args.per_step);
-    let (plot, fmt) = (args.plot, args.image_format);
-    crate::cli_kit::run_command_then::<Ranks>(
-        &args.traces,
-        common,
-        &args.options,
-        how,
-        global,
-        |report| {
-            let Some(dir) = plot else {
-                return Ok(());
-            };
-            let files = super::figure::render_runs(&report.runs, &dir, fmt.into(), (1400, 800))?;
-            for f in files {
-                note(global, &format!("wrote {}", f.display()));
-            }
-            Ok(())
-        },
-    )
-}
+impl PerTraceArgs for RanksArgs {
+    type Command = Ranks;
+    const TRACES: TracesArg = TracesArg {
+        help: "Rank traces, or directories holding them (any number, any runs)",
+        value_names: &["TRACE|DIR"],
+        exactly: None,
+    };
+    const RUN: RunFlags = RunFlags::None;
 
-impl SubcommandArgs for RanksArgs {
-    const NAME: &'static str = "ranks";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
+    fn options(&self) -> &RanksSpec {
+        &self.options
     }
 
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().collect()
+    fn detail(&self) -> bool {
+        self.per_step
+    }
+
+    /// `--plot DIR`: the runs' figures, once the report is printed.
+    fn after(&self, report: &super::view::RanksReport, global: &GlobalArgs) -> anyhow::Result<()> {
+        let Some(dir) = &self.plot else {
+            return Ok(());
+        };
+        let fmt = self.image_format.into();
+        let files = super::figure::render_runs(&report.runs, dir, fmt, (1400, 800))?;
+        for f in files {
+            note(global, &format!("wrote {}", f.display()));
+        }
+        Ok(())
     }
 }

@@ -6,7 +6,7 @@
 use super::align::{self, RunReport, StepRow};
 use super::runs::{self, Member};
 use super::{RankTrace, Ranks, RanksConfig, RanksSpec};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use serde::Serialize;
@@ -104,9 +104,9 @@ impl Command for Ranks {
     fn said(t: &RankTrace, contexts: &Contexts) -> Said {
         let mut problems = Vec::new();
         if t.error.is_none() || !t.decode.is_empty() {
-            problems.extend(api::context_problem(contexts));
+            problems.extend(command::context_problem(contexts));
         }
-        let mut notes = api::path_notes(&t.path, &t.notes);
+        let mut notes = command::path_notes(&t.path, &t.notes);
         if !t.decode.is_empty() && t.decode.iter().all(|s| s.collectives.is_empty()) {
             notes.push(format!(
                 "{}: no collective (NCCL, RCCL, custom all-reduce: see --collective) in its {} decode steps: waits cannot be measured for this rank",

@@ -111,6 +111,7 @@ def capture_regions(path, detail):
             "annotation_agrees": bool(m) and int(m.group(2)) == detail["batch_size"] and m.group(3) == detail["mode"]
             and (m.group(1) or "decoder") == detail.get("subsystem", "decoder"),
             "launches": [launch_kind(e["name"]) for e in launches],
+            "with_external_id": sum(1 for e in launches if "External id" in A(e)),
             "launch_names": collections.Counter(e["name"] for e in launches),
             "other_calls": collections.Counter(e["name"] for e in inside if not launch_kind(e["name"])),
             "launchers": launchers,
@@ -154,8 +155,8 @@ def check_run(run_dir):
                f"{summary['prefill_steps']} prefill + {summary['decode_steps']} decode steps, "
                f"{summary['draft_proposals']} draft proposals.\n")
     out.append("| capture file | subsystem | bs | mode | annotation | size | regions | captured launches | "
-               "cpu_ops (with Input Dims / Input type / Input Strides) | python_function |")
-    out.append("|---|---|---|---|---|---|---|---|---|---|")
+               "cpu_ops (with Input Dims / Input type / Input Strides) | python_function | GPU activities that ran |")
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
     by_key = collections.defaultdict(list)
     for reg in regions:
         by_key[(reg["subsystem"], reg["batch_size"])].append(reg)
@@ -168,7 +169,7 @@ def check_run(run_dir):
         out.append(f"| `capture_traces/{d['file']}` | {d.get('subsystem', 'decoder')} | {d['batch_size']} | {d['mode']} | "
                    f"`{regs[0]['annotation'] if regs else '-'}` | {info['size'] // 1024} KiB | {info['regions']} | "
                    f"{', '.join(str(len(r['launches'])) for r in regs)} | {info['cpu_ops']} ({s['Input Dims']} / "
-                   f"{s['Input type']} / {s['Input Strides']}) | {info['python_function']} |")
+                   f"{s['Input type']} / {s['Input Strides']}) | {info['python_function']} | {info['gpu_activities']} |")
         if info["regions"] != 1:
             ok = False
     out.append("")
@@ -179,6 +180,8 @@ def check_run(run_dir):
         others.update(reg["other_calls"])
     out.append("Launch calls inside the capture regions (all files): "
                + ", ".join(f"`{n}` {c}" for n, c in names.most_common()) + ".")
+    out.append(f"Captured launches with an `External id` (link to their cpu_op): "
+               f"{sum(r['with_external_id'] for r in regions)} of {sum(len(r['launches']) for r in regions)}.")
     out.append("Other runtime/driver calls inside them: "
                + ", ".join(f"`{n}` {c}" for n, c in others.most_common()) + ".")
     first = min(regions, key=lambda r: (r["subsystem"], r["batch_size"]))

@@ -83,3 +83,63 @@ class CompiledEagleProposer(EagleProposer):
                 self.input_ids.copy_(token_ids)
                 self.hidden_states.copy_(hidden_states)
         return torch.stack(draft_token_ids, dim=1)
+
+
+class CapturedGraphsEagleProposer(EagleProposer):
+    """Drafter for ``gen_graph_traces.py``: one FULL draft-step graph per size in
+    ``cudagraph_capture_sizes`` (batch = number of requests), captured largest first, each
+    capture profiled as the ``speculator`` subsystem when ``capture_dir`` is given. propose()
+    replays the graph of the smallest captured size >= the number of requests (1 here) once per
+    draft token."""
+
+    def __init__(self, draft_model, num_speculative_tokens: int, cudagraph_capture_sizes=(1, 2, 4)):
+        super().__init__(draft_model, num_speculative_tokens)
+        self.cudagraph_capture_sizes = sorted(cudagraph_capture_sizes)
+        self.cudagraphs = {}
+        self.graph_outputs = {}
+        self.graph_replays = {}
+
+    def _draft_step_tokens(self, input_ids: torch.Tensor, hidden_states: torch.Tensor):
+        hidden_states = self.model(input_ids, hidden_states)
+        return hidden_states, self.model.compute_logits(hidden_states).argmax(dim=-1)
+
+    @torch.inference_mode()
+    def capture_model(self, device, hidden_size: int, dtype, capture_dir=None) -> None:
+        from vllm.profiler.graph_capture import graph_capture_profiler, graph_capture_step
+
+        max_bs = max(self.cudagraph_capture_sizes)
+        self.input_ids = torch.zeros(max_bs, dtype=torch.int64, device=device)
+        self.hidden_states = torch.zeros(max_bs, hidden_size, dtype=dtype, device=device)
+        with graph_capture_profiler(capture_dir, "speculator", label_prefix="speculator_"):
+            for bs in reversed(self.cudagraph_capture_sizes):
+                side = torch.cuda.Stream(device=device)
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        self._draft_step_tokens(self.input_ids[:bs], self.hidden_states[:bs])
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with graph_capture_step(bs, "FULL"):
+                    with torch.cuda.graph(graph):
+                        outputs = self._draft_step_tokens(self.input_ids[:bs], self.hidden_states[:bs])
+                self.cudagraphs[bs] = graph
+                self.graph_outputs[bs] = outputs
+        torch.cuda.synchronize()
+
+    def propose(self, target_hidden_states: torch.Tensor, next_token_ids: torch.Tensor) -> torch.Tensor:
+        """target_hidden_states: [r, hidden]; next_token_ids: [r]. Returns [r, num_speculative_tokens]."""
+        self.num_calls += 1
+        r = next_token_ids.shape[0]
+        bs = next(b for b in self.cudagraph_capture_sizes if b >= r)
+        self.input_ids[:r].copy_(next_token_ids)
+        self.hidden_states[:r].copy_(target_hidden_states)
+        out_hidden_states, out_token_ids = self.graph_outputs[bs]
+        draft_token_ids = []
+        for i in range(self.num_speculative_tokens):
+            self.cudagraphs[bs].replay()
+            self.graph_replays[bs] = self.graph_replays.get(bs, 0) + 1
+            draft_token_ids.append(out_token_ids[:r].clone())
+            if i + 1 < self.num_speculative_tokens:
+                self.input_ids[:r].copy_(out_token_ids[:r])
+                self.hidden_states[:r].copy_(out_hidden_states[:r])
+        return torch.stack(draft_token_ids, dim=1)

@@ -189,3 +189,67 @@ class CompiledGPUModelRunner(GPUModelRunner):
                 hidden_states, logits = self.compiled_decode(self.input_ids_gpu[:n])
         self.execute_model_state = ExecuteModelState(scheduler_output, logits, hidden_states)
         return None
+
+
+class CapturedGraphsGPUModelRunner(GPUModelRunner):
+    """GPUModelRunner for ``gen_graph_traces.py``: one FULL CUDA graph per size in
+    ``cudagraph_capture_sizes`` (as vLLM's ``cudagraph_capture_sizes``), captured largest first,
+    each capture profiled when ``capture_dir`` is given (vllm/profiler/graph_capture.py). A decode
+    step of n tokens replays the graph of the smallest captured size >= n; the padding slots at
+    the end are left as they are (causal attention: the real tokens never see them)."""
+
+    def __init__(self, model, device, drafter=None, num_speculative_tokens: int = 0,
+                 max_num_tokens: int = 1024, cudagraph_capture_sizes=(1, 2, 4)):
+        super().__init__(model, device, drafter, num_speculative_tokens, max_num_tokens)
+        self.cudagraph_capture_sizes = sorted(cudagraph_capture_sizes)
+        self.cudagraphs = {}
+        self.graph_outputs = {}
+        self.graph_replays = {}
+
+    def padded_batch_size(self, num_tokens: int) -> int:
+        return next(bs for bs in self.cudagraph_capture_sizes if bs >= num_tokens)
+
+    @torch.inference_mode()
+    def capture_model(self, capture_dir=None) -> None:
+        from vllm.profiler.graph_capture import graph_capture_profiler, graph_capture_step
+
+        assert self.decode_num_tokens <= max(self.cudagraph_capture_sizes)
+        self.static_input_ids = torch.zeros(max(self.cudagraph_capture_sizes), dtype=torch.int64,
+                                            device=self.device)
+        with graph_capture_profiler(capture_dir, "decoder"):
+            for bs in reversed(self.cudagraph_capture_sizes):
+                input_ids = self.static_input_ids[:bs]
+                side = torch.cuda.Stream(device=self.device)
+                side.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(side):
+                    for _ in range(3):
+                        self.model(input_ids)
+                torch.cuda.current_stream().wait_stream(side)
+                graph = torch.cuda.CUDAGraph()
+                with graph_capture_step(bs, "FULL"):
+                    with torch.cuda.graph(graph):
+                        hidden_states = self.model(input_ids)
+                self.cudagraphs[bs] = graph
+                self.graph_outputs[bs] = hidden_states
+        torch.cuda.synchronize()
+        if self.drafter is not None:
+            p = next(self.model.parameters())
+            self.drafter.capture_model(self.device, self.model.lm_head.in_features, p.dtype,
+                                       capture_dir=capture_dir)
+
+    @torch.inference_mode()
+    def execute_model(self, scheduler_output) -> None:
+        n = self._prepare_inputs(scheduler_output)
+        if scheduler_output.is_prefill:
+            hidden_states = self.model(self.input_ids_gpu[:n])
+            sample_hidden = hidden_states[-1:]
+        else:
+            bs = self.padded_batch_size(n)
+            self.static_input_ids[:n].copy_(self.input_ids_gpu[:n])
+            self.cudagraphs[bs].replay()
+            self.graph_replays[bs] = self.graph_replays.get(bs, 0) + 1
+            hidden_states = self.graph_outputs[bs][:n]
+            sample_hidden = hidden_states
+        logits = self.model.compute_logits(sample_hidden)
+        self.execute_model_state = ExecuteModelState(scheduler_output, logits, hidden_states)
+        return None

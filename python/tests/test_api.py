@@ -99,6 +99,15 @@ def test_ops_matches_cli():
     assert doc["comparison"]["candidate_verdict"] == "launch-bound"
 
 
+def test_wrapper_defaults_are_the_native_modules():
+    # An option a wrapper leaves at None is not sent: each analysis's
+    # options' Default (defined once, in Rust) applies, as for the CLI.
+    assert torchtrace.kernels(AR) == torchtrace.run("kernels", AR) == torchtrace.kernels(AR, top=10)
+    assert torchtrace.ops(AR) == torchtrace.ops(AR, top=20, sort="gpu_self")
+    assert torchtrace.hierarchy(AR) == torchtrace.hierarchy(AR, examples=5, gpu_work=True)
+    assert "ranks" in torchtrace.__all__
+
+
 def test_ops_frame_has_every_row():
     pd = pytest.importorskip("pandas")
     doc = torchtrace.ops(AR)

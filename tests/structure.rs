@@ -284,6 +284,24 @@ fn export_and_ops_share_the_host_links_through_a_neutral_module() {
 }
 
 #[test]
+fn graphs_is_a_neutral_module_below_the_analyses() {
+    // Issue 57: the capture side and the match live in src/graphs/, on the
+    // reader and hostops; `ops` (and any analysis) uses them, never the
+    // other way.
+    let bad = naming(
+        "graphs",
+        &[
+            "crate::analyses",
+            "crate::api",
+            "crate::batch",
+            "crate::export",
+            "crate::registry",
+        ],
+    );
+    assert!(bad.is_empty(), "src/graphs/ imports above it: {bad:#?}");
+}
+
+#[test]
 fn an_analysis_is_named_outside_its_folder_only_by_the_registry() {
     // Done-criterion of the structure issue: besides the registry, no
     // module names an analysis (the crate root re-exports none: library

@@ -71,6 +71,7 @@ pub mod contexts;
 pub mod export;
 pub mod families;
 pub mod figures;
+pub mod graphs;
 pub mod hostops;
 pub mod ledger;
 pub mod model;

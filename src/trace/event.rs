@@ -36,6 +36,13 @@ pub struct Args<'a> {
     /// from the event (`export`'s ops table); `null` is `None`.
     pub input_dims: Option<Cow<'a, str>>,
     pub input_type: Option<Cow<'a, str>>,
+    /// A host op's `Input Strides`, as its JSON text (capture traces:
+    /// `graphs`' shapes).
+    pub input_strides: Option<Cow<'a, str>>,
+    /// A runtime call's `kernel` (ROCm writes the launched kernel's name on
+    /// `hipLaunchKernel`): the JSON text of the value, quotes included
+    /// (`graphs` matches a capture's launches to a replay's kernels by it).
+    pub kernel: Option<Cow<'a, str>>,
 }
 
 /// An event with its times resolved: what the analyses consume.
@@ -100,6 +107,8 @@ impl<'a> Event<'a> {
             shared_memory,
             input_dims,
             input_type,
+            input_strides,
+            kernel,
         } = args;
         *external_id = None;
         *correlation = None;
@@ -110,6 +119,8 @@ impl<'a> Event<'a> {
         *shared_memory = None;
         *input_dims = None;
         *input_type = None;
+        *input_strides = None;
+        *kernel = None;
     }
 }
 
@@ -162,6 +173,8 @@ mod tests {
                 shared_memory: Some(0),
                 input_dims: Some(Cow::Borrowed("[[1]]")),
                 input_type: Some(Cow::Owned("[\"float\"]".into())),
+                input_strides: Some(Cow::Borrowed("[[1]]")),
+                kernel: Some(Cow::Borrowed("\"k\"")),
             },
         };
         ev.reset();

@@ -419,7 +419,16 @@ impl Walker {
                 return;
             }
         };
-        if md.is_dir() && link {
+        if md.is_dir() && ent.file_name() == "capture_traces" {
+            // Graph capture traces (issue 57) belong to the traces beside
+            // them (the analyses read them there, `graphs::find`), not to
+            // the campaign.
+            self.issues.push(WalkIssue {
+                reason: "graph capture traces: read with the traces beside them".into(),
+                error: false,
+                rel: child,
+            });
+        } else if md.is_dir() && link {
             self.deferred.push((ent.path(), canon.to_path_buf(), child));
         } else if md.is_dir() {
             let c = canon.join(ent.file_name());
@@ -540,6 +549,30 @@ mod tests {
         assert!(trace_opening(
             b"{\"schemaVersion\": 1, \"deviceProperties\": []"
         ));
+    }
+
+    /// A campaign's `capture_traces/` folders are not walked (issue 57):
+    /// listed as skipped, their files left to the traces beside them.
+    #[test]
+    fn capture_folders_are_left_to_their_traces() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/graphs");
+        let (files, issues) = walk(&root, None).expect("walk");
+        let mut rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        rels.sort_unstable();
+        assert_eq!(
+            rels,
+            [
+                "sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+                "vllm_piecewise/graph_execution.json.gz"
+            ]
+        );
+        let skipped: Vec<&str> = issues
+            .iter()
+            .filter(|i| !i.error)
+            .map(|i| i.rel.as_str())
+            .collect();
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(skipped.iter().all(|r| r.ends_with("/capture_traces")));
     }
 
     #[test]

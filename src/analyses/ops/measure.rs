@@ -214,7 +214,34 @@ impl RowSet {
         id
     }
 
-    fn pseudo(&mut self) -> u32 {
+    /// The row of a (cat, name) from elsewhere (a capture trace's op,
+    /// issue 57), made when new.
+    pub(super) fn of_name(
+        &mut self,
+        cat: u8,
+        name: &str,
+        names: &mut crate::model::Interner,
+    ) -> u32 {
+        let sym = names.intern(name);
+        let o = HostOp {
+            lane: 0,
+            ts: 0,
+            dur: 0,
+            index: 0,
+            name: sym,
+            cat,
+        };
+        self.of_op(&o, names)
+    }
+
+    /// A row's GPU time replayed from a graph (issue 57).
+    pub(super) fn add_graph(&mut self, row: u32, dur: i64) {
+        let r = &mut self.rows[row as usize].row;
+        r.graph_activities += 1;
+        r.gpu_graph_ns = r.gpu_graph_ns.saturating_add(dur);
+    }
+
+    pub(super) fn pseudo(&mut self) -> u32 {
         if let Some(p) = self.pseudo {
             return p;
         }
@@ -261,16 +288,17 @@ fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Op
 }
 
 /// The figures of one trace from what was kept.
-pub(super) fn measure(st: Ops) -> TraceOps {
+pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
     // Rows of every op (O1) and threads as sorted runs (C4), made while
     // reading.
     let Ops {
         links,
         mut threads,
         mut rows,
+        ..
     } = st;
     let HostLinks {
-        names,
+        mut names,
         lanes,
         calls,
         acts,
@@ -304,6 +332,9 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         };
         (launched, facts)
     });
+    // The graph replays to their captures (issue 57), while the packed
+    // activities and their owners are here.
+    let replayed = super::graphs::replays(caps, &acts, &own, &launched, &names);
     drop(acts);
     drop(own);
     let host_ops = threads.iter().map(|t| t.len() as u64).sum();
@@ -321,6 +352,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
 
     let Swept { sums, op_spans, .. } = swept;
     inclusive_totals(&sums, &mut rows);
+    let graphs = replayed.into_rows(caps, &mut rows, &mut names);
     let mut out_rows: Vec<OpRow> = rows.rows.into_iter().map(|a| a.row).collect();
     sort_rows(&mut out_rows);
 
@@ -347,6 +379,7 @@ pub(super) fn measure(st: Ops) -> TraceOps {
         input: counts,
         summary,
         ops: out_rows,
+        graphs,
         names_cut: names.cut() as u64,
     }
 }

@@ -33,6 +33,7 @@
 mod acts;
 pub(crate) mod batch;
 pub mod gaps;
+mod graphs;
 mod inclusive;
 pub(crate) mod measure;
 mod threads;
@@ -72,6 +73,11 @@ pub struct OpsSpec {
     /// The tables' row order: gpu_self (O1's order), gpu_top, host, calls.
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::default()))]
     pub sort: SortBy,
+    /// Capture traces of the CUDA/HIP graphs (a file or a folder,
+    /// repeatable); without it, `capture_traces/` beside each trace
+    /// (issue 57: graph replays attributed to the ops that captured them).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
+    pub capture: Vec<std::path::PathBuf>,
 }
 
 impl Default for OpsSpec {
@@ -79,6 +85,7 @@ impl Default for OpsSpec {
         OpsSpec {
             top: DEFAULT_TOP,
             sort: SortBy::default(),
+            capture: Vec::new(),
         }
     }
 }
@@ -122,6 +129,8 @@ pub struct Ops {
     links: HostLinks,
     threads: Vec<threads::Thread>,
     rows: measure::RowSet,
+    /// `--capture`'s paths (issue 57).
+    capture: Vec<std::path::PathBuf>,
 }
 
 impl Analysis for Ops {
@@ -130,8 +139,11 @@ impl Analysis for Ops {
     type Config = OpsSpec;
     type Output = TraceOps;
 
-    fn start(_: &OpsSpec) -> Self {
-        Ops::default()
+    fn start(spec: &OpsSpec) -> Self {
+        Ops {
+            capture: spec.capture.clone(),
+            ..Ops::default()
+        }
     }
 
     fn prefilter(&self) -> Prefilter {
@@ -170,7 +182,14 @@ impl Analysis for Ops {
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceOps {
-        let mut out = measure::measure(self);
+        // The graphs' capture traces (issue 57): `--capture`, else
+        // `capture_traces/` beside the trace (none for stdin).
+        let caps = if trace.path == "-" && self.capture.is_empty() {
+            crate::graphs::Captures::default()
+        } else {
+            crate::graphs::Captures::load(&self.capture, std::path::Path::new(trace.path))
+        };
+        let mut out = measure::measure(self, &caps);
         out.path = trace.path.to_string();
         if let Some(e) = trace.error_text() {
             out.complete = false;
@@ -212,6 +231,12 @@ pub struct OpRow {
     pub first_launch_delay_ns_sum: i64,
     pub first_launch_delay_n: u64,
     pub launch_bound: Option<bool>,
+    /// Replayed graph activities this op launched at capture time (its
+    /// launcher in the capture trace, issue 57), and their GPU ns.
+    #[serde(default)]
+    pub graph_activities: u64,
+    #[serde(default)]
+    pub gpu_graph_ns: i64,
 }
 
 /// `{sum, mean, median, min, max}` of a per-launch time (O9).
@@ -327,6 +352,9 @@ pub struct TraceOps {
     pub summary: OpsSummary,
     /// Every row, in O1's order.
     pub ops: Vec<OpRow>,
+    /// The graph replays matched to their captures (issue 57).
+    #[serde(default)]
+    pub graphs: crate::graphs::GraphsSummary,
     /// Names stored cut (over 4 KiB), for a note.
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub names_cut: u64,
@@ -335,6 +363,8 @@ pub struct TraceOps {
 impl TraceOps {
     /// The notes its bad-input counts make (each counted, never a panic).
     pub fn notes(&self) -> Vec<String> {
-        self.input.notes(self.names_cut)
+        let mut v = self.input.notes(self.names_cut);
+        v.extend(self.graphs.said());
+        v
     }
 }

@@ -224,3 +224,95 @@ fn threaded_finish_equals_inline() {
     LIMITS.with(|c| c.set(None));
     assert!(threaded_launches > 10_000, "{threaded_launches}");
 }
+
+/// Issue 57 on the real ROCm pairs (`tests/data/graphs/`): `ops` of a
+/// replay trace with the capture folder found beside it.
+fn graphs_run(trace: &str, capture: Vec<std::path::PathBuf>) -> TraceOps {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/graphs")
+        .join(trace);
+    let spec = OpsSpec {
+        capture,
+        ..OpsSpec::default()
+    };
+    let plan = Plan::new(Selector::default()).with(spec);
+    let mut r = crate::analysis::analyze_path(&path, Default::default(), &plan);
+    r.take::<Ops>().expect("ops ran")
+}
+
+/// Σ gpu_graph_ns of the rows = the summary's = Σ dur of the replays'
+/// activities (149 919 755 ns and 9 656 404 ns, summed from the files
+/// apart), and the graph launches' own GPU ns (O9) when all are
+/// attributed.
+fn invariant(t: &TraceOps) {
+    let rows: i64 = t.ops.iter().map(|r| r.gpu_graph_ns).sum();
+    let acts: u64 = t.ops.iter().map(|r| r.graph_activities).sum();
+    assert_eq!(rows, t.graphs.gpu_graph_ns);
+    assert_eq!(acts, t.graphs.graph_activities);
+}
+
+#[test]
+fn graphs_vllm_piecewise_every_replay_attributed() {
+    let t = graphs_run("vllm_piecewise/graph_execution.json.gz", Vec::new());
+    let g = &t.graphs;
+    assert_eq!(g.captures.len(), 1, "{:?}", g.notes);
+    assert!(g.notes.is_empty(), "{:?}", g.notes);
+    assert_eq!(g.regions, 25);
+    assert_eq!(g.replays, 25);
+    // The first and last pieces are unique; the 23 middle pieces launch
+    // the same kernels from the same ops: ambiguous, attributed.
+    assert_eq!(g.replays_matched, 2);
+    assert_eq!(g.replays_ambiguous, 23);
+    assert_eq!(g.replays_ambiguous_attributed, 23);
+    assert_eq!(g.replays_unmatched, 0);
+    assert_eq!(g.graph_activities, 361);
+    assert_eq!(g.gpu_graph_ns, 149_919_755);
+    assert_eq!(t.summary.launch_stats_by_kind.graph.gpu_ns, 149_919_755);
+    invariant(&t);
+    assert_eq!(g.unmatched.len(), 5);
+    assert!(
+        g.unmatched[0]
+            .reason
+            .starts_with("23 regions equal (1, 2, 3"),
+        "{:?}",
+        g.unmatched[0]
+    );
+    // Capture-only ops get rows: aten::addmm launched inside the graphs.
+    let addmm = row(&t, "aten::addmm");
+    assert!(addmm.gpu_graph_ns > 0 && addmm.graph_activities > 0);
+}
+
+#[test]
+fn graphs_sglang_decode_matched() {
+    let t = graphs_run("sglang_decode/sglang_Qwen3-8B_decode.json.gz", Vec::new());
+    let g = &t.graphs;
+    assert_eq!((g.regions, g.replays, g.replays_matched), (1, 1, 1));
+    assert_eq!(g.graph_activities, 544);
+    assert_eq!(g.gpu_graph_ns, 9_656_404);
+    assert_eq!(t.summary.launch_stats_by_kind.graph.gpu_ns, 9_656_404);
+    invariant(&t);
+    assert_eq!(row(&t, "aten::gather").graph_activities, 1);
+}
+
+/// A capture of another run (SGLang's bs 32 graph for vLLM's replays):
+/// every replay unmatched with its count, nothing attributed.
+#[test]
+fn graphs_capture_of_another_run_matches_nothing() {
+    let other = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/graphs/sglang_decode/capture_traces");
+    let t = graphs_run("vllm_piecewise/graph_execution.json.gz", vec![other]);
+    let g = &t.graphs;
+    assert_eq!(
+        (g.replays, g.replays_unmatched, g.gpu_graph_ns),
+        (25, 25, 0)
+    );
+    assert_eq!(
+        g.unmatched[0].reason,
+        "count: 4 activities, no capture region has as many (regions have [544])"
+    );
+    invariant(&t);
+    assert!(t
+        .notes()
+        .iter()
+        .any(|n| n.starts_with("graphs: 25 of 25 graph replays unmatched")));
+}

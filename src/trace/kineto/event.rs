@@ -59,6 +59,10 @@ struct KinetoArgs<'a> {
     input_dims: Option<&'a RawValue>,
     #[serde(rename = "Input type", borrow)]
     input_type: Option<&'a RawValue>,
+    #[serde(rename = "Input Strides", borrow)]
+    input_strides: Option<&'a RawValue>,
+    #[serde(borrow)]
+    kernel: Option<&'a RawValue>,
 }
 
 /// `args` must be an object (or `null`): anything else — an array, a
@@ -90,6 +94,8 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgsVisitor<'a> {
             shared_memory: a.shared_memory,
             input_dims: a.input_dims.map(|v| Cow::Borrowed(v.get())),
             input_type: a.input_type.map(|v| Cow::Borrowed(v.get())),
+            input_strides: a.input_strides.map(|v| Cow::Borrowed(v.get())),
+            kernel: a.kernel.map(|v| Cow::Borrowed(v.get())),
         })
     }
 }

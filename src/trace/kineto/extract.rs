@@ -262,7 +262,8 @@ const EVENT_KEYS: KeyOrder<8> =
 
 /// The `args` members read, in the order Kineto writes them where it
 /// writes several (a kernel's; the others go by their names).
-const ARGS_KEYS: KeyOrder<9> = KeyOrder::new([
+const ARGS_KEYS: KeyOrder<11> = KeyOrder::new([
+    "kernel",
     "External id",
     "correlation",
     "registers per thread",
@@ -272,6 +273,7 @@ const ARGS_KEYS: KeyOrder<9> = KeyOrder::new([
     "finished",
     "Input Dims",
     "Input type",
+    "Input Strides",
 ]);
 
 struct Cursor<'a> {
@@ -636,6 +638,8 @@ impl<'a> Cursor<'a> {
             "shared memory" => once(&mut a.shared_memory, &mut seen, 64, c.id()?),
             "Input Dims" => once(&mut a.input_dims, &mut seen, 128, c.raw()?),
             "Input type" => once(&mut a.input_type, &mut seen, 256, c.raw()?),
+            "Input Strides" => once(&mut a.input_strides, &mut seen, 512, c.raw()?),
+            "kernel" => once(&mut a.kernel, &mut seen, 1024, c.raw()?),
             _ => c.skip(2),
         })
     }
@@ -789,6 +793,29 @@ mod tests {
         assert_eq!(e.args.external_id, Some(3615));
         assert_eq!(e.args.correlation, Some(14339));
         assert_eq!((e.args.grid, e.args.block), (Some([8, 12, 1]), None));
+    }
+
+    /// A capture trace's `args.kernel` (ROCm's hipLaunchKernel) and a host
+    /// op's `Input Strides`: their JSON text, as the generic path gives it.
+    #[test]
+    fn kernel_name_and_strides() {
+        let raw = r#"{"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 851, "tid": 851, "ts": 6520367186379.743, "dur": 8.69, "args": {"External id": 19, "kernel": "void k<4>(int)", "cid": 107, "correlation": 18, "grid": [1, 1, 1], "block": [256, 1, 1], "shared memory": 0}}"#;
+        let e = ok(raw);
+        assert_eq!(e.args.kernel.as_deref(), Some(r#""void k<4>(int)""#));
+        assert_eq!(e.args.correlation, Some(18));
+        let g = crate::trace::parse_event_generic(
+            raw.as_bytes(),
+            crate::trace::EventPos {
+                index: 0,
+                offset: 0,
+            },
+        )
+        .expect("generic");
+        assert_eq!(g.args.kernel, e.args.kernel);
+        let op = r#"{"ph": "X", "cat": "cpu_op", "name": "aten::slice", "args": {"Input type": ["long int", "Scalar"], "Input Strides": [[1], []], "Input Dims": [[8192], []]}}"#;
+        let e = ok(op);
+        assert_eq!(e.args.input_strides.as_deref(), Some("[[1], []]"));
+        assert_eq!(e.args.input_dims.as_deref(), Some("[[8192], []]"));
     }
 
     /// A host op's `Input Dims` / `Input type`: the value's text exactly as

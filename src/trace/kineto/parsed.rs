@@ -167,6 +167,8 @@ impl Numbers {
         &self,
         input_dims: Option<Cow<'a, str>>,
         input_type: Option<Cow<'a, str>>,
+        input_strides: Option<Cow<'a, str>>,
+        kernel: Option<Cow<'a, str>>,
     ) -> Args<'a> {
         Args {
             external_id: self.get(EXTERNAL_ID),
@@ -178,6 +180,8 @@ impl Numbers {
             shared_memory: self.get(SHARED_MEMORY),
             input_dims,
             input_type,
+            input_strides,
+            kernel,
         }
     }
 }
@@ -192,8 +196,11 @@ pub(super) struct Parsed {
     tid: ThreadPart,
     /// `ts`, `dur` and the args' numbers.
     numbers: Numbers,
-    /// The args' two texts (`Input Dims`, `Input type`).
+    /// The args' two common texts (`Input Dims`, `Input type`).
     texts: [Option<Span>; 2],
+    /// The rarer two (`Input Strides`, `kernel`: capture traces, issue
+    /// 57), boxed only when present so that an event stays ≤ 256 B.
+    extra: Option<Box<[Option<Span>; 2]>>,
 }
 
 impl Parsed {
@@ -208,6 +215,11 @@ impl Parsed {
             tid: ev.tid.clone(),
             numbers: Numbers::of(ev),
             texts: [&a.input_dims, &a.input_type].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
+            extra: (a.input_strides.is_some() || a.kernel.is_some()).then(|| {
+                Box::new(
+                    [&a.input_strides, &a.kernel].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
+                )
+            }),
         }
     }
 
@@ -226,12 +238,17 @@ impl Parsed {
             tid,
             numbers,
             texts,
+            extra,
         } = self;
         let text = |t: &'a Option<Span>| match t {
             Some(t) => t.text(src).map(Some),
             None => Some(None),
         };
         let (dims, types) = (text(&texts[0])?, text(&texts[1])?);
+        let (strides, kernel) = match extra {
+            Some(x) => (text(&x[0])?, text(&x[1])?),
+            None => (None, None),
+        };
         Some(Event {
             ph: ph.text(src)?,
             cat: cat.text(src)?,
@@ -240,7 +257,7 @@ impl Parsed {
             tid: tid.clone(),
             ts: numbers.get(TS).map(Ns),
             dur: numbers.get(DUR).map(Ns),
-            args: numbers.args(dims, types),
+            args: numbers.args(dims, types, strides, kernel),
         })
     }
 }

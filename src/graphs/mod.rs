@@ -1,0 +1,208 @@
+//! Inside the graphs (issue 57): every kernel a CUDA/HIP graph replays,
+//! attributed to the op, module, shapes and subsystem that captured it,
+//! from capture traces. A neutral module below the analyses (like
+//! `hostops/`, which it builds on): `ops` uses it, and any analysis that
+//! attributes GPU work may.
+//!
+//! ```text
+//! capture trace (vLLM capture_traces/, SGLang bs_<bs>_rank<r>)     replay trace (the worker's)
+//!   region r: BeginCapture … L0 L1 … Ln−1 … EndCapture on a thread    hipGraphLaunch c=7
+//!             Lk: launcher op, top op, module path, shapes            GPU: a0 a1 … an−1 (corr 7)
+//!                                                   match: n equal, ak ≡ Lk for every k
+//!   ak ≡ Lk: same kind (kernel/memcpy/memset) and, where the capture
+//!   records a kernel name (ROCm's args.kernel), the same name.
+//! ```
+//!
+//! - `find`: which capture files belong to a trace (`--capture PATH`, a
+//!   file or a folder; else `capture_traces/` beside the trace), with
+//!   `execution_details.json`'s batch size and mode.
+//! - `capture`: one capture trace read into [`Region`]s by the ordinary
+//!   reader and `hostops` (C1–C5).
+//! - `matching`: each replay to its region, exactly, or `ambiguous` or
+//!   `unmatched` with the reason; never a skip, never a guess.
+//!
+//! Memory: the regions' [`Captured`] launches (`size_of::<Captured>()`,
+//! 36 B each), the ops' names and shapes once per distinct op, and the
+//! texts once each; a capture trace's events only while it is read.
+
+pub(crate) mod capture;
+pub mod find;
+pub mod matching;
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// A captured op (launcher or top-level op): category (position in
+/// `hostops::HOST_CATEGORIES`), name and shapes as text ids.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CapOp {
+    pub cat: u8,
+    pub name: u32,
+    pub dims: Option<u32>,
+    pub types: Option<u32>,
+    pub strides: Option<u32>,
+}
+
+/// One captured launch (36 B): its activity kind (0 kernel, 1 memcpy,
+/// 2 memset), the kernel name the capture records (ROCm), its launcher
+/// and top-level op ([`Captures::ops`]), its module path (a text id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Captured {
+    pub kind: u8,
+    pub kernel: Option<u32>,
+    pub launcher: Option<u32>,
+    pub top: Option<u32>,
+    pub module: Option<u32>,
+}
+
+/// One capture region: the launches between a begin-capture and its
+/// end-capture call on one thread, in start order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Region {
+    /// Position in [`Captures::files`].
+    pub file: u32,
+    pub batch: Option<u64>,
+    pub mode: Option<String>,
+    /// `decoder`, `speculator` or `encoder`.
+    pub subsystem: String,
+    /// The `capture_<bs>_<MODE>` annotation around it, when there is one.
+    pub annotation: Option<String>,
+    pub launches: Vec<Captured>,
+}
+
+/// What one capture file's entry of `execution_details.json` says.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Detail {
+    pub file: String,
+    #[serde(default)]
+    pub batch_size: Option<u64>,
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// Every capture region of a trace, with the texts and ops they name.
+#[derive(Debug, Default)]
+pub struct Captures {
+    /// The files read, in order.
+    pub files: Vec<String>,
+    pub regions: Vec<Region>,
+    pub ops: Vec<CapOp>,
+    pub texts: Vec<String>,
+    /// Bad input met (unreadable files, truncated captures, …).
+    pub notes: Vec<String>,
+    text_ids: HashMap<String, u32>,
+    op_ids: HashMap<CapOp, u32>,
+}
+
+impl Captures {
+    /// The id of a text, made when new.
+    pub(crate) fn text(&mut self, s: &str) -> u32 {
+        if let Some(&k) = self.text_ids.get(s) {
+            return k;
+        }
+        let k = self.texts.len() as u32;
+        self.texts.push(s.to_string());
+        self.text_ids.insert(s.to_string(), k);
+        k
+    }
+
+    /// The id of an op, made when new.
+    pub(crate) fn op(&mut self, o: CapOp) -> u32 {
+        let next = self.ops.len() as u32;
+        let k = *self.op_ids.entry(o).or_insert(next);
+        if k == next {
+            self.ops.push(o);
+        }
+        k
+    }
+
+    /// A text by id.
+    pub fn resolve(&self, id: u32) -> &str {
+        self.texts.get(id as usize).map_or("", String::as_str)
+    }
+
+    /// Reads the capture files of a trace: `explicit` (`--capture`, files
+    /// or folders) when given, else `capture_traces/` beside `trace`. A
+    /// file that cannot be read is a note, never an error.
+    pub fn load(explicit: &[PathBuf], trace: &Path) -> Captures {
+        let mut caps = Captures::default();
+        let (files, notes) = find::capture_files(explicit, trace);
+        caps.notes.extend(notes);
+        for (path, detail) in files {
+            if let Err(e) = capture::read_file(&path, detail.as_ref(), &mut caps) {
+                caps.notes.push(format!(
+                    "capture trace {} unreadable ({e}): skipped",
+                    path.display()
+                ));
+            }
+        }
+        caps
+    }
+}
+
+/// One replay that was not matched, with the reason (`ops`' JSON lists
+/// the first few).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Unmatched {
+    /// The graph launch's start (ns).
+    pub ts: i64,
+    pub activities: u64,
+    /// `unmatched` or `ambiguous`.
+    pub status: String,
+    pub reason: String,
+}
+
+/// What a trace's graphs came to (`ops` JSON's `graphs`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphsSummary {
+    /// The capture files read.
+    pub captures: Vec<String>,
+    pub regions: u64,
+    /// Graph launches with activities.
+    pub replays: u64,
+    pub replays_matched: u64,
+    /// Several regions equal; attributed only when they all name the same
+    /// launcher sequence (`replays_ambiguous_attributed`).
+    pub replays_ambiguous: u64,
+    pub replays_ambiguous_attributed: u64,
+    pub replays_unmatched: u64,
+    /// Activities of the attributed replays and their GPU ns (= Σ the
+    /// rows' `graph_activities` and `gpu_graph_ns`).
+    pub graph_activities: u64,
+    pub gpu_graph_ns: i64,
+    /// The first [`UNMATCHED_LISTED`] replays not matched exactly.
+    pub unmatched: Vec<Unmatched>,
+    /// Bad input met in the capture files.
+    pub notes: Vec<String>,
+}
+
+/// How many unmatched or ambiguous replays the summary lists.
+pub const UNMATCHED_LISTED: usize = 5;
+
+impl GraphsSummary {
+    /// Its notes for stderr: the capture files' bad input, and a line for
+    /// replays not attributed.
+    pub fn said(&self) -> Vec<String> {
+        let mut v: Vec<String> = self.notes.iter().map(|n| format!("graphs: {n}")).collect();
+        if self.replays_unmatched > 0 {
+            let first = self.unmatched.iter().find(|u| u.status == "unmatched");
+            v.push(format!(
+                "graphs: {} of {} graph replays unmatched: kept under their graph launch{}",
+                self.replays_unmatched,
+                self.replays,
+                first.map_or(String::new(), |u| format!(" (first: {})", u.reason))
+            ));
+        }
+        let left = self.replays_ambiguous - self.replays_ambiguous_attributed;
+        if left > 0 {
+            v.push(format!(
+                "graphs: {left} graph replays ambiguous (several captures equal, naming different ops): not attributed"
+            ));
+        }
+        v
+    }
+}
+
+#[cfg(test)]
+mod tests;

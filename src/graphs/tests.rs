@@ -1,0 +1,246 @@
+//! The capture side and the match on the real ROCm pairs of
+//! `tests/data/graphs/` (AMD-AGI/TraceLens, MIT), and on damaged copies
+//! of them: every figure checked here was worked out from the files with
+//! a separate script (Python's json, exact decimals).
+
+use super::matching::{match_replay, Act, Index, Outcome};
+use super::*;
+use std::io::Write;
+
+fn data(p: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/graphs")
+        .join(p)
+}
+
+const VLLM_CAPTURE: &str =
+    "vllm_piecewise/capture_traces/graph_capture_rank_0.1773709679453551615.pt.trace.json.gz";
+const SGLANG_CAPTURE: &str = "sglang_decode/capture_traces/bs_32_rank0.json.gz";
+
+fn op_name(caps: &Captures, op: Option<u32>) -> &str {
+    op.map_or("", |o| caps.resolve(caps.ops[o as usize].name))
+}
+
+fn region_acts(caps: &Captures, r: usize) -> Vec<Act<'_>> {
+    caps.regions[r]
+        .launches
+        .iter()
+        .map(|c| Act {
+            kind: c.kind,
+            name: c.kernel.map_or("", |k| caps.resolve(k)),
+        })
+        .collect()
+}
+
+#[test]
+fn the_record_per_captured_launch_is_36_bytes() {
+    assert_eq!(std::mem::size_of::<Captured>(), 36);
+}
+
+/// SGLang's one FULL decode graph: 544 launches (399 hipLaunchKernel,
+/// 145 hipExtModuleLaunchKernel), batch 32 from `execution_details.json`
+/// and the file name, each launch with its launcher, top op and modules.
+#[test]
+fn sglang_capture_regions() {
+    let caps = Captures::load(&[], &data("sglang_decode/sglang_Qwen3-8B_decode.json.gz"));
+    assert_eq!(caps.files.len(), 1, "{:?}", caps.notes);
+    assert!(caps.notes.is_empty(), "{:?}", caps.notes);
+    assert_eq!(caps.regions.len(), 1);
+    let r = &caps.regions[0];
+    assert_eq!(r.launches.len(), 544);
+    assert_eq!(r.batch, Some(32));
+    assert_eq!(
+        r.mode.as_deref(),
+        Some("DECODE"),
+        "the annotation capture_32_DECODE"
+    );
+    assert_eq!(r.subsystem, "decoder");
+    assert_eq!(r.annotation.as_deref(), Some("capture_32_DECODE"));
+    assert!(r.launches.iter().all(|c| c.kind == 0 && c.kernel.is_some()));
+    let first = &r.launches[0];
+    assert_eq!(op_name(&caps, first.launcher), "aten::gather");
+    let op = caps.ops[first.launcher.unwrap_or(0) as usize];
+    assert_eq!(
+        op.dims.map(|d| caps.resolve(d)),
+        Some("[[151936, 4096], [], [32, 4096], [], [32, 4096]]")
+    );
+    assert_eq!(op_name(&caps, first.top), "ProfilerStep#134");
+    assert_eq!(
+        first.module.map(|m| caps.resolve(m)),
+        Some("Qwen3Model_0/VocabParallelEmbedding_0")
+    );
+    assert_eq!(
+        r.launches[1].module.map(|m| caps.resolve(m)),
+        Some("Qwen3Model_0/Qwen3DecoderLayer_0/RMSNorm_0")
+    );
+    let last = &r.launches[543];
+    assert_eq!(op_name(&caps, last.launcher), "aten::copy_");
+    assert_eq!(
+        last.module.map(|m| caps.resolve(m)),
+        Some("LogitsProcessor_0")
+    );
+}
+
+/// vLLM's PIECEWISE capture at 8192 tokens: 25 pieces of 4, 15 (×23) and
+/// 12 launches; the 23 middle pieces launch the same kernels.
+#[test]
+fn vllm_piecewise_capture_regions() {
+    let caps = Captures::load(&[data(VLLM_CAPTURE)], Path::new("elsewhere.json"));
+    assert!(caps.notes.is_empty(), "{:?}", caps.notes);
+    let counts: Vec<usize> = caps.regions.iter().map(|r| r.launches.len()).collect();
+    let mut want = vec![4];
+    want.extend([15; 23]);
+    want.push(12);
+    assert_eq!(counts, want);
+    assert!(caps.regions.iter().all(|r| r.batch == Some(8192)
+        && r.mode.as_deref() == Some("PIECEWISE")
+        && r.subsystem == "decoder"));
+    let l = &caps.regions[1].launches;
+    assert_eq!(op_name(&caps, l[0].launcher), "aten::addmm");
+    assert_eq!(op_name(&caps, l[0].top), "capture_8192_PIECEWISE");
+    assert_eq!(
+        l[0].module.map(|m| caps.resolve(m)),
+        Some("GptOssForCausalLM_0/GraphModule_0")
+    );
+    assert_eq!(op_name(&caps, l[14].launcher), "_C::rotary_embedding");
+    // Exact match of each region's own sequence; the middle ones equal.
+    let ix = Index::new(&caps);
+    assert_eq!(
+        match_replay(&caps, &ix, &region_acts(&caps, 0), None),
+        Outcome::Matched(0)
+    );
+    assert_eq!(
+        match_replay(&caps, &ix, &region_acts(&caps, 24), None),
+        Outcome::Matched(24)
+    );
+    match match_replay(&caps, &ix, &region_acts(&caps, 5), None) {
+        Outcome::Ambiguous {
+            candidates,
+            attributed,
+        } => {
+            assert_eq!(candidates, (1..=23).collect::<Vec<u32>>());
+            assert!(attributed, "the pieces name the same launcher ops");
+        }
+        o => panic!("{o:?}"),
+    }
+}
+
+/// A replay that differs: one kernel renamed, one dropped, none at all.
+#[test]
+fn mismatches_give_their_reason() {
+    let caps = Captures::load(&[data(SGLANG_CAPTURE)], Path::new("x"));
+    let ix = Index::new(&caps);
+    let mut acts = region_acts(&caps, 0);
+    acts[7].name = "not_this_kernel";
+    match match_replay(&caps, &ix, &acts, None) {
+        Outcome::Unmatched(why) => {
+            assert!(
+                why.starts_with("position 7 of 544: region 0 captured kernel "),
+                "{why}"
+            );
+            assert!(why.ends_with("replay ran kernel not_this_kernel"), "{why}");
+        }
+        o => panic!("{o:?}"),
+    }
+    acts.pop();
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, None),
+        Outcome::Unmatched(
+            "count: 543 activities, no capture region has as many (regions have [544])".into()
+        )
+    );
+    let none = Captures::default();
+    assert_eq!(
+        match_replay(&none, &Index::new(&none), &acts, None),
+        Outcome::Unmatched("no capture found".into())
+    );
+}
+
+/// Two captures of the same shape (the same file twice): ambiguous,
+/// never a pick; with a batch size that names one, matched.
+#[test]
+fn two_captures_of_the_same_shape_are_ambiguous() {
+    let mut caps = Captures::load(
+        &[data(SGLANG_CAPTURE), data(SGLANG_CAPTURE)],
+        Path::new("x"),
+    );
+    assert_eq!(caps.regions.len(), 2);
+    let acts: Vec<(u8, String)> = region_acts(&caps, 0)
+        .iter()
+        .map(|a| (a.kind, a.name.to_string()))
+        .collect();
+    let acts: Vec<Act<'_>> = acts
+        .iter()
+        .map(|(k, n)| Act { kind: *k, name: n })
+        .collect();
+    let ix = Index::new(&caps);
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, None),
+        Outcome::Ambiguous {
+            candidates: vec![0, 1],
+            attributed: true
+        }
+    );
+    // Another batch size on the second: the replay's batch 20 picks the
+    // smallest captured size ≥ 20.
+    caps.regions[1].batch = Some(24);
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, Some(20)),
+        Outcome::Matched(1)
+    );
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, Some(30)),
+        Outcome::Matched(0)
+    );
+}
+
+/// A truncated capture (the gzip cut in the middle) keeps its complete
+/// regions only, with a note; a folder with an unreadable file notes it
+/// and reads the rest; a missing path is a note.
+#[test]
+fn damaged_captures_are_notes() {
+    let bytes = std::fs::read(data(VLLM_CAPTURE)).expect("fixture");
+    let dir = std::env::temp_dir().join(format!("torchtrace-graphs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("tmp");
+    let cut = dir.join("cut.json.gz");
+    std::fs::File::create(&cut)
+        .and_then(|mut f| f.write_all(&bytes[..bytes.len() / 2]))
+        .expect("write");
+    std::fs::write(dir.join("junk.json"), b"not json").expect("write");
+    let caps = Captures::load(&[dir.clone(), dir.join("missing.json")], Path::new("x"));
+    assert_eq!(
+        caps.files.len(),
+        1,
+        "only the cut file read: {:?}",
+        caps.notes
+    );
+    assert!(
+        caps.regions.len() < 25 && caps.regions.iter().all(|r| !r.launches.is_empty()),
+        "{}",
+        caps.regions.len()
+    );
+    let text = caps.notes.join("\n");
+    assert!(text.contains("junk.json unreadable"), "{text}");
+    assert!(text.contains("cut.json.gz: read stopped early"), "{text}");
+    assert!(text.contains("--capture"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn names_of_captures() {
+    assert_eq!(
+        capture::parse_annotation("capture_8192_PIECEWISE"),
+        Some((8192, "PIECEWISE".into()))
+    );
+    assert_eq!(capture::parse_annotation("capture_x_FULL"), None);
+    assert_eq!(capture::sglang_batch("bs_32_rank0.json.gz"), Some(32));
+    assert_eq!(
+        capture::subsystem("graph_capture_rank_0.json.gz", Some("capture_8_FULL")),
+        "decoder"
+    );
+    assert_eq!(
+        capture::subsystem("x", Some("capture_speculator_8_FULL")),
+        "speculator"
+    );
+    assert_eq!(capture::subsystem("encoder_capture.json", None), "encoder");
+}

@@ -7,7 +7,7 @@
 //!
 //! Read in the same pass as the rest of batch: the batch plan carries the
 //! export state ([`CampaignTables::plan`]); each trace's part is written
-//! to `DIR/.torchtrace-export-<pid>/` when its read ends, and once batch
+//! to `DIR/.torchtrace-export-<pid>-<nonce>/` when its read ends, and once batch
 //! has resolved workload and mode, [`CampaignTables::write`] copies the
 //! parts, in traces.csv's order, into `DIR/<table>.parquet` (each written
 //! under a temporary name, renamed when complete).
@@ -18,9 +18,7 @@
 //! ```
 
 use super::write::{campaign_schema, copy_parts, PartLead};
-use super::{
-    parts_dir, Compression, Export, ExportConfig, ExportError, Table, TableFile, TracePart,
-};
+use super::{prepare, Compression, Export, ExportConfig, ExportError, Table, TableFile, TracePart};
 use crate::analysis::{Plan, Results};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
@@ -41,15 +39,16 @@ pub struct CampaignPart {
 pub struct CampaignTables {
     out: PathBuf,
     config: ExportConfig,
+    /// DIR's lock, held until this is dropped (issue 59).
+    _lock: super::DirLock,
 }
 
 impl CampaignTables {
     /// Creates DIR and the parts' temporary folder in it.
     pub fn new(out: &Path, compression: Compression) -> Result<CampaignTables, ExportError> {
-        std::fs::create_dir_all(out).map_err(|e| ExportError::io(out, e))?;
-        let parts = parts_dir(out);
-        std::fs::create_dir_all(&parts).map_err(|e| ExportError::io(&parts, e))?;
+        let (lock, parts) = prepare(out)?;
         Ok(CampaignTables {
+            _lock: lock,
             out: out.to_path_buf(),
             config: ExportConfig {
                 tables: Table::ALL.to_vec(),
@@ -80,7 +79,10 @@ impl CampaignTables {
         let mut files = Vec::new();
         for &table in &self.config.tables {
             let to = self.out.join(table.file_name());
-            let partial = self.out.join(format!(".{}.partial", table.file_name()));
+            let partial = self
+                .config
+                .parts
+                .join(format!("{}.partial", table.file_name()));
             let leads: Vec<PartLead<'_>> = parts
                 .iter()
                 .flat_map(|p| {

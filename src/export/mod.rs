@@ -18,15 +18,19 @@
 //!            host ops: lanes.rs, per thread; launch configurations: Configs)
 //!            finish, per trace (link.rs): step windows C8/I6, one containment sweep per thread
 //!            (C4–C5, O2, O4) ─► ops table, host ops dropped ─► owners C3, launch figures O6
-//!            ─► activities, launches, steps tables (write.rs: DIR/.torchtrace-export-<pid>/<n>.<table>.parquet)
+//!            ─► activities, launches, steps tables (write.rs: DIR/.torchtrace-export-<pid>-<nonce>/<n>.<table>.parquet)
 //! run, in trace order: one trace → rename each part to DIR/<table>.parquet;
-//!            several → the parts copied batch by batch into DIR/.<table>.parquet.partial,
+//!            several → the parts copied batch by batch into <that folder>/<table>.parquet.partial,
 //!            renamed to DIR/<table>.parquet; the temporary folder removed
 //! ```
 //!
 //! A file under its final name is always complete: an unwritable DIR or a
 //! full disk is an [`ExportError`] naming the file, and the partial files
-//! are removed.
+//! are removed. Issue 59: the temporary folder is made exclusively under a
+//! fresh name (never an existing one, never through a planted symbolic
+//! link) and every file in it is created new (`O_EXCL`); DIR is locked
+//! for the run ([`LOCK_FILE`]), so a second export into it at once fails
+//! clearly; the same trace given twice is exported once, with a note.
 
 pub mod campaign;
 mod lanes;
@@ -128,6 +132,10 @@ pub enum ExportError {
         #[source]
         source: std::io::Error,
     },
+    /// Another export (or `batch --tables`) is writing into the directory
+    /// (it holds the lock on [`LOCK_FILE`] there).
+    #[error("{dir}: another torchtrace export is writing into this directory (it holds the lock on {lock}); wait for it to end, or write elsewhere", lock = LOCK_FILE)]
+    Busy { dir: String },
     /// The Parquet writer refused (the text names the file).
     #[error("{path}: cannot write Parquet: {message}")]
     Parquet { path: String, message: String },
@@ -375,9 +383,153 @@ impl Analysis for Export {
     }
 }
 
-/// The temporary folder of this process's parts under `out`.
-fn parts_dir(out: &Path) -> PathBuf {
-    out.join(format!(".torchtrace-export-{}", std::process::id()))
+/// The name of the lock file in an output directory: an export (or
+/// `batch --tables`) holds an exclusive lock on it while it writes there.
+pub const LOCK_FILE: &str = ".torchtrace-export.lock";
+
+/// A fresh temporary folder for this run's parts under `out`, created
+/// exclusively (issue 59): `mkdir` of a name no one has used, never an
+/// existing folder and never through a symbolic link planted at the name
+/// (mkdir does not follow one: it fails and the next name is tried).
+/// Owner-only on Unix. The name is `.torchtrace-export-<pid>-<nonce>`;
+/// the nonce mixes the clock and a counter, so it is not predictable from
+/// the process id alone.
+fn parts_dir(out: &Path) -> Result<PathBuf, ExportError> {
+    use std::hash::{BuildHasher, Hasher};
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let mut last = None;
+    for _ in 0..64 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(SEQ.fetch_add(1, Ordering::Relaxed));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos()),
+        );
+        let dir = out.join(format!(
+            ".torchtrace-export-{}-{:016x}",
+            std::process::id(),
+            h.finish()
+        ));
+        let mut b = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut b, 0o700);
+        match b.create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(ExportError::io(&dir, e)),
+        }
+    }
+    Err(ExportError::io(
+        out,
+        last.unwrap_or_else(|| std::io::Error::other("no fresh temporary folder name")),
+    ))
+}
+
+/// `out`'s lock, held for the whole run (issue 59): a second export (or
+/// `batch --tables`) into the same directory at the same time fails at
+/// once with [`ExportError::Busy`] instead of interleaving its tables with
+/// this one's. The lock is the operating system's (`flock` on
+/// [`LOCK_FILE`]), so a crashed export leaves no stale lock; the file is
+/// opened without following a symbolic link, never written, and removed
+/// when the run ends (while still locked). A lock taken on a file that
+/// was removed meanwhile is dropped and taken again on the new one.
+#[derive(Debug)]
+pub(crate) struct DirLock {
+    path: PathBuf,
+    _file: std::fs::File,
+}
+
+impl DirLock {
+    fn take(out: &Path) -> Result<DirLock, ExportError> {
+        let path = out.join(LOCK_FILE);
+        for _ in 0..16 {
+            let mut o = std::fs::OpenOptions::new();
+            o.read(true).write(true).create(true).truncate(false);
+            #[cfg(unix)]
+            std::os::unix::fs::OpenOptionsExt::custom_flags(&mut o, libc::O_NOFOLLOW);
+            let f = o.open(&path).map_err(|e| ExportError::io(&path, e))?;
+            match f.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => {
+                    return Err(ExportError::Busy {
+                        dir: out.display().to_string(),
+                    })
+                }
+                Err(std::fs::TryLockError::Error(e)) => return Err(ExportError::io(&path, e)),
+            }
+            if same_file(&f, &path) {
+                return Ok(DirLock { path, _file: f });
+            }
+        }
+        Err(ExportError::Busy {
+            dir: out.display().to_string(),
+        })
+    }
+}
+
+impl Drop for DirLock {
+    fn drop(&mut self) {
+        // Removed while locked; the lock goes with the file handle after.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Whether the open file `f` is still the one at `path` (not removed and
+/// replaced since it was opened).
+#[cfg(unix)]
+fn same_file(f: &std::fs::File, path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (f.metadata(), std::fs::symlink_metadata(path)) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+#[cfg(not(unix))]
+fn same_file(_: &std::fs::File, path: &Path) -> bool {
+    path.exists()
+}
+
+/// The output directory made ready: created if missing, locked, and a
+/// fresh folder for the parts in it.
+fn prepare(out: &Path) -> Result<(DirLock, PathBuf), ExportError> {
+    std::fs::create_dir_all(out).map_err(|e| ExportError::io(out, e))?;
+    let lock = DirLock::take(out)?;
+    let parts = parts_dir(out)?;
+    Ok((lock, parts))
+}
+
+/// The paths with every later occurrence of the same trace left out (the
+/// same file, a link to it, or identical content: `tracefile::same`, the
+/// rule `batch` uses), and a note for each one left out. Rows of one trace
+/// twice would share one `trace` label and break the join key
+/// `(trace, id)`.
+fn dedup(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<String>) {
+    let files: Vec<(usize, &Path, u64)> = paths
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.as_os_str() != "-")
+        .filter_map(|(i, p)| std::fs::metadata(p).ok().map(|m| (i, p.as_path(), m.len())))
+        .collect();
+    let pairs: Vec<(&Path, u64)> = files.iter().map(|&(_, p, n)| (p, n)).collect();
+    let mut drop = vec![false; paths.len()];
+    let mut notes = Vec::new();
+    for (k, first) in crate::tracefile::same::duplicates(&pairs) {
+        drop[files[k].0] = true;
+        notes.push(format!(
+            "{} is the same trace as {} (same file, link or identical content): exported once",
+            crate::trace::message::clip_str(&files[k].1.display().to_string()),
+            crate::trace::message::clip_str(&files[first].1.display().to_string()),
+        ));
+    }
+    let kept = paths
+        .iter()
+        .zip(&drop)
+        .filter(|(_, &d)| !d)
+        .map(|(p, _)| p.clone())
+        .collect();
+    (kept, notes)
 }
 
 /// Exports every trace of `paths` into `options.out`: one file per table,
@@ -399,19 +551,22 @@ pub fn run(
     let mut tables = options.tables.clone();
     tables.sort_unstable();
     tables.dedup();
-    std::fs::create_dir_all(&options.out).map_err(|e| ExportError::io(&options.out, e))?;
-    let parts = parts_dir(&options.out);
-    std::fs::create_dir_all(&parts).map_err(|e| ExportError::io(&parts, e))?;
+    let (paths, dup_notes) = dedup(paths);
+    let (_lock, parts) = prepare(&options.out)?;
     let config = ExportConfig {
         tables: tables.clone(),
         compression: options.compression,
         parts: parts.clone(),
         next: Arc::new(AtomicU64::new(0)),
     };
-    let result = read_and_write(paths, common, &config, &options.out);
+    let result = read_and_write(&paths, common, &config, &options.out);
     // The parts are gone whatever happened (renamed, copied, or partial).
     let _ = std::fs::remove_dir_all(&parts);
-    result
+    result.map(|mut o| {
+        let notes = dup_notes.into_iter().map(|text| Message { trace: 0, text });
+        o.notes.splice(0..0, notes);
+        o
+    })
 }
 
 fn read_and_write(
@@ -434,7 +589,13 @@ fn read_and_write(
     if let Some(e) = traces.iter().find_map(|t| t.write_error.clone()) {
         return Err(e.into_error());
     }
-    let files = write::finalize(&traces, &config.tables, out, config.compression)?;
+    let files = write::finalize(
+        &traces,
+        &config.tables,
+        out,
+        &config.parts,
+        config.compression,
+    )?;
     let mut notes = Vec::new();
     for (i, t) in traces.iter().enumerate() {
         notes.extend(

@@ -457,7 +457,7 @@ fn failure(path: &Path, e: impl std::fmt::Display) -> WriteFailure {
 
 /// A new Parquet file at `path` with `table`'s schema.
 fn writer(path: &Path, table: Table, c: Compression) -> Result<ArrowWriter<File>, WriteFailure> {
-    let f = File::create(path).map_err(|e| failure(path, e))?;
+    let f = create_new(path).map_err(|e| failure(path, e))?;
     ArrowWriter::try_new(f, schema(table), Some(properties(c, &schema(table))))
         .map_err(|e| failure(path, e))
 }
@@ -483,6 +483,16 @@ fn write_table(
     }
     w.close().map_err(|e| failure(path, e))?;
     Ok(n as u64)
+}
+
+/// A file that did not exist, created exclusively (`O_EXCL`: never an
+/// existing file, never through a symbolic link at the name). Every
+/// temporary file of an export is made so (issue 59).
+fn create_new(path: &Path) -> std::io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> ExportError + '_ {
@@ -520,7 +530,7 @@ pub(crate) fn copy_parts(
     to: &Path,
     c: Compression,
 ) -> Result<(), ExportError> {
-    let f = File::create(to).map_err(io_err(to))?;
+    let f = create_new(to).map_err(io_err(to))?;
     let mut w =
         ArrowWriter::try_new(f, sch.clone(), Some(properties(c, sch))).map_err(pq_err(to))?;
     for p in parts {
@@ -568,11 +578,14 @@ fn merge(traces: &[TracePart], table: Table, to: &Path, c: Compression) -> Resul
 
 /// The final files, `out/<table>.parquet`, from every trace's parts: one
 /// trace's are renamed, several traces' copied one after another. Each is
-/// written under a temporary name and renamed when complete.
+/// written under a temporary name in the run's own folder `parts` and
+/// renamed when complete (a rename replaces a link at the final name, it
+/// never writes through it).
 pub(crate) fn finalize(
     traces: &[TracePart],
     tables: &[Table],
     out: &Path,
+    parts: &Path,
     c: Compression,
 ) -> Result<Vec<TableFile>, ExportError> {
     let mut files = Vec::new();
@@ -595,7 +608,7 @@ pub(crate) fn finalize(
                 std::fs::rename(&from, &to).map_err(io_err(&to))?;
             }
             _ => {
-                let partial = out.join(format!(".{}.partial", table.file_name()));
+                let partial = parts.join(format!("{}.partial", table.file_name()));
                 let merged = merge(traces, table, &partial, c)
                     .and_then(|()| std::fs::rename(&partial, &to).map_err(io_err(&to)));
                 if let Err(e) = merged {

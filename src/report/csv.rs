@@ -1,6 +1,9 @@
 //! CSV output (RFC 4180 quoting by the `csv` crate). Several tables are
 //! separated by one blank line; numbers keep full precision, missing values
-//! are empty.
+//! are empty. Control characters in text (ESC, BEL, NUL, CSI, line
+//! breaks, tabs) are escaped as the terminal table and `-f markdown`
+//! escape them (`\u{1b}`, `\0`, `\n`): a CSV is often `cat` to a
+//! terminal, and a name from a hostile trace must not drive it (issue 59).
 
 use super::Table;
 use std::io::{self, Write};
@@ -17,12 +20,18 @@ pub fn write<W: Write>(out: &mut W, tables: &[Table]) -> io::Result<()> {
 
 pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
     let mut w = csv::Writer::from_writer(&mut *out);
-    w.write_record(&t.headers)?;
+    w.write_record(t.headers.iter().map(|h| escape(h)))?;
     for r in &t.rows {
-        w.write_record(r.iter().map(|c| c.raw()))?;
+        w.write_record(r.iter().map(|c| escape(&c.raw())))?;
     }
     w.flush()?;
     Ok(())
+}
+
+/// A CSV field: control characters escaped; numbers and plain text as
+/// they are.
+fn escape(s: &str) -> String {
+    crate::trace::message::escape(s)
 }
 
 /// One table as a CSV string (for files written by `batch`).
@@ -49,6 +58,16 @@ mod tests {
         assert_eq!(
             to_string(&t),
             "name,v,n\n\"a,\"\"b\"\"\",0.1234567891234,\n"
+        );
+    }
+
+    #[test]
+    fn escapes_control_characters() {
+        let mut t = Table::new("x", &["na\x1bme"]);
+        t.row(vec![Cell::text("k\x1b[2J\x07\0\u{9b}1m\n")]);
+        assert_eq!(
+            to_string(&t),
+            "na\\u{1b}me\nk\\u{1b}[2J\\u{7}\\0\\u{9b}1m\\n\n"
         );
     }
 }

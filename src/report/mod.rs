@@ -29,6 +29,9 @@ pub enum Format {
 pub enum Cell {
     Text(String),
     Int(i64),
+    /// A wide integer: a sum of ns that can pass i64 (issue 59), shown
+    /// exactly.
+    Wide(i128),
     /// A float shown with the given number of decimals in tables (CSV keeps full precision).
     Float(f64, usize),
     Null,
@@ -43,6 +46,11 @@ impl Cell {
         v.map_or(Cell::Null, |x| Cell::Float(x, decimals))
     }
 
+    /// An exact sum: `Int` when it fits i64, else `Wide`.
+    pub fn wide(v: i128) -> Cell {
+        i64::try_from(v).map_or(Cell::Wide(v), Cell::Int)
+    }
+
     pub fn opt_i(v: Option<u64>) -> Cell {
         v.map_or(Cell::Null, |x| Cell::Int(x as i64))
     }
@@ -52,6 +60,7 @@ impl Cell {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Int(i) => i.to_string(),
+            Cell::Wide(i) => i.to_string(),
             Cell::Float(f, d) => format!("{f:.*}", d),
             Cell::Null => "—".into(),
         }
@@ -62,13 +71,14 @@ impl Cell {
         match self {
             Cell::Text(s) => s.clone(),
             Cell::Int(i) => i.to_string(),
+            Cell::Wide(i) => i.to_string(),
             Cell::Float(f, _) => format!("{f}"),
             Cell::Null => String::new(),
         }
     }
 
     pub fn is_numeric(&self) -> bool {
-        matches!(self, Cell::Int(_) | Cell::Float(..))
+        matches!(self, Cell::Int(_) | Cell::Wide(_) | Cell::Float(..))
     }
 }
 

@@ -3,14 +3,27 @@
 //! [`MAX_CELL_CHARS`] is cut with `…`, so one huge cell cannot pad every row
 //! of its column to its width (issue 17: a 179 KB trace printed 80 GB).
 //! CSV, JSON and Markdown keep cells whole.
+//!
+//! Every title, header, cell and note is shown through [`show`]: control
+//! characters from trace names (ESC, BEL, NUL, CSI, line breaks) are
+//! escaped as `-f markdown` escapes them (`\u{1b}`, `\0`, `\n`), so a
+//! hostile name cannot drive the terminal or break a row (issue 59).
 
 use super::Table;
 use crate::text::ellipsize_end;
+use crate::trace::message;
 use std::io::{self, Write};
 
 /// The widest cell a terminal table shows, in characters; longer cells
 /// show their first `MAX_CELL_CHARS − 1` characters and `…`.
 pub const MAX_CELL_CHARS: usize = 200;
+
+/// Text as a terminal table shows it: control characters escaped (the
+/// helper `-f markdown` and the messages share), then cut to
+/// [`MAX_CELL_CHARS`].
+pub fn show(s: &str) -> String {
+    ellipsize_end(&message::escape(s), MAX_CELL_CHARS)
+}
 
 pub fn write<W: Write>(out: &mut W, tables: &[Table]) -> io::Result<()> {
     for (i, t) in tables.iter().enumerate() {
@@ -24,22 +37,14 @@ pub fn write<W: Write>(out: &mut W, tables: &[Table]) -> io::Result<()> {
 
 pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
     if !t.title.is_empty() {
-        writeln!(out, "{}", t.title)?;
+        writeln!(out, "{}", message::escape(&t.title))?;
     }
     let cells: Vec<Vec<String>> = t
         .rows
         .iter()
-        .map(|r| {
-            r.iter()
-                .map(|c| ellipsize_end(&c.display(), MAX_CELL_CHARS))
-                .collect()
-        })
+        .map(|r| r.iter().map(|c| show(&c.display())).collect())
         .collect();
-    let headers: Vec<String> = t
-        .headers
-        .iter()
-        .map(|h| ellipsize_end(h, MAX_CELL_CHARS))
-        .collect();
+    let headers: Vec<String> = t.headers.iter().map(|h| show(h)).collect();
     let ncol = t.headers.len();
     let width = |c: usize| {
         cells
@@ -79,7 +84,7 @@ pub fn write_one<W: Write>(out: &mut W, t: &Table) -> io::Result<()> {
         line(r, out)?;
     }
     for n in &t.notes {
-        writeln!(out, "  note: {n}")?;
+        writeln!(out, "  note: {}", message::escape(n))?;
     }
     Ok(())
 }
@@ -111,6 +116,23 @@ mod tests {
             s,
             "T\nname          n\n─────────  ────\nlong name     5\nx          12.3\n"
         );
+    }
+
+    #[test]
+    fn escapes_control_characters() {
+        let mut t = Table::new("t\x07", &["name\x1b[2J", "n"]);
+        t.row(vec![
+            Cell::text("a\x1b]0;pwn\x07b\0c\u{9b}31m\nd"),
+            Cell::Int(5),
+        ]);
+        t.notes.push("note \x1b[31m".into());
+        let mut buf = Vec::new();
+        write_one(&mut buf, &t).unwrap();
+        let s = String::from_utf8(buf).unwrap();
+        assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
+        assert!(s.contains("a\\u{1b}]0;pwn\\u{7}b\\0c\\u{9b}31m\\nd"), "{s}");
+        assert!(s.starts_with("t\\u{7}\nname\\u{1b}[2J"), "{s}");
+        assert!(s.ends_with("  note: note \\u{1b}[31m\n"), "{s}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! here lets `summary` stand without `runinfo`.
 
 pub mod inputs;
+pub mod same;
 
 use std::path::{Path, PathBuf};
 

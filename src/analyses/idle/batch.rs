@@ -173,7 +173,7 @@ fn step_sum(t: &TraceIdle) -> Part {
 }
 
 /// The six stacked figures of a part, in [`SEGMENTS`] order.
-fn six(p: &Part) -> [i64; 6] {
+fn six(p: &Part) -> [i128; 6] {
     [
         p.compute_ns,
         p.comm_ns,
@@ -194,8 +194,8 @@ const SEGMENTS: [&str; 6] = [
 ];
 
 /// Σ / steps, in µs, exactly rounded to 0.1 µs (C1); null without steps.
-fn per_step_us(sum: i64, steps: u64) -> Option<f64> {
-    (steps > 0).then(|| round_ratio(i128::from(sum), i128::from(steps) * 1000, 1))
+fn per_step_us(sum: i128, steps: u64) -> Option<f64> {
+    (steps > 0).then(|| round_ratio(sum, i128::from(steps) * 1000, 1))
 }
 
 fn step_table(rows: &[Row]) -> Table {
@@ -265,14 +265,14 @@ fn csv_table(rows: &[Row]) -> Table {
                     Cell::Int(s.host_start_ns),
                     s.host_end_ns.map_or(Cell::Null, Cell::Int),
                     w.activities.into(),
-                    Cell::Int(w.busy_ns),
-                    Cell::Int(w.compute_ns),
-                    Cell::Int(w.comm_ns),
-                    Cell::Int(w.memory_ns),
-                    Cell::Int(w.idle_ns),
-                    Cell::Int(w.host_wait_ns),
-                    Cell::Int(w.kernel_wait_ns),
-                    Cell::Int(w.other_ns),
+                    Cell::wide(w.busy_ns),
+                    Cell::wide(w.compute_ns),
+                    Cell::wide(w.comm_ns),
+                    Cell::wide(w.memory_ns),
+                    Cell::wide(w.idle_ns),
+                    Cell::wide(w.host_wait_ns),
+                    Cell::wide(w.kernel_wait_ns),
+                    Cell::wide(w.other_ns),
                 ]);
             }
         }

@@ -10,8 +10,8 @@
 use super::queue::{self, Instants};
 use super::sweep::{self, overlap, DevAcc, Iv, PartAcc, StreamAcc, Walked};
 use super::{
-    classify, lane_labels, mean6, ns64, pct, Call, Class, Counts, DeviceTimeline, Idle, Part,
-    Queue, QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
+    classify, lane_labels, mean6, pct, Call, Class, Counts, DeviceTimeline, Idle, Part, Queue,
+    QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
 };
 use crate::analysis::Finished;
 use crate::hostops::launch::{end_of, FirstCall};
@@ -275,10 +275,7 @@ pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
         parts.into_iter().map(|p| seal(p, &compute)).collect();
     let steps = step_rows(wins, &ends, grammar, parts, briefs, &streams, &mut counts);
     let (ov, comm) = devices.iter().fold((0i128, 0i128), |(o, c), d| {
-        (
-            o + i128::from(d.comm_comp_overlap_ns),
-            c + i128::from(d.comm_ns),
-        )
+        (o + d.comm_comp_overlap_ns, c + d.comm_ns)
     });
     let mut out = TraceIdle {
         path: trace.path.to_string(),
@@ -341,12 +338,12 @@ fn streams(
         let first = acc.first.unwrap_or(i64::MAX);
         s.first_start_ns = first;
         s.last_end_ns = acc.prev_end.unwrap_or(first);
-        s.span_ns = s.last_end_ns - s.first_start_ns;
-        s.busy_ns = ns64(acc.busy);
-        let idle = i128::from(s.idle_ns);
-        s.host_wait_pct_of_idle = pct(i128::from(s.host_wait_ns), idle);
-        s.kernel_wait_pct_of_idle = pct(i128::from(s.kernel_wait_ns), idle);
-        s.other_pct_of_idle = pct(i128::from(s.other_ns), idle);
+        s.span_ns = i128::from(s.last_end_ns) - i128::from(s.first_start_ns);
+        s.busy_ns = acc.busy;
+        let idle = s.idle_ns;
+        s.host_wait_pct_of_idle = pct(s.host_wait_ns, idle);
+        s.kernel_wait_pct_of_idle = pct(s.kernel_wait_ns, idle);
+        s.other_pct_of_idle = pct(s.other_ns, idle);
         let asked_rows = &rows_of[sid];
         let (queue, windows) = stream_queue(run, calls, |last| {
             asked_rows
@@ -434,15 +431,15 @@ fn devices(devs: Vec<DevAcc>, sorted: &[ThreadPart]) -> (Vec<DeviceTimeline>, Ve
         out.push(DeviceTimeline {
             device: super::label(&sorted[d]),
             activities: acc.activities,
-            span_ns: ns64(span),
-            busy_ns: ns64(busy),
-            idle_ns: ns64(idle),
-            compute_ns: ns64(c),
-            comm_ns: ns64(m),
-            memory_ns: ns64(mem),
-            non_compute_ns: ns64(span - c - idle),
+            span_ns: span,
+            busy_ns: busy,
+            idle_ns: idle,
+            compute_ns: c,
+            comm_ns: m,
+            memory_ns: mem,
+            non_compute_ns: span - c - idle,
             comm_kernels: acc.comm_kernels,
-            comm_comp_overlap_ns: ns64(ov),
+            comm_comp_overlap_ns: ov,
             comm_comp_overlap_pct: pct(ov, m),
             idle_pct: pct(idle, span),
             compute_pct: pct(c, span),
@@ -461,7 +458,7 @@ fn seal(p: PartAcc, compute: &[Vec<Iv>]) -> (Part, BTreeSet<usize>) {
         mut comm,
         streams,
     } = p;
-    work.busy_ns = ns64(all.len);
+    work.busy_ns = all.len;
     comm.sort_by_key(|c| c.0);
     let mut ov = 0i128;
     for run in comm.chunk_by(|a, b| a.0 == b.0) {
@@ -472,8 +469,8 @@ fn seal(p: PartAcc, compute: &[Vec<Iv>]) -> (Part, BTreeSet<usize>) {
         let d = run[0].0 as usize;
         ov += overlap(&u, compute.get(d).map_or(&[][..], Vec::as_slice));
     }
-    work.comm_comp_overlap_ns = ns64(ov);
-    work.comm_comp_overlap_pct = pct(ov, i128::from(work.comm_ns));
+    work.comm_comp_overlap_ns = ov;
+    work.comm_comp_overlap_pct = pct(ov, work.comm_ns);
     (work, streams)
 }
 
@@ -544,20 +541,18 @@ fn sum_parts<'a>(parts: impl Iterator<Item = &'a Part>) -> Part {
         t.kernels += p.kernels;
         t.gpu_first_start_ns = min(t.gpu_first_start_ns, p.gpu_first_start_ns);
         t.gpu_last_end_ns = max(t.gpu_last_end_ns, p.gpu_last_end_ns);
-        t.busy_ns = t.busy_ns.saturating_add(p.busy_ns);
-        t.gpu_ns = t.gpu_ns.saturating_add(p.gpu_ns);
+        t.busy_ns += p.busy_ns;
+        t.gpu_ns += p.gpu_ns;
         t.host_wait_ns += p.host_wait_ns;
         t.kernel_wait_ns += p.kernel_wait_ns;
         t.other_ns += p.other_ns;
         t.idle_ns += p.idle_ns;
-        t.compute_ns = t.compute_ns.saturating_add(p.compute_ns);
-        t.comm_ns = t.comm_ns.saturating_add(p.comm_ns);
-        t.memory_ns = t.memory_ns.saturating_add(p.memory_ns);
-        t.comm_comp_overlap_ns = t
-            .comm_comp_overlap_ns
-            .saturating_add(p.comm_comp_overlap_ns);
+        t.compute_ns += p.compute_ns;
+        t.comm_ns += p.comm_ns;
+        t.memory_ns += p.memory_ns;
+        t.comm_comp_overlap_ns += p.comm_comp_overlap_ns;
     }
-    t.comm_comp_overlap_pct = pct(i128::from(t.comm_comp_overlap_ns), i128::from(t.comm_ns));
+    t.comm_comp_overlap_pct = pct(t.comm_comp_overlap_ns, t.comm_ns);
     t
 }
 

@@ -305,15 +305,15 @@ pub struct Thresholds {
 pub struct DeviceTimeline {
     pub device: String,
     pub activities: u64,
-    pub span_ns: i64,
-    pub busy_ns: i64,
-    pub idle_ns: i64,
-    pub compute_ns: i64,
-    pub comm_ns: i64,
-    pub memory_ns: i64,
-    pub non_compute_ns: i64,
+    pub span_ns: i128,
+    pub busy_ns: i128,
+    pub idle_ns: i128,
+    pub compute_ns: i128,
+    pub comm_ns: i128,
+    pub memory_ns: i128,
+    pub non_compute_ns: i128,
     pub comm_kernels: u64,
-    pub comm_comp_overlap_ns: i64,
+    pub comm_comp_overlap_ns: i128,
     pub comm_comp_overlap_pct: Option<f64>,
     pub idle_pct: Option<f64>,
     pub compute_pct: Option<f64>,
@@ -349,16 +349,16 @@ pub struct StreamIdle {
     pub unlinked: u64,
     pub first_start_ns: i64,
     pub last_end_ns: i64,
-    pub span_ns: i64,
-    pub busy_ns: i64,
-    pub idle_ns: i64,
-    pub host_wait_ns: i64,
+    pub span_ns: i128,
+    pub busy_ns: i128,
+    pub idle_ns: i128,
+    pub host_wait_ns: i128,
     pub host_wait_gaps: u64,
     pub host_wait_pct_of_idle: Option<f64>,
-    pub kernel_wait_ns: i64,
+    pub kernel_wait_ns: i128,
     pub kernel_wait_gaps: u64,
     pub kernel_wait_pct_of_idle: Option<f64>,
-    pub other_ns: i64,
+    pub other_ns: i128,
     pub other_gaps: u64,
     pub other_pct_of_idle: Option<f64>,
     pub queue: Queue,
@@ -374,22 +374,22 @@ pub struct Part {
     pub gpu_last_end_ns: Option<i64>,
     /// The union of its activities (all devices and streams together);
     /// in `totals`, the sum of the parts' unions.
-    pub busy_ns: i64,
+    pub busy_ns: i128,
     /// Σ dur.
-    pub gpu_ns: i64,
-    pub host_wait_ns: i64,
-    pub kernel_wait_ns: i64,
-    pub other_ns: i64,
+    pub gpu_ns: i128,
+    pub host_wait_ns: i128,
+    pub kernel_wait_ns: i128,
+    pub other_ns: i128,
     /// Σ of the gaps before its activities (I2–I3).
-    pub idle_ns: i64,
+    pub idle_ns: i128,
     /// Σ over devices of the union of its compute kernels there (C6).
-    pub compute_ns: i64,
+    pub compute_ns: i128,
     /// Σ over devices of the union of its comm kernels there.
-    pub comm_ns: i64,
+    pub comm_ns: i128,
     /// Σ over devices of the union of its memory activities there (C6).
-    pub memory_ns: i64,
+    pub memory_ns: i128,
     /// Σ over devices of |its comm ∩ all compute of the device|.
-    pub comm_comp_overlap_ns: i64,
+    pub comm_comp_overlap_ns: i128,
     pub comm_comp_overlap_pct: Option<f64>,
 }
 
@@ -463,17 +463,17 @@ pub struct TraceIdle {
 impl TraceIdle {
     /// Σ busy over the devices.
     pub fn busy_ns(&self) -> i128 {
-        self.devices.iter().map(|d| i128::from(d.busy_ns)).sum()
+        self.devices.iter().map(|d| d.busy_ns).sum()
     }
 
     /// Σ over the streams of (host wait, kernel wait, other, idle).
     pub fn idle_sums(&self) -> [i128; 4] {
         let mut s = [0i128; 4];
         for x in &self.streams {
-            s[0] += i128::from(x.host_wait_ns);
-            s[1] += i128::from(x.kernel_wait_ns);
-            s[2] += i128::from(x.other_ns);
-            s[3] += i128::from(x.idle_ns);
+            s[0] += x.host_wait_ns;
+            s[1] += x.kernel_wait_ns;
+            s[2] += x.other_ns;
+            s[3] += x.idle_ns;
         }
         s
     }
@@ -486,8 +486,8 @@ impl TraceIdle {
 
     /// Σ idle / Σ span over the devices (%).
     pub fn idle_pct(&self) -> Option<f64> {
-        let idle: i128 = self.devices.iter().map(|d| i128::from(d.idle_ns)).sum();
-        let span: i128 = self.devices.iter().map(|d| i128::from(d.span_ns)).sum();
+        let idle: i128 = self.devices.iter().map(|d| d.idle_ns).sum();
+        let span: i128 = self.devices.iter().map(|d| d.span_ns).sum();
         pct(idle, span)
     }
 
@@ -540,10 +540,6 @@ pub fn mean6(num: i128, den: i128) -> Option<f64> {
 }
 
 /// One ns figure as i64 (sums of one trace's ns fit; saturating).
-fn ns64(x: i128) -> i64 {
-    i64::try_from(x).unwrap_or(if x < 0 { i64::MIN } else { i64::MAX })
-}
-
 /// AR (baseline) against MTP (candidate), per token.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Comparison {

@@ -167,15 +167,11 @@ pub(super) fn walk(
     }
     for ((part, _), u) in part_class {
         let w = &mut out.parts[part as usize].work;
-        w.compute_ns = w.compute_ns.saturating_add(ns64(u[0].len));
-        w.comm_ns = w.comm_ns.saturating_add(ns64(u[1].len));
-        w.memory_ns = w.memory_ns.saturating_add(ns64(u[2].len));
+        w.compute_ns += u[0].len;
+        w.comm_ns += u[1].len;
+        w.memory_ns += u[2].len;
     }
     out
-}
-
-fn ns64(x: i128) -> i64 {
-    super::ns64(x)
 }
 
 fn on_device(d: &mut DevAcc, r: &Rec, class: Class) {
@@ -199,7 +195,7 @@ fn on_part(p: &mut PartAcc, r: &Rec, class: Class, dev: u32, sid: usize) {
     w.kernels += u64::from(r.is_kernel());
     w.gpu_first_start_ns = Some(w.gpu_first_start_ns.map_or(r.start, |f| f.min(r.start)));
     w.gpu_last_end_ns = Some(w.gpu_last_end_ns.map_or(r.end, |l| l.max(r.end)));
-    w.gpu_ns = w.gpu_ns.saturating_add(r.end - r.start);
+    w.gpu_ns += i128::from(r.end) - i128::from(r.start);
     p.all.add(r.start, r.end);
     if class == Class::Comm {
         p.comm.push((dev, (r.start, r.end)));
@@ -229,7 +225,8 @@ fn on_stream(inp: &Input<'_>, st: &mut StreamAcc, p: &mut PartAcc, r: &Rec, coun
     }
     // I2: the union grows by what lies beyond the running max end.
     st.busy += (i128::from(r.end) - i128::from(r.start.max(pe))).max(0);
-    let gap = (r.start - pe).max(0);
+    // i128: the gap between two i64 times can pass i64 (issue 59).
+    let gap = (i128::from(r.start) - i128::from(pe)).max(0);
     st.prev_end = Some(pe.max(r.end));
     if gap == 0 {
         return;
@@ -237,14 +234,14 @@ fn on_stream(inp: &Input<'_>, st: &mut StreamAcc, p: &mut PartAcc, r: &Rec, coun
     // I3: host wait iff the call started after the stream went idle.
     let cat = match call_ts {
         Some(c) if c > pe => Cat::Host,
-        _ if gap < inp.kernel_wait_ns => Cat::Kernel,
+        _ if gap < i128::from(inp.kernel_wait_ns) => Cat::Kernel,
         _ => Cat::Other,
     };
     add_gap(s, &mut p.work, cat, gap);
 }
 
 /// A gap into its stream's and its part's figures (I2–I3).
-fn add_gap(s: &mut StreamIdle, w: &mut Part, cat: Cat, gap: i64) {
+fn add_gap(s: &mut StreamIdle, w: &mut Part, cat: Cat, gap: i128) {
     w.idle_ns += gap;
     s.idle_ns += gap;
     match cat {

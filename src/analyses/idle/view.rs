@@ -106,8 +106,9 @@ fn fig(
     Column::new(key, label, cell)
 }
 
+/// An exact sum of ns (issue 59: no longer clamped to i64).
 fn i(x: i128) -> Cell {
-    Cell::Int(super::ns64(x))
+    Cell::wide(x)
 }
 
 /// Every per-trace headline figure, in table order.
@@ -218,15 +219,15 @@ fn devices_table(r: &IdleReport, labels: &[String]) -> Table {
             t.row(vec![
                 label.clone().into(),
                 d.device.clone().into(),
-                Cell::Int(d.span_ns),
-                Cell::Int(d.busy_ns),
-                Cell::Int(d.idle_ns),
-                Cell::Int(d.compute_ns),
-                Cell::Int(d.comm_ns),
-                Cell::Int(d.memory_ns),
-                Cell::Int(d.non_compute_ns),
+                Cell::wide(d.span_ns),
+                Cell::wide(d.busy_ns),
+                Cell::wide(d.idle_ns),
+                Cell::wide(d.compute_ns),
+                Cell::wide(d.comm_ns),
+                Cell::wide(d.memory_ns),
+                Cell::wide(d.non_compute_ns),
                 d.comm_kernels.into(),
-                Cell::Int(d.comm_comp_overlap_ns),
+                Cell::wide(d.comm_comp_overlap_ns),
                 Cell::opt_f(d.comm_comp_overlap_pct, 4),
                 Cell::opt_f(d.idle_pct, 4),
                 Cell::opt_f(d.compute_pct, 4),
@@ -268,14 +269,14 @@ fn streams_table(r: &IdleReport, labels: &[String]) -> Table {
                 s.stream.clone().into(),
                 s.activities.into(),
                 s.unlinked.into(),
-                Cell::Int(s.span_ns),
-                Cell::Int(s.busy_ns),
-                Cell::Int(s.idle_ns),
-                Cell::Int(s.host_wait_ns),
+                Cell::wide(s.span_ns),
+                Cell::wide(s.busy_ns),
+                Cell::wide(s.idle_ns),
+                Cell::wide(s.host_wait_ns),
                 s.host_wait_gaps.into(),
-                Cell::Int(s.kernel_wait_ns),
+                Cell::wide(s.kernel_wait_ns),
                 s.kernel_wait_gaps.into(),
-                Cell::Int(s.other_ns),
+                Cell::wide(s.other_ns),
                 s.other_gaps.into(),
                 Cell::opt_f(s.host_wait_pct_of_idle, 4),
                 Cell::Int(s.queue.in_flight.max),
@@ -311,16 +312,16 @@ fn part_cells(p: &Part) -> Vec<Cell> {
     vec![
         p.activities.into(),
         p.kernels.into(),
-        Cell::Int(p.busy_ns),
-        Cell::Int(p.gpu_ns),
-        Cell::Int(p.idle_ns),
-        Cell::Int(p.host_wait_ns),
-        Cell::Int(p.kernel_wait_ns),
-        Cell::Int(p.other_ns),
-        Cell::Int(p.compute_ns),
-        Cell::Int(p.comm_ns),
-        Cell::Int(p.memory_ns),
-        Cell::Int(p.comm_comp_overlap_ns),
+        Cell::wide(p.busy_ns),
+        Cell::wide(p.gpu_ns),
+        Cell::wide(p.idle_ns),
+        Cell::wide(p.host_wait_ns),
+        Cell::wide(p.kernel_wait_ns),
+        Cell::wide(p.other_ns),
+        Cell::wide(p.compute_ns),
+        Cell::wide(p.comm_ns),
+        Cell::wide(p.memory_ns),
+        Cell::wide(p.comm_comp_overlap_ns),
         Cell::opt_f(p.comm_comp_overlap_pct, 4),
         opt(p.gpu_first_start_ns),
         opt(p.gpu_last_end_ns),

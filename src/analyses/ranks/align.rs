@@ -152,7 +152,11 @@ pub struct RankRow {
 pub struct RunReport {
     pub run: String,
     pub world_size: Option<u32>,
+    /// The first missing ranks (at most `runs::missing_cap` of the ranks
+    /// found); `missing_count` says how many there are in all.
     pub missing_ranks: Vec<u32>,
+    #[serde(default)]
+    pub missing_count: u64,
     pub context: String,
     pub completion_tokens: Option<u64>,
     pub ranks: Vec<RankRow>,
@@ -231,6 +235,7 @@ pub fn run_report(group: &Group, traces: &[&RankTrace], cfg: &RanksConfig) -> Ru
         run: group.label.clone(),
         world_size: group.world_size,
         missing_ranks: group.missing.clone(),
+        missing_count: group.missing_count,
         context: traces
             .first()
             .map(|t| t.context.clone())

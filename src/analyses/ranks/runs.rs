@@ -65,8 +65,11 @@ pub struct Group {
     pub identities: Vec<Identity>,
     pub world_size: Option<u32>,
     /// Ranks below the world size (or below the highest rank) without a
-    /// trace.
+    /// trace: the first [`missing_cap`] of them (issue 59: sized by the
+    /// ranks found, never by a rank number or a world size).
     pub missing: Vec<u32>,
+    /// How many ranks are missing in all (`missing` may list fewer).
+    pub missing_count: u64,
     pub notes: Vec<String>,
 }
 
@@ -194,6 +197,7 @@ fn alone_group(i: usize, members: &[Member<'_>], ids: &[Identity]) -> Group {
         identities: vec![ids[i].clone()],
         world_size: None,
         missing: Vec::new(),
+        missing_count: 0,
         notes: vec![format!(
             "{}: the rank is not in the file name (vLLM's dp…_rank<r> or <instance>-rank-<r>) nor in distributedInfo: taken as a run of one rank 0 (give --rank-regex)",
             members[i].path
@@ -261,14 +265,23 @@ fn finish_group(
             ));
         }
     }
-    let top = ranks.iter().map(|&(r, _)| r + 1).max().unwrap_or(0);
+    let top = ranks
+        .iter()
+        .map(|&(r, _)| r.saturating_add(1))
+        .max()
+        .unwrap_or(0);
     let upto = world_size.unwrap_or(top).max(top);
     let present: std::collections::BTreeSet<u32> = ranks.iter().map(|&(r, _)| r).collect();
-    let missing: Vec<u32> = (0..upto).filter(|r| !present.contains(r)).collect();
-    if !missing.is_empty() {
+    let (missing, missing_count) = missing_ranks(&present, upto, missing_cap(present.len()));
+    if missing_count > 0 {
+        let more = missing_count - missing.len() as u64;
         notes.push(format!(
-            "{label}: no trace of rank(s) {} (of {upto}){}: the ranks present are analysed",
+            "{label}: no trace of rank(s) {}{} (of {upto}){}: the ranks present are analysed",
             join(&missing),
+            match more {
+                0 => String::new(),
+                m => format!(" and {m} more"),
+            },
             if cycles > 1 {
                 " in this profiler cycle"
             } else {
@@ -288,8 +301,38 @@ fn finish_group(
         members: ranks,
         world_size,
         missing,
+        missing_count,
         notes,
     }
+}
+
+/// The most missing ranks a run lists for `found` ranks present: 4 per
+/// rank found, at least 64 (issue 59: two files named `…rank0…` and
+/// `…rank4000000000…` once listed four billion).
+pub fn missing_cap(found: usize) -> usize {
+    found.saturating_mul(4).max(64)
+}
+
+/// The ranks in `0..upto` not in `present`, the first `cap` of them, and
+/// how many in all: the gaps between present ranks walked, in time and
+/// memory O(present + cap) whatever `upto` is.
+fn missing_ranks(
+    present: &std::collections::BTreeSet<u32>,
+    upto: u32,
+    cap: usize,
+) -> (Vec<u32>, u64) {
+    let mut listed = Vec::new();
+    let mut count = 0u64;
+    let mut from = 0u32;
+    let bounds = present.iter().copied().filter(|&r| r < upto).chain([upto]);
+    for next in bounds {
+        let gap = u64::from(next - from);
+        count += gap;
+        let room = cap.saturating_sub(listed.len()) as u64;
+        listed.extend((from..next).take(gap.min(room) as usize));
+        from = next.saturating_add(1);
+    }
+    (listed, count)
 }
 
 fn join(v: &[u32]) -> String {

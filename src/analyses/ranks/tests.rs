@@ -147,6 +147,39 @@ fn cycles_split_by_time_stamp_and_missing_ranks_are_noted() {
     );
 }
 
+/// Issue 59: rank numbers from names and distributedInfo size nothing.
+/// Two files named rank 0 and rank 4 000 000 000 (and a world size of
+/// 2³¹−1 in distributedInfo) list the first `missing_cap(2)` = 64 missing
+/// ranks and count the rest, at once and in a few bytes (before: a
+/// `Vec<u32>` of four billion entries, 16 GB, built one rank at a time).
+#[test]
+fn missing_ranks_are_sized_by_the_ranks_found() {
+    let paths = [
+        "big/dp0_pp0_tp0_dcp0_ep0_rank0.1.pt.trace.json.gz",
+        "big/dp0_pp0_tp0_dcp0_ep0_rank4000000000.1.pt.trace.json.gz",
+    ];
+    let members: Vec<Member<'_>> = paths
+        .iter()
+        .map(|p| Member {
+            path: p,
+            info_rank: None,
+            info_world_size: Some(i64::from(i32::MAX)),
+        })
+        .collect();
+    let g = group(&members, None);
+    assert_eq!(g.len(), 1);
+    assert_eq!(g[0].members, vec![(0, 0), (4_000_000_000, 1)]);
+    assert_eq!(g[0].missing, (1..65).collect::<Vec<u32>>());
+    assert_eq!(g[0].missing_count, 4_000_000_001 - 2);
+    assert!(
+        g[0].notes
+            .iter()
+            .any(|n| n.contains("61, 62, 63, 64 and 3999999935 more (of 4000000001)")),
+        "{:?}",
+        g[0].notes
+    );
+}
+
 /// The timeline of `align`'s docs: rank 1 sleeps before step 1's first
 /// all-reduce; rank 0 waits for it there.
 ///

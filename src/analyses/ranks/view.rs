@@ -230,8 +230,11 @@ fn ranks_table(r: &RunReport) -> Table {
         );
     }
     if !r.missing_ranks.is_empty() {
-        t.notes
-            .push(format!("missing ranks: {:?}", r.missing_ranks));
+        let more = r.missing_count.saturating_sub(r.missing_ranks.len() as u64);
+        t.notes.push(match more {
+            0 => format!("missing ranks: {:?}", r.missing_ranks),
+            m => format!("missing ranks: {:?} and {m} more", r.missing_ranks),
+        });
     }
     if let Some(stop) = &r.alignment_stop {
         let (step, names) = (stop.step, &stop.names);

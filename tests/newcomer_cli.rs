@@ -327,3 +327,44 @@ fn batch_idle_per_token_is_the_decode_iterations() {
     // steps hold 863.633 ms of wall.
     assert!(report.contains("| text | AR | 5 | 863.633 |"), "{report}");
 }
+
+/// Issue 60: `export DIR/*.pt.trace.json.gz` skips the frontend's
+/// `…async_llm…` trace as `batch` does, with a note naming it;
+/// `--all-traces` exports it (1 841 host ops more); only frontend traces
+/// named is an error.
+#[test]
+fn export_skips_frontend_traces_like_batch() {
+    const FRONT: &str =
+        "sample_traces/text_mtp/vm_439.async_llm.1795968155950133233.pt.trace.json.gz";
+    if !Path::new(FRONT).exists() {
+        return;
+    }
+    let ops_rows = |args: &[&str]| -> (String, usize, u64) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_str().unwrap().to_string();
+        let mut a: Vec<&str> = vec!["export", "--tables", "ops", "-f", "json", "-o", &dir];
+        a.extend_from_slice(args);
+        let (code, out, err) = tt(&a);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let n = v["files"][0]["rows"].as_u64().unwrap();
+        let traces = v["traces"].as_array().unwrap().len();
+        (err, traces, n)
+    };
+    let (err, traces, workers) = ops_rows(&[MTP, FRONT]);
+    assert_eq!(traces, 1);
+    assert!(
+        err.contains(&format!("{FRONT}: skipped, a frontend file")),
+        "{err}"
+    );
+    let (_, _, only) = ops_rows(&[MTP]);
+    assert_eq!((workers, only), (12895, 12895));
+    let (err, traces, all) = ops_rows(&["--all-traces", MTP, FRONT]);
+    assert!(!err.contains("skipped"), "{err}");
+    assert_eq!(traces, 2);
+    assert_eq!(all - only, 1841);
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _, err) = tt(&["export", "-o", tmp.path().to_str().unwrap(), FRONT]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no worker trace among the TRACEs"), "{err}");
+}

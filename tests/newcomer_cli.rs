@@ -326,6 +326,22 @@ fn batch_idle_per_token_is_the_decode_iterations() {
     // Prefill steps and the wait between requests, apart: AR's 5 other
     // steps hold 863.633 ms of wall.
     assert!(report.contains("| text | AR | 5 | 863.633 |"), "{report}");
+    // The report opens with the answer: S_wall, S_context, tokens per
+    // iteration and where MTP's wall time per token goes.
+    let answer = report.find("## The answer").unwrap();
+    assert!(answer < report.find("## Definitions").unwrap());
+    assert!(report.contains(
+        "- **text**: MTP takes 575.3 µs of wall time per generated token, AR 657.5 µs: S_wall = 1.14× (MTP faster end to end). Per step context's GPU span, S_context = 2.51×; MTP makes 2.27 tokens per iteration, AR 1.06 (P = 2.13×)"
+    ));
+    assert!(report.contains("GPU idle 308.2, none of its GPU work in flight 118.9"));
+    // The Files: line links every file batch wrote.
+    let files = report.lines().find(|l| l.starts_with("Files: ")).unwrap();
+    for e in std::fs::read_dir(&out).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        if name != "report.md" {
+            assert!(files.contains(&format!("]({name})")), "{name} not linked");
+        }
+    }
 }
 
 /// Issue 60: `export DIR/*.pt.trace.json.gz` skips the frontend's

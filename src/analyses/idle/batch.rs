@@ -170,6 +170,7 @@ pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
             },
         ],
         figures: vec![Box::new(figure(&rows))],
+        lead: String::new(),
     })
 }
 

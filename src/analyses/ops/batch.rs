@@ -60,6 +60,7 @@ pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
             what: "top-level ops per token, AR vs MTP per workload".into(),
         }],
         figures: vec![Box::new(figure(&rows))],
+        lead: String::new(),
     })
 }
 

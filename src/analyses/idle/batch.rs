@@ -22,13 +22,57 @@
 //! per token.
 
 use super::{round_ratio, Idle, Part, StepRow, TraceIdle};
-use crate::analyses::iterations::{IterationRow, Iterations, TraceIterations};
+use crate::analysis::Results;
 use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
 use crate::model::Ns;
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
 use crate::stats::{Exact, ExactSummary};
+use serde::Deserialize;
 use std::collections::BTreeSet;
+
+/// The key under which `torchtrace iterations` files its figures.
+const DECODE_KEY: &str = "iterations";
+
+/// A trace's decode iterations as `torchtrace iterations` measured them:
+/// the part of its output this section uses, read by its key through the
+/// results' serialized form (internal rows included), since an analysis
+/// names no other analysis (tests/structure.rs).
+#[derive(Debug, Deserialize)]
+pub(crate) struct TraceIterations {
+    pub contexts: u64,
+    pub iterations_closed: u64,
+    pub tokens_per_iteration: Option<f64>,
+    pub completion_tokens: Option<u64>,
+    pub per_token: LoopPerToken,
+    #[serde(default)]
+    pub rows: Vec<IterationRow>,
+}
+
+/// `iterations`' per-token figures (ms).
+#[derive(Debug, Deserialize)]
+pub(crate) struct LoopPerToken {
+    pub wall_ms: Option<f64>,
+    pub gpu_busy_ms: Option<f64>,
+    pub gpu_idle_ms: Option<f64>,
+}
+
+/// One iteration's figures.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct IterationRow {
+    pub start_ns: i64,
+    pub wall_ns: Option<i64>,
+    pub closed: bool,
+    pub gpu_busy_ns: i64,
+    pub gpu_idle_ns: Option<i64>,
+}
+
+/// The decode iterations of a trace's results, when `iterations` ran.
+fn decode_loop(results: &Results) -> Option<TraceIterations> {
+    let (_, out) = results.iter().find(|(k, _)| *k == DECODE_KEY)?;
+    let v = crate::record::with_internals(|| serde_json::to_value(out)).ok()?;
+    serde_json::from_value(v).ok()
+}
 
 /// The CSV of the headline figures (one row per match and side).
 pub const DECODE_CSV: &str = "idle_decode.csv";
@@ -41,7 +85,7 @@ pub const FIGURE: &str = "fig11_idle_per_step";
 /// ran) and its step rows split by them.
 pub(crate) struct Side<'c> {
     pub idle: &'c TraceIdle,
-    pub it: Option<&'c TraceIterations>,
+    pub it: Option<TraceIterations>,
     /// The closed iterations (`iterations`' selection).
     pub closed: Vec<IterationRow>,
     /// `idle`'s step rows whose start is a closed decode iteration's.
@@ -51,9 +95,10 @@ pub(crate) struct Side<'c> {
 }
 
 impl<'c> Side<'c> {
-    pub(crate) fn new(idle: &'c TraceIdle, it: Option<&'c TraceIterations>) -> Side<'c> {
+    pub(crate) fn new(idle: &'c TraceIdle, it: Option<TraceIterations>) -> Side<'c> {
         let closed: Vec<IterationRow> = it
-            .map(|t| t.rows.iter().filter(|r| r.closed).collect())
+            .as_ref()
+            .map(|t| t.rows.iter().filter(|r| r.closed).cloned().collect())
             .unwrap_or_default();
         let starts: BTreeSet<i64> = closed.iter().map(|r| r.start_ns).collect();
         let (decode_steps, other_steps) = idle
@@ -73,7 +118,7 @@ impl<'c> Side<'c> {
 
     /// Wall, GPU busy and GPU idle per token (µs): `iterations`' own.
     pub(crate) fn headline_us(&self) -> [Option<f64>; 3] {
-        let Some(t) = self.it else {
+        let Some(t) = &self.it else {
             return [None; 3];
         };
         let p = &t.per_token;
@@ -122,17 +167,14 @@ impl<'c> Row<'c> {
 
 /// The section: `None` when no match has idle figures on both sides.
 pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
-    let its = campaign.matched::<Iterations>();
+    let loop_of = |i: usize| campaign.traces.get(i).and_then(|t| decode_loop(t.results));
     let rows: Vec<Row> = campaign
         .matched::<Idle>()
         .into_iter()
-        .map(|(m, ar, mtp)| {
-            let it = its.iter().find(|x| std::ptr::eq(x.0, m));
-            Row {
-                m,
-                ar: Side::new(ar, it.map(|x| x.1)),
-                mtp: Side::new(mtp, it.map(|x| x.2)),
-            }
+        .map(|(m, ar, mtp)| Row {
+            m,
+            ar: Side::new(ar, loop_of(m.baseline)),
+            mtp: Side::new(mtp, loop_of(m.candidate)),
         })
         .collect();
     if rows.is_empty() {
@@ -208,8 +250,9 @@ fn decode_table(rows: &[Row]) -> Table {
             t.row(vec![
                 r.m.workload.clone().into(),
                 mode_label(mode),
-                s.it.map_or(Cell::Null, |x| x.iterations_closed.into()),
-                Cell::opt_f(s.it.and_then(|x| x.tokens_per_iteration), 3),
+                s.it.as_ref()
+                    .map_or(Cell::Null, |x| x.iterations_closed.into()),
+                Cell::opt_f(s.it.as_ref().and_then(|x| x.tokens_per_iteration), 3),
                 f1(w),
                 f1(b),
                 f1(i),
@@ -442,7 +485,7 @@ fn decode_csv(rows: &[Row]) -> Table {
     );
     for r in rows {
         for (mode, s) in r.sides() {
-            let it = s.it;
+            let it = s.it.as_ref();
             let p = it.map(|x| &x.per_token);
             let (wm, wmed) = s.per_iteration_us(wall);
             let (im, imed) = s.per_iteration_us(idle);
@@ -531,7 +574,7 @@ fn bar(s: &Side, label: String, mode: &str) -> StackedBar {
         (Some(w), Some(b), Some(i)) => Some(vec![b, i, (w - b - i).max(0.0)]),
         _ => None,
     };
-    let tpi = s.it.and_then(|x| x.tokens_per_iteration);
+    let tpi = s.it.as_ref().and_then(|x| x.tokens_per_iteration);
     StackedBar {
         label,
         mode: Some(mode.into()),

@@ -380,8 +380,10 @@ fn half_even(x: i128, d: i128) -> i128 {
 }
 
 /// `batch` over the samples: report.md's "Where the GPU waits" section with
-/// the mean step recomputed here from the frozen reference (I6 rows),
-/// idle_steps.csv holding every step row of both sides, figure 11.
+/// the mean decode step recomputed here from the frozen reference (I6
+/// rows, those idle_steps.csv marks as decode iterations), the whole
+/// trace's figures, idle_steps.csv holding every step row of both sides,
+/// figure 11.
 #[test]
 fn batch_shows_per_step_where_ar_and_mtp_wait() {
     let out = tempfile::tempdir().unwrap();
@@ -392,46 +394,56 @@ fn batch_shows_per_step_where_ar_and_mtp_wait() {
         .success();
     let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     let at = report
-        .find("## Where the GPU waits: AR vs MTP per workload (idle)")
+        .find("## Where the GPU waits: the decode iterations, AR vs MTP per workload (µs)")
         .expect("the idle section");
     let section = &report[at..];
-    assert!(
-        section.contains(
-            "| text | mtp | 98.6027 | 79.1414 | 99.8972 | 97.2774 | — | — | 46 | 50 | 68 | 34 |"
-        ),
-        "{section}"
-    );
-    assert!(section.contains("the idle category that changed most per token is host wait"));
+    for row in [
+        "| text | AR | 98.6027 | 99.8972 | — | 46 | 68 |",
+        "| text | MTP | 79.1414 | 97.2774 | — | 50 | 34 |",
+    ] {
+        assert!(section.contains(row), "{row} not in\n{section}");
+    }
     let csv = std::fs::read_to_string(out.path().join("idle_steps.csv")).unwrap();
-    for (file, mode) in [
-        ("idle_sample_text_ar.json", "ar"),
-        ("idle_sample_text_mtp.json", "mtp"),
+    for (file, mode, label) in [
+        ("idle_sample_text_ar.json", "ar", "AR"),
+        ("idle_sample_text_mtp.json", "mtp", "MTP"),
     ] {
         let want = expected(file);
         let rows = want["traces"][0]["steps"]["rows"].as_array().unwrap();
-        let n = rows.len() as i128;
-        // The mean step, 0.1 µs, exactly as the table rounds it (C1).
-        let cell = |k: &str| {
-            let s: i128 = rows.iter().map(|r| r[k].as_i64().unwrap() as i128).sum();
-            let t = half_even(s, n * 100);
-            format!("{}.{}", t / 10, t % 10)
-        };
-        let line = format!(
-            "| text | {mode} | {n} | {} | {} | {} | {} | {} | {} |",
-            cell("compute_ns"),
-            cell("comm_ns"),
-            cell("memory_ns"),
-            cell("host_wait_ns"),
-            cell("kernel_wait_ns"),
-            cell("other_ns"),
-        );
-        assert!(section.contains(&line), "{line} not in\n{section}");
-        // idle_steps.csv: one line per step row, host wait as the reference.
         let mine: Vec<&str> = csv
             .lines()
             .filter(|l| l.starts_with(&format!("text,{mode},")))
             .collect();
         assert_eq!(mine.len(), rows.len(), "{file}: one CSV line per step");
+        // The steps the CSV marks as closed decode iterations (column 6).
+        let decode: Vec<u64> = mine
+            .iter()
+            .filter(|l| l.split(',').nth(5) == Some("true"))
+            .map(|l| l.split(',').nth(3).unwrap().parse().unwrap())
+            .collect();
+        let dec: Vec<&serde_json::Value> = rows
+            .iter()
+            .filter(|r| decode.contains(&r["index"].as_u64().unwrap()))
+            .collect();
+        let n = dec.len() as i128;
+        assert!(
+            n > 0 && (n as usize) < rows.len(),
+            "{file}: {n} decode steps"
+        );
+        // The mean decode step, 0.1 µs, exactly as the table rounds it (C1).
+        let cell = |k: &str| {
+            let s: i128 = dec.iter().map(|r| r[k].as_i64().unwrap() as i128).sum();
+            let t = half_even(s, n * 100);
+            format!("{}.{}", t / 10, t % 10)
+        };
+        let line = format!(
+            "| text | {label} | {n} | {} | {} | {} |",
+            cell("compute_ns"),
+            cell("comm_ns"),
+            cell("memory_ns"),
+        );
+        assert!(section.contains(&line), "{line} not in\n{section}");
+        // idle_steps.csv: host wait as the reference.
         let host: i64 = mine
             .iter()
             .map(|l| l.rsplit(',').nth(2).unwrap().parse::<i64>().unwrap())

@@ -261,3 +261,126 @@ fn find_ranks(v: &serde_json::Value) -> Option<&Vec<serde_json::Value>> {
         _ => None,
     }
 }
+
+/// Issue 60: the batch report's idle and wall per token are `iterations`'
+/// (the same closed decode iterations and sums: one quantity, one value),
+/// the idle device level, never more than the wall per token; before, AR's
+/// "idle per token" was the whole trace's per-stream sum, 26 407 µs
+/// against 657.5 µs of wall.
+#[test]
+fn batch_idle_per_token_is_the_decode_iterations() {
+    if !Path::new(AR).exists() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let (code, _, err) = tt(&[
+        "-q",
+        "batch",
+        "sample_traces/text_ar",
+        "sample_traces/text_mtp",
+        "--no-figures",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let (code, json, err) = tt(&["iterations", "-f", "json", AR, MTP]);
+    assert_eq!(code, 0, "{err}");
+    let it: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let mut rd = csv::Reader::from_path(out.join("idle_decode.csv")).unwrap();
+    let heads = rd.headers().unwrap().clone();
+    let rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+    assert_eq!(rows.len(), 2);
+    let col = |r: &csv::StringRecord, k: &str| -> f64 {
+        let i = heads.iter().position(|h| h == k).unwrap();
+        r[i].parse().unwrap()
+    };
+    for (r, t) in rows.iter().zip(it["traces"].as_array().unwrap()) {
+        let pt = &t["per_token"];
+        for (c, k) in [
+            ("wall_per_token_ms", "wall_ms"),
+            ("gpu_busy_per_token_ms", "gpu_busy_ms"),
+            ("gpu_idle_per_token_ms", "gpu_idle_ms"),
+        ] {
+            assert_eq!(col(r, c), pt[k].as_f64().unwrap(), "{c}");
+        }
+        assert!(col(r, "gpu_idle_per_token_ms") <= col(r, "wall_per_token_ms"));
+        assert!(
+            col(r, "gpu_idle_per_iteration_median_us") <= col(r, "wall_per_iteration_median_us")
+        );
+        assert_eq!(
+            col(r, "decode_iterations_closed"),
+            t["iterations_closed"].as_f64().unwrap()
+        );
+    }
+    // The real figures: AR 63 closed iterations, idle 233.8 µs of 657.5 µs
+    // per token (median 243.0 µs per iteration); MTP 308.2 of 575.3.
+    assert_eq!(col(&rows[0], "gpu_idle_per_token_ms"), 0.23382866106442576);
+    assert_eq!(col(&rows[1], "gpu_idle_per_token_ms"), 0.3081753346855984);
+    assert_eq!(col(&rows[0], "gpu_idle_per_iteration_median_us"), 243.01);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.contains(
+        "| text | AR | 63 | 1.062 | 657.5 | 175.1 | 233.8 | 698.6 | 678.6 | 248.4 | 243.0 |"
+    ));
+    assert!(report.contains("| text | MTP | 29 | 2.267 | 575.3 | 148.2 | 308.2 |"));
+    // Prefill steps and the wait between requests, apart: AR's 5 other
+    // steps hold 863.633 ms of wall.
+    assert!(report.contains("| text | AR | 5 | 863.633 |"), "{report}");
+    // The report opens with the answer: S_wall, S_context, tokens per
+    // iteration and where MTP's wall time per token goes.
+    let answer = report.find("## The answer").unwrap();
+    assert!(answer < report.find("## Definitions").unwrap());
+    assert!(report.contains(
+        "- **text**: MTP takes 575.3 µs of wall time per generated token, AR 657.5 µs: S_wall = 1.14× (MTP faster end to end). Per step context's GPU span, S_context = 2.51×; MTP makes 2.27 tokens per iteration, AR 1.06 (P = 2.13×)"
+    ));
+    assert!(report.contains("GPU idle 308.2, none of its GPU work in flight 118.9"));
+    // The Files: line links every file batch wrote.
+    let files = report.lines().find(|l| l.starts_with("Files: ")).unwrap();
+    for e in std::fs::read_dir(&out).unwrap() {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        if name != "report.md" {
+            assert!(files.contains(&format!("]({name})")), "{name} not linked");
+        }
+    }
+}
+
+/// Issue 60: `export DIR/*.pt.trace.json.gz` skips the frontend's
+/// `…async_llm…` trace as `batch` does, with a note naming it;
+/// `--all-traces` exports it (1 841 host ops more); only frontend traces
+/// named is an error.
+#[test]
+fn export_skips_frontend_traces_like_batch() {
+    const FRONT: &str =
+        "sample_traces/text_mtp/vm_439.async_llm.1795968155950133233.pt.trace.json.gz";
+    if !Path::new(FRONT).exists() {
+        return;
+    }
+    let ops_rows = |args: &[&str]| -> (String, usize, u64) {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_str().unwrap().to_string();
+        let mut a: Vec<&str> = vec!["export", "--tables", "ops", "-f", "json", "-o", &dir];
+        a.extend_from_slice(args);
+        let (code, out, err) = tt(&a);
+        assert_eq!(code, 0, "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let n = v["files"][0]["rows"].as_u64().unwrap();
+        let traces = v["traces"].as_array().unwrap().len();
+        (err, traces, n)
+    };
+    let (err, traces, workers) = ops_rows(&[MTP, FRONT]);
+    assert_eq!(traces, 1);
+    assert!(
+        err.contains(&format!("{FRONT}: skipped, a frontend file")),
+        "{err}"
+    );
+    let (_, _, only) = ops_rows(&[MTP]);
+    assert_eq!((workers, only), (12895, 12895));
+    let (err, traces, all) = ops_rows(&["--all-traces", MTP, FRONT]);
+    assert!(!err.contains("skipped"), "{err}");
+    assert_eq!(traces, 2);
+    assert_eq!(all - only, 1841);
+    let tmp = tempfile::tempdir().unwrap();
+    let (code, _, err) = tt(&["export", "-o", tmp.path().to_str().unwrap(), FRONT]);
+    assert_eq!(code, 2);
+    assert!(err.contains("no worker trace among the TRACEs"), "{err}");
+}

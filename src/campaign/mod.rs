@@ -172,6 +172,10 @@ pub struct Section {
     /// Drawn into `figures/` when figures are asked for, listed with the
     /// report's other figures.
     pub figures: Vec<Box<dyn Picture>>,
+    /// For report.md's opening "The answer" (issue 60: the report opens
+    /// with the result): Markdown lines stating the section's main result
+    /// with a link to its definitions; empty for none.
+    pub lead: String,
 }
 
 impl std::fmt::Debug for Section {
@@ -181,6 +185,7 @@ impl std::fmt::Debug for Section {
             .field("markdown", &self.markdown)
             .field("files", &self.files)
             .field("figures", &stems)
+            .field("lead", &self.lead)
             .finish()
     }
 }

@@ -39,6 +39,8 @@ const EXAMPLES: &str = "Examples:\n  # The whole campaign of the samples: report
 ///   ranks_runs.csv, ranks.csv, ranks_stragglers.csv
 ///                            multi-rank runs, per run and per rank (ranks)
 ///   ops.csv                  top-level ops per token, AR vs MTP (ops)
+///   idle_decode.csv          GPU busy and idle per token and per decode
+///                            iteration, as `iterations` (idle)
 ///   idle_steps.csv           busy and idle by cause per step (idle)
 ///   figures/                 fig1 … fig6 (the study's spans, tokens, hierarchy,
 ///                            CPU vs GPU, GPU busy), fig7, fig7b (iterations),

@@ -22,10 +22,15 @@ use torchtrace::export::{self, Compression, ExportOptions, Table};
 /// written under a temporary name and renamed when complete. README.md
 /// defines every column.
 ///
+/// As `batch`, it exports worker traces only: a frontend trace
+/// (`*.async_llm.*`), a capture trace, a run summary or a
+/// `profiler_out*.txt` named among the TRACEs is skipped with a note
+/// (`--all-traces` exports every file named).
+///
 /// Examples:
 ///   torchtrace export trace.pt.trace.json.gz -o t/
 ///   torchtrace export ar.json.gz mtp.json.gz -o t/ --tables activities,steps
-///   duckdb -c "SELECT name, sum(dur_ns) FROM 't/activities.parquet' GROUP BY 1"
+///   python -c "import duckdb; print(duckdb.sql(\"SELECT name, sum(dur_ns) FROM 't/activities.parquet' GROUP BY 1\"))"
 ///
 /// Exit status: 0 ok; 2 on unreadable input or a file that cannot be
 /// written (nothing half-written is left under a table's name).
@@ -50,6 +55,10 @@ pub struct ExportArgs {
     /// Parquet compression.
     #[arg(long, value_enum, default_value_t = Compression::Zstd)]
     pub compression: Compression,
+    /// Export every file named, frontend (`*.async_llm.*`) and capture
+    /// traces included (by default they are skipped, as `batch` skips them).
+    #[arg(long)]
+    pub all_traces: bool,
     /// What is printed about the files written.
     #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
     pub format: FormatArg,
@@ -63,7 +72,27 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         tables: args.tables,
         compression: args.compression,
     };
-    let out = export::run(&args.traces, &common, &options)?;
+    let traces = if args.all_traces {
+        args.traces
+    } else {
+        let (workers, skipped) = torchtrace::api::worker_traces(&args.traces);
+        for (p, kind) in &skipped {
+            note(
+                global,
+                &format!(
+                    "{}: skipped, a {kind} file, not a worker trace (as `batch` skips it; --all-traces exports it)",
+                    p.display()
+                ),
+            );
+        }
+        if workers.is_empty() {
+            anyhow::bail!(
+                "no worker trace among the TRACEs (each is a frontend, capture, summary or profiler_out file): name worker traces (*.pt.trace.json[.gz]) or pass --all-traces"
+            );
+        }
+        workers
+    };
+    let out = export::run(&traces, &common, &options)?;
     for n in &out.notes {
         note(global, &n.text);
     }

@@ -31,6 +31,7 @@ mod run;
 
 pub use run::{
     add_json, expand_directories, read_all, read_all_keeping, refuse_directories, run, run_json,
+    worker_traces,
 };
 
 /// Why a call produced no report at all. (A trace read only in part is

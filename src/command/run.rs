@@ -217,6 +217,29 @@ pub fn expand_directories(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ApiError> {
     Ok(out)
 }
 
+/// The files named that are worker traces, and the others with what they
+/// are (`frontend`, `capture`, `summary`, `profiler_out`), classified by
+/// name as `batch` classifies the files named on its command line: a name
+/// that says nothing (`-`, `x.json`) is a worker trace (issue 60: `export
+/// sample_traces/text_mtp/*.pt.trace.json.gz` exported the frontend's
+/// `…async_llm…` trace, which `batch` skips).
+pub fn worker_traces(paths: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, &'static str)>) {
+    use crate::tracefile::inputs::{classify, Kind};
+    let mut workers = Vec::new();
+    let mut others = Vec::new();
+    for p in paths {
+        let name = p
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        match classify(&name, true) {
+            Kind::Worker => workers.push(p.clone()),
+            k => others.push((p.clone(), k.as_str())),
+        }
+    }
+    (workers, others)
+}
+
 /// [`run`] with options as JSON and the report boxed: what a registry
 /// entry of a [`Command`] holds.
 pub fn run_json<A: Command>(

@@ -71,6 +71,7 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
             file(KERNELS_CSV, &long_csv(&rows, kernels_csv), "by kernel"),
         ],
         figures: vec![Box::new(figure(&rows))],
+        lead: String::new(),
     })
 }
 

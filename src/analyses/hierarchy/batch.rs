@@ -41,6 +41,7 @@ pub fn section(c: &Campaign<'_>) -> Option<Section> {
         markdown,
         files,
         figures: Vec::new(),
+        lead: String::new(),
     })
 }
 

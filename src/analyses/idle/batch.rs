@@ -1,232 +1,515 @@
 //! `idle` in `batch` (its [`crate::campaign::InBatch::batch_section`]): per
 //! workload, AR against MTP — report.md's "Where the GPU waits" section
-//! (idle share, host-wait share, comm/compute overlap, queue maximum; the
-//! per-token breakdown and a sentence naming the category that moved most;
-//! the mean step: busy compute/comm/memory and idle host wait/kernel
-//! wait/other), `idle_steps.csv` (one row per match, side and step) and
-//! figure 11: per workload, the mean step of AR beside MTP's, stacked.
+//! and figure 11.
 //!
-//! Every figure is [`super::compare`]'s or a sum of [`super::StepRow`]s,
-//! as `torchtrace idle AR MTP` prints them.
+//! The headline figures per token and per iteration are the *decode
+//! iterations'*, as `torchtrace iterations` selects and measures them (the
+//! same closed iterations, the same sums, so one quantity has one value):
+//! wall, GPU busy and device-level GPU idle (the iteration's GPU span less
+//! the union of its activities over every stream), means beside medians.
+//! Below them, the mean decode step's busy by class, what lies outside the
+//! decode iterations (prefill and mixed steps, the open last iteration,
+//! the wait between requests), apart and labelled, the whole-trace
+//! figures, and last `torchtrace idle`'s per-stream detail (whose sums
+//! count a sparse stream's idle across the whole span). `idle_decode.csv` holds
+//! the headline per trace; `idle_steps.csv` one row per step, marked
+//! decode or not. Figure 11: per token, wall = GPU busy + GPU idle + the
+//! time with none of the iteration's GPU work in flight, AR beside MTP.
+//!
+//! Before issue 60 the per-token idle was the whole trace's Σ over streams
+//! / tokens: the wait between requests, prefill steps and a stream idle
+//! for the whole span made AR's "idle per token" 40 times its wall time
+//! per token.
 
-use super::{compare, round_ratio, Comparison, Idle, Part, TraceIdle};
+use super::{round_ratio, Idle, Part, StepRow, TraceIdle};
+use crate::analysis::Results;
 use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
+use crate::model::Ns;
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
+use crate::stats::{Exact, ExactSummary};
+use serde::Deserialize;
+use std::collections::BTreeSet;
 
-/// The CSV file the section writes.
+/// The key under which `torchtrace iterations` files its figures.
+const DECODE_KEY: &str = "iterations";
+
+/// A trace's decode iterations as `torchtrace iterations` measured them:
+/// the part of its output this section uses, read by its key through the
+/// results' serialized form (internal rows included), since an analysis
+/// names no other analysis (tests/structure.rs).
+#[derive(Debug, Deserialize)]
+pub(crate) struct TraceIterations {
+    pub contexts: u64,
+    pub iterations_closed: u64,
+    pub tokens_per_iteration: Option<f64>,
+    pub completion_tokens: Option<u64>,
+    pub per_token: LoopPerToken,
+    #[serde(default)]
+    pub rows: Vec<IterationRow>,
+}
+
+/// `iterations`' per-token figures (ms).
+#[derive(Debug, Deserialize)]
+pub(crate) struct LoopPerToken {
+    pub wall_ms: Option<f64>,
+    pub gpu_busy_ms: Option<f64>,
+    pub gpu_idle_ms: Option<f64>,
+}
+
+/// One iteration's figures.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct IterationRow {
+    pub start_ns: i64,
+    pub wall_ns: Option<i64>,
+    pub closed: bool,
+    pub gpu_busy_ns: i64,
+    pub gpu_idle_ns: Option<i64>,
+}
+
+/// The decode iterations of a trace's results, when `iterations` ran.
+fn decode_loop(results: &Results) -> Option<TraceIterations> {
+    let (_, out) = results.iter().find(|(k, _)| *k == DECODE_KEY)?;
+    let v = crate::record::with_internals(|| serde_json::to_value(out)).ok()?;
+    serde_json::from_value(v).ok()
+}
+
+/// The CSV of the headline figures (one row per match and side).
+pub const DECODE_CSV: &str = "idle_decode.csv";
+/// The CSV of the step rows.
 pub const CSV: &str = "idle_steps.csv";
 /// Figure 11's file stem.
 pub const FIGURE: &str = "fig11_idle_per_step";
 
+/// One trace: its idle figures, its decode iterations (when `iterations`
+/// ran) and its step rows split by them.
+pub(crate) struct Side<'c> {
+    pub idle: &'c TraceIdle,
+    pub it: Option<TraceIterations>,
+    /// The closed iterations (`iterations`' selection).
+    pub closed: Vec<IterationRow>,
+    /// `idle`'s step rows whose start is a closed decode iteration's.
+    pub decode_steps: Vec<StepRow>,
+    /// The other step rows: prefill, mixed, the open iteration.
+    pub other_steps: Vec<StepRow>,
+}
+
+impl<'c> Side<'c> {
+    pub(crate) fn new(idle: &'c TraceIdle, it: Option<TraceIterations>) -> Side<'c> {
+        let closed: Vec<IterationRow> = it
+            .as_ref()
+            .map(|t| t.rows.iter().filter(|r| r.closed).cloned().collect())
+            .unwrap_or_default();
+        let starts: BTreeSet<i64> = closed.iter().map(|r| r.start_ns).collect();
+        let (decode_steps, other_steps) = idle
+            .steps
+            .rows
+            .iter()
+            .cloned()
+            .partition(|s| starts.contains(&s.host_start_ns));
+        Side {
+            idle,
+            it,
+            closed,
+            decode_steps,
+            other_steps,
+        }
+    }
+
+    /// Wall, GPU busy and GPU idle per token (µs): `iterations`' own.
+    pub(crate) fn headline_us(&self) -> [Option<f64>; 3] {
+        let Some(t) = &self.it else {
+            return [None; 3];
+        };
+        let p = &t.per_token;
+        [p.wall_ms, p.gpu_busy_ms, p.gpu_idle_ms].map(|v| v.map(|ms| ms * 1e3))
+    }
+
+    /// Mean and median over the closed iterations of a figure (µs).
+    fn per_iteration_us(&self, f: fn(&IterationRow) -> i64) -> (Option<f64>, Option<f64>) {
+        let v: Vec<Ns> = self.closed.iter().map(|r| Ns(f(r))).collect();
+        match ExactSummary::of(&v) {
+            Some(s) => (Some(us(s.mean)), Some(us(s.median))),
+            None => (None, None),
+        }
+    }
+}
+
+/// Wall of a closed iteration.
+fn wall(r: &IterationRow) -> i64 {
+    r.wall_ns.unwrap_or(0)
+}
+
+/// GPU idle of an iteration (0 without GPU work, as `iterations` sums it).
+fn idle(r: &IterationRow) -> i64 {
+    r.gpu_idle_ns.unwrap_or(0)
+}
+
+/// An exact ns figure in µs.
+fn us(e: Exact) -> f64 {
+    e.ms() * 1e3
+}
+
 struct Row<'c> {
     m: &'c Match,
-    ar: &'c TraceIdle,
-    mtp: &'c TraceIdle,
-    c: Comparison,
+    ar: Side<'c>,
+    mtp: Side<'c>,
+}
+
+impl<'c> Row<'c> {
+    fn sides(&self) -> [(&str, &Side<'c>); 2] {
+        [
+            ("ar", &self.ar),
+            (self.m.candidate_mode.as_str(), &self.mtp),
+        ]
+    }
 }
 
 /// The section: `None` when no match has idle figures on both sides.
 pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
+    let loop_of = |i: usize| campaign.traces.get(i).and_then(|t| decode_loop(t.results));
     let rows: Vec<Row> = campaign
         .matched::<Idle>()
         .into_iter()
         .map(|(m, ar, mtp)| Row {
             m,
-            ar,
-            mtp,
-            c: compare(ar, mtp),
+            ar: Side::new(ar, loop_of(m.baseline)),
+            mtp: Side::new(mtp, loop_of(m.candidate)),
         })
         .collect();
     if rows.is_empty() {
         return None;
     }
-    let mut md = report::markdown::section(&summary_table(&rows), "##");
+    let mut md = report::markdown::section(&decode_table(&rows), "##");
     md.push_str(&format!(
-        "\nPer trace, `torchtrace idle` (docs/VIEWS.md I1–I6): idle = Σ over streams of the gaps \
-         before each activity against the stream's running maximum end (I2); host wait = the activity's \
-         runtime call started after the stream went idle; kernel wait = a shorter gap than 30 µs otherwise; \
-         other = the rest (I3). Steps: each step annotation to the next on its thread (I6). \
-         CSV: [{CSV}]({CSV}).\n\n"
+        "\nThe decode iterations are `torchtrace iterations`' (a decode step context up to the next step \
+         annotation on its thread; the closed ones), so every figure here is `iterations`' own: per token = \
+         Σ over the closed iterations × n / (closed × T). GPU idle = the iteration's GPU span (its first \
+         activity's start to its last one's end) less the union of its activities over every stream and \
+         device: the device-level idle, never more than the span. Wall − busy − idle is the time with none \
+         of the iteration's GPU work in flight. CSV: [{DECODE_CSV}]({DECODE_CSV}), per step: [{CSV}]({CSV}).\n\n"
     ));
     for r in &rows {
         md.push_str(&sentence(r));
     }
     md.push('\n');
-    md.push_str(&report::markdown::section(&per_token_table(&rows), "###"));
     md.push_str(&report::markdown::section(&step_table(&rows), "###"));
+    md.push_str(&report::markdown::section(&outside_table(&rows), "###"));
+    md.push_str(&report::markdown::section(&whole_table(&rows), "###"));
+    md.push_str(&report::markdown::section(&stream_table(&rows), "###"));
     Some(Section {
         markdown: md,
-        files: vec![SectionFile {
-            name: CSV.into(),
-            text: report::csv::to_string(&csv_table(&rows)),
-            what: "GPU busy and idle by cause per step, AR vs MTP per workload".into(),
-        }],
+        files: vec![
+            SectionFile {
+                name: DECODE_CSV.into(),
+                text: report::csv::to_string(&decode_csv(&rows)),
+                what: "GPU busy and idle per token and per decode iteration (as `iterations`), AR vs MTP per workload".into(),
+            },
+            SectionFile {
+                name: CSV.into(),
+                text: report::csv::to_string(&csv_table(&rows)),
+                what: "GPU busy and idle by cause per step, decode or not, AR vs MTP per workload".into(),
+            },
+        ],
         figures: vec![Box::new(figure(&rows))],
+        lead: String::new(),
     })
 }
 
-fn f4(v: Option<f64>) -> Cell {
-    Cell::opt_f(v, 4)
+fn f1(v: Option<f64>) -> Cell {
+    Cell::opt_f(v, 1)
 }
 
-fn summary_table(rows: &[Row]) -> Table {
+fn mode_label(mode: &str) -> Cell {
+    crate::runinfo::Mode::display(mode).into()
+}
+
+/// The headline: per token and per iteration, from the decode iterations.
+fn decode_table(rows: &[Row]) -> Table {
     let mut t = Table::new(
-        "Where the GPU waits: AR vs MTP per workload (idle)",
+        "Where the GPU waits: the decode iterations, AR vs MTP per workload (µs)",
         &[
             "Workload",
-            "Candidate mode",
-            "Idle % AR",
-            "Idle % MTP",
-            "Host-wait % of idle AR",
-            "Host-wait % of idle MTP",
-            "Comm/compute overlap % AR",
-            "Comm/compute overlap % MTP",
-            "Queue max AR",
-            "Queue max MTP",
-            "Steps AR",
-            "Steps MTP",
+            "Mode",
+            "Decode iterations (closed)",
+            "Tokens/iteration",
+            "Wall/token",
+            "GPU busy/token",
+            "GPU idle/token",
+            "Wall/iteration mean",
+            "Wall/iteration median",
+            "GPU idle/iteration mean",
+            "GPU idle/iteration median",
         ],
     );
-    let q = |t: &TraceIdle| t.queue_max().map_or(Cell::Null, Cell::Int);
     for r in rows {
-        let (a, m) = (r.ar, r.mtp);
-        t.row(vec![
-            r.m.workload.clone().into(),
-            r.m.candidate_mode.clone().into(),
-            f4(a.idle_pct()),
-            f4(m.idle_pct()),
-            f4(a.host_wait_share_pct()),
-            f4(m.host_wait_share_pct()),
-            f4(a.comm_comp_overlap_pct),
-            f4(m.comm_comp_overlap_pct),
-            q(a),
-            q(m),
-            a.steps.count.into(),
-            m.steps.count.into(),
-        ]);
-    }
-    t.notes.push(
-        "idle % = Σ devices' idle / Σ devices' span (I4); overlap % = comm ∩ compute / comm (null without comm kernels); queue = launched, not finished, per stream (I5)".into(),
-    );
-    t
-}
-
-/// One sentence per workload: busy and idle per token, and which idle
-/// category changed most per token (MTP − AR).
-fn sentence(r: &Row) -> String {
-    let get = |name: &str| r.c.rows.iter().find(|x| x.figure == name);
-    let (Some(busy), Some(idle)) = (get("busy"), get("idle")) else {
-        return String::new();
-    };
-    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |x| format!("{:.1} µs", x / 1e3));
-    let mut s = format!(
-        "- **{}**: per generated token the GPU is busy {} with {} (AR {}) and idle {} (AR {})",
-        r.m.workload,
-        us(busy.candidate_per_token_ns),
-        r.m.candidate_mode,
-        us(busy.baseline_per_token_ns),
-        us(idle.candidate_per_token_ns),
-        us(idle.baseline_per_token_ns),
-    );
-    let moved = ["host_wait", "kernel_wait", "other"]
-        .iter()
-        .filter_map(|n| {
-            let x = get(n)?;
-            Some((*n, x.candidate_per_token_ns? - x.baseline_per_token_ns?))
-        })
-        .max_by(|a, b| a.1.abs().total_cmp(&b.1.abs()));
-    match moved {
-        Some((name, d)) => s.push_str(&format!(
-            "; the idle category that changed most per token is {} ({:+.1} µs).\n",
-            name.replace('_', " "),
-            d / 1e3
-        )),
-        None => s.push_str(" (completion tokens unknown: no per-token comparison).\n"),
-    }
-    s
-}
-
-fn per_token_table(rows: &[Row]) -> Table {
-    let mut t = Table::new(
-        "GPU busy and idle per generated token (ns)",
-        &["Workload", "Figure", "AR", "MTP", "AR / MTP"],
-    );
-    for r in rows {
-        for x in &r.c.rows {
+        for (mode, s) in r.sides() {
+            let [w, b, i] = s.headline_us();
+            let (wm, wmed) = s.per_iteration_us(wall);
+            let (im, imed) = s.per_iteration_us(idle);
             t.row(vec![
                 r.m.workload.clone().into(),
-                x.figure.clone().into(),
-                Cell::opt_f(x.baseline_per_token_ns, 1),
-                Cell::opt_f(x.candidate_per_token_ns, 1),
-                Cell::opt_f(x.ratio, 6),
+                mode_label(mode),
+                s.it.as_ref()
+                    .map_or(Cell::Null, |x| x.iterations_closed.into()),
+                Cell::opt_f(s.it.as_ref().and_then(|x| x.tokens_per_iteration), 3),
+                f1(w),
+                f1(b),
+                f1(i),
+                f1(wm),
+                f1(wmed),
+                f1(im),
+                f1(imed),
             ]);
         }
     }
-    t.notes.push("whole-trace sums / completion tokens; busy = Σ devices' busy; idle categories Σ over streams (> 1: MTP spends less per token)".into());
+    t.notes.push(
+        "`torchtrace iterations`' figures (the same closed iterations and sums); GPU idle = span − union over streams (device level); medians: of the closed iterations".into(),
+    );
     t
 }
 
-/// The step rows' sums (steps only: not `pre`, not `unattributed`).
-fn step_sum(t: &TraceIdle) -> Part {
-    super::compute::sum_rows(&t.steps.rows)
+/// One sentence per workload: the decode iterations' wall, busy and idle
+/// per token, and the idle's share of the wall.
+fn sentence(r: &Row) -> String {
+    let [aw, ab, ai] = r.ar.headline_us();
+    let [mw, mb, mi] = r.mtp.headline_us();
+    let us = |v: Option<f64>| v.map_or("n/a".to_string(), |x| format!("{x:.1} µs"));
+    let share = |i: Option<f64>, w: Option<f64>| match (i, w) {
+        (Some(i), Some(w)) if w > 0.0 => format!("{:.0} %", 100.0 * i / w),
+        _ => "n/a".to_string(),
+    };
+    let mode = crate::runinfo::Mode::display(&r.m.candidate_mode);
+    format!(
+        "- **{}**: per generated token of the decode iterations, {mode} takes {} of wall time (AR {}), the GPU busy {} (AR {}) and idle {} (AR {}): idle is {} of {mode}'s wall time per token (AR {}).\n",
+        r.m.workload,
+        us(mw),
+        us(aw),
+        us(mb),
+        us(ab),
+        us(mi),
+        us(ai),
+        share(mi, mw),
+        share(ai, aw),
+    )
 }
 
-/// The six stacked figures of a part, in [`SEGMENTS`] order.
-fn six(p: &Part) -> [i128; 6] {
-    [
-        p.compute_ns,
-        p.comm_ns,
-        p.memory_ns,
-        p.host_wait_ns,
-        p.kernel_wait_ns,
-        p.other_ns,
-    ]
+/// Per stream over the whole trace: where the per-stream sums come from.
+fn stream_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "Per stream, the whole trace (`torchtrace idle`, ms)",
+        &[
+            "Workload",
+            "Mode",
+            "Device:stream",
+            "Activities",
+            "Span",
+            "Busy",
+            "Idle",
+            "Host wait",
+            "Kernel wait",
+            "Other",
+        ],
+    );
+    let ms = |x: i64| Cell::Float(round_ratio(i128::from(x), 1_000_000, 3), 3);
+    for r in rows {
+        for (mode, s) in r.sides() {
+            for x in &s.idle.streams {
+                t.row(vec![
+                    r.m.workload.clone().into(),
+                    mode_label(mode),
+                    format!("{}:{}", x.device, x.stream).into(),
+                    x.activities.into(),
+                    ms(x.span_ns),
+                    ms(x.busy_ns),
+                    ms(x.idle_ns),
+                    ms(x.host_wait_ns),
+                    ms(x.kernel_wait_ns),
+                    ms(x.other_ns),
+                ]);
+            }
+        }
+    }
+    t.notes.push(
+        "per stream: the gaps before each activity against the stream's running end (I2), by cause (I3). A stream with few activities is idle across most of the trace, so the streams' idle added up counts the same wall time once per stream and can exceed the trace's span: the device-level figures above count it once".into(),
+    );
+    t
 }
 
-const SEGMENTS: [&str; 6] = [
-    "busy: compute",
-    "busy: comm",
-    "busy: memory",
-    "idle: host wait",
-    "idle: kernel wait",
-    "idle: other",
-];
+/// The step rows' sums.
+fn step_sum(rows: &[StepRow]) -> Part {
+    super::compute::sum_rows(rows)
+}
 
 /// Σ / steps, in µs, exactly rounded to 0.1 µs (C1); null without steps.
-fn per_step_us(sum: i128, steps: u64) -> Option<f64> {
-    (steps > 0).then(|| round_ratio(sum, i128::from(steps) * 1000, 1))
+fn per_step_us(sum: i64, steps: u64) -> Option<f64> {
+    (steps > 0).then(|| round_ratio(i128::from(sum), i128::from(steps) * 1000, 1))
 }
 
 fn step_table(rows: &[Row]) -> Table {
-    let mut heads = vec!["Workload", "Mode", "Steps"];
-    heads.extend(SEGMENTS.iter().map(|s| match *s {
-        "busy: compute" => "Compute µs/step",
-        "busy: comm" => "Comm µs/step",
-        "busy: memory" => "Memory µs/step",
-        "idle: host wait" => "Host wait µs/step",
-        "idle: kernel wait" => "Kernel wait µs/step",
-        _ => "Other idle µs/step",
-    }));
-    heads.push("Tokens/step");
-    let mut t = Table::new("The mean step: where its GPU time goes (idle, I6)", &heads);
+    let mut t = Table::new(
+        "The mean decode step: GPU busy by class (µs per step)",
+        &[
+            "Workload",
+            "Mode",
+            "Decode steps",
+            "Compute",
+            "Comm",
+            "Memory",
+            "GPU busy (union)",
+            "GPU idle (device level)",
+        ],
+    );
     for r in rows {
-        for (mode, x) in [("ar", r.ar), (r.m.candidate_mode.as_str(), r.mtp)] {
-            let p = step_sum(x);
-            let n = x.steps.count;
-            let mut cells: Vec<Cell> = vec![r.m.workload.clone().into(), mode.into(), n.into()];
-            cells.extend(six(&p).iter().map(|&v| Cell::opt_f(per_step_us(v, n), 1)));
-            let tps = x
-                .completion_tokens
-                .filter(|_| n > 0)
-                .map(|k| round_ratio(i128::from(k), i128::from(n), 3));
-            cells.push(Cell::opt_f(tps, 3));
+        for (mode, s) in r.sides() {
+            let p = step_sum(&s.decode_steps);
+            let n = s.decode_steps.len() as u64;
+            let mut cells: Vec<Cell> =
+                vec![r.m.workload.clone().into(), mode_label(mode), n.into()];
+            cells.extend(
+                [p.compute_ns, p.comm_ns, p.memory_ns]
+                    .iter()
+                    .map(|&v| f1(per_step_us(v, n))),
+            );
+            cells.push(f1(s.per_iteration_us(|r| r.gpu_busy_ns).0));
+            cells.push(f1(s.per_iteration_us(idle).0));
             t.row(cells);
         }
     }
     t.notes.push(
-        "Σ over the step rows / steps; busy columns: Σ over devices of the union of each class's activities (C6), so comm that overlaps compute is in both; idle columns: the gaps before the step's activities (I2–I3); tokens/step = completion tokens / steps".into(),
+        "class columns: `torchtrace idle`'s step rows that are closed decode iterations, Σ over devices of the union of each class's activities (C6; comm that overlaps compute is in both) / their count; busy and idle: `iterations`' means per closed iteration".into(),
     );
+    t
+}
+
+/// What lies outside the decode iterations, apart and labelled.
+fn outside_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "Outside the decode iterations: prefill steps and the time between requests (ms, whole trace)",
+        &[
+            "Workload",
+            "Mode",
+            "Other steps (prefill, mixed, open)",
+            "Their wall",
+            "Their GPU busy",
+            "Their wall − GPU busy",
+            "Before the first step: GPU busy",
+        ],
+    );
+    let ms = |x: i128| Cell::Float(round_ratio(x, 1_000_000, 3), 3);
+    for r in rows {
+        for (mode, s) in r.sides() {
+            let closed: Vec<&StepRow> = s
+                .other_steps
+                .iter()
+                .filter(|x| x.host_end_ns.is_some())
+                .collect();
+            let wall: i128 = closed
+                .iter()
+                .filter_map(|x| Some(i128::from(x.host_end_ns? - x.host_start_ns)))
+                .sum();
+            let busy: i128 = closed.iter().map(|x| i128::from(x.work.busy_ns)).sum();
+            t.row(vec![
+                r.m.workload.clone().into(),
+                mode_label(mode),
+                (s.other_steps.len() as u64).into(),
+                ms(wall),
+                ms(busy),
+                ms(wall - busy),
+                ms(s.idle.steps.pre.busy_ns.into()),
+            ]);
+        }
+    }
+    t.notes.push(
+        "not per token: not decode work. A step's wall runs from its annotation to the next one on its thread (the last step, without one, is counted in the count only); so the wait for the next request lies in the wall of the step before it, and wall − GPU busy is mostly that wait. Counted here, not in the headline".into(),
+    );
+    t
+}
+
+/// The whole trace's figures (`torchtrace idle`'s summary).
+fn whole_table(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "The whole trace (requests, prefill and decode together; `torchtrace idle`)",
+        &[
+            "Workload",
+            "Mode",
+            "Idle % of device span",
+            "Host-wait % of idle Σ streams",
+            "Comm/compute overlap %",
+            "Queue max",
+            "Steps",
+        ],
+    );
+    let f4 = |v: Option<f64>| Cell::opt_f(v, 4);
+    for r in rows {
+        for (mode, s) in r.sides() {
+            let x = s.idle;
+            t.row(vec![
+                r.m.workload.clone().into(),
+                mode_label(mode),
+                f4(x.idle_pct()),
+                f4(x.host_wait_share_pct()),
+                f4(x.comm_comp_overlap_pct),
+                x.queue_max().map_or(Cell::Null, Cell::Int),
+                x.steps.count.into(),
+            ]);
+        }
+    }
+    t.notes.push(
+        "idle % = Σ devices' idle / Σ devices' span (I4, device level); host-wait % = Σ streams' host wait / Σ streams' idle (I3); overlap % = comm ∩ compute / comm (null without comm kernels); queue = launched, not finished, per stream (I5)".into(),
+    );
+    t
+}
+
+fn decode_csv(rows: &[Row]) -> Table {
+    let mut t = Table::new(
+        "idle_decode",
+        &[
+            "workload",
+            "mode",
+            "trace",
+            "decode_iterations_closed",
+            "contexts",
+            "completion_tokens",
+            "tokens_per_iteration",
+            "wall_per_token_ms",
+            "gpu_busy_per_token_ms",
+            "gpu_idle_per_token_ms",
+            "wall_per_iteration_mean_us",
+            "wall_per_iteration_median_us",
+            "gpu_idle_per_iteration_mean_us",
+            "gpu_idle_per_iteration_median_us",
+            "decode_steps",
+            "other_steps",
+        ],
+    );
+    for r in rows {
+        for (mode, s) in r.sides() {
+            let it = s.it.as_ref();
+            let p = it.map(|x| &x.per_token);
+            let (wm, wmed) = s.per_iteration_us(wall);
+            let (im, imed) = s.per_iteration_us(idle);
+            let f = |v: Option<f64>| v.map_or(Cell::Null, |x| Cell::Float(x, 6));
+            t.row(vec![
+                r.m.workload.clone().into(),
+                mode.into(),
+                s.idle.path.clone().into(),
+                it.map_or(Cell::Null, |x| x.iterations_closed.into()),
+                it.map_or(Cell::Null, |x| x.contexts.into()),
+                Cell::opt_i(it.and_then(|x| x.completion_tokens)),
+                f(it.and_then(|x| x.tokens_per_iteration)),
+                f(p.and_then(|p| p.wall_ms)),
+                f(p.and_then(|p| p.gpu_busy_ms)),
+                f(p.and_then(|p| p.gpu_idle_ms)),
+                f(wm),
+                f(wmed),
+                f(im),
+                f(imed),
+                (s.decode_steps.len() as u64).into(),
+                (s.other_steps.len() as u64).into(),
+            ]);
+        }
+    }
     t
 }
 
@@ -239,6 +522,7 @@ fn csv_table(rows: &[Row]) -> Table {
             "trace",
             "step",
             "name",
+            "decode",
             "host_start_ns",
             "host_end_ns",
             "activities",
@@ -253,26 +537,28 @@ fn csv_table(rows: &[Row]) -> Table {
         ],
     );
     for r in rows {
-        for (mode, x) in [("ar", r.ar), (r.m.candidate_mode.as_str(), r.mtp)] {
-            for s in &x.steps.rows {
+        for (mode, x) in r.sides() {
+            let decode: BTreeSet<u64> = x.decode_steps.iter().map(|s| s.index).collect();
+            for s in &x.idle.steps.rows {
                 let w = &s.work;
                 t.row(vec![
                     r.m.workload.clone().into(),
                     mode.into(),
-                    x.path.clone().into(),
+                    x.idle.path.clone().into(),
                     s.index.into(),
                     s.name.clone().into(),
+                    Cell::text(decode.contains(&s.index).to_string()),
                     Cell::Int(s.host_start_ns),
                     s.host_end_ns.map_or(Cell::Null, Cell::Int),
                     w.activities.into(),
-                    Cell::wide(w.busy_ns),
-                    Cell::wide(w.compute_ns),
-                    Cell::wide(w.comm_ns),
-                    Cell::wide(w.memory_ns),
-                    Cell::wide(w.idle_ns),
-                    Cell::wide(w.host_wait_ns),
-                    Cell::wide(w.kernel_wait_ns),
-                    Cell::wide(w.other_ns),
+                    Cell::Int(w.busy_ns),
+                    Cell::Int(w.compute_ns),
+                    Cell::Int(w.comm_ns),
+                    Cell::Int(w.memory_ns),
+                    Cell::Int(w.idle_ns),
+                    Cell::Int(w.host_wait_ns),
+                    Cell::Int(w.kernel_wait_ns),
+                    Cell::Int(w.other_ns),
                 ]);
             }
         }
@@ -280,22 +566,24 @@ fn csv_table(rows: &[Row]) -> Table {
     t
 }
 
-fn bar(x: &TraceIdle, label: String, mode: &str) -> StackedBar {
-    let n = x.steps.count;
-    let p = step_sum(x);
-    let values: Option<Vec<f64>> = (n > 0).then(|| {
-        six(&p)
-            .iter()
-            .map(|&v| per_step_us(v, n).unwrap_or(0.0))
-            .collect()
-    });
-    let total: Option<f64> = values.as_ref().map(|v| v.iter().sum());
+/// A bar of figure 11: per token, GPU busy, GPU idle and the rest of the
+/// wall time (µs).
+fn bar(s: &Side, label: String, mode: &str) -> StackedBar {
+    let [w, b, i] = s.headline_us();
+    let values = match (w, b, i) {
+        (Some(w), Some(b), Some(i)) => Some(vec![b, i, (w - b - i).max(0.0)]),
+        _ => None,
+    };
+    let tpi = s.it.as_ref().and_then(|x| x.tokens_per_iteration);
     StackedBar {
         label,
         mode: Some(mode.into()),
         values,
-        top: total.map_or_else(String::new, |t| format!("{t:.0} µs")),
-        below: format!("{n} steps"),
+        top: w.map_or_else(String::new, |w| format!("{w:.0} µs")),
+        below: i.map_or_else(String::new, |i| {
+            let tpi = tpi.map_or_else(String::new, |t| format!(", {t:.2} tok/it"));
+            format!("idle {i:.0} µs{tpi}")
+        }),
     }
 }
 
@@ -308,8 +596,8 @@ fn figure(rows: &[Row]) -> StackedBars {
             BarGroup {
                 name: r.m.workload.clone(),
                 bars: vec![
-                    bar(r.ar, "AR".into(), "ar"),
-                    bar(r.mtp, label, &r.m.candidate_mode),
+                    bar(&r.ar, "AR".into(), "ar"),
+                    bar(&r.mtp, label, &r.m.candidate_mode),
                 ],
                 note: None,
             }
@@ -317,27 +605,32 @@ fn figure(rows: &[Row]) -> StackedBars {
         .collect();
     StackedBars {
         stem: FIGURE.into(),
-        title: "The mean decode step: GPU busy by class and idle by cause".into(),
-        subtitle: "idle: Σ over the step rows / steps (each step annotation to the next, I6); busy per class (C6), idle gaps by cause (I2–I3)".into(),
-        y_desc: "µs per step".into(),
-        segments: SEGMENTS
-            .iter()
-            .enumerate()
-            .map(|(i, s)| Segment {
-                name: (*s).into(),
-                color: series_color(i),
-            })
-            .collect(),
+        title: "Decode iterations: wall time per generated token, GPU busy and idle".into(),
+        subtitle: "as `torchtrace iterations`: closed decode iterations × n / (closed × T); idle = GPU span − union over streams; prefill and time between requests excluded".into(),
+        y_desc: "µs per generated token".into(),
+        segments: [
+            "GPU busy",
+            "GPU idle (device level)",
+            "no GPU work of the iteration in flight",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Segment {
+            name: (*s).into(),
+            color: series_color(i),
+        })
+        .collect(),
         groups,
         empty: (
-            "no step rows".into(),
-            "needs step annotations and GPU work (see `torchtrace idle --per-step`)".into(),
+            "no decode iterations".into(),
+            "needs decode step annotations, GPU work and completion tokens (see `torchtrace iterations`)".into(),
         ),
     }
 }
 
 impl InBatch for Idle {
-    /// report.md's "Where the GPU waits", idle_steps.csv and figure 11.
+    /// report.md's "Where the GPU waits", idle_decode.csv, idle_steps.csv
+    /// and figure 11.
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

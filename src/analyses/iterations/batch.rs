@@ -73,7 +73,96 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
             what: "decode iterations, AR vs MTP per workload".into(),
         }],
         figures: figures(&rows),
+        lead: lead(&rows),
     })
+}
+
+/// The summary table's title: its heading, and the lead's link target.
+const TITLE: &str = "Decode iterations per workload (AR vs MTP, the whole decode loop)";
+
+/// A heading's anchor as GitHub and most renderers make it: lower case,
+/// letters, digits, `-` and `_` kept, spaces to `-`, the rest dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// report.md's answer, per workload: S_wall, S_context, tokens per
+/// iteration and where MTP's wall time per token goes (GPU busy by phase,
+/// GPU idle, the rest), each figure `torchtrace iterations`' own.
+fn lead(rows: &[Row]) -> String {
+    let us = |ms: Option<f64>| ms.map_or("n/a".to_string(), |v| format!("{:.1}", v * 1e3));
+    let x = |v: Option<f64>, d: usize| v.map_or("n/a".to_string(), |v| format!("{v:.d$}×"));
+    let mut s = String::new();
+    for r in rows {
+        let c = &r.c;
+        let mode = crate::runinfo::Mode::display(&r.m.candidate_mode);
+        let verdict = match c.s_wall {
+            Some(v) if v > 1.0 => "faster",
+            Some(v) if v < 1.0 => "slower",
+            Some(_) => "as fast",
+            None => "n/a",
+        };
+        let tpi = |t: &TraceIterations| {
+            t.tokens_per_iteration
+                .map_or("n/a".to_string(), |v| format!("{v:.2}"))
+        };
+        let rest = |t: &TraceIterations| {
+            let p = &t.per_token;
+            match (p.wall_ms, p.gpu_busy_ms, p.gpu_idle_ms) {
+                (Some(w), Some(b), Some(i)) => Some(w - b - i),
+                _ => None,
+            }
+        };
+        let phases = |t: &TraceIterations| {
+            Phase::ALL
+                .iter()
+                .map(|&p| {
+                    format!(
+                        "{} {}",
+                        p.as_str(),
+                        us(t.per_token.phases.get(p).gpu_busy_ms)
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        s.push_str(&format!(
+            "- **{w}**: {mode} takes {mw} µs of wall time per generated token, AR {aw} µs: S_wall = {sw} ({mode} {verdict} end to end). \
+             Per step context's GPU span, S_context = {sc}; {mode} makes {mt} tokens per iteration, AR {at} (P = {p}), \
+             and its iteration costs {ic} AR's wall. Where {mode}'s wall time per token goes (µs): GPU busy {mb} ({mph}), \
+             GPU idle {mi}, none of its GPU work in flight {mr}; AR: busy {ab} ({aph}), idle {ai}, {ar}.\n",
+            w = r.m.workload,
+            mw = us(r.mtp.per_token.wall_ms),
+            aw = us(r.ar.per_token.wall_ms),
+            sw = x(c.s_wall, 2),
+            sc = x(c.s_context_correlation, 2),
+            mt = tpi(r.mtp),
+            at = tpi(r.ar),
+            p = x(c.token_progress_ratio, 2),
+            ic = x(c.iteration_cost_ratio, 2),
+            mb = us(r.mtp.per_token.gpu_busy_ms),
+            mph = phases(r.mtp),
+            mi = us(r.mtp.per_token.gpu_idle_ms),
+            mr = us(rest(r.mtp)),
+            ab = us(r.ar.per_token.gpu_busy_ms),
+            aph = phases(r.ar),
+            ai = us(r.ar.per_token.gpu_idle_ms),
+            ar = us(rest(r.ar)),
+        ));
+    }
+    s.push_str(&format!(
+        "\nDefinitions: [{TITLE}](#{}) (S_wall, S_context by correlation, P, the phases); GPU idle: \"Where the GPU waits\" below.\n",
+        anchor(TITLE)
+    ));
+    s
 }
 
 /// Figure 7, and 7b when some trace replays a repeating graph twice or more.
@@ -116,7 +205,7 @@ fn cadence_figure(rows: &[Row]) -> BoxPlots {
 
 fn summary_table(rows: &[Row]) -> Table {
     let mut t = Table::new(
-        "Decode iterations per workload (AR vs MTP, the whole decode loop)",
+        TITLE,
         &[
             "Workload",
             "Mode",

@@ -60,6 +60,7 @@ pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
             what: "top-level ops per token, AR vs MTP per workload".into(),
         }],
         figures: vec![Box::new(figure(&rows))],
+        lead: String::new(),
     })
 }
 
@@ -231,28 +232,90 @@ fn csv_table(rows: &[Row]) -> Table {
     t
 }
 
-/// Σ over a trace's top-level ops of (GPU, host) time per token, in ms.
-fn per_token_ms(t: &TraceOps) -> Option<(f64, f64)> {
+/// Whether a top-level op is a vLLM prefill, mixed or empty step
+/// annotation: not decode work, so apart from figure 10's bars (issue 60:
+/// one prefill step's 862 ms of host time made AR's host bar 40 times its
+/// decode loop's).
+fn outside_decode(r: &super::OpRow) -> bool {
+    r.cat.as_deref() == Some("user_annotation")
+        && crate::steps::parse(&r.name).is_some_and(|s| s.kind() != "decode")
+}
+
+/// Per token, in ms: Σ over a trace's top-level ops with GPU work of
+/// (GPU, host) time, the decode loop's (every top-level op but the
+/// prefill/mixed step annotations) and theirs.
+struct PerToken {
+    gpu: f64,
+    host: f64,
+    prefill_gpu: f64,
+    prefill_host: f64,
+}
+
+fn per_token_ms(t: &TraceOps) -> Option<PerToken> {
     let tokens = t.completion_tokens.filter(|&n| n > 0)? as f64;
     let top = t.ops.iter().filter(|r| r.gpu_top_ns > 0);
-    let gpu: i64 = top.clone().map(|r| r.gpu_top_ns).sum();
-    let host: i64 = top.map(|r| r.host_ns).sum();
-    Some((gpu as f64 / tokens / 1e6, host as f64 / tokens / 1e6))
+    let sum = |pre: bool, f: fn(&super::OpRow) -> i64| -> f64 {
+        let s: i64 = top
+            .clone()
+            .filter(|r| outside_decode(r) == pre)
+            .map(f)
+            .sum();
+        s as f64 / tokens / 1e6
+    };
+    Some(PerToken {
+        gpu: sum(false, |r| r.gpu_top_ns),
+        host: sum(false, |r| r.host_ns),
+        prefill_gpu: sum(true, |r| r.gpu_top_ns),
+        prefill_host: sum(true, |r| r.host_ns),
+    })
 }
 
 fn bars(t: &TraceOps, mode_label: &str, mode: &str) -> [StackedBar; 2] {
     let v = per_token_ms(t);
-    let bar = |what: &str, values: Option<Vec<f64>>, ms: Option<f64>| StackedBar {
+    let bar = |what: &str, values: Option<Vec<f64>>, ms: Option<f64>, below: String| StackedBar {
         label: format!("{mode_label} {what}"),
         mode: Some(mode.into()),
         values,
         top: ms.map_or_else(String::new, |m| format!("{m:.3} ms")),
-        below: String::new(),
+        below,
     };
+    let apart = |ms: Option<f64>| {
+        ms.filter(|&m| m > 0.0)
+            .map_or_else(String::new, |m| format!("prefill +{m:.3}"))
+    };
+    let v = v.as_ref();
     [
-        bar("GPU", v.map(|(g, _)| vec![g, 0.0]), v.map(|x| x.0)),
-        bar("host", v.map(|(_, h)| vec![0.0, h]), v.map(|x| x.1)),
+        bar(
+            "GPU",
+            v.map(|p| vec![p.gpu, 0.0]),
+            v.map(|p| p.gpu),
+            apart(v.map(|p| p.prefill_gpu)),
+        ),
+        bar(
+            "host",
+            v.map(|p| vec![0.0, p.host]),
+            v.map(|p| p.host),
+            apart(v.map(|p| p.prefill_host)),
+        ),
     ]
+}
+
+/// Both verdicts, labelled (`AR: launch-bound · MTP: launch-bound`).
+fn verdicts(r: &Row) -> Option<String> {
+    let v = |t: &TraceOps| {
+        t.summary
+            .verdict
+            .clone()
+            .unwrap_or_else(|| "no verdict".into())
+    };
+    (r.ar.summary.verdict.is_some() || r.mtp.summary.verdict.is_some()).then(|| {
+        format!(
+            "AR: {} · {}: {}",
+            v(r.ar),
+            crate::runinfo::Mode::display(&r.m.candidate_mode),
+            v(r.mtp)
+        )
+    })
 }
 
 /// Figure 10.
@@ -266,14 +329,14 @@ fn figure(rows: &[Row]) -> StackedBars {
             BarGroup {
                 name: r.m.workload.clone(),
                 bars: b,
-                note: r.mtp.summary.verdict.clone().map(|v| format!("MTP: {v}")),
+                note: verdicts(r),
             }
         })
         .collect();
     StackedBars {
         stem: FIGURE.into(),
-        title: "Top-level ops: GPU time vs host time per generated token".into(),
-        subtitle: "ops: per top-level op (outermost cpu_op/user_annotation of each launch), Σ GPU work launched and Σ host time (CPU total − sync), per completion token".into(),
+        title: "Top-level ops of the decode loop: GPU time vs host time per generated token".into(),
+        subtitle: "Σ over the top-level ops (outermost cpu_op/user_annotation) of GPU work and host time (CPU − sync) / tokens; prefill/mixed steps apart, under the bars".into(),
         y_desc: "time per generated token (ms)".into(),
         segments: vec![
             Segment {

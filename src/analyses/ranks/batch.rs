@@ -84,6 +84,7 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
                 }) as Box<dyn Picture>
             })
             .collect(),
+        lead: String::new(),
     })
 }
 

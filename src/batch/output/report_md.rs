@@ -80,7 +80,19 @@ pub fn report_md(
     dir: &Path,
     sections: &[crate::campaign::Section],
 ) -> String {
-    let mut s = opening(res, context);
+    let mut s = opening(res, context, sections);
+    // The answer first (issue 60): each section's lead, in registry order.
+    let leads: Vec<&str> = sections
+        .iter()
+        .map(|sec| sec.lead.as_str())
+        .filter(|l| !l.is_empty())
+        .collect();
+    if !leads.is_empty() {
+        s.push_str("\n## The answer\n\n");
+        for l in leads {
+            s.push_str(l);
+        }
+    }
     for sec in sections.iter().filter(|s| !s.markdown.is_empty()) {
         s.push('\n');
         s.push_str(&sec.markdown);
@@ -104,9 +116,10 @@ pub fn report_md(
     s
 }
 
-/// The title, the inputs, the counts and the files (the sections' own
-/// entries of the `Files:` line included).
-fn opening(res: &BatchResult, context: &str) -> String {
+/// The title, the inputs, the counts and the files: the sections' own
+/// entries of the `Files:` line, then a link to every other file a section
+/// writes (issue 60: the line linked 4 of 13 outputs).
+fn opening(res: &BatchResult, context: &str, sections: &[crate::campaign::Section]) -> String {
     let mut s = String::from("# torchtrace batch report\n\n");
     let count = |st: Status| res.records.iter().filter(|r| r.file.status == st).count();
     s.push_str("Inputs:\n\n");
@@ -129,10 +142,18 @@ fn opening(res: &BatchResult, context: &str) -> String {
     s.push_str(
         "Files: [results.json](results.json) (everything), [traces.csv](traces.csv) (one row per input file)",
     );
+    let mut line = String::new();
     for listed in super::sections::listed() {
-        s.push_str(", ");
-        s.push_str(listed);
+        line.push_str(", ");
+        line.push_str(listed);
     }
+    for f in sections.iter().flat_map(|sec| &sec.files) {
+        let target = format!("]({})", link_target(&f.name));
+        if !line.contains(&target) {
+            line.push_str(&format!(", [{}{target}", link_text(&f.name)));
+        }
+    }
+    s.push_str(&line);
     s.push_str(".\n");
     s
 }

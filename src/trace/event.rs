@@ -36,6 +36,9 @@ pub struct Args<'a> {
     /// from the event (`export`'s ops table); `null` is `None`.
     pub input_dims: Option<Cow<'a, str>>,
     pub input_type: Option<Cow<'a, str>>,
+    /// Its `Concrete Inputs` (the scalars' values: `roofline`'s causal flag
+    /// and reduced dims), the same way.
+    pub concrete_inputs: Option<Cow<'a, str>>,
 }
 
 /// An event with its times resolved: what the analyses consume.
@@ -100,6 +103,7 @@ impl<'a> Event<'a> {
             shared_memory,
             input_dims,
             input_type,
+            concrete_inputs,
         } = args;
         *external_id = None;
         *correlation = None;
@@ -110,6 +114,7 @@ impl<'a> Event<'a> {
         *shared_memory = None;
         *input_dims = None;
         *input_type = None;
+        *concrete_inputs = None;
     }
 }
 
@@ -162,6 +167,7 @@ mod tests {
                 shared_memory: Some(0),
                 input_dims: Some(Cow::Borrowed("[[1]]")),
                 input_type: Some(Cow::Owned("[\"float\"]".into())),
+                concrete_inputs: Some(Cow::Borrowed("[\"\"]")),
             },
         };
         ev.reset();

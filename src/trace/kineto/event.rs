@@ -59,6 +59,8 @@ struct KinetoArgs<'a> {
     input_dims: Option<&'a RawValue>,
     #[serde(rename = "Input type", borrow)]
     input_type: Option<&'a RawValue>,
+    #[serde(rename = "Concrete Inputs", borrow)]
+    concrete_inputs: Option<&'a RawValue>,
 }
 
 /// `args` must be an object (or `null`): anything else — an array, a
@@ -90,6 +92,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgsVisitor<'a> {
             shared_memory: a.shared_memory,
             input_dims: a.input_dims.map(|v| Cow::Borrowed(v.get())),
             input_type: a.input_type.map(|v| Cow::Borrowed(v.get())),
+            concrete_inputs: a.concrete_inputs.map(|v| Cow::Borrowed(v.get())),
         })
     }
 }

@@ -262,7 +262,7 @@ const EVENT_KEYS: KeyOrder<8> =
 
 /// The `args` members read, in the order Kineto writes them where it
 /// writes several (a kernel's; the others go by their names).
-const ARGS_KEYS: KeyOrder<9> = KeyOrder::new([
+const ARGS_KEYS: KeyOrder<10> = KeyOrder::new([
     "External id",
     "correlation",
     "registers per thread",
@@ -272,6 +272,7 @@ const ARGS_KEYS: KeyOrder<9> = KeyOrder::new([
     "finished",
     "Input Dims",
     "Input type",
+    "Concrete Inputs",
 ]);
 
 struct Cursor<'a> {
@@ -636,6 +637,7 @@ impl<'a> Cursor<'a> {
             "shared memory" => once(&mut a.shared_memory, &mut seen, 64, c.id()?),
             "Input Dims" => once(&mut a.input_dims, &mut seen, 128, c.raw()?),
             "Input type" => once(&mut a.input_type, &mut seen, 256, c.raw()?),
+            "Concrete Inputs" => once(&mut a.concrete_inputs, &mut seen, 512, c.raw()?),
             _ => c.skip(2),
         })
     }

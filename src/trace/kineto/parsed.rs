@@ -167,6 +167,7 @@ impl Numbers {
         &self,
         input_dims: Option<Cow<'a, str>>,
         input_type: Option<Cow<'a, str>>,
+        concrete_inputs: Option<Cow<'a, str>>,
     ) -> Args<'a> {
         Args {
             external_id: self.get(EXTERNAL_ID),
@@ -178,6 +179,7 @@ impl Numbers {
             shared_memory: self.get(SHARED_MEMORY),
             input_dims,
             input_type,
+            concrete_inputs,
         }
     }
 }
@@ -192,8 +194,8 @@ pub(super) struct Parsed {
     tid: ThreadPart,
     /// `ts`, `dur` and the args' numbers.
     numbers: Numbers,
-    /// The args' two texts (`Input Dims`, `Input type`).
-    texts: [Option<Span>; 2],
+    /// The args' texts (`Input Dims`, `Input type`, `Concrete Inputs`).
+    texts: [Option<Span>; 3],
 }
 
 impl Parsed {
@@ -207,7 +209,7 @@ impl Parsed {
             pid: ev.pid.clone(),
             tid: ev.tid.clone(),
             numbers: Numbers::of(ev),
-            texts: [&a.input_dims, &a.input_type].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
+            texts: [&a.input_dims, &a.input_type, &a.concrete_inputs].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
         }
     }
 
@@ -231,7 +233,7 @@ impl Parsed {
             Some(t) => t.text(src).map(Some),
             None => Some(None),
         };
-        let (dims, types) = (text(&texts[0])?, text(&texts[1])?);
+        let (dims, types, concrete) = (text(&texts[0])?, text(&texts[1])?, text(&texts[2])?);
         Some(Event {
             ph: ph.text(src)?,
             cat: cat.text(src)?,
@@ -240,7 +242,7 @@ impl Parsed {
             tid: tid.clone(),
             ts: numbers.get(TS).map(Ns),
             dur: numbers.get(DUR).map(Ns),
-            args: numbers.args(dims, types),
+            args: numbers.args(dims, types, concrete),
         })
     }
 }

@@ -71,7 +71,10 @@ const ENTRIES: &[Entry] = &[
     cli!(Entry::in_batch::<ranks::Ranks>(), ranks::cli::RanksArgs),
     cli!(Entry::in_batch::<ops::Ops>(), ops::cli::OpsArgs),
     cli!(Entry::in_batch::<idle::Idle>(), idle::cli::IdleArgs),
-    cli!(Entry::command::<roofline::Roofline>(), roofline::cli::RooflineArgs),
+    cli!(
+        Entry::command::<roofline::Roofline>(),
+        roofline::cli::RooflineArgs
+    ),
 ];
 
 /// The registry's kinds, in its order: the [`Order`] of torchtrace's plans

@@ -286,9 +286,9 @@ pub const DEVICES: &[Peaks] = &[
 /// The table's entry for a trace's device name (case-insensitive).
 pub fn lookup(name: &str) -> Option<&'static Peaks> {
     let n = name.to_ascii_lowercase();
-    DEVICES.iter().find(|d| {
-        d.needles.iter().all(|x| n.contains(x)) && !d.not.iter().any(|x| n.contains(x))
-    })
+    DEVICES
+        .iter()
+        .find(|d| d.needles.iter().all(|x| n.contains(x)) && !d.not.iter().any(|x| n.contains(x)))
 }
 
 /// The device as the report gives it: the trace's name, the entry it

@@ -7,10 +7,10 @@ use super::args::{ArgsError, OpArgs};
 use super::devices::Device;
 use super::models::{self, Unfit};
 use super::{
-    Bound, Key, Op, RoofCounts, RoofRow, RoofSummary, Roofline, TraceRoofline, UnmodelledRow,
-    NONE, NO_OP,
+    Bound, Key, Op, RoofCounts, RoofRow, RoofSummary, Roofline, TraceRoofline, UnmodelledRow, NONE,
+    NO_OP,
 };
-use crate::hostops::contain::{sweep_thread, Sweep, Visit, Visitor, Tag};
+use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
 use crate::hostops::launch::{end_of, launches, owners, Launch};
 use crate::hostops::HostLinks;
 use crate::model::{Interner, Sym};
@@ -37,9 +37,10 @@ struct Give<'a> {
     launched: &'a [Launch],
     got: &'a mut [Got],
     /// Per call: given already (a call is given once: the first sweep
-    /// visits the modelled ops only, the second every op, for the rest).
+    /// visits the composites only, the second every modelled op, the third
+    /// every op, each for the calls left).
     claimed: &'a mut [bool],
-    /// The second sweep: a call no op encloses goes to `no_op`.
+    /// The last sweep: a call no op encloses goes to `no_op`.
     rest: bool,
     no_op: &'a mut Got,
 }
@@ -84,7 +85,10 @@ fn sweep(
             ts: o.ts,
             end: end_of(o.ts, o.dur),
             scope: true,
-            tag: Tag { row: o.key, ts: o.ts },
+            tag: Tag {
+                row: o.key,
+                ts: o.ts,
+            },
         })
     });
     let by_start = call_ts.iter().enumerate().map(|(k, &t)| (k as u32, t));
@@ -181,7 +185,8 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
             let o = &lane_ops[i as usize];
             (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), i)
         });
-        for rest in [false, true] {
+        // Composites first, then every modelled op, then every op.
+        for (pass, rest) in [(2u8, false), (1, false), (0, true)] {
             let mut give = Give {
                 calls: &cs,
                 launched: &launched,
@@ -190,12 +195,16 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
                 rest,
                 no_op: &mut no_op,
             };
-            sweep(lane_ops, &order, &call_ts, &mut give, |o| rest || o.modelled);
+            sweep(lane_ops, &order, &call_ts, &mut give, |o| o.class >= pass);
         }
     }
 
     let device = Device::resolve(devices, spec.peak_tflops, spec.peak_tbps);
-    rc.other_devices = devices.iter().skip(1).filter(|d| Some(*d) != devices.first()).count() as u64;
+    rc.other_devices = devices
+        .iter()
+        .skip(1)
+        .filter(|d| Some(*d) != devices.first())
+        .count() as u64;
     let mut rows = Vec::new();
     let mut unmodelled: BTreeMap<(String, String), UnmodelledRow> = BTreeMap::new();
     let mut miss = |name: &str, reason: &str, g: &Got| {
@@ -263,7 +272,10 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
     let mut unmodelled: Vec<UnmodelledRow> = unmodelled.into_values().collect();
     unmodelled.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
     summary.modelled_gpu_ns = rows.iter().map(|r| r.gpu_ns).fold(0, i64::saturating_add);
-    summary.unmodelled_gpu_ns = unmodelled.iter().map(|r| r.gpu_ns).fold(0, i64::saturating_add);
+    summary.unmodelled_gpu_ns = unmodelled
+        .iter()
+        .map(|r| r.gpu_ns)
+        .fold(0, i64::saturating_add);
     summary.rows = rows.len() as u64;
     rc.input = counts;
     TraceRoofline {
@@ -302,7 +314,10 @@ fn row(
         _ => None,
     };
     let pct = match bound {
-        Some(Bound::Compute) => tflops.zip(peak).filter(|p| p.1 > 0.0).map(|(a, p)| a / p * 100.0),
+        Some(Bound::Compute) => tflops
+            .zip(peak)
+            .filter(|p| p.1 > 0.0)
+            .map(|(a, p)| a / p * 100.0),
         Some(Bound::Memory) => tbps
             .zip(device.peak_tbps)
             .filter(|p| p.1 > 0.0)

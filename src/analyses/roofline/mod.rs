@@ -17,11 +17,13 @@
 //! The launch links are `ops`' (the neutral `crate::hostops`): each
 //! activity's runtime call by correlation (C3), each call's innermost
 //! enclosing op on its thread (C4, `hostops::contain`). Here the encloser
-//! is the innermost *modelled* op (an op whose name has a model), so that
-//! `aten::convolution`'s kernels, launched inside `aten::cudnn_convolution`,
-//! are its own, as TraceLens counts an op's subtree; a call no modelled
-//! op encloses goes to its innermost op's name in `unmodelled` (or to
-//! "(no enclosing op)").
+//! is, in this order: the innermost enclosing *composite* (attention,
+//! convolution: its model covers its helpers, the `fill_` of flash
+//! attention's buffer, cuDNN's bias `add_`, as TraceLens counts an op's
+//! subtree), else the innermost *modelled* op (`aten::linear`'s kernel is
+//! `aten::addmm`'s), else the innermost op (its name in `unmodelled`),
+//! else "(no enclosing op)". Each call is given once: nothing counted
+//! twice, nothing dropped.
 
 pub mod args;
 pub mod devices;
@@ -87,7 +89,9 @@ struct Op {
     ts: i64,
     dur: i64,
     key: u32,
-    modelled: bool,
+    /// 0 no model, 1 a model, 2 a composite's model (attention,
+    /// convolution: see `measure`).
+    class: u8,
 }
 
 /// A row key: the name and, for a modelled op, its three texts.
@@ -102,23 +106,27 @@ pub struct Roofline {
     texts: Interner,
     keys: HashMap<Key, u32>,
     rows: Vec<Key>,
-    /// Per name symbol: 0 not yet known, 1 modelled, 2 not.
+    /// Per name symbol: its class (`Op::class`; `u8::MAX`: not yet known).
     modelled: Vec<u8>,
     /// Per thread, its host ops in file order.
     ops: Vec<Vec<Op>>,
 }
 
 impl Roofline {
-    fn is_modelled(&mut self, name: Sym) -> bool {
+    /// The class of a name: 0 no model, 1 a model, 2 a composite's.
+    fn class(&mut self, name: Sym) -> u8 {
         let i = name.0 as usize;
         if self.modelled.len() <= i {
-            self.modelled.resize(i + 1, 0);
+            self.modelled.resize(i + 1, u8::MAX);
         }
-        if self.modelled[i] == 0 {
-            let known = models::category_of(self.links.names.resolve(name)).is_some();
-            self.modelled[i] = if known { 1 } else { 2 };
+        if self.modelled[i] == u8::MAX {
+            self.modelled[i] = match models::category_of(self.links.names.resolve(name)) {
+                None => 0,
+                Some(c) if c.composite() => 2,
+                Some(_) => 1,
+            };
         }
-        self.modelled[i] == 1
+        self.modelled[i]
     }
 
     fn key(&mut self, k: Key) -> u32 {
@@ -154,8 +162,8 @@ impl Analysis for Roofline {
         let Some(Kept::Host(o)) = self.links.keep(ev, at) else {
             return;
         };
-        let modelled = self.is_modelled(o.name);
-        let key = if modelled {
+        let class = self.class(o.name);
+        let key = if class > 0 {
             let a = &ev.args;
             let mut text = |t: &Option<std::borrow::Cow<'_, str>>| {
                 t.as_deref().map_or(NONE, |t| self.texts.intern(t).0)
@@ -178,7 +186,7 @@ impl Analysis for Roofline {
             ts: o.ts,
             dur: o.dur,
             key,
-            modelled,
+            class,
         });
     }
 

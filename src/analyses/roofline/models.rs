@@ -63,6 +63,12 @@ impl Category {
         }
     }
 
+    /// Attention and convolution: one model for the whole op, the helper
+    /// kernels it launches included.
+    pub fn composite(self) -> bool {
+        matches!(self, Category::Sdpa | Category::Conv)
+    }
+
     /// Matrix ops run on the tensor cores (the dtype's matrix peak); the
     /// others on the vector units (the fp32 peak).
     pub fn matrix(self) -> bool {
@@ -198,7 +204,9 @@ pub fn category_of(name: &str) -> Option<Category> {
         "aten::softmax" | "aten::_softmax" | "aten::log_softmax" | "aten::_log_softmax" => {
             Category::Softmax
         }
-        "aten::layer_norm" | "aten::native_layer_norm" | "aten::rms_norm"
+        "aten::layer_norm"
+        | "aten::native_layer_norm"
+        | "aten::rms_norm"
         | "aten::_fused_rms_norm" => Category::Normalization,
         "aten::topk" => Category::Topk,
         "aten::cat" => Category::Cat,
@@ -332,7 +340,11 @@ fn gemm(name: &str, a: &OpArgs) -> Fit {
                 // leading dims broadcast to the batch.
                 let x = a.shaped(0).ok_or(s)?;
                 let y = a.shaped(1).ok_or(s)?;
-                let (xm, k) = if x.len() == 1 { (1, x[0]) } else { mk(x).ok_or(s)? };
+                let (xm, k) = if x.len() == 1 {
+                    (1, x[0])
+                } else {
+                    mk(x).ok_or(s)?
+                };
                 let nn = if y.len() == 1 { 1 } else { *y.last().ok_or(s)? };
                 let lead = |d: &[u64]| d.len().saturating_sub(2).min(d.len());
                 let (bx, by) = (&x[..lead(x)], &y[..lead(y)]);
@@ -355,8 +367,15 @@ fn gemm(name: &str, a: &OpArgs) -> Fit {
     } else {
         b_in
     };
-    let flops = mul(&[batch, add(&[mul(&[2, m, nn, k])?, if bias_flops { m * nn } else { 0 }])?])?;
-    let per = add(&[mul(&[m, k, b_in])?, mul(&[k, nn, b_in])?, mul(&[m, nn, b_out])?])?;
+    let flops = mul(&[
+        batch,
+        add(&[mul(&[2, m, nn, k])?, if bias_flops { m * nn } else { 0 }])?,
+    ])?;
+    let per = add(&[
+        mul(&[m, k, b_in])?,
+        mul(&[k, nn, b_in])?,
+        mul(&[m, nn, b_out])?,
+    ])?;
     // The bias as recorded (TraceLens assumes N elements, B·N for
     // baddbmm: equal on every 1×N bias).
     let bytes = add(&[mul(&[batch, per])?, mul(&[bias, b_in])?])?;
@@ -436,7 +455,11 @@ fn conv(a: &OpArgs) -> Fit {
     let s = Unfit::Shape;
     let x = a.shaped(0).ok_or(s)?;
     let w = a.shaped(1).ok_or(s)?;
-    let sp = x.len().checked_sub(2).filter(|&k| k > 0 && w.len() == x.len()).ok_or(s)?;
+    let sp = x
+        .len()
+        .checked_sub(2)
+        .filter(|&k| k > 0 && w.len() == x.len())
+        .ok_or(s)?;
     let pick = |i: usize, default: i64| -> Vec<i64> {
         match a.ints(i) {
             Some(v) if v.len() == sp => v,
@@ -447,10 +470,15 @@ fn conv(a: &OpArgs) -> Fit {
     let (stride, pad, dil) = (pick(3, 1), pick(4, 0), pick(5, 1));
     let transposed = a.flag(6).unwrap_or(false);
     let opad = pick(7, 0);
-    let groups = a.ints(8).and_then(|g| g.first().copied()).unwrap_or(1).max(1);
+    let groups = a
+        .ints(8)
+        .and_then(|g| g.first().copied())
+        .unwrap_or(1)
+        .max(1);
     let mut out = vec![x[0]];
     out.push(if transposed {
-        w[1].checked_mul(u64::try_from(groups).map_err(|_| s)?).ok_or(Unfit::Overflow)?
+        w[1].checked_mul(u64::try_from(groups).map_err(|_| s)?)
+            .ok_or(Unfit::Overflow)?
     } else {
         w[0]
     });

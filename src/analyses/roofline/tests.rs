@@ -15,7 +15,9 @@ fn shared() -> PathBuf {
 }
 
 fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
 }
 
 /// One reference row: the CSV's op, its arguments, its figures.
@@ -154,9 +156,10 @@ fn documented_difference(r: &Reference) -> Option<&'static str> {
         ("aten::copy_", "[[1, 1, 5, 5], [1, 1, 5, 5], []]") if r.types.contains("bool") => {
             Some("bool dtype")
         }
-        ("aten::convolution", "[[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []]") => {
-            Some("conv bias")
-        }
+        (
+            "aten::convolution",
+            "[[4, 3, 224, 224], [768, 3, 16, 16], [768], [], [], [], [], [], []]",
+        ) => Some("conv bias"),
         _ => None,
     }
 }
@@ -176,8 +179,8 @@ fn other_sheets_equal_tracelens_or_differ_as_documented() {
     let mut differ = 0;
     for r in &refs {
         let m = ours(r);
-        let equal = same(m.flops, r.gflops, 1e9)
-            && r.mib.is_some_and(|mib| same(m.bytes, mib, 1048576.0));
+        let equal =
+            same(m.flops, r.gflops, 1e9) && r.mib.is_some_and(|mib| same(m.bytes, mib, 1048576.0));
         match documented_difference(r) {
             None => assert!(
                 equal,
@@ -185,7 +188,11 @@ fn other_sheets_equal_tracelens_or_differ_as_documented() {
                 r.file, r.name, r.dims, r.types, m.flops, m.bytes, r.gflops, r.mib
             ),
             Some(why) => {
-                assert!(!equal, "{} {}: documented ({why}) but equal", r.name, r.dims);
+                assert!(
+                    !equal,
+                    "{} {}: documented ({why}) but equal",
+                    r.name, r.dims
+                );
                 differ += 1;
             }
         }
@@ -260,7 +267,10 @@ fn unknown_device_and_overrides() {
         device: d,
         ..TraceRoofline::default()
     };
-    assert!(t.notes().iter().any(|n| n.contains("not in the peaks table")));
+    assert!(t
+        .notes()
+        .iter()
+        .any(|n| n.contains("not in the peaks table")));
     let d = Device::resolve(&["Some Future GPU".to_string()], Some(100.0), Some(2.0));
     assert_eq!(d.tflops(Some(super::args::Precision::Bf16)), Some(100.0));
     assert_eq!(d.peak_tbps, Some(2.0));
@@ -295,22 +305,34 @@ fn bad_shapes_are_errors_not_panics() {
         OpArgs::parse(Some("[[1, 2"), None, None),
         Err(ArgsError::Malformed)
     );
-    let a = OpArgs::parse(Some("[[4, 8], [9, 3]]"), Some(r#"["float", "float"]"#), None)
-        .expect("parse");
+    let a = OpArgs::parse(
+        Some("[[4, 8], [9, 3]]"),
+        Some(r#"["float", "float"]"#),
+        None,
+    )
+    .expect("parse");
     assert!(models::model("aten::mm", &a).expect("model").is_ok());
     let a = OpArgs::parse(Some("[[4, 8]]"), Some(r#"["float"]"#), None).expect("parse");
     assert_eq!(
         models::model("aten::mm", &a),
         Some(Err(models::Unfit::Shape))
     );
-    let a = OpArgs::parse(Some("[[4, 8], [4, 8]]"), Some(r#"["c10::Quux", "float"]"#), None)
-        .expect("parse");
+    let a = OpArgs::parse(
+        Some("[[4, 8], [4, 8]]"),
+        Some(r#"["c10::Quux", "float"]"#),
+        None,
+    )
+    .expect("parse");
     assert_eq!(
         models::model("aten::add", &a),
         Some(Err(models::Unfit::Dtype))
     );
-    let a = OpArgs::parse(Some("[[4, 8], [3, 8]]"), Some(r#"["float", "float"]"#), None)
-        .expect("parse");
+    let a = OpArgs::parse(
+        Some("[[4, 8], [3, 8]]"),
+        Some(r#"["float", "float"]"#),
+        None,
+    )
+    .expect("parse");
     assert_eq!(
         models::model("aten::add", &a),
         Some(Err(models::Unfit::Shape))
@@ -321,4 +343,62 @@ fn bad_shapes_are_errors_not_panics() {
         models::model("aten::bmm", &a),
         Some(Err(models::Unfit::Overflow))
     );
+}
+
+/// Every GEMM and SDPA row of the reference reports, read from its trace:
+/// our row of the same name, Input Dims and Input type has the same FLOPs
+/// and bytes, as many calls (`name_count`) and the same kernel time
+/// (`Kernel Time (µs)_sum`, to TraceLens's float µs: 1 ns a kernel).
+#[test]
+fn traces_give_the_reference_rows_calls_and_kernel_time() {
+    let root = shared();
+    let mut checked = 0;
+    for r in references(&["GEMM.csv", "SDPA_fwd.csv"]) {
+        let dir = r.file.split("_perf_report_csvs").next().expect("dir");
+        let trace = root.join(format!("{dir}.json.gz"));
+        let t = run(&trace, RooflineSpec::default());
+        let dims: serde_json::Value = serde_json::from_str(&r.dims).expect("dims");
+        let types: serde_json::Value = serde_json::from_str(&r.types).expect("types");
+        let ours = t
+            .rows
+            .iter()
+            .find(|x| x.name == r.name && x.input_dims == dims && x.input_types == types)
+            .unwrap_or_else(|| panic!("{}: no row {} {}", r.file, r.name, r.dims));
+        let m = self::ours(&r);
+        assert_eq!((ours.flops, ours.bytes), (m.flops, m.bytes));
+        let f = csv_field(&root.join(&r.file), &r, "name_count");
+        assert_eq!(ours.calls.to_string(), f, "{} {} calls", r.file, r.dims);
+        let us: f64 = csv_field(&root.join(&r.file), &r, "Kernel Time (µs)_sum")
+            .parse()
+            .expect("µs");
+        let theirs = us * 1e3;
+        assert!(
+            (ours.gpu_ns as f64 - theirs).abs() <= ours.kernels as f64,
+            "{} {} {}: {} ns vs {theirs}",
+            r.file,
+            r.name,
+            r.dims,
+            ours.gpu_ns
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 38);
+}
+
+/// A column of the reference row `r` (found again by name, dims and types).
+fn csv_field(file: &Path, r: &Reference, col: &str) -> String {
+    let mut rd = csv::Reader::from_path(file).expect("csv");
+    let heads = rd.headers().expect("headers").clone();
+    let at = |n: &str| heads.iter().position(|h| h == n).expect(n);
+    let (n, d, t, c) = (
+        at("name"),
+        at("Input Dims_first"),
+        at("Input type_first"),
+        at(col),
+    );
+    rd.records()
+        .map(|x| x.expect("record"))
+        .find(|x| x[n] == r.name && x[d] == r.dims && py_json(&x[t]) == r.types)
+        .map(|x| x[c].to_string())
+        .expect("the row again")
 }

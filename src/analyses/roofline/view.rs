@@ -2,7 +2,7 @@
 //! the op rows (top N by GPU time, JSON: every row) and the GPU time
 //! without a model; [`RooflineReport`] is the document it prints.
 
-use super::{Roofline, RoofRow, RooflineSpec, TraceRoofline};
+use super::{RoofRow, Roofline, RooflineSpec, TraceRoofline};
 use crate::api::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};

@@ -209,7 +209,8 @@ impl Parsed {
             pid: ev.pid.clone(),
             tid: ev.tid.clone(),
             numbers: Numbers::of(ev),
-            texts: [&a.input_dims, &a.input_type, &a.concrete_inputs].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
+            texts: [&a.input_dims, &a.input_type, &a.concrete_inputs]
+                .map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
         }
     }
 

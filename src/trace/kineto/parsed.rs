@@ -317,11 +317,12 @@ mod tests {
 
 #[cfg(test)]
 mod size {
-    /// What a batch's parsed events hold per event (see [`super::Numbers`]).
+    /// What a batch's parsed events hold per event (see [`super::Numbers`]);
+    /// 272 since `Concrete Inputs` is kept (a third text span, `roofline`).
     #[test]
     fn a_parsed_event_is_small() {
         assert!(
-            std::mem::size_of::<super::Parsed>() <= 256,
+            std::mem::size_of::<super::Parsed>() <= 272,
             "{}",
             std::mem::size_of::<super::Parsed>()
         );

@@ -22,7 +22,7 @@
 //! Adding an analysis = its folder under `src/analyses/` + one line here.
 //! The registry's order is the order of results in records and documents.
 
-use crate::analyses::{diff, hierarchy, idle, iterations, kernels, ops, pair, ranks};
+use crate::analyses::{diff, hierarchy, idle, iterations, kernels, ops, pair, ranks, roofline};
 use crate::analysis::{Analysis, Kind, Order, Plan, Results};
 use crate::campaign::{
     Campaign, CampaignOptions, Compared, Figures, Headline, InBatch, Pooled, Section, TraceFacts,
@@ -72,6 +72,10 @@ const ENTRIES: &[Entry] = &[
     cli!(Entry::in_batch::<ranks::Ranks>(), ranks::cli::RanksArgs),
     cli!(Entry::in_batch::<ops::Ops>(), ops::cli::OpsArgs),
     cli!(Entry::in_batch::<idle::Idle>(), idle::cli::IdleArgs),
+    cli!(
+        Entry::command::<roofline::Roofline>(),
+        roofline::cli::RooflineArgs
+    ),
 ];
 
 /// The registry's kinds, in its order: the [`Order`] of torchtrace's plans

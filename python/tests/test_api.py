@@ -34,7 +34,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle", "roofline"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")

@@ -13,3 +13,4 @@ pub mod kernels;
 pub mod ops;
 pub mod pair;
 pub mod ranks;
+pub mod roofline;

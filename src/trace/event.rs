@@ -43,6 +43,9 @@ pub struct Args<'a> {
     /// `hipLaunchKernel`): the JSON text of the value, quotes included
     /// (`graphs` matches a capture's launches to a replay's kernels by it).
     pub kernel: Option<Cow<'a, str>>,
+    /// Its `Concrete Inputs` (the scalars' values: `roofline`'s causal flag
+    /// and reduced dims), the same way.
+    pub concrete_inputs: Option<Cow<'a, str>>,
 }
 
 /// An event with its times resolved: what the analyses consume.
@@ -109,6 +112,7 @@ impl<'a> Event<'a> {
             input_type,
             input_strides,
             kernel,
+            concrete_inputs,
         } = args;
         *external_id = None;
         *correlation = None;
@@ -121,6 +125,7 @@ impl<'a> Event<'a> {
         *input_type = None;
         *input_strides = None;
         *kernel = None;
+        *concrete_inputs = None;
     }
 }
 
@@ -175,6 +180,7 @@ mod tests {
                 input_type: Some(Cow::Owned("[\"float\"]".into())),
                 input_strides: Some(Cow::Borrowed("[[1]]")),
                 kernel: Some(Cow::Borrowed("\"k\"")),
+                concrete_inputs: Some(Cow::Borrowed("[\"\"]")),
             },
         };
         ev.reset();

@@ -63,6 +63,8 @@ struct KinetoArgs<'a> {
     input_strides: Option<&'a RawValue>,
     #[serde(borrow)]
     kernel: Option<&'a RawValue>,
+    #[serde(rename = "Concrete Inputs", borrow)]
+    concrete_inputs: Option<&'a RawValue>,
 }
 
 /// `args` must be an object (or `null`): anything else — an array, a
@@ -96,6 +98,7 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgsVisitor<'a> {
             input_type: a.input_type.map(|v| Cow::Borrowed(v.get())),
             input_strides: a.input_strides.map(|v| Cow::Borrowed(v.get())),
             kernel: a.kernel.map(|v| Cow::Borrowed(v.get())),
+            concrete_inputs: a.concrete_inputs.map(|v| Cow::Borrowed(v.get())),
         })
     }
 }

@@ -262,7 +262,7 @@ const EVENT_KEYS: KeyOrder<8> =
 
 /// The `args` members read, in the order Kineto writes them where it
 /// writes several (a kernel's; the others go by their names).
-const ARGS_KEYS: KeyOrder<11> = KeyOrder::new([
+const ARGS_KEYS: KeyOrder<12> = KeyOrder::new([
     "kernel",
     "External id",
     "correlation",
@@ -274,6 +274,7 @@ const ARGS_KEYS: KeyOrder<11> = KeyOrder::new([
     "Input Dims",
     "Input type",
     "Input Strides",
+    "Concrete Inputs",
 ]);
 
 struct Cursor<'a> {
@@ -640,6 +641,7 @@ impl<'a> Cursor<'a> {
             "Input type" => once(&mut a.input_type, &mut seen, 256, c.raw()?),
             "Input Strides" => once(&mut a.input_strides, &mut seen, 512, c.raw()?),
             "kernel" => once(&mut a.kernel, &mut seen, 1024, c.raw()?),
+            "Concrete Inputs" => once(&mut a.concrete_inputs, &mut seen, 2048, c.raw()?),
             _ => c.skip(2),
         })
     }

@@ -169,6 +169,7 @@ impl Numbers {
         input_type: Option<Cow<'a, str>>,
         input_strides: Option<Cow<'a, str>>,
         kernel: Option<Cow<'a, str>>,
+        concrete_inputs: Option<Cow<'a, str>>,
     ) -> Args<'a> {
         Args {
             external_id: self.get(EXTERNAL_ID),
@@ -182,6 +183,7 @@ impl Numbers {
             input_type,
             input_strides,
             kernel,
+            concrete_inputs,
         }
     }
 }
@@ -198,9 +200,10 @@ pub(super) struct Parsed {
     numbers: Numbers,
     /// The args' two common texts (`Input Dims`, `Input type`).
     texts: [Option<Span>; 2],
-    /// The rarer two (`Input Strides`, `kernel`: capture traces, issue
-    /// 57), boxed only when present so that an event stays ≤ 256 B.
-    extra: Option<Box<[Option<Span>; 2]>>,
+    /// The rarer ones (`Input Strides`, `kernel`: capture traces, issue
+    /// 57; `Concrete Inputs`: shapes recorded, `roofline`), boxed only when
+    /// present so that an event stays ≤ 256 B.
+    extra: Option<Box<[Option<Span>; 3]>>,
 }
 
 impl Parsed {
@@ -215,11 +218,13 @@ impl Parsed {
             tid: ev.tid.clone(),
             numbers: Numbers::of(ev),
             texts: [&a.input_dims, &a.input_type].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
-            extra: (a.input_strides.is_some() || a.kernel.is_some()).then(|| {
-                Box::new(
-                    [&a.input_strides, &a.kernel].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
-                )
-            }),
+            extra: (a.input_strides.is_some() || a.kernel.is_some() || a.concrete_inputs.is_some())
+                .then(|| {
+                    Box::new(
+                        [&a.input_strides, &a.kernel, &a.concrete_inputs]
+                            .map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
+                    )
+                }),
         }
     }
 
@@ -245,9 +250,9 @@ impl Parsed {
             None => Some(None),
         };
         let (dims, types) = (text(&texts[0])?, text(&texts[1])?);
-        let (strides, kernel) = match extra {
-            Some(x) => (text(&x[0])?, text(&x[1])?),
-            None => (None, None),
+        let (strides, kernel, concrete) = match extra {
+            Some(x) => (text(&x[0])?, text(&x[1])?, text(&x[2])?),
+            None => (None, None, None),
         };
         Some(Event {
             ph: ph.text(src)?,
@@ -257,7 +262,7 @@ impl Parsed {
             tid: tid.clone(),
             ts: numbers.get(TS).map(Ns),
             dur: numbers.get(DUR).map(Ns),
-            args: numbers.args(dims, types, strides, kernel),
+            args: numbers.args(dims, types, strides, kernel, concrete),
         })
     }
 }
@@ -331,7 +336,9 @@ mod tests {
 
 #[cfg(test)]
 mod size {
-    /// What a batch's parsed events hold per event (see [`super::Numbers`]).
+    /// What a batch's parsed events hold per event (see [`super::Numbers`]);
+    /// the rarer texts (`Input Strides`, `kernel`, `Concrete Inputs`) are
+    /// boxed, so a trace without them pays 8 B, not three spans.
     #[test]
     fn a_parsed_event_is_small() {
         assert!(

@@ -1,0 +1,347 @@
+//! The end of the read: launch links (C3, `hostops::launch`), each call's
+//! innermost modelled encloser (C4, `hostops::contain`), then per row its
+//! model, GPU time and rates. Times stay integer ns; only the rates are
+//! f64, for display.
+
+use super::args::{ArgsError, OpArgs};
+use super::devices::Device;
+use super::models::{self, Unfit};
+use super::{
+    Bound, Key, Op, RoofCounts, RoofRow, RoofSummary, Roofline, TraceRoofline, UnmodelledRow, NONE,
+    NO_OP,
+};
+use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
+use crate::hostops::launch::{end_of, launches, owners, Launch};
+use crate::hostops::HostLinks;
+use crate::model::{Interner, Sym};
+use std::collections::BTreeMap;
+
+/// What a row's calls launched.
+#[derive(Debug, Clone, Copy, Default)]
+struct Got {
+    calls: u64,
+    kernels: u64,
+    gpu: i64,
+}
+
+/// One thread's runtime call.
+#[derive(Debug, Clone, Copy)]
+struct Call {
+    id: u32,
+    end: i64,
+}
+
+/// Where a sweep gives each launching call's ns.
+struct Give<'a> {
+    calls: &'a [Call],
+    launched: &'a [Launch],
+    got: &'a mut [Got],
+    /// Per call: given already (a call is given once: the first sweep
+    /// visits the composites only, the second every modelled op, the third
+    /// every op, each for the calls left).
+    claimed: &'a mut [bool],
+    /// The last sweep: a call no op encloses goes to `no_op`.
+    rest: bool,
+    no_op: &'a mut Got,
+}
+
+impl Visitor for Give<'_> {
+    fn op(&mut self, _: &Visit, _: Option<(u32, Tag)>, _: &mut Sweep) {}
+
+    fn call(&mut self, k: u32, sweep: &mut Sweep) {
+        let c = self.calls[k as usize];
+        let l = self.launched[c.id as usize];
+        if l.acts == 0 || self.claimed[c.id as usize] {
+            return;
+        }
+        let g = match sweep.innermost_tagged(c.end) {
+            Some((_, tag)) => {
+                let first = sweep.first_launch(c.end).is_some();
+                let g = &mut self.got[tag.row as usize];
+                g.calls += u64::from(first);
+                g
+            }
+            None if self.rest => &mut *self.no_op,
+            None => return,
+        };
+        g.kernels += u64::from(l.acts);
+        g.gpu = g.gpu.saturating_add(l.gpu);
+        self.claimed[c.id as usize] = true;
+    }
+}
+
+/// Sweeps one thread: `which` picks the ops it visits.
+fn sweep(
+    ops: &[Op],
+    order: &[u32],
+    call_ts: &[i64],
+    give: &mut Give<'_>,
+    which: impl Fn(&Op) -> bool,
+) {
+    let visits = order.iter().filter_map(|&i| {
+        let o = &ops[i as usize];
+        which(o).then(|| Visit {
+            pos: i,
+            ts: o.ts,
+            end: end_of(o.ts, o.dur),
+            scope: true,
+            tag: Tag {
+                row: o.key,
+                ts: o.ts,
+            },
+        })
+    });
+    let by_start = call_ts.iter().enumerate().map(|(k, &t)| (k as u32, t));
+    sweep_thread(visits, by_start, give);
+}
+
+fn f(x: u128) -> f64 {
+    x as f64
+}
+
+/// calls × per-call / ns / 10³: T-units per second (FLOP/ns = GFLOP/s).
+fn rate(calls: u64, per: u128, ns: i64) -> Option<f64> {
+    (ns > 0).then(|| f(per) * calls as f64 / ns as f64 / 1e3)
+}
+
+fn json_of(texts: &Interner, t: u32) -> serde_json::Value {
+    if t == NONE {
+        return serde_json::Value::Null;
+    }
+    let s = texts.resolve(Sym(t));
+    serde_json::from_str(s).unwrap_or_else(|_| serde_json::Value::String(s.to_string()))
+}
+
+fn text(texts: &Interner, t: u32) -> Option<&str> {
+    (t != NONE).then(|| texts.resolve(Sym(t)))
+}
+
+/// The figures of one trace from what was kept.
+pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
+    let Roofline {
+        spec,
+        links,
+        texts,
+        rows: keys,
+        ops,
+        ..
+    } = st;
+    let HostLinks {
+        names,
+        lanes,
+        calls,
+        acts,
+        mut counts,
+    } = links;
+    let mut rc = RoofCounts::default();
+    // C3: owners by correlation, what each call launched.
+    let corrs: Vec<Option<i64>> = calls.iter().map(|c| c.corr).collect();
+    let (own, dup) = owners(|| corrs.iter().copied(), acts.iter());
+    drop(corrs);
+    counts.duplicate_runtime_correlation = dup;
+    counts.unlinked_activities = own.unowned();
+    let mut summary = RoofSummary::default();
+    for (a, o) in acts.iter().zip(own.iter()) {
+        summary.gpu_ns = summary.gpu_ns.saturating_add(a.dur);
+        if a.dur == 0 {
+            rc.zero_duration_activities += 1;
+        }
+        if o.is_none() {
+            summary.unlinked_activities += 1;
+            summary.unlinked_gpu_ns = summary.unlinked_gpu_ns.saturating_add(a.dur);
+        }
+    }
+    summary.gpu_linked_ns = summary.gpu_ns.saturating_sub(summary.unlinked_gpu_ns);
+    let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
+    drop(acts);
+    drop(own);
+
+    // Each thread's calls (file order kept within a thread: a stable sort
+    // by start).
+    let mut by_lane: Vec<Vec<(i64, Call)>> = vec![Vec::new(); lanes.len().max(ops.len())];
+    for (i, c) in calls.iter().enumerate() {
+        if let Some(v) = by_lane.get_mut(c.lane as usize) {
+            v.push((
+                c.ts,
+                Call {
+                    id: i as u32,
+                    end: end_of(c.ts, c.dur),
+                },
+            ));
+        }
+    }
+    let mut got = vec![Got::default(); keys.len()];
+    let mut claimed = vec![false; launched.len()];
+    let mut no_op = Got::default();
+    for (lane, mut cs) in by_lane.into_iter().enumerate() {
+        cs.sort_by_key(|c| c.0);
+        let call_ts: Vec<i64> = cs.iter().map(|c| c.0).collect();
+        let cs: Vec<Call> = cs.into_iter().map(|c| c.1).collect();
+        let empty = Vec::new();
+        let lane_ops = ops.get(lane).unwrap_or(&empty);
+        // C4's key order: (ts, −end, file order).
+        let mut order: Vec<u32> = (0..lane_ops.len() as u32).collect();
+        order.sort_by_key(|&i| {
+            let o = &lane_ops[i as usize];
+            (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), i)
+        });
+        // Composites first, then every modelled op, then every op.
+        for (pass, rest) in [(2u8, false), (1, false), (0, true)] {
+            let mut give = Give {
+                calls: &cs,
+                launched: &launched,
+                got: &mut got,
+                claimed: &mut claimed,
+                rest,
+                no_op: &mut no_op,
+            };
+            sweep(lane_ops, &order, &call_ts, &mut give, |o| o.class >= pass);
+        }
+    }
+
+    let device = Device::resolve(devices, spec.peak_tflops, spec.peak_tbps);
+    rc.other_devices = devices
+        .iter()
+        .skip(1)
+        .filter(|d| Some(*d) != devices.first())
+        .count() as u64;
+    let mut rows = Vec::new();
+    let mut unmodelled: BTreeMap<(String, String), UnmodelledRow> = BTreeMap::new();
+    let mut miss = |name: &str, reason: &str, g: &Got| {
+        let e = unmodelled
+            .entry((name.to_string(), reason.to_string()))
+            .or_insert_with(|| UnmodelledRow {
+                name: name.to_string(),
+                reason: reason.to_string(),
+                calls: 0,
+                kernels: 0,
+                gpu_ns: 0,
+            });
+        e.calls += g.calls;
+        e.kernels += g.kernels;
+        e.gpu_ns = e.gpu_ns.saturating_add(g.gpu);
+    };
+    for (k, g) in keys.iter().zip(&got) {
+        if g.kernels == 0 {
+            continue;
+        }
+        let &(name_sym, d, t, c): &Key = k;
+        let name = names.resolve(name_sym);
+        if d == NONE && t == NONE && c == NONE && models::category_of(name).is_none() {
+            miss(name, "no model", g);
+            continue;
+        }
+        let parsed = OpArgs::parse(text(&texts, d), text(&texts, t), text(&texts, c));
+        let a = match parsed {
+            Ok(a) => a,
+            Err(ArgsError::NoShapes) => {
+                rc.no_shapes += 1;
+                miss(name, "no Input Dims (shapes not recorded)", g);
+                continue;
+            }
+            Err(ArgsError::Malformed) => {
+                rc.malformed_shapes += 1;
+                miss(name, "malformed Input Dims / Input type", g);
+                continue;
+            }
+        };
+        let m = match models::model(name, &a) {
+            Some(Ok(m)) => m,
+            Some(Err(u)) => {
+                match u {
+                    Unfit::Dtype => rc.unknown_dtype += 1,
+                    Unfit::Shape | Unfit::Overflow => rc.shape_mismatch += 1,
+                }
+                miss(name, u.as_str(), g);
+                continue;
+            }
+            None => {
+                miss(name, "no model", g);
+                continue;
+            }
+        };
+        if g.gpu == 0 {
+            rc.zero_duration_rows += 1;
+        }
+        rows.push(row(name, &texts, (d, t, c), m, g, &device));
+    }
+    if no_op.kernels > 0 {
+        miss(NO_OP, "no enclosing op", &no_op);
+    }
+    rows.sort_by(|a: &RoofRow, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
+    let mut unmodelled: Vec<UnmodelledRow> = unmodelled.into_values().collect();
+    unmodelled.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
+    summary.modelled_gpu_ns = rows.iter().map(|r| r.gpu_ns).fold(0, i64::saturating_add);
+    summary.unmodelled_gpu_ns = unmodelled
+        .iter()
+        .map(|r| r.gpu_ns)
+        .fold(0, i64::saturating_add);
+    summary.rows = rows.len() as u64;
+    rc.input = counts;
+    TraceRoofline {
+        path: String::new(),
+        complete: true,
+        error: None,
+        device,
+        summary,
+        rows,
+        unmodelled,
+        counts: rc,
+    }
+}
+
+/// A row's figures against the device's roof.
+fn row(
+    name: &str,
+    texts: &Interner,
+    (d, t, c): (u32, u32, u32),
+    m: models::Model,
+    g: &Got,
+    device: &Device,
+) -> RoofRow {
+    let intensity = (m.bytes > 0).then(|| f(m.flops) / f(m.bytes));
+    let tflops = rate(g.calls, m.flops, g.gpu);
+    let tbps = rate(g.calls, m.bytes, g.gpu);
+    let peak = device.tflops(m.precision);
+    // Ridge point: peak FLOP/s ÷ peak B/s (both in 10¹² units).
+    let ridge = match (peak, device.peak_tbps) {
+        (Some(p), Some(b)) if b > 0.0 => Some(p / b),
+        _ => None,
+    };
+    let bound = match (intensity, ridge) {
+        (Some(i), Some(r)) if i >= r => Some(Bound::Compute),
+        (_, Some(_)) => Some(Bound::Memory),
+        _ => None,
+    };
+    let pct = match bound {
+        Some(Bound::Compute) => tflops
+            .zip(peak)
+            .filter(|p| p.1 > 0.0)
+            .map(|(a, p)| a / p * 100.0),
+        Some(Bound::Memory) => tbps
+            .zip(device.peak_tbps)
+            .filter(|p| p.1 > 0.0)
+            .map(|(a, p)| a / p * 100.0),
+        None => None,
+    };
+    RoofRow {
+        name: name.to_string(),
+        input_dims: json_of(texts, d),
+        input_types: json_of(texts, t),
+        concrete_inputs: json_of(texts, c),
+        category: m.category,
+        calls: g.calls,
+        kernels: g.kernels,
+        flops: m.flops,
+        bytes: m.bytes,
+        intensity,
+        gpu_ns: g.gpu,
+        tflops_per_s: tflops,
+        tb_per_s: tbps,
+        precision: m.precision.map(|p| p.as_str().to_string()),
+        peak_tflops: peak,
+        ridge,
+        bound,
+        pct_of_peak: pct,
+    }
+}

@@ -1,0 +1,375 @@
+//! `torchtrace roofline` (issue 58): for every op with recorded shapes,
+//! FLOPs and bytes moved by its performance model ([`models`]), the GPU
+//! time of the kernels it launched (exact ns), achieved TFLOP/s and TB/s,
+//! the share of the device's roof ([`devices`]) and the bound (memory or
+//! compute, by the ridge point). Ops without a model keep their GPU time in
+//! `unmodelled`: nothing is dropped.
+//!
+//! ```text
+//! thread T  [aten::linear ====================)                 not the launcher: addmm is inner
+//!             [aten::addmm  [[768],[788,768],[768,768]] ==)     modelled: GEMM, M=788 N=768 K=768
+//!                 cudaLaunchKernel c=9                          C4: innermost modelled encloser
+//! GPU s 7              [sm90_xmma_gemm… c=9 ]                   its ns go to addmm's row
+//! row (name, Input Dims, Input type, Concrete Inputs): calls, flops and bytes a call (exact),
+//!     gpu_ns = Σ its kernels' dur → TFLOP/s = calls·flops / gpu_ns / 10³, TB/s likewise
+//! ```
+//!
+//! The launch links are `ops`' (the neutral `crate::hostops`): each
+//! activity's runtime call by correlation (C3), each call's innermost
+//! enclosing op on its thread (C4, `hostops::contain`). Here the encloser
+//! is, in this order: the innermost enclosing *composite* (attention,
+//! convolution: its model covers its helpers, the `fill_` of flash
+//! attention's buffer, cuDNN's bias `add_`, as TraceLens counts an op's
+//! subtree), else the innermost *modelled* op (`aten::linear`'s kernel is
+//! `aten::addmm`'s), else the innermost op (its name in `unmodelled`),
+//! else "(no enclosing op)". Each call is given once: nothing counted
+//! twice, nothing dropped.
+
+pub mod args;
+pub mod devices;
+mod measure;
+pub mod models;
+pub mod view;
+
+#[cfg(feature = "cli")]
+pub mod cli;
+#[cfg(test)]
+mod tests;
+
+use crate::analysis::{Analysis, Configures, Finished};
+use crate::hostops::{HostLinks, Kept};
+use crate::model::{Interner, Sym};
+use crate::trace::{Event, EventPos, Prefilter};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+
+pub use devices::Device;
+pub use models::Category;
+
+/// The name of the pseudo-row of calls no op encloses.
+pub const NO_OP: &str = "(no enclosing op)";
+
+/// Options of the roofline analysis.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+#[serde(default, deny_unknown_fields)]
+pub struct RooflineSpec {
+    /// Rows shown in the tables, by GPU time (JSON has every row).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = 20))]
+    pub top: usize,
+    /// Peak TFLOP/s for every precision, replacing the device table's.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "TFLOPS"))]
+    pub peak_tflops: Option<f64>,
+    /// Peak memory bandwidth in TB/s (10¹² B/s), replacing the table's.
+    #[cfg_attr(feature = "cli", arg(long, value_name = "TBPS"))]
+    pub peak_tbps: Option<f64>,
+}
+
+impl Default for RooflineSpec {
+    fn default() -> Self {
+        RooflineSpec {
+            top: 20,
+            peak_tflops: None,
+            peak_tbps: None,
+        }
+    }
+}
+
+impl Configures for RooflineSpec {
+    type Analysis = Roofline;
+}
+
+/// "No text" in a row key.
+const NONE: u32 = u32::MAX;
+
+/// A host op as kept: its range, its place among its thread's ops, its
+/// row key and whether its name has a model.
+#[derive(Debug, Clone, Copy)]
+struct Op {
+    ts: i64,
+    dur: i64,
+    key: u32,
+    /// 0 no model, 1 a model, 2 a composite's model (attention,
+    /// convolution: see `measure`).
+    class: u8,
+}
+
+/// A row key: the name and, for a modelled op, its three texts.
+type Key = (Sym, u32, u32, u32);
+
+/// The streaming state of one trace.
+#[derive(Debug, Default)]
+pub struct Roofline {
+    spec: RooflineSpec,
+    links: HostLinks,
+    /// `Input Dims`, `Input type`, `Concrete Inputs` texts.
+    texts: Interner,
+    keys: HashMap<Key, u32>,
+    rows: Vec<Key>,
+    /// Per name symbol: its class (`Op::class`; `u8::MAX`: not yet known).
+    modelled: Vec<u8>,
+    /// Per thread, its host ops in file order.
+    ops: Vec<Vec<Op>>,
+}
+
+impl Roofline {
+    /// The class of a name: 0 no model, 1 a model, 2 a composite's.
+    fn class(&mut self, name: Sym) -> u8 {
+        let i = name.0 as usize;
+        if self.modelled.len() <= i {
+            self.modelled.resize(i + 1, u8::MAX);
+        }
+        if self.modelled[i] == u8::MAX {
+            self.modelled[i] = match models::category_of(self.links.names.resolve(name)) {
+                None => 0,
+                Some(c) if c.composite() => 2,
+                Some(_) => 1,
+            };
+        }
+        self.modelled[i]
+    }
+
+    fn key(&mut self, k: Key) -> u32 {
+        let next = self.rows.len() as u32;
+        let id = *self.keys.entry(k).or_insert(next);
+        if id == next {
+            self.rows.push(k);
+        }
+        id
+    }
+}
+
+impl Analysis for Roofline {
+    const NAME: &'static str = "roofline";
+    const KEY: &'static str = "roofline";
+    type Config = RooflineSpec;
+    type Output = TraceRoofline;
+
+    fn start(spec: &RooflineSpec) -> Self {
+        Roofline {
+            spec: spec.clone(),
+            ..Roofline::default()
+        }
+    }
+
+    fn prefilter(&self) -> Prefilter {
+        self.links.prefilter()
+    }
+
+    /// C1–C2 (`HostLinks::keep`); a host op is kept on its thread with
+    /// its row key (a modelled op's shapes in it).
+    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        let Some(Kept::Host(o)) = self.links.keep(ev, at) else {
+            return;
+        };
+        let class = self.class(o.name);
+        let key = if class > 0 {
+            let a = &ev.args;
+            let mut text = |t: &Option<std::borrow::Cow<'_, str>>| {
+                t.as_deref().map_or(NONE, |t| self.texts.intern(t).0)
+            };
+            let k = (
+                o.name,
+                text(&a.input_dims),
+                text(&a.input_type),
+                text(&a.concrete_inputs),
+            );
+            self.key(k)
+        } else {
+            self.key((o.name, NONE, NONE, NONE))
+        };
+        let l = o.lane as usize;
+        if self.ops.len() <= l {
+            self.ops.resize_with(l + 1, Vec::new);
+        }
+        self.ops[l].push(Op {
+            ts: o.ts,
+            dur: o.dur,
+            key,
+            class,
+        });
+    }
+
+    fn finish(self, trace: &Finished<'_>) -> TraceRoofline {
+        let mut out = measure::measure(self, &trace.meta.devices);
+        out.path = trace.path.to_string();
+        if let Some(e) = trace.error_text() {
+            out.complete = false;
+            out.error = Some(e);
+        }
+        out
+    }
+}
+
+/// Memory or compute bound, by the ridge point.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    Memory,
+    Compute,
+}
+
+impl Bound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory",
+            Bound::Compute => "compute",
+        }
+    }
+}
+
+/// One op and shape: a name with its recorded arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RoofRow {
+    pub name: String,
+    /// The trace's `Input Dims`, `Input type` and `Concrete Inputs` as
+    /// written (JSON arrays; `null` when absent).
+    pub input_dims: serde_json::Value,
+    pub input_types: serde_json::Value,
+    pub concrete_inputs: serde_json::Value,
+    pub category: Category,
+    /// Its instances that launched GPU work.
+    pub calls: u64,
+    /// GPU activities they launched.
+    pub kernels: u64,
+    /// FLOPs and bytes of one call (TraceLens's `GFLOPS` × 10⁹ and `Data
+    /// Moved (MB)` × 2²⁰), exact.
+    pub flops: u128,
+    pub bytes: u128,
+    /// flops / bytes.
+    pub intensity: Option<f64>,
+    /// Σ duration of the activities its calls launched, exact ns.
+    pub gpu_ns: i64,
+    /// calls × flops / gpu_ns / 10³ (TFLOP/s); `null` when gpu_ns is 0.
+    pub tflops_per_s: Option<f64>,
+    /// calls × bytes / gpu_ns / 10³ (TB/s); `null` when gpu_ns is 0.
+    pub tb_per_s: Option<f64>,
+    /// The peak column it is held against (`fp32` for vector ops).
+    pub precision: Option<String>,
+    /// Peak TFLOP/s of that column, and the ridge point (peak FLOP/s ÷
+    /// peak B/s, FLOP/B).
+    pub peak_tflops: Option<f64>,
+    pub ridge: Option<f64>,
+    /// `memory` when intensity < ridge, else `compute`.
+    pub bound: Option<Bound>,
+    /// Achieved ÷ attainable (min(peak TFLOP/s, intensity × peak TB/s)),
+    /// in %: the TB/s share of a memory-bound op, the TFLOP/s share of a
+    /// compute-bound one.
+    pub pct_of_peak: Option<f64>,
+}
+
+/// GPU time no model covers, per op name and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnmodelledRow {
+    pub name: String,
+    /// `no model`, or why the model could not be applied.
+    pub reason: String,
+    pub calls: u64,
+    pub kernels: u64,
+    pub gpu_ns: i64,
+}
+
+/// The whole trace's GPU time, split.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoofSummary {
+    /// Σ dur of every GPU activity (kernel, memcpy, memset).
+    pub gpu_ns: i64,
+    /// … of those linked to a runtime call (C3).
+    pub gpu_linked_ns: i64,
+    /// … of the rows with a model.
+    pub modelled_gpu_ns: i64,
+    /// … of `unmodelled`.
+    pub unmodelled_gpu_ns: i64,
+    /// Activities without a runtime call (C3): GPU time attributed to no op.
+    pub unlinked_activities: u64,
+    pub unlinked_gpu_ns: i64,
+    pub rows: u64,
+}
+
+/// Bad-input counts (each a note, never a panic or a division by zero).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoofCounts {
+    /// Modelled ops that launched work without `Input Dims` (shapes not
+    /// recorded): their time is in `unmodelled`.
+    pub no_shapes: u64,
+    /// … with `Input Dims` / `Input type` not the arrays Kineto writes.
+    pub malformed_shapes: u64,
+    /// … whose shapes do not fit the model (rank, missing argument).
+    pub shape_mismatch: u64,
+    /// … with a dtype of unknown size.
+    pub unknown_dtype: u64,
+    /// GPU activities of zero duration.
+    pub zero_duration_activities: u64,
+    /// Rows whose kernels took 0 ns in all: no rate.
+    pub zero_duration_rows: u64,
+    /// Device names in `deviceProperties` beyond the first, different
+    /// from it (the first is used).
+    pub other_devices: u64,
+    /// Host-side bad input shared with `ops` (C1, C3, O10).
+    pub input: crate::hostops::InputCounts,
+}
+
+/// The figures of one trace.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TraceRoofline {
+    pub path: String,
+    pub complete: bool,
+    pub error: Option<String>,
+    pub device: Device,
+    pub summary: RoofSummary,
+    /// Every op and shape with a model, by GPU time (desc).
+    pub rows: Vec<RoofRow>,
+    /// GPU time without a model, by GPU time (desc).
+    pub unmodelled: Vec<UnmodelledRow>,
+    pub counts: RoofCounts,
+}
+
+impl TraceRoofline {
+    /// The notes its counts make.
+    pub fn notes(&self) -> Vec<String> {
+        let c = &self.counts;
+        let mut v = c.input.notes(0);
+        let mut say = |n: u64, what: &str| {
+            if n > 0 {
+                v.push(format!("{n} {what}"));
+            }
+        };
+        say(
+            c.no_shapes,
+            "op shapes with GPU work have no Input Dims (record_shapes off): their time is in unmodelled",
+        );
+        say(
+            c.malformed_shapes,
+            "op shapes have malformed Input Dims / Input type: their time is in unmodelled",
+        );
+        say(
+            c.shape_mismatch,
+            "op shapes do not fit their model (rank or missing argument): their time is in unmodelled",
+        );
+        say(
+            c.unknown_dtype,
+            "op shapes have a dtype of unknown size: their time is in unmodelled",
+        );
+        say(
+            c.zero_duration_activities,
+            "GPU activities last 0 ns (kept, they add nothing)",
+        );
+        say(
+            c.zero_duration_rows,
+            "rows ran 0 ns of GPU time in all: no rate (null)",
+        );
+        say(
+            c.other_devices,
+            "further devices in deviceProperties differ from the first: the first's peaks are used",
+        );
+        if self.device.name.is_none() {
+            v.push("no device name in deviceProperties: give --peak-tflops and --peak-tbps for % of peak".into());
+        } else if self.device.peak_tbps.is_none() || self.device.peak_tflops.is_empty() {
+            v.push(format!(
+                "device {:?} is not in the peaks table: figures without % of peak (give --peak-tflops and --peak-tbps)",
+                self.device.name.as_deref().unwrap_or("")
+            ));
+        }
+        v
+    }
+}

@@ -1,0 +1,251 @@
+//! The view of `roofline`'s results: per trace the device and its peaks,
+//! the op rows (top N by GPU time, JSON: every row) and the GPU time
+//! without a model; [`RooflineReport`] is the document it prints.
+
+use super::{RoofRow, Roofline, RooflineSpec, TraceRoofline};
+use crate::api::{self, ApiError, Command, Document, Said};
+use crate::contexts::{Contexts, Selector};
+use crate::report::{self, Cell, Format, Table};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// The document `roofline` prints (`-f json`: every row).
+#[derive(Debug, Serialize)]
+pub struct RooflineReport {
+    pub traces: Vec<TraceRoofline>,
+    #[serde(skip)]
+    pub spec: RooflineSpec,
+}
+
+impl RooflineReport {
+    pub fn write<W: Write>(&self, out: &mut W, format: Format) -> io::Result<()> {
+        let (tables, csv) = tables(self);
+        report::render(out, format, self, &tables, &csv)
+    }
+}
+
+impl Document for RooflineReport {
+    fn write_to(&self, out: &mut dyn Write, format: Format, _: bool) -> io::Result<()> {
+        let mut out = out;
+        self.write(&mut out, format)
+    }
+    fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
+        api::json_of(self)
+    }
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        self.traces
+            .iter()
+            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
+            .collect()
+    }
+}
+
+/// `torchtrace roofline`: one trace or more, each on its own.
+impl Command for Roofline {
+    type Options = RooflineSpec;
+    type Report = RooflineReport;
+
+    fn configure(options: &RooflineSpec, _: &Selector) -> Result<RooflineSpec, ApiError> {
+        if options.top == 0 {
+            return Err(ApiError::Arguments(
+                "roofline: --top must be at least 1".into(),
+            ));
+        }
+        for (flag, v) in [
+            ("--peak-tflops", options.peak_tflops),
+            ("--peak-tbps", options.peak_tbps),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(ApiError::Arguments(format!(
+                        "roofline: {flag} must be a positive number, not {v}"
+                    )));
+                }
+            }
+        }
+        Ok(options.clone())
+    }
+
+    /// Exit 1 when a read trace has GPU work but no modelled op (no shapes
+    /// recorded, say): nothing to put on the roof.
+    fn said(t: &TraceRoofline, _: &Contexts) -> Said {
+        let mut problems = Vec::new();
+        if t.complete && t.rows.is_empty() {
+            problems.push(format!(
+                "{}: no op with recorded shapes and a model launched GPU work (record the trace with record_shapes=True): nothing to put on the roof",
+                t.path
+            ));
+        }
+        Said {
+            problems,
+            notes: api::path_notes(&t.path, &t.notes()),
+        }
+    }
+
+    fn report(outputs: Vec<TraceRoofline>, spec: &RooflineSpec) -> RooflineReport {
+        RooflineReport {
+            traces: outputs,
+            spec: spec.clone(),
+        }
+    }
+}
+
+/// An exact count as a cell (text past i64).
+pub fn big(v: u128) -> Cell {
+    i64::try_from(v).map_or_else(|_| Cell::Text(v.to_string()), Cell::Int)
+}
+
+fn compact(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// The row table's columns.
+pub const ROW_HEADS: [&str; 16] = [
+    "name",
+    "input_dims",
+    "input_types",
+    "category",
+    "calls",
+    "flops",
+    "bytes",
+    "intensity",
+    "gpu_ns",
+    "tflops_per_s",
+    "tb_per_s",
+    "precision",
+    "peak_tflops",
+    "ridge",
+    "pct_of_peak",
+    "bound",
+];
+
+/// One row's cells; `short`: dims and names cut for the terminal.
+pub fn row_cells(r: &RoofRow, short: bool) -> Vec<Cell> {
+    let cut = |s: String, n: usize| {
+        if short {
+            crate::text::ellipsize_middle(&s, n)
+        } else {
+            s
+        }
+    };
+    vec![
+        Cell::text(cut(r.name.clone(), 48)),
+        Cell::text(cut(compact(&r.input_dims), 48)),
+        Cell::text(cut(compact(&r.input_types), 40)),
+        Cell::text(r.category.as_str()),
+        r.calls.into(),
+        big(r.flops),
+        big(r.bytes),
+        Cell::opt_f(r.intensity, 2),
+        Cell::Int(r.gpu_ns),
+        Cell::opt_f(r.tflops_per_s, 3),
+        Cell::opt_f(r.tb_per_s, 3),
+        r.precision.clone().map_or(Cell::Null, Cell::Text),
+        Cell::opt_f(r.peak_tflops, 1),
+        Cell::opt_f(r.ridge, 1),
+        Cell::opt_f(r.pct_of_peak, 1),
+        r.bound.map_or(Cell::Null, |b| Cell::text(b.as_str())),
+    ]
+}
+
+fn device_line(t: &TraceRoofline) -> String {
+    let d = &t.device;
+    let peaks: Vec<String> = d
+        .peak_tflops
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    format!(
+        "device {} → {} (TFLOP/s: {}; TB/s: {})",
+        d.name.as_deref().unwrap_or("(none)"),
+        d.matched.as_deref().unwrap_or("no table entry"),
+        if peaks.is_empty() {
+            "unknown".to_string()
+        } else {
+            peaks.join(", ")
+        },
+        d.peak_tbps.map_or("unknown".into(), |b| b.to_string()),
+    )
+}
+
+/// The tables (terminal, markdown) and the CSV tables.
+fn tables(r: &RooflineReport) -> (Vec<Table>, Vec<Table>) {
+    let mut human = Vec::new();
+    let mut csv_rows = Table::new("roofline rows", &{
+        let mut h = vec!["trace"];
+        h.extend(ROW_HEADS);
+        h
+    });
+    let mut csv_un = Table::new(
+        "roofline unmodelled",
+        &["trace", "name", "reason", "calls", "kernels", "gpu_ns"],
+    );
+    for t in &r.traces {
+        let label = crate::views::short(&t.path);
+        let s = &t.summary;
+        let mut head = Table::new(
+            format!("Roofline of {label}: {}", device_line(t)),
+            &["figure", "value"],
+        );
+        for (k, v) in [
+            ("GPU time (ns)", s.gpu_ns),
+            ("  linked to a launch (ns)", s.gpu_linked_ns),
+            ("  modelled rows (ns)", s.modelled_gpu_ns),
+            ("  unmodelled (ns)", s.unmodelled_gpu_ns),
+            ("  unlinked (ns)", s.unlinked_gpu_ns),
+        ] {
+            head.row(vec![Cell::text(k), Cell::Int(v)]);
+        }
+        head.row(vec![Cell::text("rows"), s.rows.into()]);
+        human.push(head);
+        let mut rows = Table::new(
+            format!("Ops and shapes of {label} (top {} by GPU time)", r.spec.top),
+            &ROW_HEADS,
+        );
+        for row in t.rows.iter().take(r.spec.top) {
+            rows.row(row_cells(row, true));
+        }
+        if t.rows.len() > r.spec.top {
+            let rest = &t.rows[r.spec.top..];
+            let mut cells = vec![Cell::Null; ROW_HEADS.len()];
+            cells[0] = Cell::text(format!("({} other rows)", rest.len()));
+            cells[4] = rest.iter().map(|x| x.calls).sum::<u64>().into();
+            cells[8] = Cell::Int(rest.iter().map(|x| x.gpu_ns).fold(0, i64::saturating_add));
+            rows.row(cells);
+        }
+        human.push(rows);
+        let mut un = Table::new(
+            format!("GPU time without a model in {label} (top {})", r.spec.top),
+            &["name", "reason", "calls", "kernels", "gpu_ns"],
+        );
+        for u in t.unmodelled.iter().take(r.spec.top) {
+            un.row(vec![
+                Cell::text(crate::text::ellipsize_middle(&u.name, 60)),
+                Cell::text(u.reason.clone()),
+                u.calls.into(),
+                u.kernels.into(),
+                Cell::Int(u.gpu_ns),
+            ]);
+        }
+        human.push(un);
+        for row in &t.rows {
+            let mut cells = vec![Cell::text(t.path.clone())];
+            cells.extend(row_cells(row, false));
+            csv_rows.row(cells);
+        }
+        for u in &t.unmodelled {
+            csv_un.row(vec![
+                Cell::text(t.path.clone()),
+                Cell::text(u.name.clone()),
+                Cell::text(u.reason.clone()),
+                u.calls.into(),
+                u.kernels.into(),
+                Cell::Int(u.gpu_ns),
+            ]);
+        }
+    }
+    (human, vec![csv_rows, csv_un])
+}

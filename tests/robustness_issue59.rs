@@ -231,7 +231,7 @@ fn concurrent_exports_leave_intact_tables() {
     for round in 0..3 {
         let kids: Vec<_> = (0..2)
             .map(|_| {
-                bin()
+                std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"))
                     .args([
                         "-q",
                         "export",
@@ -239,6 +239,7 @@ fn concurrent_exports_leave_intact_tables() {
                         "-o",
                         out.to_str().unwrap(),
                     ])
+                    .stdout(std::process::Stdio::null())
                     .stderr(std::process::Stdio::piped())
                     .spawn()
                     .unwrap()

@@ -311,7 +311,7 @@ fn stream_table(rows: &[Row]) -> Table {
             "Other",
         ],
     );
-    let ms = |x: i64| Cell::Float(round_ratio(i128::from(x), 1_000_000, 3), 3);
+    let ms = |x: i128| Cell::Float(round_ratio(x, 1_000_000, 3), 3);
     for r in rows {
         for (mode, s) in r.sides() {
             for x in &s.idle.streams {
@@ -342,8 +342,8 @@ fn step_sum(rows: &[StepRow]) -> Part {
 }
 
 /// Σ / steps, in µs, exactly rounded to 0.1 µs (C1); null without steps.
-fn per_step_us(sum: i64, steps: u64) -> Option<f64> {
-    (steps > 0).then(|| round_ratio(i128::from(sum), i128::from(steps) * 1000, 1))
+fn per_step_us(sum: i128, steps: u64) -> Option<f64> {
+    (steps > 0).then(|| round_ratio(sum, i128::from(steps) * 1000, 1))
 }
 
 fn step_table(rows: &[Row]) -> Table {
@@ -551,14 +551,14 @@ fn csv_table(rows: &[Row]) -> Table {
                     Cell::Int(s.host_start_ns),
                     s.host_end_ns.map_or(Cell::Null, Cell::Int),
                     w.activities.into(),
-                    Cell::Int(w.busy_ns),
-                    Cell::Int(w.compute_ns),
-                    Cell::Int(w.comm_ns),
-                    Cell::Int(w.memory_ns),
-                    Cell::Int(w.idle_ns),
-                    Cell::Int(w.host_wait_ns),
-                    Cell::Int(w.kernel_wait_ns),
-                    Cell::Int(w.other_ns),
+                    Cell::wide(w.busy_ns),
+                    Cell::wide(w.compute_ns),
+                    Cell::wide(w.comm_ns),
+                    Cell::wide(w.memory_ns),
+                    Cell::wide(w.idle_ns),
+                    Cell::wide(w.host_wait_ns),
+                    Cell::wide(w.kernel_wait_ns),
+                    Cell::wide(w.other_ns),
                 ]);
             }
         }

@@ -2,9 +2,8 @@
 //! and shape, against the device's roof (issue 58).
 
 use super::{Roofline, RooflineSpec};
-use crate::cli_kit::{Exit, FormatArg, GlobalArgs, SubcommandArgs};
+use crate::cli_kit::{PerTraceArgs, TracesArg};
 use clap::Args;
-use std::path::PathBuf;
 
 /// `--help`'s examples (real runs, as in README).
 const EXAMPLES: &str = "Examples:\n  # Every op with shapes on the H100's roof\n  torchtrace roofline tests/data/tracelens_h100_bert_small.json.gz\n\n  # An unknown device: give its peaks\n  torchtrace roofline --peak-tflops 989.5 --peak-tbps 3.35 TRACE\n\n  # Every row as JSON\n  torchtrace roofline -f json TRACE > roofline.json";
@@ -38,38 +37,20 @@ const EXAMPLES: &str = "Examples:\n  # Every op with shapes on the H100's roof\n
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment, after_help = EXAMPLES)]
 pub struct RooflineArgs {
-    /// Traces, each reported on its own. `-` reads stdin.
-    #[arg(required = true, num_args = 1.., value_name = "TRACE")]
-    pub traces: Vec<PathBuf>,
-    #[command(flatten)]
-    pub run: crate::cli_kit::RunArgs,
     #[command(flatten)]
     pub options: RooflineSpec,
-    /// Output format.
-    #[arg(long, short = 'f', value_enum, default_value_t = FormatArg::Table)]
-    pub format: FormatArg,
 }
 
-pub fn run(args: RooflineArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
-    let contexts = crate::cli_kit::ContextArgs::default();
-    let common = global.common_for(args.traces.len(), &contexts, &args.run)?;
-    crate::cli_kit::run_command::<Roofline>(
-        &args.traces,
-        common,
-        &args.options,
-        (args.format, false),
-        global,
-    )
-}
+impl PerTraceArgs for RooflineArgs {
+    type Command = Roofline;
+    const TRACES: TracesArg = TracesArg {
+        help: "Traces, each reported on its own. `-` reads stdin",
+        value_names: &["TRACE"],
+        exactly: None,
+    };
+    const CONTEXTS: bool = false;
 
-impl SubcommandArgs for RooflineArgs {
-    const NAME: &'static str = "roofline";
-
-    fn run(self, global: &GlobalArgs) -> anyhow::Result<Exit> {
-        run(self, global)
-    }
-
-    fn inputs(&self) -> Vec<&PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+    fn options(&self) -> &RooflineSpec {
+        &self.options
     }
 }

@@ -401,7 +401,12 @@ pub struct QueueBrief {
 }
 
 /// I6: one step (an iteration: its annotation to the next on its thread).
+/// Its `work` is written inline (`#[serde(flatten)]`) and read back
+/// through [`StepRowWire`]: serde's flatten buffers the fields, and its
+/// buffer cannot hold the i128 sums (issue 59), so the wire form names
+/// every field and the sums come back exactly.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(from = "StepRowWire")]
 pub struct StepRow {
     pub index: u64,
     pub name: String,
@@ -414,6 +419,63 @@ pub struct StepRow {
     /// `"<device>:<stream>"` → in-flight max and time-weighted mean over
     /// `[host_start, host_end)` (the last step: to the stream's last change).
     pub queue_in_flight: BTreeMap<String, QueueBrief>,
+}
+
+/// [`StepRow`] as JSON holds it: its own fields and its `work`'s, side by
+/// side (what the flattened serialization writes).
+#[derive(Deserialize)]
+struct StepRowWire {
+    index: u64,
+    name: String,
+    host_start_ns: i64,
+    host_end_ns: Option<i64>,
+    annotation_end_ns: i64,
+    activities: u64,
+    kernels: u64,
+    gpu_first_start_ns: Option<i64>,
+    gpu_last_end_ns: Option<i64>,
+    busy_ns: i128,
+    gpu_ns: i128,
+    host_wait_ns: i128,
+    kernel_wait_ns: i128,
+    other_ns: i128,
+    idle_ns: i128,
+    compute_ns: i128,
+    comm_ns: i128,
+    memory_ns: i128,
+    comm_comp_overlap_ns: i128,
+    comm_comp_overlap_pct: Option<f64>,
+    queue_in_flight: BTreeMap<String, QueueBrief>,
+}
+
+impl From<StepRowWire> for StepRow {
+    fn from(w: StepRowWire) -> StepRow {
+        StepRow {
+            index: w.index,
+            name: w.name,
+            host_start_ns: w.host_start_ns,
+            host_end_ns: w.host_end_ns,
+            annotation_end_ns: w.annotation_end_ns,
+            work: Part {
+                activities: w.activities,
+                kernels: w.kernels,
+                gpu_first_start_ns: w.gpu_first_start_ns,
+                gpu_last_end_ns: w.gpu_last_end_ns,
+                busy_ns: w.busy_ns,
+                gpu_ns: w.gpu_ns,
+                host_wait_ns: w.host_wait_ns,
+                kernel_wait_ns: w.kernel_wait_ns,
+                other_ns: w.other_ns,
+                idle_ns: w.idle_ns,
+                compute_ns: w.compute_ns,
+                comm_ns: w.comm_ns,
+                memory_ns: w.memory_ns,
+                comm_comp_overlap_ns: w.comm_comp_overlap_ns,
+                comm_comp_overlap_pct: w.comm_comp_overlap_pct,
+            },
+            queue_in_flight: w.queue_in_flight,
+        }
+    }
 }
 
 /// I6: the per-step breakdown.

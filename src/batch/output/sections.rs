@@ -158,7 +158,7 @@ mod tests {
                 vec!["iterations.csv"],
                 vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
                 vec!["ops.csv"],
-                vec!["idle_steps.csv"],
+                vec!["idle_decode.csv", "idle_steps.csv"],
             ]
         );
         let stems: Vec<&str> = s

@@ -300,3 +300,26 @@ impl Replayed {
         self.summary
     }
 }
+
+#[cfg(test)]
+mod step_tests {
+    use super::step_tokens;
+
+    /// The step names of `tests/data/cuda_graphs/` (AR decode, MTP
+    /// decode, prefill) and forms that do not say a total.
+    #[test]
+    fn scheduled_tokens_of_real_step_names() {
+        assert_eq!(step_tokens("execute_context_0(0)_generation_1(1)"), Some(1));
+        assert_eq!(step_tokens("execute_context_0(0)_generation_1(3)"), Some(3));
+        assert_eq!(
+            step_tokens("execute_context_1(96)_generation_0(0)"),
+            Some(96)
+        );
+        assert_eq!(
+            step_tokens("execute_context_1(96)_generation_2(6)"),
+            Some(102)
+        );
+        assert_eq!(step_tokens("execute_new_1_cached_2"), None);
+        assert_eq!(step_tokens("proposer.propose"), None);
+    }
+}

@@ -139,8 +139,18 @@ fn kind_name(k: u8) -> &'static str {
 const REASON_TRIES: usize = 8;
 
 /// Matches one replay. `batch`: the replay's batch (scheduled tokens)
-/// when the trace says it.
-pub fn match_replay(caps: &Captures, ix: &Index, acts: &[Act<'_>], batch: Option<u64>) -> Outcome {
+/// when the trace says it; `subsystem`: whose graph it is when the trace
+/// says it (a step's: `decoder`; inside `proposer.propose`:
+/// `speculator`). Both only choose among equal regions: the smallest
+/// captured batch ≥ `batch` of that subsystem (vLLM pads a batch up to
+/// the next captured size), never by position.
+pub fn match_replay(
+    caps: &Captures,
+    ix: &Index,
+    acts: &[Act<'_>],
+    batch: Option<u64>,
+    subsystem: Option<&str>,
+) -> Outcome {
     if caps.regions.is_empty() {
         return Outcome::Unmatched("no capture found".into());
     }
@@ -160,6 +170,18 @@ pub fn match_replay(caps: &Captures, ix: &Index, acts: &[Act<'_>], batch: Option
         0 => Outcome::Unmatched(reason(caps, ix, acts)),
         1 => Outcome::Matched(cands[0]),
         _ => {
+            if let Some(sub) = subsystem {
+                let of_sub: Vec<u32> = cands
+                    .iter()
+                    .copied()
+                    .filter(|&r| caps.regions[r as usize].subsystem == sub)
+                    .collect();
+                match of_sub.len() {
+                    0 => {}
+                    1 => return Outcome::Matched(of_sub[0]),
+                    _ => cands = of_sub,
+                }
+            }
             if let Some(b) = batch {
                 // The smallest captured batch ≥ the replay's.
                 let best = cands

@@ -30,7 +30,7 @@ pub mod find;
 pub mod matching;
 
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 /// A captured op (launcher or top-level op): category (position in
@@ -171,10 +171,25 @@ pub struct GraphsSummary {
     /// rows' `graph_activities` and `gpu_graph_ns`).
     pub graph_activities: u64,
     pub gpu_graph_ns: i64,
+    /// The attributed replays by their region's subsystem (`decoder`,
+    /// `speculator`, …): Σ over them = the totals above.
+    #[serde(default)]
+    pub by_subsystem: BTreeMap<String, SubsystemShare>,
     /// The first [`UNMATCHED_LISTED`] replays not matched exactly.
     pub unmatched: Vec<Unmatched>,
     /// Bad input met in the capture files.
     pub notes: Vec<String>,
+}
+
+/// One subsystem's attributed replays, activities and GPU ns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SubsystemShare {
+    pub replays: u64,
+    /// Replays by the captured batch size of their region (`"none"`
+    /// when the capture does not say it).
+    pub replays_by_batch: BTreeMap<String, u64>,
+    pub activities: u64,
+    pub gpu_graph_ns: i64,
 }
 
 /// How many unmatched or ambiguous replays the summary lists.

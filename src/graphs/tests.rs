@@ -106,14 +106,14 @@ fn vllm_piecewise_capture_regions() {
     // Exact match of each region's own sequence; the middle ones equal.
     let ix = Index::new(&caps);
     assert_eq!(
-        match_replay(&caps, &ix, &region_acts(&caps, 0), None),
+        match_replay(&caps, &ix, &region_acts(&caps, 0), None, None),
         Outcome::Matched(0)
     );
     assert_eq!(
-        match_replay(&caps, &ix, &region_acts(&caps, 24), None),
+        match_replay(&caps, &ix, &region_acts(&caps, 24), None, None),
         Outcome::Matched(24)
     );
-    match match_replay(&caps, &ix, &region_acts(&caps, 5), None) {
+    match match_replay(&caps, &ix, &region_acts(&caps, 5), None, None) {
         Outcome::Ambiguous {
             candidates,
             attributed,
@@ -132,7 +132,7 @@ fn mismatches_give_their_reason() {
     let ix = Index::new(&caps);
     let mut acts = region_acts(&caps, 0);
     acts[7].name = "not_this_kernel";
-    match match_replay(&caps, &ix, &acts, None) {
+    match match_replay(&caps, &ix, &acts, None, None) {
         Outcome::Unmatched(why) => {
             assert!(
                 why.starts_with("position 7 of 544: region 0 captured kernel "),
@@ -144,14 +144,14 @@ fn mismatches_give_their_reason() {
     }
     acts.pop();
     assert_eq!(
-        match_replay(&caps, &ix, &acts, None),
+        match_replay(&caps, &ix, &acts, None, None),
         Outcome::Unmatched(
             "count: 543 activities, no capture region has as many (regions have [544])".into()
         )
     );
     let none = Captures::default();
     assert_eq!(
-        match_replay(&none, &Index::new(&none), &acts, None),
+        match_replay(&none, &Index::new(&none), &acts, None, None),
         Outcome::Unmatched("no capture found".into())
     );
 }
@@ -175,7 +175,7 @@ fn two_captures_of_the_same_shape_are_ambiguous() {
         .collect();
     let ix = Index::new(&caps);
     assert_eq!(
-        match_replay(&caps, &ix, &acts, None),
+        match_replay(&caps, &ix, &acts, None, None),
         Outcome::Ambiguous {
             candidates: vec![0, 1],
             attributed: true
@@ -185,11 +185,11 @@ fn two_captures_of_the_same_shape_are_ambiguous() {
     // smallest captured size ≥ 20.
     caps.regions[1].batch = Some(24);
     assert_eq!(
-        match_replay(&caps, &ix, &acts, Some(20)),
+        match_replay(&caps, &ix, &acts, Some(20), None),
         Outcome::Matched(1)
     );
     assert_eq!(
-        match_replay(&caps, &ix, &acts, Some(30)),
+        match_replay(&caps, &ix, &acts, Some(30), None),
         Outcome::Matched(0)
     );
 }

@@ -7,13 +7,114 @@
 //! replays' activities. The O-rules' figures (self, total, top) are
 //! unchanged: a replay's GPU time stays its graph launch's (O2–O4).
 
-use super::measure::RowSet;
+use super::measure::{Call, RowSet};
 use crate::graphs::matching::{match_replay, Act, Index, Outcome};
 use crate::graphs::{Captures, GraphsSummary, Unmatched, UNMATCHED_LISTED};
 use crate::hostops::launch::{Launch, Owners};
+use crate::hostops::HostOp;
 use crate::hostops::Linked;
 use crate::model::{Interner, Sym};
 use crate::store::pack::Records;
+
+/// The annotation around the drafter's work in vLLM (`proposer.propose`):
+/// a graph launched inside it is the speculator's.
+pub(super) const PROPOSE: &str = "proposer.propose";
+
+/// The tokens a vLLM step schedules: the sum of the numbers in its
+/// parentheses (`execute_context_1(96)_generation_2(3)` → 99), for the
+/// context/generation form only (the others do not say).
+pub(super) fn step_tokens(name: &str) -> Option<u64> {
+    let step = crate::steps::parse(name)?;
+    if step.form != crate::steps::Form::ContextGeneration {
+        return None;
+    }
+    let mut sum = 0u64;
+    for part in name.split('(').skip(1) {
+        let inner = part.split(')').next()?;
+        if inner.is_empty() {
+            continue;
+        }
+        sum = sum.checked_add(inner.parse::<u64>().ok()?)?;
+    }
+    Some(sum)
+}
+
+/// A step annotation (its scheduled tokens, when the name says) or a
+/// `proposer.propose` span (`propose`) on a thread.
+#[derive(Debug, Clone, Copy)]
+struct Ctx {
+    lane: u32,
+    ts: i64,
+    end: i64,
+    tokens: Option<u64>,
+    propose: bool,
+}
+
+/// The spans that tell a graph launch's batch and subsystem: vLLM step
+/// annotations and `proposer.propose`, as they are read (a few per step).
+#[derive(Debug, Default)]
+pub(super) struct Contexts {
+    spans: Vec<Ctx>,
+    sorted: bool,
+}
+
+/// Where a graph launch was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// Inside a step annotation, with its scheduled tokens if said.
+    Step(Option<u64>),
+    /// Inside `proposer.propose` (the speculator's).
+    Propose,
+    Outside,
+}
+
+impl Contexts {
+    /// Keeps `o` when it is a step or `proposer.propose` annotation.
+    pub(super) fn observe(&mut self, o: &HostOp, names: &Interner) {
+        let name = names.resolve(o.name);
+        let propose = name == PROPOSE;
+        if !propose && !name.starts_with("execute_") {
+            return;
+        }
+        let tokens = if propose { None } else { step_tokens(name) };
+        if !propose && crate::steps::parse(name).is_none() {
+            return;
+        }
+        self.spans.push(Ctx {
+            lane: o.lane,
+            ts: o.ts,
+            end: crate::hostops::launch::end_of(o.ts, o.dur),
+            tokens,
+            propose,
+        });
+        self.sorted = false;
+    }
+
+    /// The innermost kept span enclosing `ts` on `lane` (a propose inside a
+    /// step is the propose: the later start wins).
+    fn place(&mut self, lane: u32, ts: i64) -> Place {
+        if !self.sorted {
+            self.spans.sort_unstable_by_key(|c| (c.lane, c.ts));
+            self.sorted = true;
+        }
+        let upto = self.spans.partition_point(|c| (c.lane, c.ts) <= (lane, ts));
+        // Steps do not nest and a propose holds no step: the last few
+        // starts before `ts` are enough.
+        for c in self.spans[..upto].iter().rev().take(4) {
+            if c.lane != lane {
+                break;
+            }
+            if c.end >= ts {
+                return if c.propose {
+                    Place::Propose
+                } else {
+                    Place::Step(c.tokens)
+                };
+            }
+        }
+        Place::Outside
+    }
+}
 
 /// A replayed activity as kept for the match: 16 B + its key.
 #[derive(Debug, Clone, Copy)]
@@ -42,6 +143,8 @@ pub(super) fn replays(
     own: &Owners,
     launched: &[Launch],
     names: &Interner,
+    calls: &[Call],
+    contexts: &mut Contexts,
 ) -> Replayed {
     let mut out = Replayed::default();
     let s = &mut out.summary;
@@ -80,7 +183,19 @@ pub(super) fn replays(
             kind: r.kind,
             name: names.resolve(r.name),
         }));
-        let outcome = match_replay(caps, &ix, &seq, None);
+        // The batch and subsystem from the annotation around the launch:
+        // a step's scheduled tokens pick the decoder's graph; inside
+        // `proposer.propose` the drafter's batch is not said (the step
+        // annotation does not enclose it), so none is used.
+        let place = calls
+            .get(group[0].call as usize)
+            .map_or(Place::Outside, |c| contexts.place(c.lane, c.ts));
+        let (sub, batch) = match place {
+            Place::Step(t) => (Some("decoder"), t),
+            Place::Propose => (Some("speculator"), None),
+            Place::Outside => (None, None),
+        };
+        let outcome = match_replay(caps, &ix, &seq, batch, sub);
         match &outcome {
             Outcome::Matched(_) => s.replays_matched += 1,
             Outcome::Ambiguous { attributed, .. } => {
@@ -91,10 +206,18 @@ pub(super) fn replays(
         }
         if let Some(r) = outcome.region() {
             let region = &caps.regions[r as usize];
+            let share = s.by_subsystem.entry(region.subsystem.clone()).or_default();
+            share.replays += 1;
+            let bs = region
+                .batch
+                .map_or_else(|| "none".to_string(), |b| b.to_string());
+            *share.replays_by_batch.entry(bs).or_default() += 1;
             for (rep, c) in group.iter().zip(&region.launches) {
                 out.attributed.push((c.launcher, rep.dur));
                 s.graph_activities += 1;
                 s.gpu_graph_ns = s.gpu_graph_ns.saturating_add(rep.dur);
+                share.activities += 1;
+                share.gpu_graph_ns = share.gpu_graph_ns.saturating_add(rep.dur);
             }
         }
         let listed = match &outcome {
@@ -105,7 +228,7 @@ pub(super) fn replays(
             } => Some((
                 "ambiguous",
                 format!(
-                    "{} regions equal ({}{}): {}",
+                    "{} regions equal ({}{}){}: {}",
                     candidates.len(),
                     candidates
                         .iter()
@@ -114,6 +237,17 @@ pub(super) fn replays(
                         .collect::<Vec<_>>()
                         .join(", "),
                     if candidates.len() > 8 { ", …" } else { "" },
+                    match place {
+                        Place::Step(Some(t)) => format!(
+                            ", {t} scheduled tokens: no single smallest captured batch ≥ {t}"
+                        ),
+                        Place::Step(None) => ", step names no token count".to_string(),
+                        Place::Propose => {
+                            ", in proposer.propose: the drafter's batch is not in the trace"
+                                .to_string()
+                        }
+                        Place::Outside => ", no step annotation encloses the launch".to_string(),
+                    },
                     if *attributed {
                         "the same launcher ops: attributed, shapes unknown"
                     } else {
@@ -164,5 +298,28 @@ impl Replayed {
             rows.add_graph(row, dur);
         }
         self.summary
+    }
+}
+
+#[cfg(test)]
+mod step_tests {
+    use super::step_tokens;
+
+    /// The step names of `tests/data/cuda_graphs/` (AR decode, MTP
+    /// decode, prefill) and forms that do not say a total.
+    #[test]
+    fn scheduled_tokens_of_real_step_names() {
+        assert_eq!(step_tokens("execute_context_0(0)_generation_1(1)"), Some(1));
+        assert_eq!(step_tokens("execute_context_0(0)_generation_1(3)"), Some(3));
+        assert_eq!(
+            step_tokens("execute_context_1(96)_generation_0(0)"),
+            Some(96)
+        );
+        assert_eq!(
+            step_tokens("execute_context_1(96)_generation_2(6)"),
+            Some(102)
+        );
+        assert_eq!(step_tokens("execute_new_1_cached_2"), None);
+        assert_eq!(step_tokens("proposer.propose"), None);
     }
 }

@@ -266,7 +266,7 @@ impl RowSet {
 pub(super) struct Call {
     pub ts: i64,
     dur: i64,
-    lane: u32,
+    pub lane: u32,
     name: Sym,
 }
 
@@ -295,6 +295,7 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
         links,
         mut threads,
         mut rows,
+        mut contexts,
         ..
     } = st;
     let HostLinks {
@@ -334,7 +335,8 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
     });
     // The graph replays to their captures (issue 57), while the packed
     // activities and their owners are here.
-    let replayed = super::graphs::replays(caps, &acts, &own, &launched, &names);
+    let replayed =
+        super::graphs::replays(caps, &acts, &own, &launched, &names, &calls, &mut contexts);
     drop(acts);
     drop(own);
     let host_ops = threads.iter().map(|t| t.len() as u64).sum();

@@ -131,6 +131,9 @@ pub struct Ops {
     rows: measure::RowSet,
     /// `--capture`'s paths (issue 57).
     capture: Vec<std::path::PathBuf>,
+    /// Step and `proposer.propose` annotations: a graph replay's batch
+    /// and subsystem (issue 57).
+    contexts: graphs::Contexts,
 }
 
 impl Analysis for Ops {
@@ -155,6 +158,7 @@ impl Analysis for Ops {
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
         if let Some(Kept::Host(o)) = self.links.keep(ev, at) {
             let row = self.rows.of_op(&o, &self.links.names);
+            self.contexts.observe(&o, &self.links.names);
             let l = o.lane as usize;
             if self.threads.len() <= l {
                 self.threads.resize_with(l + 1, threads::Thread::default);

@@ -316,3 +316,114 @@ fn graphs_capture_of_another_run_matches_nothing() {
         .iter()
         .any(|n| n.starts_with("graphs: 25 of 25 graph replays unmatched")));
 }
+
+/// Issue 57 on the real CUDA pairs (`tests/data/cuda_graphs/`, H100,
+/// torch 2.11+cu130): `ops` of a worker trace, its `capture_traces/`
+/// found beside it.
+fn cuda_graphs_run(mode: &str) -> TraceOps {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/cuda_graphs")
+        .join(mode);
+    let trace = std::fs::read_dir(&dir)
+        .expect("cuda_graphs folder")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+        .expect("worker trace");
+    let plan = Plan::new(Selector::default()).with(OpsSpec::default());
+    let mut r = crate::analysis::analyze_path(&trace, Default::default(), &plan);
+    r.take::<Ops>().expect("ops ran")
+}
+
+/// AR: 30 decode steps `generation_1(1)` (1 token), each replaying the
+/// decoder's bs-1 graph (46 activities; bs 2 and 4 have 50). Σ dur
+/// (4 766 446 ns over 1 380 activities) summed from the file apart.
+#[test]
+fn graphs_cuda_ar_replays_decoder_bs1() {
+    let t = cuda_graphs_run("text_ar");
+    let g = &t.graphs;
+    assert_eq!(g.captures.len(), 3);
+    assert_eq!(g.regions, 3);
+    assert_eq!((g.replays, g.replays_matched), (30, 30));
+    assert_eq!((g.replays_ambiguous, g.replays_unmatched), (0, 0));
+    assert_eq!(g.graph_activities, 1380);
+    assert_eq!(g.gpu_graph_ns, 4_766_446);
+    assert!(g.unmatched.is_empty() && g.notes.is_empty());
+    let dec = &g.by_subsystem["decoder"];
+    assert_eq!(g.by_subsystem.len(), 1);
+    assert_eq!(dec.replays_by_batch.get("1"), Some(&30));
+    assert_eq!((dec.activities, dec.gpu_graph_ns), (1380, 4_766_446));
+    invariant(&t);
+}
+
+/// MTP: 16 decode steps `generation_1(3)` (3 tokens → bs 4, not bs 2
+/// whose region is equal in kinds and count) and 36 drafter replays in
+/// `proposer.propose` (17 activities: only the speculator's bs-1 region
+/// has as many, so no batch is needed; the step does not enclose them).
+/// Σ dur per subsystem summed from the file apart: decoder 2 511 299 ns
+/// (800 activities), speculator 2 364 803 ns (612).
+#[test]
+fn graphs_cuda_mtp_decoder_bs4_and_speculator() {
+    let t = cuda_graphs_run("text_mtp");
+    let g = &t.graphs;
+    assert_eq!(g.regions, 6);
+    assert_eq!((g.replays, g.replays_matched), (52, 52));
+    assert_eq!((g.replays_ambiguous, g.replays_unmatched), (0, 0));
+    assert_eq!((g.graph_activities, g.gpu_graph_ns), (1412, 4_876_102));
+    let dec = &g.by_subsystem["decoder"];
+    assert_eq!(dec.replays, 16);
+    assert_eq!(dec.replays_by_batch.len(), 1);
+    assert_eq!(dec.replays_by_batch.get("4"), Some(&16));
+    assert_eq!((dec.activities, dec.gpu_graph_ns), (800, 2_511_299));
+    let spec = &g.by_subsystem["speculator"];
+    assert_eq!(spec.replays, 36);
+    assert_eq!(spec.replays_by_batch.get("1"), Some(&36));
+    assert_eq!((spec.activities, spec.gpu_graph_ns), (612, 2_364_803));
+    // The drafter's share of graph GPU time: 48.5 %.
+    assert_eq!(spec.gpu_graph_ns * 1000 / g.gpu_graph_ns, 484);
+    invariant(&t);
+}
+
+/// Without the step's tokens the decoder replays stay ambiguous between
+/// bs 2 and bs 4 (attributed: the same launchers), never picked by
+/// position.
+#[test]
+fn graphs_cuda_mtp_without_batch_is_ambiguous() {
+    use crate::graphs::matching::{match_replay, Act, Index, Outcome};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/cuda_graphs/text_mtp/capture_traces");
+    let caps = crate::graphs::Captures::load(&[dir], std::path::Path::new("."));
+    let ix = Index::new(&caps);
+    let bs = |r: u32| caps.regions[r as usize].batch;
+    let bs4 = (0..caps.regions.len() as u32)
+        .find(|&r| bs(r) == Some(4) && caps.regions[r as usize].subsystem == "decoder")
+        .expect("decoder bs 4");
+    let acts: Vec<Act<'_>> = caps.regions[bs4 as usize]
+        .launches
+        .iter()
+        .map(|c| Act {
+            kind: c.kind,
+            name: "k",
+        })
+        .collect();
+    assert_eq!(acts.len(), 50);
+    match match_replay(&caps, &ix, &acts, None, Some("decoder")) {
+        Outcome::Ambiguous {
+            candidates,
+            attributed,
+        } => {
+            let mut b: Vec<_> = candidates.iter().map(|&r| bs(r)).collect();
+            b.sort();
+            assert_eq!(b, vec![Some(2), Some(4)]);
+            assert!(attributed);
+        }
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, Some(3), Some("decoder")),
+        Outcome::Matched(bs4)
+    );
+    // 2 tokens: bs 2, the smallest captured ≥ 2.
+    let got = match_replay(&caps, &ix, &acts, Some(2), Some("decoder"));
+    assert_eq!(got.region().and_then(bs), Some(2));
+}

@@ -3,7 +3,7 @@
 //! without a model; [`RooflineReport`] is the document it prints.
 
 use super::{RoofRow, Roofline, RooflineSpec, TraceRoofline};
-use crate::api::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use serde::Serialize;
@@ -30,7 +30,7 @@ impl Document for RooflineReport {
         self.write(&mut out, format)
     }
     fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
-        api::json_of(self)
+        command::json_of(self)
     }
     fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
         self.traces
@@ -78,7 +78,7 @@ impl Command for Roofline {
         }
         Said {
             problems,
-            notes: api::path_notes(&t.path, &t.notes()),
+            notes: command::path_notes(&t.path, &t.notes()),
         }
     }
 

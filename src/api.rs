@@ -30,8 +30,8 @@
 
 pub use crate::command::{
     add_json, context_problem, expand_directories, json_of, path_notes, read_all, read_all_keeping,
-    refuse_directories, run, run_json, worker_traces, AnyOutcome, ApiError, Command, Common, Document, Message,
-    Outcome, Said,
+    refuse_directories, run, run_json, worker_traces, AnyOutcome, ApiError, Command, Common,
+    Document, Message, Outcome, Said,
 };
 pub use crate::registry::run_named;
 

@@ -367,7 +367,9 @@ fn the_campaign_hooks_are_one_trait_in_each_analysis_batch_file() {
         "command::Command holds campaign hooks: {bad:#?}"
     );
     // The analyses `batch` runs (their registry lines carry the hooks).
-    let in_batch = torchtrace::registry::REGISTRY.iter().filter(|e| e.facts_fn().is_some());
+    let in_batch = torchtrace::registry::REGISTRY
+        .iter()
+        .filter(|e| e.facts_fn().is_some());
     for a in in_batch.map(|e| e.name) {
         let view = naming(&format!("analyses/{a}/view.rs"), &["batch::", "fn batch_"]);
         assert!(

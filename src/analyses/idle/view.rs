@@ -38,7 +38,13 @@ impl IdleReport {
         let tables = human_tables(self, &labels, rows);
         let full: Vec<String> = self.traces.iter().map(|t| t.path.clone()).collect();
         let csv = csv_tables(self, &full, rows);
-        report::render(out, format, &self.json(), &tables, &csv)
+        // A sum past u64 (hostile input, issue 59) has no `Value`: the
+        // document is then written from the report itself (exact, its
+        // fields in struct order), never as `null`.
+        match serde_json::to_value(self) {
+            Ok(value) => report::render(out, format, &value, &tables, &csv),
+            Err(_) => report::render(out, format, self, &tables, &csv),
+        }
     }
 }
 

@@ -408,7 +408,7 @@ fn outside_table(rows: &[Row]) -> Table {
                 .iter()
                 .filter_map(|x| Some(i128::from(x.host_end_ns? - x.host_start_ns)))
                 .sum();
-            let busy: i128 = closed.iter().map(|x| i128::from(x.work.busy_ns)).sum();
+            let busy: i128 = closed.iter().map(|x| x.work.busy_ns).sum();
             t.row(vec![
                 r.m.workload.clone().into(),
                 mode_label(mode),
@@ -416,7 +416,7 @@ fn outside_table(rows: &[Row]) -> Table {
                 ms(wall),
                 ms(busy),
                 ms(wall - busy),
-                ms(s.idle.steps.pre.busy_ns.into()),
+                ms(s.idle.steps.pre.busy_ns),
             ]);
         }
     }

@@ -252,7 +252,12 @@ pub(super) fn read_file(
             return Err(e.to_string());
         }
     }
-    let file_no = caps.files.len() as u32;
+    let file = FileFacts {
+        no: caps.files.len() as u32,
+        name: &name,
+        detail,
+        annotations: &notes_of,
+    };
     caps.files.push(path.display().to_string());
     let before = caps.regions.len();
     let mut open_at_end = 0u64;
@@ -260,113 +265,15 @@ pub(super) fn read_file(
         // C4's key for ops; calls in start order (file order on ties).
         ops.sort_by_key(|o| (o.ts, std::cmp::Reverse(o.end), o.index));
         calls.sort_by_key(|c| (c.ts, c.index));
-        let mut ans = Answers {
+        let (parent, found) = enclosing(&ops, &calls);
+        let thread = Thread {
+            lane: lane as u32,
+            ops: &ops,
             calls: &calls,
-            parent: vec![u32::MAX; ops.len()],
-            found: vec![(u32::MAX, u32::MAX); calls.len()],
+            parent: &parent,
+            found: &found,
         };
-        let visits: Vec<Visit> = ops
-            .iter()
-            .enumerate()
-            .map(|(p, o)| Visit {
-                pos: p as u32,
-                ts: o.ts,
-                end: o.end,
-                scope: o.scope,
-                tag: Tag {
-                    row: p as u32,
-                    ts: o.ts,
-                },
-            })
-            .collect();
-        sweep_thread(
-            visits,
-            calls.iter().enumerate().map(|(i, c)| (i as u32, c.ts)),
-            &mut ans,
-        );
-        let Answers { parent, found, .. } = ans;
-        let module_of = |mut p: u32, caps: &mut Captures| -> Option<u32> {
-            let mut path: Vec<String> = Vec::new();
-            let mut names = Vec::new();
-            while p != u32::MAX {
-                let o = &ops[p as usize];
-                if o.python {
-                    names.push(caps.ops[o.op as usize].name);
-                }
-                p = parent[p as usize];
-            }
-            for n in names.iter().rev() {
-                if let Some(m) = caps.texts[*n as usize].strip_prefix("nn.Module: ") {
-                    path.push(m.to_string());
-                }
-            }
-            (!path.is_empty()).then(|| {
-                let s = path.join("/");
-                caps.text(&s)
-            })
-        };
-        let mut open: Option<(usize, Vec<Captured>)> = None;
-        for (i, c) in calls.iter().enumerate() {
-            match c.role {
-                Role::Begin => {
-                    if open.is_some() {
-                        caps.notes.push(format!(
-                            "{name}: a capture began inside another on one thread: the first dropped (truncated)"
-                        ));
-                    }
-                    open = Some((i, Vec::new()));
-                }
-                Role::Launch(kind) => {
-                    if let Some((_, v)) = open.as_mut() {
-                        let (inner, top) = found[i];
-                        let at = |p: u32| (p != u32::MAX).then(|| ops[p as usize].op);
-                        let module = (inner != u32::MAX)
-                            .then(|| module_of(inner, caps))
-                            .flatten();
-                        v.push(Captured {
-                            kind,
-                            kernel: c.kernel,
-                            launcher: at(inner),
-                            top: at(top),
-                            module,
-                        });
-                    }
-                }
-                Role::End => {
-                    let Some((b, launches)) = open.take() else {
-                        caps.notes.push(format!(
-                            "{name}: a capture ended that did not begin on its thread: ignored"
-                        ));
-                        continue;
-                    };
-                    let begin = calls[b].ts;
-                    let ann = notes_of
-                        .iter()
-                        .filter(|a| a.0 == lane as u32 && a.1 <= begin && a.2 >= c.end)
-                        .max_by_key(|a| a.1)
-                        .map(|a| caps.texts[a.3 as usize].clone());
-                    let parsed = ann.as_deref().and_then(parse_annotation);
-                    let batch = parsed
-                        .as_ref()
-                        .map(|p| p.0)
-                        .or(detail.and_then(|d| d.batch_size))
-                        .or_else(|| sglang_batch(&name));
-                    let mode = parsed
-                        .map(|p| p.1)
-                        .or_else(|| detail.and_then(|d| d.mode.clone()));
-                    caps.regions.push(Region {
-                        file: file_no,
-                        batch,
-                        mode,
-                        subsystem: subsystem(&name, ann.as_deref()).to_string(),
-                        annotation: ann,
-                        launches,
-                    });
-                }
-                Role::Other => {}
-            }
-        }
-        open_at_end += u64::from(open.is_some());
+        open_at_end += u64::from(thread.regions(&file, caps));
     }
     if open_at_end > 0 {
         caps.notes.push(format!(
@@ -382,4 +289,168 @@ pub(super) fn read_file(
         ));
     }
     Ok(caps.regions.len() - before)
+}
+
+/// What a capture file says of all its regions.
+struct FileFacts<'a> {
+    /// Its number among the files read.
+    no: u32,
+    name: &'a str,
+    /// Its entry in `execution_details.json`.
+    detail: Option<&'a Detail>,
+    /// Its `capture_<bs>_<MODE>` annotations: (lane, ts, end, text id).
+    annotations: &'a [(u32, i64, i64, u32)],
+}
+
+/// One thread's ops (C4's key order) and calls (start order), with each
+/// op's parent and each call's (innermost, top-level) enclosing op.
+struct Thread<'a> {
+    lane: u32,
+    ops: &'a [Op],
+    calls: &'a [Call],
+    parent: &'a [u32],
+    found: &'a [(u32, u32)],
+}
+
+/// Each op's parent and each call's (innermost, top-level) enclosing op on
+/// one thread (`u32::MAX`: none), by hostops' containment sweep (C4–C5).
+fn enclosing(ops: &[Op], calls: &[Call]) -> (Vec<u32>, Vec<(u32, u32)>) {
+    let mut ans = Answers {
+        calls,
+        parent: vec![u32::MAX; ops.len()],
+        found: vec![(u32::MAX, u32::MAX); calls.len()],
+    };
+    let visits: Vec<Visit> = ops
+        .iter()
+        .enumerate()
+        .map(|(p, o)| Visit {
+            pos: p as u32,
+            ts: o.ts,
+            end: o.end,
+            scope: o.scope,
+            tag: Tag {
+                row: p as u32,
+                ts: o.ts,
+            },
+        })
+        .collect();
+    sweep_thread(
+        visits,
+        calls.iter().enumerate().map(|(i, c)| (i as u32, c.ts)),
+        &mut ans,
+    );
+    (ans.parent, ans.found)
+}
+
+impl Thread<'_> {
+    /// Its regions, each begin-capture to end-capture call, into `caps`;
+    /// whether a capture was still open at the end of the thread.
+    fn regions(&self, file: &FileFacts<'_>, caps: &mut Captures) -> bool {
+        let name = file.name;
+        let mut open: Option<(usize, Vec<Captured>)> = None;
+        for (i, c) in self.calls.iter().enumerate() {
+            match c.role {
+                Role::Begin => {
+                    if open.is_some() {
+                        caps.notes.push(format!(
+                            "{name}: a capture began inside another on one thread: the first dropped (truncated)"
+                        ));
+                    }
+                    open = Some((i, Vec::new()));
+                }
+                Role::Launch(kind) => {
+                    if let Some((_, v)) = open.as_mut() {
+                        v.push(self.captured(i, kind, caps));
+                    }
+                }
+                Role::End => {
+                    let Some((b, launches)) = open.take() else {
+                        caps.notes.push(format!(
+                            "{name}: a capture ended that did not begin on its thread: ignored"
+                        ));
+                        continue;
+                    };
+                    let region = self.region(file, (self.calls[b].ts, c.end), launches, caps);
+                    caps.regions.push(region);
+                }
+                Role::Other => {}
+            }
+        }
+        open.is_some()
+    }
+
+    /// Call `i`, a launch inside a region: its kind, kernel, launcher,
+    /// top-level op and module path.
+    fn captured(&self, i: usize, kind: u8, caps: &mut Captures) -> Captured {
+        let (inner, top) = self.found[i];
+        let at = |p: u32| (p != u32::MAX).then(|| self.ops[p as usize].op);
+        let module = (inner != u32::MAX)
+            .then(|| self.module_of(inner, caps))
+            .flatten();
+        Captured {
+            kind,
+            kernel: self.calls[i].kernel,
+            launcher: at(inner),
+            top: at(top),
+            module,
+        }
+    }
+
+    /// The `nn.Module` path of op `p`: the module frames among its python
+    /// ancestors, outermost first, joined by `/`.
+    fn module_of(&self, mut p: u32, caps: &mut Captures) -> Option<u32> {
+        let mut names = Vec::new();
+        while p != u32::MAX {
+            let o = &self.ops[p as usize];
+            if o.python {
+                names.push(caps.ops[o.op as usize].name);
+            }
+            p = self.parent[p as usize];
+        }
+        let path: Vec<String> = names
+            .iter()
+            .rev()
+            .filter_map(|n| caps.texts[*n as usize].strip_prefix("nn.Module: "))
+            .map(String::from)
+            .collect();
+        (!path.is_empty()).then(|| {
+            let s = path.join("/");
+            caps.text(&s)
+        })
+    }
+
+    /// The region over `(begin, end)` with its launches: its annotation
+    /// (the innermost enclosing `capture_<bs>_<MODE>` on the thread), batch
+    /// size, mode and subsystem.
+    fn region(
+        &self,
+        file: &FileFacts<'_>,
+        (begin, end): (i64, i64),
+        launches: Vec<Captured>,
+        caps: &Captures,
+    ) -> Region {
+        let ann = file
+            .annotations
+            .iter()
+            .filter(|a| a.0 == self.lane && a.1 <= begin && a.2 >= end)
+            .max_by_key(|a| a.1)
+            .map(|a| caps.texts[a.3 as usize].clone());
+        let parsed = ann.as_deref().and_then(parse_annotation);
+        let batch = parsed
+            .as_ref()
+            .map(|p| p.0)
+            .or(file.detail.and_then(|d| d.batch_size))
+            .or_else(|| sglang_batch(file.name));
+        let mode = parsed
+            .map(|p| p.1)
+            .or_else(|| file.detail.and_then(|d| d.mode.clone()));
+        Region {
+            file: file.no,
+            batch,
+            mode,
+            subsystem: subsystem(file.name, ann.as_deref()).to_string(),
+            annotation: ann,
+            launches,
+        }
+    }
 }

@@ -9,7 +9,7 @@
 
 use super::measure::{Call, RowSet};
 use crate::graphs::matching::{match_replay, Act, Index, Outcome};
-use crate::graphs::{Captures, GraphsSummary, Unmatched, UNMATCHED_LISTED};
+use crate::graphs::{Captures, GraphsSummary, Region, Unmatched, UNMATCHED_LISTED};
 use crate::hostops::launch::{Launch, Owners};
 use crate::hostops::HostOp;
 use crate::hostops::Linked;
@@ -147,37 +147,16 @@ pub(super) fn replays(
     contexts: &mut Contexts,
 ) -> Replayed {
     let mut out = Replayed::default();
-    let s = &mut out.summary;
-    s.captures = caps.files.clone();
-    s.regions = caps.regions.len() as u64;
-    s.notes = caps.notes.clone();
-    let mut reps: Vec<Rep> = acts
-        .iter()
-        .zip(own.iter())
-        .filter_map(|(a, o)| {
-            let o = o?;
-            launched.get(o as usize).filter(|l| l.graph)?;
-            Some(Rep {
-                call: o,
-                ts: a.ts,
-                end: crate::hostops::launch::end_of(a.ts, a.dur),
-                index: a.index,
-                dur: a.dur,
-                name: a.name,
-                kind: a.code,
-            })
-        })
-        .collect();
+    out.summary.captures = caps.files.clone();
+    out.summary.regions = caps.regions.len() as u64;
+    out.summary.notes = caps.notes.clone();
+    let reps = replayed_activities(acts, own, launched);
     if reps.is_empty() {
         return out;
     }
-    // The GPU's order within a replay: start, end, file order (every
-    // stream of the graph in one sequence).
-    reps.sort_unstable_by_key(|r| (r.call, r.ts, r.end, r.index));
     let ix = Index::new(caps);
     let mut seq: Vec<Act<'_>> = Vec::new();
     for group in reps.chunk_by(|a, b| a.call == b.call) {
-        s.replays += 1;
         seq.clear();
         seq.extend(group.iter().map(|r| Act {
             kind: r.kind,
@@ -196,70 +175,13 @@ pub(super) fn replays(
             Place::Outside => (None, None),
         };
         let outcome = match_replay(caps, &ix, &seq, batch, sub);
-        match &outcome {
-            Outcome::Matched(_) => s.replays_matched += 1,
-            Outcome::Ambiguous { attributed, .. } => {
-                s.replays_ambiguous += 1;
-                s.replays_ambiguous_attributed += u64::from(*attributed);
-            }
-            Outcome::Unmatched(_) => s.replays_unmatched += 1,
-        }
+        out.count(&outcome);
         if let Some(r) = outcome.region() {
-            let region = &caps.regions[r as usize];
-            let share = s.by_subsystem.entry(region.subsystem.clone()).or_default();
-            share.replays += 1;
-            let bs = region
-                .batch
-                .map_or_else(|| "none".to_string(), |b| b.to_string());
-            *share.replays_by_batch.entry(bs).or_default() += 1;
-            for (rep, c) in group.iter().zip(&region.launches) {
-                out.attributed.push((c.launcher, rep.dur));
-                s.graph_activities += 1;
-                s.gpu_graph_ns = s.gpu_graph_ns.saturating_add(rep.dur);
-                share.activities += 1;
-                share.gpu_graph_ns = share.gpu_graph_ns.saturating_add(rep.dur);
-            }
+            out.attribute(&caps.regions[r as usize], group);
         }
-        let listed = match &outcome {
-            Outcome::Matched(_) => None,
-            Outcome::Ambiguous {
-                candidates,
-                attributed,
-            } => Some((
-                "ambiguous",
-                format!(
-                    "{} regions equal ({}{}){}: {}",
-                    candidates.len(),
-                    candidates
-                        .iter()
-                        .take(8)
-                        .map(u32::to_string)
-                        .collect::<Vec<_>>()
-                        .join(", "),
-                    if candidates.len() > 8 { ", …" } else { "" },
-                    match place {
-                        Place::Step(Some(t)) => format!(
-                            ", {t} scheduled tokens: no single smallest captured batch ≥ {t}"
-                        ),
-                        Place::Step(None) => ", step names no token count".to_string(),
-                        Place::Propose => {
-                            ", in proposer.propose: the drafter's batch is not in the trace"
-                                .to_string()
-                        }
-                        Place::Outside => ", no step annotation encloses the launch".to_string(),
-                    },
-                    if *attributed {
-                        "the same launcher ops: attributed, shapes unknown"
-                    } else {
-                        "different launcher ops: not attributed"
-                    }
-                ),
-            )),
-            Outcome::Unmatched(why) => Some(("unmatched", why.clone())),
-        };
-        if let Some((status, reason)) = listed {
-            if s.unmatched.len() < UNMATCHED_LISTED {
-                s.unmatched.push(Unmatched {
+        if let Some((status, reason)) = listed(&outcome, place) {
+            if out.summary.unmatched.len() < UNMATCHED_LISTED {
+                out.summary.unmatched.push(Unmatched {
                     ts: group[0].ts,
                     activities: group.len() as u64,
                     status: status.into(),
@@ -269,6 +191,107 @@ pub(super) fn replays(
         }
     }
     out
+}
+
+/// The activities of graph replays (owned by a graph launch), in each
+/// replay's GPU order: start, end, file order (every stream of the graph
+/// in one sequence), replays in launch order.
+fn replayed_activities(acts: &Records<Linked>, own: &Owners, launched: &[Launch]) -> Vec<Rep> {
+    let mut reps: Vec<Rep> = acts
+        .iter()
+        .zip(own.iter())
+        .filter_map(|(a, o)| {
+            let o = o?;
+            launched.get(o as usize).filter(|l| l.graph)?;
+            Some(Rep {
+                call: o,
+                ts: a.ts,
+                end: crate::hostops::launch::end_of(a.ts, a.dur),
+                index: a.index,
+                dur: a.dur,
+                name: a.name,
+                kind: a.code,
+            })
+        })
+        .collect();
+    reps.sort_unstable_by_key(|r| (r.call, r.ts, r.end, r.index));
+    reps
+}
+
+/// How a replay that is not a unique match is listed: its status and the
+/// reason (with where the launch was, for an ambiguous one).
+fn listed(outcome: &Outcome, place: Place) -> Option<(&'static str, String)> {
+    match outcome {
+        Outcome::Matched(_) => None,
+        Outcome::Ambiguous {
+            candidates,
+            attributed,
+        } => Some((
+            "ambiguous",
+            format!(
+                "{} regions equal ({}{}){}: {}",
+                candidates.len(),
+                candidates
+                    .iter()
+                    .take(8)
+                    .map(u32::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if candidates.len() > 8 { ", …" } else { "" },
+                match place {
+                    Place::Step(Some(t)) =>
+                        format!(", {t} scheduled tokens: no single smallest captured batch ≥ {t}"),
+                    Place::Step(None) => ", step names no token count".to_string(),
+                    Place::Propose => {
+                        ", in proposer.propose: the drafter's batch is not in the trace".to_string()
+                    }
+                    Place::Outside => ", no step annotation encloses the launch".to_string(),
+                },
+                if *attributed {
+                    "the same launcher ops: attributed, shapes unknown"
+                } else {
+                    "different launcher ops: not attributed"
+                }
+            ),
+        )),
+        Outcome::Unmatched(why) => Some(("unmatched", why.clone())),
+    }
+}
+
+impl Replayed {
+    /// One replay more, counted by its outcome.
+    fn count(&mut self, outcome: &Outcome) {
+        let s = &mut self.summary;
+        s.replays += 1;
+        match outcome {
+            Outcome::Matched(_) => s.replays_matched += 1,
+            Outcome::Ambiguous { attributed, .. } => {
+                s.replays_ambiguous += 1;
+                s.replays_ambiguous_attributed += u64::from(*attributed);
+            }
+            Outcome::Unmatched(_) => s.replays_unmatched += 1,
+        }
+    }
+
+    /// A replay's activities given to the launchers of `region`'s
+    /// captured launches, position by position, and counted in the
+    /// totals and in its subsystem's share.
+    fn attribute(&mut self, region: &Region, group: &[Rep]) {
+        let s = &mut self.summary;
+        let share = s.by_subsystem.entry(region.subsystem.clone()).or_default();
+        share.replays += 1;
+        let bs = region
+            .batch
+            .map_or_else(|| "none".to_string(), |b| b.to_string());
+        *share.replays_by_batch.entry(bs).or_default() += 1;
+        for (rep, c) in group.iter().zip(&region.launches) {
+            self.attributed.push((c.launcher, rep.dur));
+            s.graph_activities += 1;
+            s.gpu_graph_ns = s.gpu_graph_ns.saturating_add(rep.dur);
+            share.activities += 1;
+            share.gpu_graph_ns = share.gpu_graph_ns.saturating_add(rep.dur);
+        }
+    }
 }
 
 impl Replayed {

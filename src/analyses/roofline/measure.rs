@@ -170,7 +170,45 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
             ));
         }
     }
-    let mut got = vec![Got::default(); keys.len()];
+    let (got, no_op) = claim(by_lane, &ops, &launched, keys.len());
+
+    let device = Device::resolve(devices, spec.peak_tflops, spec.peak_tbps);
+    rc.other_devices = devices
+        .iter()
+        .skip(1)
+        .filter(|d| Some(*d) != devices.first())
+        .count() as u64;
+    let (rows, unmodelled) = model_rows(&keys, &got, &no_op, (&names, &texts), &device, &mut rc);
+    summary.modelled_gpu_ns = rows.iter().map(|r| r.gpu_ns).fold(0, i64::saturating_add);
+    summary.unmodelled_gpu_ns = unmodelled
+        .iter()
+        .map(|r| r.gpu_ns)
+        .fold(0, i64::saturating_add);
+    summary.rows = rows.len() as u64;
+    rc.input = counts;
+    TraceRoofline {
+        path: String::new(),
+        complete: true,
+        error: None,
+        device,
+        summary,
+        rows,
+        unmodelled,
+        counts: rc,
+    }
+}
+
+/// Each row key's GPU work, claimed by the ops that launched it on their
+/// thread (C4–C5): composites first (attention, convolution take their
+/// helper kernels), then every modelled op, then every op; what no op
+/// encloses goes to the pseudo-row.
+fn claim(
+    by_lane: Vec<Vec<(i64, Call)>>,
+    ops: &[Vec<Op>],
+    launched: &[Launch],
+    n_keys: usize,
+) -> (Vec<Got>, Got) {
+    let mut got = vec![Got::default(); n_keys];
     let mut claimed = vec![false; launched.len()];
     let mut no_op = Got::default();
     for (lane, mut cs) in by_lane.into_iter().enumerate() {
@@ -189,7 +227,7 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
         for (pass, rest) in [(2u8, false), (1, false), (0, true)] {
             let mut give = Give {
                 calls: &cs,
-                launched: &launched,
+                launched,
                 got: &mut got,
                 claimed: &mut claimed,
                 rest,
@@ -198,13 +236,19 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
             sweep(lane_ops, &order, &call_ts, &mut give, |o| o.class >= pass);
         }
     }
+    (got, no_op)
+}
 
-    let device = Device::resolve(devices, spec.peak_tflops, spec.peak_tbps);
-    rc.other_devices = devices
-        .iter()
-        .skip(1)
-        .filter(|d| Some(*d) != devices.first())
-        .count() as u64;
+/// The modelled rows (GPU time descending) and the unmodelled ones, each
+/// with why, counting the bad inputs met in `rc`.
+fn model_rows(
+    keys: &[Key],
+    got: &[Got],
+    no_op: &Got,
+    (names, texts): (&Interner, &Interner),
+    device: &Device,
+    rc: &mut RoofCounts,
+) -> (Vec<RoofRow>, Vec<UnmodelledRow>) {
     let mut rows = Vec::new();
     let mut unmodelled: BTreeMap<(String, String), UnmodelledRow> = BTreeMap::new();
     let mut miss = |name: &str, reason: &str, g: &Got| {
@@ -221,7 +265,7 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
         e.kernels += g.kernels;
         e.gpu_ns = e.gpu_ns.saturating_add(g.gpu);
     };
-    for (k, g) in keys.iter().zip(&got) {
+    for (k, g) in keys.iter().zip(got) {
         if g.kernels == 0 {
             continue;
         }
@@ -231,7 +275,7 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
             miss(name, "no model", g);
             continue;
         }
-        let parsed = OpArgs::parse(text(&texts, d), text(&texts, t), text(&texts, c));
+        let parsed = OpArgs::parse(text(texts, d), text(texts, t), text(texts, c));
         let a = match parsed {
             Ok(a) => a,
             Err(ArgsError::NoShapes) => {
@@ -263,31 +307,15 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
         if g.gpu == 0 {
             rc.zero_duration_rows += 1;
         }
-        rows.push(row(name, &texts, (d, t, c), m, g, &device));
+        rows.push(row(name, texts, (d, t, c), m, g, device));
     }
     if no_op.kernels > 0 {
-        miss(NO_OP, "no enclosing op", &no_op);
+        miss(NO_OP, "no enclosing op", no_op);
     }
     rows.sort_by(|a: &RoofRow, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
     let mut unmodelled: Vec<UnmodelledRow> = unmodelled.into_values().collect();
     unmodelled.sort_by(|a, b| b.gpu_ns.cmp(&a.gpu_ns).then_with(|| a.name.cmp(&b.name)));
-    summary.modelled_gpu_ns = rows.iter().map(|r| r.gpu_ns).fold(0, i64::saturating_add);
-    summary.unmodelled_gpu_ns = unmodelled
-        .iter()
-        .map(|r| r.gpu_ns)
-        .fold(0, i64::saturating_add);
-    summary.rows = rows.len() as u64;
-    rc.input = counts;
-    TraceRoofline {
-        path: String::new(),
-        complete: true,
-        error: None,
-        device,
-        summary,
-        rows,
-        unmodelled,
-        counts: rc,
-    }
+    (rows, unmodelled)
 }
 
 /// A row's figures against the device's roof.

@@ -21,7 +21,7 @@ Prints a markdown report; ``--write-readme README.md`` puts it between the
 ``<!-- check_graph_traces:begin -->`` and ``<!-- check_graph_traces:end -->`` lines.
 Exit status 1 if a replay does not match. Usage:
 
-    python3 scripts/check_graph_traces.py tests/data/cuda_graphs [--write-readme tests/data/cuda_graphs/README.md]
+    python3 scripts/check_graph_traces.py sample_traces [--write-readme sample_traces/GRAPHS.md]
 """
 import argparse
 import collections

@@ -19,7 +19,7 @@ simulation; its own code is imported, not changed), with two differences:
 Captures happen before any warm-up request, as in vLLM's start-up; the served run is profiled
 after warm-up. Usage (on a CUDA GPU, torch only):
 
-    python3 scripts/gen_graph_traces.py --out tests/data/cuda_graphs --seed 1234
+    python3 scripts/gen_graph_traces.py --out sample_traces --seed 1234
     python3 scripts/check_graph_traces.py tests/data/cuda_graphs
 """
 import argparse
@@ -58,7 +58,7 @@ def build(device, seed, out_dir, workload, modes, sizes):
             proposer = CapturedGraphsEagleProposer(draft, gst.NUM_SPEC_TOKENS, cudagraph_capture_sizes=sizes)
             runner = CapturedGraphsGPUModelRunner(target, device, proposer, gst.NUM_SPEC_TOKENS,
                                                   cudagraph_capture_sizes=sizes)
-        capture_dir = os.path.join(out_dir, f"{workload}_{mode}", "capture_traces")
+        capture_dir = os.path.join(out_dir, f"{workload}_graphs_{mode}", "capture_traces")
         t0 = time.perf_counter()
         runner.capture_model(capture_dir=capture_dir)
         print(f"{mode}: captured sizes {sizes} in {time.perf_counter() - t0:.2f}s -> {capture_dir}", flush=True)
@@ -74,7 +74,7 @@ def build(device, seed, out_dir, workload, modes, sizes):
 
 def run(runner, workload, mode, out_dir, seed, num_requests, sizes):
     cfg = gst.WORKLOADS[workload]
-    run_dir = os.path.join(out_dir, f"{workload}_{mode}")
+    run_dir = os.path.join(out_dir, f"{workload}_graphs_{mode}")
     os.makedirs(run_dir, exist_ok=True)
     before = set(glob.glob(os.path.join(run_dir, "*.pt.trace.json.gz")))
     num_spec = gst.NUM_SPEC_TOKENS if mode == "mtp" else 0
@@ -150,7 +150,7 @@ def run(runner, workload, mode, out_dir, seed, num_requests, sizes):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--out", default="tests/data/cuda_graphs")
+    ap.add_argument("--out", default="sample_traces")
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--workload", default="text", choices=sorted(gst.WORKLOADS))
     ap.add_argument("--modes", default="ar,mtp", help="comma-separated: ar, mtp")

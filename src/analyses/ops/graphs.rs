@@ -328,7 +328,7 @@ impl Replayed {
 mod step_tests {
     use super::step_tokens;
 
-    /// The step names of `tests/data/cuda_graphs/` (AR decode, MTP
+    /// The step names of `sample_traces/text_graphs_{ar,mtp}/` (AR decode, MTP
     /// decode, prefill) and forms that do not say a total.
     #[test]
     fn scheduled_tokens_of_real_step_names() {

@@ -317,12 +317,12 @@ fn graphs_capture_of_another_run_matches_nothing() {
         .any(|n| n.starts_with("graphs: 25 of 25 graph replays unmatched")));
 }
 
-/// Issue 57 on the real CUDA pairs (`tests/data/cuda_graphs/`, H100,
+/// Issue 57 on the real CUDA pairs (`sample_traces/text_graphs_{ar,mtp}/`, H100,
 /// torch 2.11+cu130): `ops` of a worker trace, its `capture_traces/`
 /// found beside it.
 fn cuda_graphs_run(mode: &str) -> TraceOps {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/cuda_graphs")
+        .join("sample_traces")
         .join(mode);
     let trace = std::fs::read_dir(&dir)
         .expect("cuda_graphs folder")
@@ -340,7 +340,7 @@ fn cuda_graphs_run(mode: &str) -> TraceOps {
 /// (4 766 446 ns over 1 380 activities) summed from the file apart.
 #[test]
 fn graphs_cuda_ar_replays_decoder_bs1() {
-    let t = cuda_graphs_run("text_ar");
+    let t = cuda_graphs_run("text_graphs_ar");
     let g = &t.graphs;
     assert_eq!(g.captures.len(), 3);
     assert_eq!(g.regions, 3);
@@ -364,7 +364,7 @@ fn graphs_cuda_ar_replays_decoder_bs1() {
 /// (800 activities), speculator 2 364 803 ns (612).
 #[test]
 fn graphs_cuda_mtp_decoder_bs4_and_speculator() {
-    let t = cuda_graphs_run("text_mtp");
+    let t = cuda_graphs_run("text_graphs_mtp");
     let g = &t.graphs;
     assert_eq!(g.regions, 6);
     assert_eq!((g.replays, g.replays_matched), (52, 52));
@@ -391,7 +391,7 @@ fn graphs_cuda_mtp_decoder_bs4_and_speculator() {
 fn graphs_cuda_mtp_without_batch_is_ambiguous() {
     use crate::graphs::matching::{match_replay, Act, Index, Outcome};
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data/cuda_graphs/text_mtp/capture_traces");
+        .join("sample_traces/text_graphs_mtp/capture_traces");
     let caps = crate::graphs::Captures::load(&[dir], std::path::Path::new("."));
     let ix = Index::new(&caps);
     let bs = |r: u32| caps.regions[r as usize].batch;

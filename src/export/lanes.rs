@@ -1,18 +1,20 @@
-//! `export`'s host ops, kept per thread while reading: each thread's ops as
-//! compact varint records in file order, cut into the runs that are sorted
-//! in C4's key order `(ts, −end, file order)`. Two walks read them back:
+//! `export`'s host ops, kept per thread while reading in the per-thread
+//! run store ([`crate::hostops::runs`], as `ops` keeps its own): each
+//! thread's ops as compact varint records in file order, cut into the runs
+//! that are sorted in C4's key order `(ts, −end, file order)`. Two walks
+//! read them back:
 //!
 //! - one thread in key order ([`LaneOps::in_key_order`]), for its
-//!   containment sweep (C4–C5): a heap of one cursor per run, as `ops`
-//!   merges its runs;
+//!   containment sweep (C4–C5): the store's merge of its runs;
 //! - every op in file order ([`LaneOps::in_file_order`]), for the `ops`
-//!   table: a heap of one cursor per thread, keyed by the op's row id (its
-//!   position among the trace's host ops, kept in each record).
+//!   table: a heap of one cursor per thread (each reading its runs one
+//!   after another), keyed by the op's row id (its position among the
+//!   trace's host ops, kept in each record).
 //!
 //! ```text
 //! file order   a0 b1 c2 d3 e4 f5       thread T: a c d f    thread U: b e
 //! T's records  [a] [c d] [f]           runs: c ends after a starts → a new run
-//! key order T  a c f d (say)           heap of T's run heads
+//! key order T  a c f d (say)           the store's merge of T's runs
 //! file order   a0 b1 c2 d3 e4 f5       heap of T's and U's heads, by row id
 //! ```
 //!
@@ -20,26 +22,22 @@
 //! thread's ops in key order and the table needs them in file order; one
 //! store serves both at ≈ 12 B an op, where the decoded ops (40 B) and
 //! their External ids were 286 MB at 2.58 M ops. A record: its row id's
-//! step and a run-start bit, Δts, dur, Δ event index, name and category,
-//! then its External id (Δ) and input texts behind a flag word; the deltas
-//! restart at each run, so a run is read from its first byte.
+//! step, Δts, dur, Δ event index, name and category, then its External id
+//! (Δ) and input texts behind a flag word; the deltas restart at each run,
+//! so a run is read from its first byte.
 
 use super::Ext;
-use crate::hostops::launch::end_of;
+use crate::hostops::runs::{self, RunRecord, Runs};
 use crate::model::Sym;
 use crate::store::pack::{push_varint, unzigzag, varint, zigzag};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-/// The first chunk's size; each next one doubles, up to [`CHUNK_MAX`].
-const CHUNK_MIN: usize = 128;
-const CHUNK_MAX: usize = 1 << 20;
-/// The most bytes one op takes: nine varints.
-const OP_MAX: usize = 90;
-
 /// A host op as the `ops` table writes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Op {
+    /// Its thread: the store's, not the record's (0 as read from a
+    /// thread's store, set by [`LaneOps`]'s walks).
     pub lane: u32,
     /// Its row id: its position among the trace's host ops in file order.
     pub pos: u32,
@@ -53,70 +51,43 @@ pub(crate) struct Op {
     pub ext: Ext,
 }
 
-/// C4's order key: (ts, −end, file order).
-type Key = (i64, Reverse<i64>, u32);
-
-impl Op {
-    /// C4's order key: (ts, −end, file order).
-    fn key(&self) -> Key {
-        (self.ts, Reverse(end_of(self.ts, self.dur)), self.pos)
-    }
-}
-
 /// What the deltas of the next record are taken from (all 0 at a run's
 /// start).
 #[derive(Debug, Clone, Copy, Default)]
-struct Prev {
+pub(crate) struct Prev {
     ts: i64,
     index: u64,
     pos: u32,
     ext: i64,
 }
 
-/// A run: where its first record starts and how many it holds.
-#[derive(Debug, Clone, Copy)]
-struct Run {
-    chunk: u32,
-    off: u32,
-    len: u32,
-}
+impl RunRecord for Op {
+    type Prev = Prev;
+    /// Nine varints.
+    const MAX_BYTES: usize = 90;
+    const FIRST_CHUNK: usize = 128;
 
-/// One thread's ops (see the module docs).
-#[derive(Debug, Default)]
-struct Lane {
-    chunks: Vec<Vec<u8>>,
-    runs: Vec<Run>,
-    last: Option<(i64, Reverse<i64>)>,
-    prev: Prev,
-}
+    fn ts(&self) -> i64 {
+        self.ts
+    }
 
-impl Lane {
-    fn push(&mut self, op: &Op) {
-        let key = (op.ts, Reverse(end_of(op.ts, op.dur)));
-        self.begin();
-        let start = self.last.is_none_or(|l| key < l);
-        if start {
-            let chunk = self.chunks.len() - 1;
-            self.runs.push(Run {
-                chunk: chunk as u32,
-                off: self.chunks[chunk].len() as u32,
-                len: 0,
-            });
-            self.prev = Prev::default();
-        }
-        let p = self.prev;
-        let Some(c) = self.chunks.last_mut() else {
-            return;
-        };
-        push_varint(
-            c,
-            u64::from(op.pos.wrapping_sub(p.pos)) * 2 + u64::from(start),
-        );
-        push_varint(c, zigzag(op.ts.wrapping_sub(p.ts)));
-        push_varint(c, zigzag(op.dur));
-        push_varint(c, zigzag(op.index.wrapping_sub(p.index) as i64));
-        push_varint(c, u64::from(op.name.0) * 4 + u64::from(op.cat & 3));
-        let e = op.ext;
+    fn dur(&self) -> i64 {
+        self.dur
+    }
+
+    /// The row id: it grows with the thread's ops, as their place does.
+    fn pos(&self) -> u32 {
+        self.pos
+    }
+
+    fn write(&self, prev: &mut Prev, c: &mut Vec<u8>) {
+        let p = *prev;
+        push_varint(c, u64::from(self.pos.wrapping_sub(p.pos)));
+        push_varint(c, zigzag(self.ts.wrapping_sub(p.ts)));
+        push_varint(c, zigzag(self.dur));
+        push_varint(c, zigzag(self.index.wrapping_sub(p.index) as i64));
+        push_varint(c, u64::from(self.name.0) * 4 + u64::from(self.cat & 3));
+        let e = self.ext;
         let flags = u64::from(e.external_id.is_some())
             | u64::from(e.input_dims.is_some()) << 1
             | u64::from(e.input_type.is_some()) << 2;
@@ -127,93 +98,34 @@ impl Lane {
         for t in [e.input_dims, e.input_type].into_iter().flatten() {
             push_varint(c, u64::from(t));
         }
-        self.prev = Prev {
-            ts: op.ts,
-            index: op.index,
-            pos: op.pos,
+        *prev = Prev {
+            ts: self.ts,
+            index: self.index,
+            pos: self.pos,
             ext: e.external_id.unwrap_or(p.ext),
         };
-        self.last = Some(key);
-        if let Some(r) = self.runs.last_mut() {
-            r.len += 1;
-        }
     }
 
-    /// Room for one op in the last chunk (records never straddle two).
-    fn begin(&mut self) {
-        let cap = self.chunks.last().map_or(0, Vec::capacity);
-        let fits = self
-            .chunks
-            .last()
-            .is_some_and(|c| c.capacity() - c.len() >= OP_MAX);
-        if !fits {
-            // A thread's first chunk and its lists start at one entry, not
-            // a `Vec`'s four: a trace of many threads of a few ops each
-            // (hostile) costs ≈ 0.3 KB a thread, not 4 KB.
-            if self.chunks.capacity() == 0 {
-                self.chunks.reserve_exact(1);
-                self.runs.reserve_exact(1);
-            }
-            let size = (cap * 2).clamp(CHUNK_MIN, CHUNK_MAX);
-            self.chunks.push(Vec::with_capacity(size));
-        }
-    }
-
-    #[cfg(test)]
-    fn bytes(&self) -> usize {
-        self.chunks.iter().map(Vec::len).sum()
-    }
-}
-
-/// Where a walk over a thread's records is.
-#[derive(Debug, Clone, Copy, Default)]
-struct Cursor {
-    chunk: u32,
-    off: u32,
-    prev: Prev,
-}
-
-impl Cursor {
-    /// Decodes the record at the cursor (on `lane`'s `chunks`), `None` past
-    /// the last.
-    fn read(&mut self, chunks: &[Vec<u8>], lane: u32) -> Option<Op> {
-        let mut bytes = chunks.get(self.chunk as usize)?;
-        if self.off as usize >= bytes.len() {
-            self.chunk += 1;
-            self.off = 0;
-            bytes = chunks.get(self.chunk as usize)?;
-            if bytes.is_empty() {
-                return None;
-            }
-        }
-        let mut at = self.off as usize;
-        let w = varint(bytes, &mut at);
-        if w & 1 == 1 {
-            self.prev = Prev::default();
-        }
-        let p = self.prev;
-        let pos = p.pos.wrapping_add((w >> 1) as u32);
-        let ts = p.ts.wrapping_add(unzigzag(varint(bytes, &mut at)));
-        let dur = unzigzag(varint(bytes, &mut at));
-        let index = p
-            .index
-            .wrapping_add(unzigzag(varint(bytes, &mut at)) as u64);
-        let nc = varint(bytes, &mut at);
-        let flags = varint(bytes, &mut at);
-        let external_id =
-            (flags & 1 != 0).then(|| p.ext.wrapping_add(unzigzag(varint(bytes, &mut at))));
-        let mut text = |bit: u64| (flags & bit != 0).then(|| varint(bytes, &mut at) as u32);
+    fn read(prev: &mut Prev, bytes: &[u8], at: &mut usize, _: u32) -> Op {
+        let p = *prev;
+        let pos = p.pos.wrapping_add(varint(bytes, at) as u32);
+        let ts = p.ts.wrapping_add(unzigzag(varint(bytes, at)));
+        let dur = unzigzag(varint(bytes, at));
+        let index = p.index.wrapping_add(unzigzag(varint(bytes, at)) as u64);
+        let nc = varint(bytes, at);
+        let flags = varint(bytes, at);
+        let external_id = (flags & 1 != 0).then(|| p.ext.wrapping_add(unzigzag(varint(bytes, at))));
+        let mut text = |bit: u64| (flags & bit != 0).then(|| varint(bytes, at) as u32);
         let input_dims = text(2);
         let input_type = text(4);
-        self.off = at as u32;
-        self.prev = Prev {
+        *prev = Prev {
             ts,
             index,
             pos,
             ext: external_id.unwrap_or(p.ext),
         };
-        Some(Op {
-            lane,
+        Op {
+            lane: 0,
             pos,
             ts,
             dur,
@@ -225,14 +137,14 @@ impl Cursor {
                 input_dims,
                 input_type,
             },
-        })
+        }
     }
 }
 
 /// Every host op of a trace, per thread (see the module docs).
 #[derive(Debug, Default)]
 pub(crate) struct LaneOps {
-    lanes: Vec<Lane>,
+    lanes: Vec<Runs<Op>>,
     n: u32,
 }
 
@@ -241,7 +153,7 @@ impl LaneOps {
     pub fn push(&mut self, mut op: Op) {
         let l = op.lane as usize;
         if self.lanes.len() <= l {
-            self.lanes.resize_with(l + 1, Lane::default);
+            self.lanes.resize_with(l + 1, Runs::default);
         }
         op.pos = self.n;
         self.lanes[l].push(&op);
@@ -256,7 +168,7 @@ impl LaneOps {
     /// Bytes of records.
     #[cfg(test)]
     pub fn bytes(&self) -> usize {
-        self.lanes.iter().map(Lane::bytes).sum()
+        self.lanes.iter().map(Runs::bytes).sum()
     }
 
     /// The threads (lane ids `0..lanes()`; some may hold no op).
@@ -266,43 +178,17 @@ impl LaneOps {
 
     /// Thread `lane`'s ops in C4's key order.
     pub fn in_key_order(&self, lane: u32) -> KeyOrder<'_> {
-        let Some(l) = self.lanes.get(lane as usize) else {
-            return KeyOrder {
-                chunks: &[],
-                lane,
-                cursors: Vec::new(),
-                heap: BinaryHeap::new(),
-            };
-        };
-        let mut k = KeyOrder {
-            chunks: &l.chunks,
+        KeyOrder {
+            merge: self.lanes.get(lane as usize).map(Runs::in_key_order),
             lane,
-            cursors: l
-                .runs
-                .iter()
-                .map(|r| RunCursor {
-                    at: Cursor {
-                        chunk: r.chunk,
-                        off: r.off,
-                        prev: Prev::default(),
-                    },
-                    left: r.len,
-                    head: None,
-                })
-                .collect(),
-            heap: BinaryHeap::with_capacity(l.runs.len()),
-        };
-        for r in 0..k.cursors.len() {
-            k.advance(r);
         }
-        k
     }
 
     /// Every op in file order (row id order).
     pub fn in_file_order(&self) -> FileOrder<'_> {
         let mut f = FileOrder {
-            ops: self,
-            cursors: vec![(Cursor::default(), None); self.lanes.len()],
+            lanes: self.lanes.iter().map(Runs::in_file_order).collect(),
+            heads: vec![None; self.lanes.len()],
             heap: BinaryHeap::with_capacity(self.lanes.len()),
         };
         for l in 0..self.lanes.len() {
@@ -312,59 +198,38 @@ impl LaneOps {
     }
 }
 
-/// A run being read in key order.
-#[derive(Debug, Clone, Copy)]
-struct RunCursor {
-    at: Cursor,
-    left: u32,
-    head: Option<Op>,
-}
-
-/// One thread's ops in key order: the merge of its runs.
+/// One thread's ops in key order: the store's merge of its runs.
 pub(crate) struct KeyOrder<'a> {
-    chunks: &'a [Vec<u8>],
+    merge: Option<runs::Merge<Op, &'a [Vec<u8>]>>,
     lane: u32,
-    cursors: Vec<RunCursor>,
-    heap: BinaryHeap<Reverse<(Key, u32)>>,
-}
-
-impl KeyOrder<'_> {
-    fn advance(&mut self, r: usize) {
-        let c = &mut self.cursors[r];
-        c.head = None;
-        if c.left == 0 {
-            return;
-        }
-        c.left -= 1;
-        if let Some(op) = c.at.read(self.chunks, self.lane) {
-            c.head = Some(op);
-            self.heap.push(Reverse((op.key(), r as u32)));
-        }
-    }
 }
 
 impl Iterator for KeyOrder<'_> {
     type Item = Op;
 
     fn next(&mut self) -> Option<Op> {
-        let Reverse((_, r)) = self.heap.pop()?;
-        let op = self.cursors[r as usize].head?;
-        self.advance(r as usize);
-        Some(op)
+        let op = self.merge.as_mut()?.next()?;
+        Some(Op {
+            lane: self.lane,
+            ..op
+        })
     }
 }
 
 /// Every op in file order: the merge of the threads by row id.
 pub(crate) struct FileOrder<'a> {
-    ops: &'a LaneOps,
-    cursors: Vec<(Cursor, Option<Op>)>,
+    lanes: Vec<runs::FileOrder<'a, Op>>,
+    heads: Vec<Option<Op>>,
     heap: BinaryHeap<Reverse<(u32, u32)>>,
 }
 
 impl FileOrder<'_> {
     fn advance(&mut self, l: usize) {
-        let (c, head) = &mut self.cursors[l];
-        *head = c.read(&self.ops.lanes[l].chunks, l as u32);
+        let head = self.lanes[l].next().map(|op| Op {
+            lane: l as u32,
+            ..op
+        });
+        self.heads[l] = head;
         if let Some(op) = head {
             self.heap.push(Reverse((op.pos, l as u32)));
         }
@@ -376,7 +241,7 @@ impl Iterator for FileOrder<'_> {
 
     fn next(&mut self) -> Option<Op> {
         let Reverse((_, l)) = self.heap.pop()?;
-        let op = self.cursors[l as usize].1?;
+        let op = self.heads[l as usize]?;
         self.advance(l as usize);
         Some(op)
     }
@@ -385,6 +250,12 @@ impl Iterator for FileOrder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hostops::launch::end_of;
+
+    /// C4's order key: (ts, −end, file order).
+    fn key(o: &Op) -> (i64, Reverse<i64>, u32) {
+        (o.ts, Reverse(end_of(o.ts, o.dur)), o.pos)
+    }
 
     fn op(lane: u32, ts: i64, dur: i64, ext: Option<i64>) -> Op {
         Op {
@@ -423,7 +294,7 @@ mod tests {
             });
         }
         assert_eq!(s.len(), 6);
-        assert_eq!(s.lanes[0].runs.len(), 2);
+        assert_eq!(s.lanes[0].run_count(), 2);
         let keys: Vec<u32> = s.in_key_order(0).map(|o| o.pos).collect();
         assert_eq!(keys, vec![0, 3, 5, 2]);
         let back: Vec<Op> = s.in_file_order().collect();
@@ -477,7 +348,7 @@ mod tests {
             assert!(s.in_file_order().eq(all.iter().copied()), "case {case}");
             for l in 0..lanes {
                 let mut want: Vec<Op> = all.iter().filter(|o| o.lane == l).copied().collect();
-                want.sort_by_key(Op::key);
+                want.sort_by_key(key);
                 assert!(s.in_key_order(l).eq(want), "case {case} lane {l}");
             }
         }

@@ -9,10 +9,12 @@
 //! ([`InputCounts`]); then the links made at the end: each activity's
 //! owning runtime call by correlation and what each call launched (C3, O6:
 //! `launch`), and the containment sweep that finds each call's and each
-//! op's enclosers (C4–C5: `contain`).
+//! op's enclosers (C4–C5: `contain`); and the store each keeps a
+//! thread's host ops in, as runs sorted in C4's order (`runs`).
 
 pub(crate) mod contain;
 pub(crate) mod launch;
+pub(crate) mod runs;
 
 use crate::model::{Interner, LaneTable, Sym};
 use crate::store::pack::{Fields, Packed, Record, Records};

@@ -163,7 +163,7 @@ impl Analysis for Ops {
             if self.threads.len() <= l {
                 self.threads.resize_with(l + 1, threads::Thread::default);
             }
-            self.threads[l].push(o.ts, o.dur, row);
+            self.threads[l].push(&threads::Op::kept(o.ts, o.dur, row));
         }
     }
 

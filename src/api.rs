@@ -31,7 +31,7 @@
 pub use crate::command::{
     add_json, context_problem, expand_directories, json_of, path_notes, read_all, read_all_keeping,
     refuse_directories, run, run_json, worker_traces, AnyOutcome, ApiError, Command, Common,
-    Document, Message, Outcome, Said,
+    Document, Message, Outcome, Said, TraceOutcome,
 };
 pub use crate::registry::run_named;
 

@@ -104,8 +104,65 @@ pub trait Document: Send {
     }
     /// The same document as a value (numbers exact: no text round trip).
     fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError>;
-    /// `(path, complete, error)` of each trace, for the exit status.
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)>;
+    /// The report's traces, in the call's order: what
+    /// [`Document::completeness`] reads (each report's one accessor;
+    /// [`outcomes`] makes it of a list of traces).
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome>;
+    /// `(path, complete, error)` of each trace, for the exit status: one
+    /// body for every report, over [`Document::outcomes`].
+    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+        self.outcomes()
+            .into_iter()
+            .map(|t| (t.path(), t.complete(), t.error()))
+            .collect()
+    }
+}
+
+/// One trace of a report as the exit status reads it: its path, whether
+/// it was read to its end, its read error. A per-trace result with the
+/// three fields `path`, `complete` and `error` implements it with
+/// [`trace_outcome!`].
+pub trait TraceOutcome {
+    fn path(&self) -> &str;
+    fn complete(&self) -> bool;
+    fn error(&self) -> Option<&str>;
+}
+
+/// `impl TraceOutcome` for per-trace results with the fields `path:
+/// String`, `complete: bool` and `error: Option<String>`.
+macro_rules! trace_outcome {
+    ($($t:ty),+ $(,)?) => {$(
+        impl $crate::command::TraceOutcome for $t {
+            fn path(&self) -> &str {
+                &self.path
+            }
+            fn complete(&self) -> bool {
+                self.complete
+            }
+            fn error(&self) -> Option<&str> {
+                self.error.as_deref()
+            }
+        }
+    )+};
+}
+pub(crate) use trace_outcome;
+
+/// A trace kept as `(path, complete, error)`.
+impl TraceOutcome for (String, bool, Option<String>) {
+    fn path(&self) -> &str {
+        &self.0
+    }
+    fn complete(&self) -> bool {
+        self.1
+    }
+    fn error(&self) -> Option<&str> {
+        self.2.as_deref()
+    }
+}
+
+/// [`Document::outcomes`] of a report's list of traces.
+pub fn outcomes<T: TraceOutcome>(traces: &[T]) -> Vec<&dyn TraceOutcome> {
+    traces.iter().map(|t| t as &dyn TraceOutcome).collect()
 }
 
 impl Document for Box<dyn Document> {
@@ -123,8 +180,8 @@ impl Document for Box<dyn Document> {
     fn json_value(&self, per_context: bool) -> Result<serde_json::Value, ApiError> {
         (**self).json_value(per_context)
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        (**self).completeness()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        (**self).outcomes()
     }
 }
 

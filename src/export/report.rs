@@ -4,7 +4,7 @@
 //! launches).
 
 use super::ExportError;
-use crate::command::{self, ApiError, Document};
+use crate::command::{self, ApiError, Document, TraceOutcome};
 use crate::report::{self, Cell, Format, Table as Shown};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};
@@ -118,6 +118,8 @@ impl ExportReport {
     }
 }
 
+command::trace_outcome!(TracePart);
+
 impl Document for ExportReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, _: bool) -> io::Result<()> {
         let mut out = out;
@@ -127,10 +129,7 @@ impl Document for ExportReport {
     fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
         command::json_of(self)
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        self.traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }

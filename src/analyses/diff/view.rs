@@ -3,7 +3,7 @@
 
 use super::compare::{Comparison, Figures, KernelDiff};
 use super::{compare, Diff, DiffConfig, DiffSpec, TraceDiff};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::text::ellipsize_middle as ellipsize;
@@ -51,6 +51,8 @@ impl DiffReport {
     }
 }
 
+command::trace_outcome!(compare::Side);
+
 impl Document for DiffReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, _per_context: bool) -> io::Result<()> {
         let mut out = out;
@@ -59,12 +61,9 @@ impl Document for DiffReport {
     fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
         crate::command::json_of(self)
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
         let c = &self.comparison;
-        [&c.baseline, &c.candidate]
-            .into_iter()
-            .map(|s| (s.path.as_str(), s.complete, s.error.as_deref()))
-            .collect()
+        vec![&c.baseline, &c.candidate]
     }
 }
 

@@ -7,7 +7,7 @@
 use crate::analyses::hierarchy::{
     self, ChainsSpec, Comparison, FunctionStats, Hierarchy, HierarchyOptions, Link, TraceHierarchy,
 };
-use crate::command::{ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::runinfo;
@@ -132,6 +132,8 @@ impl Labels<'_> {
     }
 }
 
+command::trace_outcome!(TraceHierarchy);
+
 impl Document for HierarchyReport {
     /// `hierarchy` has no per-context rows: `per_context` is ignored.
     fn write_to(&self, out: &mut dyn Write, format: Format, _per_context: bool) -> io::Result<()> {
@@ -141,11 +143,8 @@ impl Document for HierarchyReport {
     fn json_value(&self, _per_context: bool) -> Result<serde_json::Value, ApiError> {
         crate::command::json_of(self)
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        let t = &self.traces;
-        t.iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

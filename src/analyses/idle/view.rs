@@ -4,7 +4,7 @@
 //! [`IdleReport`] is the document it prints (JSON keys as VIEWS.md I1–I6).
 
 use super::{Comparison, Idle, IdleSpec, Part, TraceIdle};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::views::Column;
@@ -48,6 +48,8 @@ impl IdleReport {
     }
 }
 
+command::trace_outcome!(TraceIdle);
+
 impl Document for IdleReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, rows: bool) -> io::Result<()> {
         let mut out = out;
@@ -56,11 +58,8 @@ impl Document for IdleReport {
     fn json_value(&self, _rows: bool) -> Result<serde_json::Value, ApiError> {
         Ok(self.json())
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        self.traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

@@ -4,7 +4,7 @@
 //! per-iteration rows; [`IterationsReport`] is the document it prints.
 
 use super::{Comparison, Iterations, IterationsSpec, Phase, TraceIterations};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::views::Column;
@@ -49,6 +49,8 @@ impl IterationsReport {
     }
 }
 
+command::trace_outcome!(TraceIterations);
+
 impl Document for IterationsReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, rows: bool) -> io::Result<()> {
         let mut out = out;
@@ -57,11 +59,8 @@ impl Document for IterationsReport {
     fn json_value(&self, rows: bool) -> Result<serde_json::Value, ApiError> {
         Ok(self.json(rows))
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        self.traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

@@ -4,7 +4,7 @@
 //! per-context rows; [`KernelsReport`] is the document `kernels` prints.
 
 use crate::analyses::kernels::{self, Comparison, Kernels, KernelsSpec, TraceKernels};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
@@ -57,6 +57,8 @@ impl KernelsReport {
     }
 }
 
+command::trace_outcome!(TraceKernels);
+
 impl Document for KernelsReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, per_context: bool) -> io::Result<()> {
         let mut out = out;
@@ -72,11 +74,8 @@ impl Document for KernelsReport {
             crate::command::json_of(self)
         }
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        let t = &self.traces;
-        t.iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

@@ -7,7 +7,7 @@
 
 use super::measure::ratio6;
 use super::{OpRow, Ops, OpsSpec, SortBy, TraceOps};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use crate::views::Column;
@@ -180,6 +180,8 @@ impl OpsReport {
     }
 }
 
+command::trace_outcome!(TraceOps);
+
 impl Document for OpsReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, _: bool) -> io::Result<()> {
         let mut out = out;
@@ -188,11 +190,8 @@ impl Document for OpsReport {
     fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
         command::json_of(self)
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        self.traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

@@ -4,7 +4,7 @@
 //! from here too.
 
 use crate::analyses::pair::{self, Comparison, Pair, PairSpec, TracePairs};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::model::Ns;
 use crate::report::{self, Cell, Format, Table};
@@ -115,6 +115,8 @@ pub fn comparison_columns() -> Vec<Column<Comparison>> {
     ]
 }
 
+command::trace_outcome!(TracePairs);
+
 impl Document for PairReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, per_context: bool) -> io::Result<()> {
         let mut out = out;
@@ -127,11 +129,8 @@ impl Document for PairReport {
             crate::command::json_of(self)
         }
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        let t = &self.traces;
-        t.iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

@@ -6,7 +6,7 @@
 use super::align::{self, RunReport, StepRow};
 use super::runs::{self, Member};
 use super::{RankTrace, Ranks, RanksConfig, RanksSpec};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use serde::Serialize;
@@ -82,11 +82,8 @@ impl Document for RanksReport {
     fn json_value(&self, steps: bool) -> Result<serde_json::Value, ApiError> {
         Ok(self.json(steps))
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        self.traces
-            .iter()
-            .map(|(p, c, e)| (p.as_str(), *c, e.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

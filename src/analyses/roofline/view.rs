@@ -3,7 +3,7 @@
 //! without a model; [`RooflineReport`] is the document it prints.
 
 use super::{RoofRow, Roofline, RooflineSpec, TraceRoofline};
-use crate::command::{self, ApiError, Command, Document, Said};
+use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};
 use crate::report::{self, Cell, Format, Table};
 use serde::Serialize;
@@ -24,6 +24,8 @@ impl RooflineReport {
     }
 }
 
+command::trace_outcome!(TraceRoofline);
+
 impl Document for RooflineReport {
     fn write_to(&self, out: &mut dyn Write, format: Format, _: bool) -> io::Result<()> {
         let mut out = out;
@@ -32,11 +34,8 @@ impl Document for RooflineReport {
     fn json_value(&self, _: bool) -> Result<serde_json::Value, ApiError> {
         command::json_of(self)
     }
-    fn completeness(&self) -> Vec<(&str, bool, Option<&str>)> {
-        self.traces
-            .iter()
-            .map(|t| (t.path.as_str(), t.complete, t.error.as_deref()))
-            .collect()
+    fn outcomes(&self) -> Vec<&dyn TraceOutcome> {
+        command::outcomes(&self.traces)
     }
 }
 

@@ -408,25 +408,6 @@ fn notes(counts: &InputCounts, cut: u64, no_steps: bool, text_lanes: u64) -> Vec
     v
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Depths;
-
-    /// Depths below 255 are a byte; deeper ones are kept beside, exactly.
-    #[test]
-    fn depths_past_a_byte() {
-        let mut d = Depths::with_len(4);
-        for (pos, depth) in [(0, 0), (1, 254), (2, 255), (3, 1_000_000)] {
-            d.set(pos, depth);
-        }
-        let got: Vec<u32> = (0..4).map(|p| d.get(p)).collect();
-        assert_eq!(got, vec![0, 254, 255, 1_000_000]);
-        d.set(2, 3);
-        assert_eq!(d.get(2), 3);
-        assert_eq!(d.get(9), 0);
-    }
-}
-
 /// The graph replays matched to `caps` (`crate::graphs::linked`, as
 /// `ops`), placed by the trace's step and `proposer.propose` annotations;
 /// the attributed activities sorted by record position.
@@ -468,4 +449,23 @@ fn captured_launches(
     });
     m.given.sort_unstable_by_key(|g| g.pos);
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Depths;
+
+    /// Depths below 255 are a byte; deeper ones are kept beside, exactly.
+    #[test]
+    fn depths_past_a_byte() {
+        let mut d = Depths::with_len(4);
+        for (pos, depth) in [(0, 0), (1, 254), (2, 255), (3, 1_000_000)] {
+            d.set(pos, depth);
+        }
+        let got: Vec<u32> = (0..4).map(|p| d.get(p)).collect();
+        assert_eq!(got, vec![0, 254, 255, 1_000_000]);
+        d.set(2, 3);
+        assert_eq!(d.get(2), 3);
+        assert_eq!(d.get(9), 0);
+    }
 }

@@ -331,3 +331,11 @@ fn reordered_activities_are_unmatched_with_the_position() {
         Outcome::Matched(s1)
     );
 }
+
+/// What the analyses keep per replay (`replay::Replay`, ledger side) and
+/// per attributed activity (`linked::Given`, `ops` and `export`).
+#[test]
+fn the_records_per_replay_and_per_attributed_activity() {
+    assert_eq!(std::mem::size_of::<replay::Replay>(), 40);
+    assert_eq!(std::mem::size_of::<linked::Given>(), 24);
+}

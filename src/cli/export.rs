@@ -55,6 +55,9 @@ pub struct ExportArgs {
     /// Parquet compression.
     #[arg(long, value_enum, default_value_t = Compression::Zstd)]
     pub compression: Compression,
+    /// `--capture` (issue 57).
+    #[command(flatten)]
+    pub capture: torchtrace::graphs::CaptureSpec,
     /// Export every file named, frontend (`*.async_llm.*`) and capture
     /// traces included (by default they are skipped, as `batch` skips them).
     #[arg(long)]
@@ -71,6 +74,7 @@ pub fn run(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         out: args.out,
         tables: args.tables,
         compression: args.compression,
+        capture: args.capture,
     };
     let traces = if args.all_traces {
         args.traces

@@ -306,6 +306,18 @@ pub(crate) fn export_trace(
     counts.unlinked_activities = own.unowned();
     let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
     let (replay, replays) = replay_numbers(&launched);
+    // Inside the graphs (issue 57): each replayed activity's captured
+    // launch, from the captures beside the trace (or `--capture`).
+    let caps = config.capture.load(trace.path);
+    let captured = captured_launches(
+        &caps,
+        (&acts, &own, &launched),
+        &calls,
+        &names,
+        &lanes,
+        trace,
+    );
+    let graph_notes = captured.summary.said();
     part.launches_with_activities = launched.iter().filter(|x| x.first().is_some()).count() as u64;
     part.graph_launches = u64::from(replays);
     part.steps = steps.len() as u64;
@@ -323,7 +335,13 @@ pub(crate) fn export_trace(
         }
         let path = file(table);
         let r = match table {
-            Table::Activities => tables.activities(&path, &acts, &configs, &own, &links),
+            Table::Activities => {
+                let inside = super::write::Inside {
+                    caps: &caps,
+                    given: &captured.given,
+                };
+                tables.activities(&path, &acts, &configs, &own, &links, &inside)
+            }
             Table::Launches => tables.launches(&path, &calls, &launched, &links),
             _ => tables.steps(&path, &steps, &step_ends, grammar.as_deref()),
         };
@@ -331,6 +349,7 @@ pub(crate) fn export_trace(
     }
     part.parts.sort_by_key(|p| p.table);
     part.notes = notes(&counts, names.cut() as u64, steps.is_empty(), text_lanes);
+    part.notes.extend(graph_notes);
     part
 }
 
@@ -387,6 +406,49 @@ fn notes(counts: &InputCounts, cut: u64, no_steps: bool, text_lanes: u64) -> Vec
         ));
     }
     v
+}
+
+/// The graph replays matched to `caps` (`crate::graphs::linked`, as
+/// `ops`), placed by the trace's step and `proposer.propose` annotations;
+/// the attributed activities sorted by record position.
+fn captured_launches(
+    caps: &crate::graphs::Captures,
+    (acts, own, launched): (&Records<Linked>, &launch::Owners, &[launch::Launch]),
+    calls: &Records<Linked>,
+    names: &Interner,
+    lanes: &LaneTable,
+    trace: &Finished<'_>,
+) -> crate::graphs::linked::Matched {
+    if !launched.iter().any(|l| l.graph) {
+        return crate::graphs::linked::Matched {
+            summary: crate::graphs::GraphsSummary::of_captures(caps),
+            given: Vec::new(),
+        };
+    }
+    let ids: HashMap<(String, String), u32> = (0..lanes.len() as u32)
+        .map(|id| {
+            let l = lanes.resolve(id);
+            ((l.pid.to_string(), l.tid.to_string()), id)
+        })
+        .collect();
+    let mut spans = crate::graphs::place::Spans::of_steps(trace.steps, |p, t| {
+        ids.get(&(p.to_string(), t.to_string())).copied()
+    });
+    // The graph launches' (lane, ts), by call position.
+    let at: HashMap<u32, (u32, i64)> = calls
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| launched.get(*i).is_some_and(|l| l.graph))
+        .map(|(i, c)| (i as u32, (c.lane, c.ts)))
+        .collect();
+    let mut m = crate::graphs::linked::match_replays(caps, acts, own, launched, names, |call| {
+        at.get(&call)
+            .map_or(crate::graphs::place::Place::Outside, |&(l, ts)| {
+                spans.place(l, ts)
+            })
+    });
+    m.given.sort_unstable_by_key(|g| g.pos);
+    m
 }
 
 #[cfg(test)]

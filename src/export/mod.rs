@@ -107,6 +107,9 @@ pub struct ExportOptions {
     /// The tables to write (default: all four).
     pub tables: Vec<Table>,
     pub compression: Compression,
+    /// `--capture` (issue 57): the activities' captured op, module,
+    /// shapes and region.
+    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for ExportOptions {
@@ -115,6 +118,7 @@ impl Default for ExportOptions {
             out: PathBuf::new(),
             tables: Table::ALL.to_vec(),
             compression: Compression::Zstd,
+            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -158,6 +162,8 @@ pub struct ExportConfig {
     compression: Compression,
     parts: PathBuf,
     next: Arc<AtomicU64>,
+    /// `--capture` (issue 57).
+    capture: crate::graphs::CaptureSpec,
 }
 
 /// A host op's External id and its `Input Dims` / `Input type` texts (ids
@@ -558,6 +564,7 @@ pub fn run(
         compression: options.compression,
         parts: parts.clone(),
         next: Arc::new(AtomicU64::new(0)),
+        capture: options.capture.clone(),
     };
     let result = read_and_write(&paths, common, &config, &options.out);
     // The parts are gone whatever happened (renamed, copied, or partial).

@@ -255,3 +255,72 @@ fn configs_kept_once_then_whole() {
     c.push(Config3::default());
     assert_eq!(c.iter().last(), Some(Config3::default()));
 }
+
+/// Issue 57 on the real CUDA MTP trace (`sample_traces/text_graphs_mtp`,
+/// H100, torch 2.11+cu130), its `capture_traces/` found beside it: every
+/// replayed activity (16 decoder replays × 50, 36 speculator × 17) gets
+/// its captured op, module, shapes and region; the sums by (subsystem,
+/// op) equal those summed apart from the JSON by a Python script.
+#[test]
+fn activities_inside_the_graphs_of_the_real_mtp_trace() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/text_graphs_mtp");
+    let trace = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let options = ExportOptions {
+        out: dir.path().join("out"),
+        tables: vec![Table::Activities],
+        ..ExportOptions::default()
+    };
+    let common = Common {
+        quiet: true,
+        ..Common::default()
+    };
+    run(&[trace], &common, &options).unwrap();
+    let acts = read(&options.out.join("activities.parquet"));
+    let op = texts(&acts, "captured_op");
+    let sub = texts(&acts, "capture_subsystem");
+    let module = texts(&acts, "captured_module");
+    let dims = texts(&acts, "captured_input_dims");
+    let batch = col(&acts, "capture_batch");
+    let region = col(&acts, "capture_region");
+    let dur = col(&acts, "dur_ns");
+    assert_eq!(op.iter().filter(|o| o.is_some()).count(), 1412);
+    assert_eq!(
+        dims.iter().filter(|o| o.is_some()).count(),
+        1412,
+        "exact matches: shapes known"
+    );
+    assert_eq!(region.iter().filter(|o| o.is_some()).count(), 1412);
+    let sum = |s: &str, o: &str| -> (usize, i64) {
+        let rows: Vec<usize> = (0..op.len())
+            .filter(|&i| sub[i].as_deref() == Some(s) && op[i].as_deref() == Some(o))
+            .collect();
+        (rows.len(), rows.iter().map(|&i| dur[i].unwrap_or(0)).sum())
+    };
+    assert_eq!(sum("decoder", "aten::mm"), (320, 1_399_224));
+    assert_eq!(sum("speculator", "aten::mm"), (252, 1_268_309));
+    assert_eq!(sum("speculator", "aten::argmax"), (36, 204_675));
+    assert_eq!(
+        sum("decoder", "aten::_cudnn_attention_forward"),
+        (128, 351_422)
+    );
+    let of_sub = |s: &str| sub.iter().filter(|x| x.as_deref() == Some(s)).count();
+    assert_eq!((of_sub("decoder"), of_sub("speculator")), (800, 612));
+    let bs = |b: i64| batch.iter().filter(|x| **x == Some(b)).count();
+    assert_eq!((bs(4), bs(1)), (800, 612));
+    // Attributed but outside every nn.Module frame: the drafter's argmax.
+    let no_module = (0..op.len())
+        .filter(|&i| op[i].is_some() && module[i].is_none())
+        .count();
+    assert_eq!(no_module, 36);
+    assert!(module
+        .iter()
+        .flatten()
+        .any(|m| m.starts_with("ToyForCausalLM_0/DecoderLayer_") && m.contains("/Linear_")));
+}

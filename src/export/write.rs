@@ -98,6 +98,14 @@ pub fn schema(table: Table) -> SchemaRef {
             ("block_z", N),
             ("registers_per_thread", N),
             ("shared_memory", N),
+            ("captured_op", Dn),
+            ("captured_module", Dn),
+            ("captured_input_dims", Dn),
+            ("captured_input_type", Dn),
+            ("captured_input_strides", Dn),
+            ("capture_region", N),
+            ("capture_subsystem", Dn),
+            ("capture_batch", N),
         ]),
         Table::Launches => schema_of(&[
             ("trace", D),
@@ -199,6 +207,73 @@ pub(crate) struct CallLinks {
     pub step: Vec<u32>,
 }
 
+/// The activities' captured launches (issue 57): the captures and the
+/// attributed activities sorted by record position.
+pub(crate) struct Inside<'a> {
+    pub caps: &'a crate::graphs::Captures,
+    pub given: &'a [crate::graphs::linked::Given],
+}
+
+impl Inside<'_> {
+    /// The captured launch of each activity `lo..hi` (`None`: not in an
+    /// attributed replay), with its region and whether its shapes are
+    /// known (an exact match).
+    fn of(
+        &self,
+        lo: usize,
+        hi: usize,
+    ) -> Vec<Option<(&crate::graphs::Captured, &crate::graphs::Region, u32, bool)>> {
+        let mut v = vec![None; hi - lo];
+        let from = self.given.partition_point(|g| (g.pos as usize) < lo);
+        for g in self.given[from..]
+            .iter()
+            .take_while(|g| (g.pos as usize) < hi)
+        {
+            let Some(region) = self.caps.regions.get(g.region as usize) else {
+                continue;
+            };
+            if let Some(c) = region.launches.get(g.k as usize) {
+                v[g.pos as usize - lo] = Some((c, region, g.region, g.exact));
+            }
+        }
+        v
+    }
+
+    /// The columns `captured_*` / `capture_*` of activities `lo..hi`.
+    fn columns(&self, lo: usize, hi: usize) -> Vec<ArrayRef> {
+        let caps = self.caps;
+        let at = self.of(lo, hi);
+        let op = |c: &crate::graphs::Captured| c.launcher.and_then(|o| caps.ops.get(o as usize));
+        let shape = |f: fn(&crate::graphs::CapOp) -> Option<u32>| {
+            dict(at.iter().map(|x| {
+                x.filter(|x| x.3)
+                    .and_then(|x| op(x.0))
+                    .and_then(f)
+                    .map(|t| caps.resolve(t))
+            }))
+        };
+        vec![
+            dict(
+                at.iter()
+                    .map(|x| x.and_then(|x| op(x.0)).map(|o| caps.resolve(o.name))),
+            ),
+            dict(
+                at.iter()
+                    .map(|x| x.and_then(|x| x.0.module).map(|m| caps.resolve(m))),
+            ),
+            shape(|o| o.dims),
+            shape(|o| o.types),
+            shape(|o| o.strides),
+            opts(at.iter().map(|x| x.map(|x| i64::from(x.2)))),
+            dict(at.iter().map(|x| x.map(|x| x.1.subsystem.as_str()))),
+            opts(at.iter().map(|x| {
+                x.and_then(|x| x.1.batch)
+                    .and_then(|b| i64::try_from(b).ok())
+            })),
+        ]
+    }
+}
+
 /// What every table of one trace shares: the trace's name, the names, the
 /// lanes as integers, the codec.
 pub(crate) struct Tables<'a> {
@@ -243,6 +318,7 @@ impl Tables<'_> {
         configs: &Configs,
         own: &crate::hostops::launch::Owners,
         calls: &CallLinks,
+        inside: &Inside<'_>,
     ) -> Result<u64, WriteFailure> {
         let (mut a_it, mut k_it) = (acts.iter(), configs.iter());
         let call = |o: &Option<u32>| o.map(|c| c as usize);
@@ -284,6 +360,7 @@ impl Tables<'_> {
                 }
                 v.push(opts(k.iter().map(|x| x.registers)));
                 v.push(opts(k.iter().map(|x| x.shared_memory)));
+                v.extend(inside.columns(lo, hi));
                 v
             },
         )

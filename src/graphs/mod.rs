@@ -27,7 +27,10 @@
 
 pub(crate) mod capture;
 pub mod find;
+pub(crate) mod linked;
 pub mod matching;
+pub mod place;
+pub mod replay;
 
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
@@ -138,6 +141,34 @@ impl Captures {
             }
         }
         caps
+    }
+}
+
+/// `--capture PATH`, declared once for every analysis that attributes
+/// GPU work (`ops`, `kernels`, `iterations`, `diff`; `export` takes the
+/// same flag): capture traces of the CUDA/HIP graphs, a file or a folder,
+/// repeatable; without it, `capture_traces/` beside each trace. In a
+/// spec's JSON it is the list of paths (`"capture": [...]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "cli", derive(clap::Args))]
+#[serde(transparent)]
+pub struct CaptureSpec {
+    /// Capture traces of the CUDA/HIP graphs (a file or a folder,
+    /// repeatable); without it, capture_traces/ beside each trace (graph
+    /// replays attributed to the ops, modules and shapes that captured
+    /// them).
+    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
+    pub capture: Vec<PathBuf>,
+}
+
+impl CaptureSpec {
+    /// The captures of the trace at `path` (`-`, stdin, has no folder:
+    /// only `--capture`'s).
+    pub fn load(&self, path: &str) -> Captures {
+        if path == "-" && self.capture.is_empty() {
+            return Captures::default();
+        }
+        Captures::load(&self.capture, Path::new(path))
     }
 }
 

@@ -244,3 +244,98 @@ fn names_of_captures() {
     );
     assert_eq!(capture::subsystem("encoder_capture.json", None), "encoder");
 }
+
+/// The real CUDA MTP captures (`sample_traces/text_graphs_mtp`, H100,
+/// torch 2.11+cu130): decoder bs 4, 2, 1 and speculator bs 4, 2, 1.
+fn mtp_captures() -> Captures {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/text_graphs_mtp/capture_traces");
+    Captures::load(&[dir], Path::new("x"))
+}
+
+fn region_of(caps: &Captures, sub: &str, bs: u64) -> u32 {
+    caps.regions
+        .iter()
+        .position(|r| r.subsystem == sub && r.batch == Some(bs))
+        .expect("region") as u32
+}
+
+/// Two captures of the same shape on CUDA (decoder bs 2 and bs 4: 50
+/// launches of the same kinds, GRAPHS.md): without a batch, ambiguous,
+/// never a pick by position; the step's 3 tokens pick bs 4, 2 tokens bs 2;
+/// inside `proposer.propose` (speculator) neither is a candidate.
+#[test]
+fn cuda_captures_of_the_same_shape_need_the_batch() {
+    let caps = mtp_captures();
+    assert_eq!(caps.regions.len(), 6, "{:?}", caps.notes);
+    let (b4, b2) = (
+        region_of(&caps, "decoder", 4),
+        region_of(&caps, "decoder", 2),
+    );
+    let acts = region_acts(&caps, b4 as usize);
+    assert_eq!(acts.len(), 50);
+    let ix = Index::new(&caps);
+    match match_replay(&caps, &ix, &acts, None, None) {
+        Outcome::Ambiguous { mut candidates, .. } => {
+            candidates.sort_unstable();
+            let mut want = vec![b4, b2];
+            want.sort_unstable();
+            assert_eq!(candidates, want);
+        }
+        o => panic!("{o:?}"),
+    }
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, Some(3), Some("decoder")),
+        Outcome::Matched(b4)
+    );
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, Some(2), Some("decoder")),
+        Outcome::Matched(b2)
+    );
+    // A batch larger than every capture: no smallest ≥ it, still ambiguous.
+    assert!(matches!(
+        match_replay(&caps, &ix, &acts, Some(8), Some("decoder")),
+        Outcome::Ambiguous { .. }
+    ));
+}
+
+/// Reordered streams: a replay whose memset ran before the kernel the
+/// capture put first (the GPU order differs from the captured order) is
+/// unmatched at that position with both kinds named, never matched to
+/// another region; the speculator's bs 1 graph (17 launches) is matched
+/// by count alone.
+#[test]
+fn reordered_activities_are_unmatched_with_the_position() {
+    let caps = mtp_captures();
+    let ix = Index::new(&caps);
+    let b4 = region_of(&caps, "decoder", 4) as usize;
+    let mut acts = region_acts(&caps, b4);
+    let m = acts.iter().position(|a| a.kind == 2).expect("a memset");
+    assert!(m > 0 && acts[m - 1].kind == 0, "{m}");
+    acts.swap(m - 1, m);
+    match match_replay(&caps, &ix, &acts, Some(3), Some("decoder")) {
+        Outcome::Unmatched(why) => assert_eq!(
+            why,
+            format!(
+                "position {} of 50: region {b4} captured kernel, replay ran memset ",
+                m - 1
+            )
+        ),
+        o => panic!("{o:?}"),
+    }
+    let s1 = region_of(&caps, "speculator", 1);
+    let acts = region_acts(&caps, s1 as usize);
+    assert_eq!(acts.len(), 17);
+    assert_eq!(
+        match_replay(&caps, &ix, &acts, None, Some("speculator")),
+        Outcome::Matched(s1)
+    );
+}
+
+/// What the analyses keep per replay (`replay::Replay`, ledger side) and
+/// per attributed activity (`linked::Given`, `ops` and `export`).
+#[test]
+fn the_records_per_replay_and_per_attributed_activity() {
+    assert_eq!(std::mem::size_of::<replay::Replay>(), 40);
+    assert_eq!(std::mem::size_of::<linked::Given>(), 24);
+}

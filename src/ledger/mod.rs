@@ -420,6 +420,25 @@ impl Ledger {
             .map(|c| self.acts(c.group).positions())
     }
 
+    /// Every graph launch call owning ≥ 1 activity, in (lane, ts, index)
+    /// order, with its lane (issue 57: its replay matched to a capture).
+    pub fn graph_launch_calls(&self) -> impl Iterator<Item = (u32, LaunchCall<'_>)> + '_ {
+        (0..self.launches.len()).filter_map(move |i| {
+            let c = self.launches.get(i);
+            let name = self.names.resolve(c.name);
+            is_graph_launch(name).then(|| {
+                let call = LaunchCall {
+                    ts: Ns(c.ts),
+                    end: end_of(&c),
+                    index: c.index,
+                    name,
+                    activities: self.acts(c.group),
+                };
+                (self.lane_at(i as u32), call)
+            })
+        })
+    }
+
     /// How many launch calls own ≥ 1 activity: their positions `0..n` are
     /// in (lane, ts, index) order.
     pub(super) fn working_launches(&self) -> usize {

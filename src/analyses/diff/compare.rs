@@ -162,7 +162,30 @@ pub struct Comparison {
     pub summary: Summary,
     pub family_table: Vec<super::FamilyPattern>,
     pub top: usize,
+    /// Inside the graphs (issue 57): graph GPU time per token of each
+    /// captured op (subsystem, launcher op at capture time) on either
+    /// side, by |Δ| descending; empty when neither side has attributed
+    /// replays in scope.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub captured_ops: Vec<CapturedOpDiff>,
     pub notes: Vec<String>,
+}
+
+/// One captured op's graph GPU time on both sides (`diff`, issue 57).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapturedOpDiff {
+    /// `decoder` (the target model's graphs), `speculator` (the drafter's).
+    pub subsystem: String,
+    /// The launcher op at capture time (`aten::mm`, …).
+    pub op: String,
+    pub baseline_activities: u64,
+    pub candidate_activities: u64,
+    pub baseline_gpu_ns: i64,
+    pub candidate_gpu_ns: i64,
+    pub baseline_ms_per_token: Option<f64>,
+    pub candidate_ms_per_token: Option<f64>,
+    /// Candidate − baseline per token, from the exact difference.
+    pub delta_ms_per_token: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -294,8 +317,58 @@ pub fn compare(b: &TraceDiff, c: &TraceDiff) -> Comparison {
         summary: summary(&parts, total_units, per, &norm),
         family_table: b.family_table.clone(),
         top: b.top,
+        captured_ops: captured_ops(b, c, &norm),
         notes,
     }
+}
+
+/// Per captured op (a split row `by` = `op` of either side's
+/// `inside_graphs`), both sides' graph GPU time and the per-token change,
+/// exact in units of 1/(N_b·N_c) ns before the one conversion to ms.
+fn captured_ops(b: &TraceDiff, c: &TraceDiff, norm: &Norm) -> Vec<CapturedOpDiff> {
+    let ops = |t: &TraceDiff| -> BTreeMap<(String, String), (u64, i64)> {
+        t.inside_graphs
+            .iter()
+            .flat_map(|g| &g.split)
+            .filter(|r| r.by == "op")
+            .map(|r| {
+                (
+                    (r.subsystem.clone(), r.name.clone()),
+                    (r.activities, r.gpu_ns),
+                )
+            })
+            .collect()
+    };
+    let (ob, oc) = (ops(b), ops(c));
+    let mut keys: Vec<&(String, String)> = ob.keys().chain(oc.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut rows: Vec<(i128, CapturedOpDiff)> = keys
+        .into_iter()
+        .map(|k| {
+            let (ab, nsb) = ob.get(k).copied().unwrap_or((0, 0));
+            let (ac, nsc) = oc.get(k).copied().unwrap_or((0, 0));
+            let units = i128::from(nsc) * norm.nb - i128::from(nsb) * norm.nc;
+            let row = CapturedOpDiff {
+                subsystem: k.0.clone(),
+                op: k.1.clone(),
+                baseline_activities: ab,
+                candidate_activities: ac,
+                baseline_gpu_ns: nsb,
+                candidate_gpu_ns: nsc,
+                baseline_ms_per_token: norm.per(i128::from(nsb), norm.nb),
+                candidate_ms_per_token: norm.per(i128::from(nsc), norm.nc),
+                delta_ms_per_token: norm.units_ms(units),
+            };
+            (units, row)
+        })
+        .collect();
+    rows.sort_by(|x, y| {
+        y.0.abs()
+            .cmp(&x.0.abs())
+            .then_with(|| (&x.1.subsystem, &x.1.op).cmp(&(&y.1.subsystem, &y.1.op)))
+    });
+    rows.into_iter().map(|r| r.1).collect()
 }
 
 /// What the per-token figures divide by: `("token", T_b, T_c)` when both

@@ -81,6 +81,9 @@ pub struct DiffSpec {
         arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
     )]
     pub launch_scope: LaunchScope,
+    /// `--capture` (issue 57): graph GPU time per captured op.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for DiffSpec {
@@ -90,6 +93,7 @@ impl Default for DiffSpec {
             top: DEFAULT_TOP,
             families: Vec::new(),
             launch_scope: LaunchScope::Auto,
+            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -208,6 +212,13 @@ pub struct TraceDiff {
     pub family_table: Vec<FamilyPattern>,
     /// The tables' row count (`top`).
     pub top: usize,
+    /// Inside the graphs (issue 57): the replays matched to their captures
+    /// and, of the attributed replays in scope (their first activity in
+    /// scope), the GPU time by module class and by captured op (the
+    /// launcher at capture time); absent when the trace has no graph
+    /// replay and no capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside_graphs: Option<crate::graphs::replay::GraphView>,
     pub notes: Vec<String>,
     pub complete: bool,
     pub error: Option<String>,
@@ -244,6 +255,10 @@ impl Analysis for Diff {
     fn set_tokens(out: &mut TraceDiff, tokens: Option<u64>, source: Option<&str>) {
         out.completion_tokens = tokens;
         out.tokens_source = source.map(str::to_string);
+        if let Some(g) = &mut out.inside_graphs {
+            let t = tokens.filter(|&t| t > 0).map(|t| (1, i128::from(t)));
+            crate::graphs::replay::per_token(&mut g.split, t);
+        }
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceDiff {
@@ -274,6 +289,14 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     let (in_scope, with_work) = scope_mask(trace, ledger, spec, &mut notes);
     let rows = name_rows(ledger, &in_scope, config);
     let (graph_replays, signatures) = replay_signatures(ledger, &in_scope, &rows.index);
+    let caps = spec.capture.load(trace.path);
+    let replays = crate::graphs::replay::of_ledger(ledger, trace.steps, &caps);
+    let inside_graphs = crate::graphs::replay::GraphView::of(&caps, ledger, &replays, |r| {
+        !r.positions.is_empty() && in_scope.get(r.positions.start)
+    });
+    if let Some(g) = &inside_graphs {
+        notes.extend(g.summary.said());
+    }
     if rows.activities == 0 {
         notes.push(format!(
             "no GPU activity in the {} scope",
@@ -297,6 +320,7 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
         signatures,
         family_table: config.table.clone(),
         top: spec.top,
+        inside_graphs,
         notes,
         complete: true,
         error: None,

@@ -34,6 +34,7 @@ fn trace(path: &str, tokens: Option<u64>, names: Vec<NameRow>) -> TraceDiff {
         signatures: Vec::new(),
         family_table: config.table.clone(),
         top: 2,
+        inside_graphs: None,
         notes: Vec::new(),
         complete: true,
         error: None,
@@ -167,4 +168,100 @@ fn an_empty_side_and_disjoint_sets_are_notes() {
         .any(|n| n.contains("no kernel name in common")));
     assert_eq!(d.kernels[0].ratio, None);
     assert!(d.dominant.baseline.is_none());
+}
+
+/// Issue 57 on the real CUDA pair (`sample_traces/text_graphs_{ar,mtp}`,
+/// H100, torch 2.11+cu130, 32 completion tokens each): graph GPU time per
+/// token per captured op, AR (baseline) against MTP (candidate). Figures
+/// summed apart from the JSON by a Python script.
+fn real_graphs(mode: &str, scope: Scope) -> TraceDiff {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("sample_traces/text_graphs_{mode}"));
+    let trace = std::fs::read_dir(&root)
+        .expect("sample dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+        .expect("worker trace");
+    let spec = DiffSpec {
+        scope,
+        ..DiffSpec::default()
+    };
+    let plan = crate::analysis::Plan::new(crate::contexts::Selector::Auto)
+        .with(DiffConfig::new(spec).expect("config"));
+    let mut r = crate::analysis::analyze_path(&trace, Default::default(), &plan);
+    let mut t = r.results.take::<Diff>().expect("diff ran");
+    <Diff as Analysis>::set_tokens(&mut t, Some(32), None);
+    t
+}
+
+#[test]
+fn captured_ops_across_the_real_ar_and_mtp_pair() {
+    // Steps scope: the decode steps' replays (the target's graphs; the
+    // drafter's run in proposer.propose, between the steps).
+    let (b, c) = (
+        real_graphs("ar", Scope::Steps),
+        real_graphs("mtp", Scope::Steps),
+    );
+    let cmp = compare(&b, &c);
+    let op = |sub: &str, name: &str| {
+        cmp.captured_ops
+            .iter()
+            .find(|r| r.subsystem == sub && r.op == name)
+            .cloned()
+            .expect("row")
+    };
+    let mm = op("decoder", "aten::mm");
+    assert_eq!(
+        (mm.baseline_activities, mm.candidate_activities),
+        (600, 320)
+    );
+    assert_eq!(
+        (mm.baseline_gpu_ns, mm.candidate_gpu_ns),
+        (2_585_331, 1_399_224)
+    );
+    assert_eq!(mm.baseline_ms_per_token, Some(2_585_331.0 / 32.0 / 1e6));
+    assert_eq!(mm.candidate_ms_per_token, Some(1_399_224.0 / 32.0 / 1e6));
+    // Exact: (1 399 224·32 − 2 585 331·32) / (32·32) ns.
+    assert_eq!(mm.delta_ms_per_token, Some(-1_186_107.0 / 32.0 / 1e6));
+    // Each side's attention kernel: flash at bs 1, cuDNN at bs 4.
+    let flash = op("decoder", "aten::_flash_attention_forward");
+    assert_eq!(
+        (flash.baseline_gpu_ns, flash.candidate_gpu_ns),
+        (775_183, 0)
+    );
+    let cudnn = op("decoder", "aten::_cudnn_attention_forward");
+    assert_eq!(
+        (cudnn.baseline_gpu_ns, cudnn.candidate_gpu_ns),
+        (0, 351_422)
+    );
+    assert!(cmp.captured_ops.iter().all(|r| r.subsystem == "decoder"));
+    // The first row has the largest |Δ|: aten::mm.
+    assert_eq!(cmp.captured_ops[0].op, "aten::mm");
+
+    // Trace scope: the drafter's graphs too, on the candidate side only.
+    let (b, c) = (
+        real_graphs("ar", Scope::Trace),
+        real_graphs("mtp", Scope::Trace),
+    );
+    let cmp = compare(&b, &c);
+    let argmax = cmp
+        .captured_ops
+        .iter()
+        .find(|r| r.subsystem == "speculator" && r.op == "aten::argmax")
+        .expect("row");
+    assert_eq!(
+        (
+            argmax.baseline_gpu_ns,
+            argmax.candidate_gpu_ns,
+            argmax.candidate_activities
+        ),
+        (0, 204_675, 36)
+    );
+    let spec_mm = cmp
+        .captured_ops
+        .iter()
+        .find(|r| r.subsystem == "speculator" && r.op == "aten::mm")
+        .expect("row");
+    assert_eq!(spec_mm.candidate_gpu_ns, 1_268_309);
 }

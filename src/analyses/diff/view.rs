@@ -30,6 +30,7 @@ impl DiffReport {
             empty.path = "(no candidate)".into();
             empty.names.clear();
             empty.signatures.clear();
+            empty.inside_graphs = None;
             (
                 empty.activities,
                 empty.kernels,
@@ -369,18 +370,95 @@ fn graphs_table(c: &Comparison) -> Table {
     t
 }
 
+/// Inside the graphs (issue 57): graph GPU time per token of each captured
+/// op on both sides (`top` rows; the CSV has every one).
+fn captured_ops_table(c: &Comparison, csv: bool) -> Table {
+    let per = per_label(c);
+    let (title, heads): (&str, Vec<String>) = if csv {
+        (
+            "captured_ops",
+            [
+                "subsystem",
+                "op",
+                "baseline_activities",
+                "candidate_activities",
+                "baseline_gpu_ns",
+                "candidate_gpu_ns",
+                "baseline_ms_per_token",
+                "candidate_ms_per_token",
+                "delta_ms_per_token",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+        )
+    } else {
+        (
+            "Inside the graphs: replayed GPU time per captured op (the op that launched it at capture time)",
+            vec![
+                "subsystem".into(),
+                "op".into(),
+                "activities (b / c)".into(),
+                format!("baseline ms/{per}"),
+                format!("candidate ms/{per}"),
+                format!("Δ ms/{per}"),
+            ],
+        )
+    };
+    let heads: Vec<&str> = heads.iter().map(String::as_str).collect();
+    let mut t = Table::new(title, &heads);
+    let rows = c
+        .captured_ops
+        .iter()
+        .take(if csv { usize::MAX } else { c.top });
+    for r in rows {
+        if csv {
+            t.row(vec![
+                r.subsystem.clone().into(),
+                r.op.clone().into(),
+                r.baseline_activities.into(),
+                r.candidate_activities.into(),
+                Cell::Int(r.baseline_gpu_ns),
+                Cell::Int(r.candidate_gpu_ns),
+                Cell::opt_f(r.baseline_ms_per_token, 6),
+                Cell::opt_f(r.candidate_ms_per_token, 6),
+                Cell::opt_f(r.delta_ms_per_token, 6),
+            ]);
+        } else {
+            t.row(vec![
+                r.subsystem.clone().into(),
+                Cell::text(ellipsize(&r.op, 40)),
+                format!("{} / {}", r.baseline_activities, r.candidate_activities).into(),
+                Cell::opt_f(r.baseline_ms_per_token, 4),
+                Cell::opt_f(r.candidate_ms_per_token, 4),
+                Cell::opt_f(r.delta_ms_per_token, 4),
+            ]);
+        }
+    }
+    t
+}
+
 fn human_tables(c: &Comparison) -> Vec<Table> {
-    vec![
+    let mut v = vec![
         side_rows(c),
         kernels_table(c),
         families_table(c),
         graphs_table(c),
-    ]
+    ];
+    if !c.captured_ops.is_empty() {
+        v.push(captured_ops_table(c, false));
+    }
+    v
 }
 
-/// Machine tables: every kernel (names whole), every family, the summary.
+/// Machine tables: every kernel (names whole), every family, the summary;
+/// every captured op when a side has graphs attributed (issue 57).
 fn csv_tables(c: &Comparison) -> Vec<Table> {
-    vec![kernels_csv(c), families_csv(c), summary_csv(c)]
+    let mut v = vec![kernels_csv(c), families_csv(c), summary_csv(c)];
+    if !c.captured_ops.is_empty() {
+        v.push(captured_ops_table(c, true));
+    }
+    v
 }
 
 /// Every kernel, names whole (CSV).

@@ -64,6 +64,7 @@ pub(super) fn figures(trace: &Finished<'_>, rows: Rows<IterationRow>) -> TraceIt
         per_iteration,
         per_token: PerToken::default(),
         graphs: Graphs::default(),
+        inside_graphs: None,
         notes: Vec::new(),
         complete: true,
         error: None,
@@ -193,6 +194,10 @@ impl TraceIterations {
         let rr = s.repeating_replays;
         if let Some(r) = self.graphs.repeating.as_mut() {
             r.replays_per_token = cnt(rr);
+        }
+        if let Some(g) = self.inside_graphs.as_mut() {
+            let scale = t.and_then(|t| Some((n, c.checked_mul(t)?)));
+            crate::graphs::replay::per_token(&mut g.split, scale);
         }
     }
 

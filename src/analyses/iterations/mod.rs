@@ -97,6 +97,9 @@ pub struct IterationsSpec {
     /// repeating graph, instead of the one chosen by the rule.
     #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     pub graph: Option<u64>,
+    /// `--capture` (issue 57): the graphs' replays split by module and op.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for IterationsSpec {
@@ -105,6 +108,7 @@ impl Default for IterationsSpec {
             sample_names: SAMPLE_NAMES.iter().map(|s| s.to_string()).collect(),
             draft_names: DRAFT_NAMES.iter().map(|s| s.to_string()).collect(),
             graph: None,
+            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -277,6 +281,16 @@ impl Analysis for Iterations {
         let mut ranges = std::mem::take(&mut self.ranges).into_vec();
         ranges.sort_unstable_by_key(|r| (r.lane, r.start));
         let mut out = measure(trace, ledger, &self.lanes, &ranges, self.spec.graph);
+        // Inside the graphs (issue 57): the replays of closed iterations.
+        let caps = self.spec.capture.load(trace.path);
+        let replays = crate::graphs::replay::of_ledger(ledger, trace.steps, &caps);
+        let closed = sweep::closed_windows(trace, ledger);
+        out.inside_graphs = crate::graphs::replay::GraphView::of(&caps, ledger, &replays, |r| {
+            closed.holds(r.lane, r.ts)
+        });
+        if let Some(g) = &out.inside_graphs {
+            out.notes.extend(g.summary.said());
+        }
         if let Some(e) = trace.error_text() {
             out.complete = false;
             out.error = Some(e);
@@ -536,6 +550,14 @@ pub struct TraceIterations {
     pub per_iteration: PerIteration,
     pub per_token: PerToken,
     pub graphs: Graphs,
+    /// Inside the graphs (issue 57): every graph replay of the trace
+    /// matched to its capture (`summary`), and the GPU time of the
+    /// attributed replays launched in closed iterations split by
+    /// subsystem (decoder: the target model; speculator: the drafter) and
+    /// module class or launcher op, per token as the other per-token
+    /// figures; absent when the trace has no graph replay and no capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside_graphs: Option<crate::graphs::replay::GraphView>,
     pub notes: Vec<String>,
     pub complete: bool,
     pub error: Option<String>,

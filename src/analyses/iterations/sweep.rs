@@ -524,3 +524,39 @@ pub(super) fn measure_lane(
         }
     }
 }
+
+/// The closed iterations' [start, end) per ledger lane, sorted: which
+/// graph replays `inside_graphs` splits (issue 57).
+#[derive(Debug, Default)]
+pub(super) struct Closed {
+    by_lane: HashMap<u32, Vec<(i64, i64)>>,
+}
+
+impl Closed {
+    /// Whether a launch call at `ts` on ledger lane `lane` lies in a
+    /// closed iteration (iterations on a lane do not overlap).
+    pub(super) fn holds(&self, lane: u32, ts: i64) -> bool {
+        let Some(v) = self.by_lane.get(&lane) else {
+            return false;
+        };
+        let k = v.partition_point(|w| w.0 <= ts);
+        k.checked_sub(1).is_some_and(|k| ts < v[k].1)
+    }
+}
+
+/// The closed iterations of `trace` by the ledger's lanes.
+pub(super) fn closed_windows(trace: &Finished<'_>, ledger: &Ledger) -> Closed {
+    let names = &trace.steps.names;
+    let mut c = Closed::default();
+    for w in windows(trace) {
+        let Some(end) = w.end else { continue };
+        let lane = ledger.lane_of(names.resolve(w.lane.0), names.resolve(w.lane.1));
+        if let Some(l) = lane {
+            c.by_lane.entry(l).or_default().push((w.start.0, end.0));
+        }
+    }
+    for v in c.by_lane.values_mut() {
+        v.sort_unstable();
+    }
+    c
+}

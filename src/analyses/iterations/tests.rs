@@ -444,3 +444,62 @@ fn the_campaign_matches_the_text_pairs_iterations() {
     assert_eq!(it.len(), 1);
     assert_eq!((it[0].1.contexts, it[0].2.contexts), (64, 30));
 }
+
+/// Issue 57 on the real CUDA MTP trace (`sample_traces/text_graphs_mtp`,
+/// H100, torch 2.11+cu130): the closed iterations' graph replays split
+/// by subsystem, the drafter's (speculator) apart from the target's
+/// (decoder). Figures summed apart from the JSON by a Python script (16
+/// decode steps `execute_context_0(0)_generation_1(3)`, 15 closed; the
+/// replays launched in them: 15 decoder, 30 speculator).
+#[test]
+fn inside_graphs_of_the_real_mtp_trace_per_token() {
+    let root =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces/text_graphs_mtp");
+    let trace = std::fs::read_dir(&root)
+        .expect("sample dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+        .expect("worker trace");
+    let plan = Plan::new(Selector::Auto).with(IterationsSpec::default());
+    let mut r = crate::analysis::analyze_path(&trace, Default::default(), &plan);
+    let mut t = r.results.take::<Iterations>().expect("iterations ran");
+    // 32 completion tokens (its summary.json).
+    Iterations::set_tokens(&mut t, Some(32), None);
+    assert_eq!((t.contexts, t.iterations_closed), (16, 15));
+    let g = t.inside_graphs.as_ref().expect("graphs");
+    assert_eq!((g.summary.replays, g.summary.replays_matched), (52, 52));
+    let row = |sub: &str, by: &str, name: &str| {
+        g.split
+            .iter()
+            .find(|r| r.subsystem == sub && r.by == by && r.name == name)
+            .map(|r| (r.activities, r.gpu_ns, r.gpu_ms_per_token))
+    };
+    // Per token = Σ × n / (closed × T) = Σ × 16 / (15 × 32).
+    let per = |ns: i64| Some(ns as f64 * 16.0 / (15.0 * 32.0) / 1e6);
+    assert_eq!(
+        row("decoder", "module", "Linear"),
+        Some((300, 1_311_447, per(1_311_447)))
+    );
+    assert_eq!(
+        row("speculator", "module", "Linear"),
+        Some((210, 1_055_698, per(1_055_698)))
+    );
+    assert_eq!(
+        row("speculator", "op", "aten::argmax"),
+        Some((30, 170_371, per(170_371)))
+    );
+    assert_eq!(
+        row("decoder", "op", "aten::_cudnn_attention_forward"),
+        Some((120, 329_598, per(329_598)))
+    );
+    // The subsystems' totals in closed iterations.
+    let total = |sub: &str| -> (u64, i64) {
+        g.split
+            .iter()
+            .filter(|r| r.subsystem == sub && r.by == "module")
+            .fold((0, 0), |s, r| (s.0 + r.activities, s.1 + r.gpu_ns))
+    };
+    assert_eq!(total("decoder"), (750, 2_354_242));
+    assert_eq!(total("speculator"), (510, 1_969_530));
+}

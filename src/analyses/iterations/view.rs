@@ -237,6 +237,9 @@ fn human_tables(r: &IterationsReport, labels: &[String], rows: bool) -> Vec<Tabl
         }
     }
     let mut tables = vec![t];
+    if let Some((human, _)) = graph_tables(r, labels) {
+        tables.push(human);
+    }
     if let Some(c) = &r.comparison {
         tables.push(comparison_table(c, labels));
         tables.push(decomposition_table(c));
@@ -402,6 +405,20 @@ fn rows_table(r: &IterationsReport, labels: &[String]) -> Table {
     t
 }
 
+/// Inside the graphs (issue 57): the human and CSV tables of the closed
+/// iterations' attributed replays.
+fn graph_tables(r: &IterationsReport, labels: &[String]) -> Option<(Table, Table)> {
+    let views: Vec<(&str, Option<&crate::graphs::replay::GraphView>)> = labels
+        .iter()
+        .zip(&r.traces)
+        .map(|(l, t)| (l.as_str(), t.inside_graphs.as_ref()))
+        .collect();
+    crate::graphs::replay::tables(&views, GRAPH_ROWS)
+}
+
+/// Rows per (trace, subsystem, module/op) in the human graph table.
+const GRAPH_ROWS: usize = 10;
+
 fn csv_tables(r: &IterationsReport, rows: bool) -> Vec<Table> {
     let figs = columns();
     let mut heads: Vec<&str> = vec!["path"];
@@ -465,9 +482,12 @@ fn csv_tables(r: &IterationsReport, rows: bool) -> Vec<Table> {
         }
         tables.push(dt);
     }
+    let paths: Vec<String> = r.traces.iter().map(|t| t.path.clone()).collect();
+    if let Some((_, csv)) = graph_tables(r, &paths) {
+        tables.push(csv);
+    }
     if rows {
-        let labels: Vec<String> = r.traces.iter().map(|t| t.path.clone()).collect();
-        tables.push(rows_table(r, &labels));
+        tables.push(rows_table(r, &paths));
     }
     tables
 }

@@ -16,6 +16,8 @@ mod figure;
 pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
+use crate::graphs::replay::GraphView;
+use crate::graphs::CaptureSpec;
 use crate::ledger::attribution::{self, LaunchScope, Overlaps, Query};
 use crate::ledger::pack::{Fields, Packed, Record};
 use crate::ledger::{self, Kind, Ledger, Work};
@@ -32,7 +34,7 @@ pub use timeline::Timeline;
 pub const DEFAULT_TOP: usize = 10;
 
 /// Options of the kernels analysis.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct KernelsSpec {
@@ -47,6 +49,9 @@ pub struct KernelsSpec {
         arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
     )]
     pub launch_scope: LaunchScope,
+    /// `--capture` (issue 57): the graphs' replays split by module and op.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub capture: CaptureSpec,
 }
 
 impl Default for KernelsSpec {
@@ -54,6 +59,7 @@ impl Default for KernelsSpec {
         KernelsSpec {
             top: DEFAULT_TOP,
             launch_scope: LaunchScope::Auto,
+            capture: CaptureSpec::default(),
         }
     }
 }
@@ -67,6 +73,7 @@ impl Configures for KernelsSpec {
 pub struct Kernels {
     top: usize,
     scope: LaunchScope,
+    capture: CaptureSpec,
 }
 
 impl Analysis for Kernels {
@@ -79,6 +86,7 @@ impl Analysis for Kernels {
         Kernels {
             top: config.top,
             scope: config.launch_scope,
+            capture: config.capture.clone(),
         }
     }
 
@@ -120,6 +128,13 @@ impl Analysis for Kernels {
         let empty = Ledger::default();
         let ledger = trace.ledger.unwrap_or(&empty);
         let mut k = summarize(trace, ledger, self.top, self.scope);
+        // Inside the graphs (issue 57): every replay of the trace.
+        let caps = self.capture.load(trace.path);
+        let replays = crate::graphs::replay::of_ledger(ledger, trace.steps, &caps);
+        k.inside_graphs = GraphView::of(&caps, ledger, &replays, |_| true);
+        if let Some(g) = &k.inside_graphs {
+            k.notes.extend(g.summary.said());
+        }
         if let Some(e) = trace.error_text() {
             k.complete = false;
             k.error = Some(e);
@@ -261,6 +276,12 @@ pub struct TraceKernels {
     pub gpu_busy_per_token_ms: Option<f64>,
     pub top_kernels: Vec<TopKernel>,
     pub timeline: Timeline,
+    /// Inside the graphs (issue 57): every graph replay of the trace
+    /// matched to its capture, and the attributed GPU time split by
+    /// module class and launcher op, per completion token; absent when the
+    /// trace has no graph replay and no capture.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inside_graphs: Option<GraphView>,
     pub notes: Vec<String>,
     pub complete: bool,
     pub error: Option<String>,
@@ -457,6 +478,7 @@ fn figures(trace: &Finished<'_>, f: &Fold, rows: Rows<KernelRow>) -> TraceKernel
         gpu_busy_per_token_ms: None,
         top_kernels: Vec::new(),
         timeline: Timeline::default(),
+        inside_graphs: None,
         notes: Vec::new(),
         complete: true,
         error: None,
@@ -593,6 +615,9 @@ impl TraceKernels {
         self.kernels_per_token = per(i128::from(self.sums.kernels)).map(Exact::ns);
         self.gpu_span_per_token_ms = per(self.sums.span_ns).map(Exact::ms);
         self.gpu_busy_per_token_ms = per(self.sums.busy_ns).map(Exact::ms);
+        if let Some(g) = &mut self.inside_graphs {
+            crate::graphs::replay::per_token(&mut g.split, t.map(|t| (1, t)));
+        }
     }
 
     fn per_token(&self, num: i128) -> Option<Exact> {

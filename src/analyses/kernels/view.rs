@@ -85,7 +85,7 @@ impl Command for Kernels {
     type Report = KernelsReport;
 
     fn configure(options: &KernelsSpec, _: &Selector) -> Result<KernelsSpec, ApiError> {
-        Ok(*options)
+        Ok(options.clone())
     }
 
     fn said(k: &TraceKernels, contexts: &Contexts) -> Said {
@@ -225,6 +225,9 @@ fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> Vec<
     }
     let mut tables = vec![t, timeline_table(r, &heads)];
     tables.push(top_table(r, labels));
+    if let Some((human, _)) = graph_tables(r, labels) {
+        tables.push(human);
+    }
     if let Some(c) = &r.comparison {
         tables.push(comparison_table(c, labels));
     }
@@ -362,6 +365,16 @@ fn per_context_table(r: &KernelsReport, labels: &[String]) -> Table {
 
 /// Machine tables: one row per trace with every figure and the timeline;
 /// the top kernels (names whole); the comparison.
+/// Inside the graphs (issue 57): the human and CSV tables.
+fn graph_tables(r: &KernelsReport, labels: &[String]) -> Option<(Table, Table)> {
+    let views: Vec<(&str, Option<&crate::graphs::replay::GraphView>)> = labels
+        .iter()
+        .zip(&r.traces)
+        .map(|(l, t)| (l.as_str(), t.inside_graphs.as_ref()))
+        .collect();
+    crate::graphs::replay::tables(&views, kernels::DEFAULT_TOP)
+}
+
 fn csv_tables(r: &KernelsReport) -> Vec<Table> {
     let figs = columns();
     let tl: Vec<String> = TIMELINE
@@ -410,6 +423,10 @@ fn csv_tables(r: &KernelsReport) -> Vec<Table> {
         }
     }
     let mut tables = vec![t, top];
+    let paths: Vec<String> = r.traces.iter().map(|t| t.path.clone()).collect();
+    if let Some((_, csv)) = graph_tables(r, &paths) {
+        tables.push(csv);
+    }
     if let Some(c) = &r.comparison {
         let mut ct = Table::new(
             "comparison",

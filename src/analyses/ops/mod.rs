@@ -73,11 +73,10 @@ pub struct OpsSpec {
     /// The tables' row order: gpu_self (O1's order), gpu_top, host, calls.
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::default()))]
     pub sort: SortBy,
-    /// Capture traces of the CUDA/HIP graphs (a file or a folder,
-    /// repeatable); without it, `capture_traces/` beside each trace
-    /// (issue 57: graph replays attributed to the ops that captured them).
-    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
-    pub capture: Vec<std::path::PathBuf>,
+    /// `--capture` (issue 57: graph replays attributed to the ops that
+    /// captured them).
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for OpsSpec {
@@ -85,7 +84,7 @@ impl Default for OpsSpec {
         OpsSpec {
             top: DEFAULT_TOP,
             sort: SortBy::default(),
-            capture: Vec::new(),
+            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -129,8 +128,8 @@ pub struct Ops {
     links: HostLinks,
     threads: Vec<threads::Thread>,
     rows: measure::RowSet,
-    /// `--capture`'s paths (issue 57).
-    capture: Vec<std::path::PathBuf>,
+    /// `--capture` (issue 57).
+    capture: crate::graphs::CaptureSpec,
     /// Step and `proposer.propose` annotations: a graph replay's batch
     /// and subsystem (issue 57).
     contexts: graphs::Contexts,
@@ -158,7 +157,7 @@ impl Analysis for Ops {
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
         if let Some(Kept::Host(o)) = self.links.keep(ev, at) {
             let row = self.rows.of_op(&o, &self.links.names);
-            self.contexts.observe(&o, &self.links.names);
+            graphs::observe(&mut self.contexts, &o, &self.links.names);
             let l = o.lane as usize;
             if self.threads.len() <= l {
                 self.threads.resize_with(l + 1, threads::Thread::default);
@@ -188,11 +187,7 @@ impl Analysis for Ops {
     fn finish(self, trace: &Finished<'_>) -> TraceOps {
         // The graphs' capture traces (issue 57): `--capture`, else
         // `capture_traces/` beside the trace (none for stdin).
-        let caps = if trace.path == "-" && self.capture.is_empty() {
-            crate::graphs::Captures::default()
-        } else {
-            crate::graphs::Captures::load(&self.capture, std::path::Path::new(trace.path))
-        };
+        let caps = self.capture.load(trace.path);
         let mut out = measure::measure(self, &caps);
         out.path = trace.path.to_string();
         if let Some(e) = trace.error_text() {

@@ -232,7 +232,7 @@ fn graphs_run(trace: &str, capture: Vec<std::path::PathBuf>) -> TraceOps {
         .join("tests/data/graphs")
         .join(trace);
     let spec = OpsSpec {
-        capture,
+        capture: crate::graphs::CaptureSpec { capture },
         ..OpsSpec::default()
     };
     let plan = Plan::new(Selector::default()).with(spec);

@@ -42,4 +42,17 @@ cargo build --release --locked --bin torchtrace
 export VIRTUAL_ENV=$ROOT/$VENV
 export PATH=$VIRTUAL_ENV/bin:$PATH
 maturin develop --release --locked --quiet
-TORCHTRACE_BIN=$ROOT/target/release/torchtrace exec python -m pytest python/tests -q "$@"
+# Temporary files stay under target/ (issue 60): pytest's folders (--basetemp, emptied at each run), Dask's scratch
+# space and other temporary files (TMPDIR), Ray's session files (RAY_TMPDIR) — unless the checkout's path is so long
+# that Ray's sockets (RAY_TMPDIR/ray/session_<date>_<pid>/sockets/plasma_store) would pass the 107-byte limit of a
+# Unix socket's path: then Ray keeps /tmp/ray, and this says so.
+SCRATCH=$ROOT/target/test-tmp
+mkdir -p "$SCRATCH"
+export TMPDIR=$SCRATCH
+if (( ${#SCRATCH} <= 36 )); then
+    export RAY_TMPDIR=$SCRATCH
+else
+    export RAY_TMPDIR=/tmp
+    echo "python-tests: note: $SCRATCH is too long a path for Ray's sockets: Ray's session files go to /tmp/ray" >&2
+fi
+TORCHTRACE_BIN=$ROOT/target/release/torchtrace exec python -m pytest python/tests -q --basetemp="$SCRATCH/pytest" "$@"

@@ -226,6 +226,10 @@ pub struct Contexts {
     pub step_names: Vec<StepName>,
     /// Why nothing could be selected, if so.
     pub problem: Option<PairProblem>,
+    /// Set when the default selection fell back to C8's `ProfilerStep#<n>`
+    /// ranges (a trace without any vLLM step annotation, as `idle` does):
+    /// the note that says so.
+    pub fallback: Option<String>,
 }
 
 impl Contexts {
@@ -233,6 +237,12 @@ impl Contexts {
     pub fn select(path: &str, steps: &Steps, selector: &Selector) -> Contexts {
         let found = step_names(steps);
         let (selected, name, mut problem) = choose(path, steps, selector, &found);
+        let fallback = (matches!(selector, Selector::Auto) && found.is_empty() && !selected.is_empty())
+            .then(|| {
+                format!(
+                    "{path}: no vLLM step annotation: the step contexts are the trace's ProfilerStep#<n> ranges (C8's fallback, as `idle` uses); choose others with --context or --context-regex"
+                )
+            });
         let mut rows: Vec<usize> = (0..steps.cpu.len())
             .filter(|&i| selected.contains(&steps.cpu[i].name))
             .collect();
@@ -261,6 +271,7 @@ impl Contexts {
             rows,
             step_names,
             problem,
+            fallback,
         }
     }
 
@@ -337,6 +348,9 @@ fn choose(
     match selector {
         Selector::Auto => match auto_select(steps, found) {
             Some(s) => (HashSet::from([s]), steps.names.resolve(s).to_string(), None),
+            None if found.is_empty() && !profiler_steps(steps).is_empty() => {
+                (profiler_steps(steps), "ProfilerStep#<n>".into(), None)
+            }
             None => (
                 HashSet::new(),
                 String::new(),
@@ -359,6 +373,17 @@ fn choose(
             (set, r.as_str().to_string(), None)
         }
     }
+}
+
+/// The names of the trace's `ProfilerStep#<n>` user annotations (C8's
+/// fallback grammar: each step has a name of its own).
+fn profiler_steps(steps: &Steps) -> HashSet<Sym> {
+    steps
+        .cpu
+        .iter()
+        .map(|a| a.name)
+        .filter(|s| steps::is_profiler_step(steps.names.resolve(*s)))
+        .collect()
 }
 
 /// Counts every recognised step name.

@@ -106,6 +106,13 @@ pub fn parse(name: &str) -> Option<Step> {
     None
 }
 
+/// C8's fallback grammar (PyTorch's own step ranges, training and other
+/// non-vLLM traces): the whole name is `ProfilerStep#<digits>`.
+pub fn is_profiler_step(name: &str) -> bool {
+    name.strip_prefix("ProfilerStep#")
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,10 +27,7 @@ pub(crate) struct StepWindow {
 }
 
 /// C8's fallback grammar: the whole name is `ProfilerStep#<digits>`.
-pub fn is_profiler_step(name: &str) -> bool {
-    name.strip_prefix("ProfilerStep#")
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-}
+pub use crate::steps::is_profiler_step;
 
 /// C8: vLLM step annotations; if none, `ProfilerStep#<n>` (user
 /// annotations, and the CPU ops `op_steps` gives); if none, no steps.

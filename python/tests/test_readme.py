@@ -19,6 +19,18 @@ A block that cannot run here says why on the line above it
 (``<!-- readme-test: skip — REASON -->``); any other info string fails, so a
 new block has to choose. After the run, the figures the blocks produced are
 checked against each other and against the values README.md prints.
+
+A ``text`` block of printed output names the command that prints it on the
+line above (``<!-- readme-output: CMD -->``): ``test_printed_outputs_are_real``
+runs CMD with ``bash`` in the checkout (``torchtrace`` on PATH is the tested
+build) and checks that every line of the block is a line of its stdout, in
+order; a line ``…`` alone stands for lines left out, a line ``$ …`` shows
+the command as typed. It needs no other block,
+so ``pytest -k printed`` runs it alone (``TORCHTRACE_BIN`` may name a debug
+build). ``TORCHTRACE_BLESS=1`` rewrites the blocks that differ: a block
+without ``…`` becomes the whole output, an abridged one gets each stale line
+replaced by the output's line with the same label (the text before the first
+two spaces), in order (issue 60: README's outputs had drifted).
 """
 
 import os
@@ -34,6 +46,7 @@ README = ROOT / "README.md"
 RUN = {"sh", "python"}
 NEVER = {"text"}
 SKIP = re.compile(r"^<!-- readme-test: skip — (.+\S) -->$")
+OUTPUT = re.compile(r"^<!-- readme-output: (.+\S) -->$")
 
 
 def blocks(text):
@@ -206,3 +219,82 @@ def test_the_shell_blocks_print_real_figures(ran):
     # = 3 400 kernels + 200 memcpys + 16 memsets).
     md = outs[_line("--example custom_analysis")]
     assert "| kernel | 3400 | 3400 |" in md and "| gpu_memcpy | 200 |" in md, md[:1500]
+
+
+GAP = "…"
+
+
+def _outputs(text):
+    """(line, command, body lines) of every ``text`` block marked as a
+    command's printed output."""
+    lines = text.splitlines()
+    out = []
+    for line, info, body, _ in blocks(text):
+        m = OUTPUT.match(lines[line - 2]) if line >= 2 else None
+        if m and info == "text":
+            out.append((line, m.group(1), body.splitlines()))
+    return out
+
+
+def _label(line):
+    """A table line's label: the text before its first two spaces."""
+    return line.strip().split("  ")[0]
+
+
+def _compare(shown, real):
+    """The block's lines not found in the real output in order (a ``…`` line
+    is a gap), and the block as the real output would bless it (None when it
+    cannot be blessed)."""
+    real = [r.rstrip() for r in real]
+    missing, blessed, at = [], [], 0
+    abridged = GAP in [s.strip() for s in shown]
+    for s in shown:
+        if s.strip() == GAP or s.startswith("$ "):
+            # A gap, or the command shown as typed.
+            blessed.append(s)
+            continue
+        try:
+            at = real.index(s.rstrip(), at) + 1
+            blessed.append(s)
+            continue
+        except ValueError:
+            missing.append(s)
+        same = [k for k in range(at, len(real)) if _label(real[k]) == _label(s) and _label(s)]
+        if same:
+            at = same[0] + 1
+            blessed.append(real[same[0]])
+        else:
+            blessed.append(None)
+    if not abridged:
+        blessed = real
+        while blessed and not blessed[-1]:
+            blessed = blessed[:-1]
+    return missing, (None if None in blessed else blessed)
+
+
+def test_printed_outputs_are_real():
+    text = README.read_text(encoding="utf-8")
+    marked = _outputs(text)
+    # pair, kernels, hierarchy, idle and roofline at least; fewer means a marker was lost.
+    assert len(marked) >= 5, [m[0] for m in marked]
+    binary = Path(os.environ.get("TORCHTRACE_BIN", ROOT / "target/release/torchtrace"))
+    assert binary.is_file(), f"{binary}: build it first (scripts/python-tests.sh does)"
+    env = dict(os.environ)
+    env["PATH"] = f"{binary.resolve().parent}{os.pathsep}{env['PATH']}"
+    bless = os.environ.get("TORCHTRACE_BLESS")
+    lines = text.splitlines()
+    stale = []
+    for line, command, shown in reversed(marked):
+        res = subprocess.run(["bash", "-euo", "pipefail", "-c", command], cwd=ROOT, env=env,
+                             capture_output=True, text=True, timeout=600)
+        missing, blessed = _compare(shown, res.stdout.splitlines())
+        if not missing:
+            continue
+        if bless and blessed is not None:
+            lines[line:line + len(shown)] = blessed
+            continue
+        stale.append(f"README.md:{line}: `{command}` (exit {res.returncode}) does not print:\n  "
+                     + "\n  ".join(missing[:8]) + f"\nstderr: {res.stderr[-500:]}")
+    if bless:
+        README.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert not stale, "\n".join(stale) + "\n(TORCHTRACE_BLESS=1 rewrites them)"

@@ -145,6 +145,8 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let parts = batch::tables::take_parts(&mut files);
     if let Some(path) = &args.records {
         write_records(path, &header, &files)?;
+        // Issue 60: a shard that worked said nothing at all.
+        note(global, &records_summary(path, shard, &files));
     }
     let Some(out) = &args.out else {
         // A shard may hold no trace when there are more shards than
@@ -186,6 +188,38 @@ fn write_tables(
         note(global, &format!("tables: {} ({} rows)", f.path, f.rows));
     }
     Ok(())
+}
+
+/// The one line a shard prints on stderr once its records are written:
+/// where, which shard, and what its files came to.
+fn records_summary(
+    path: &std::path::Path,
+    shard: records::Shard,
+    files: &[batch::FileResult],
+) -> String {
+    let read = files.iter().filter(|f| is_analysed(f)).count();
+    let failed = files
+        .iter()
+        .filter(|f| f.status == batch::Status::Error)
+        .count();
+    let skipped = files
+        .iter()
+        .filter(|f| f.status == batch::Status::Skipped)
+        .count();
+    let which = if shard == records::Shard::ALL {
+        String::new()
+    } else {
+        format!(" of shard {shard}")
+    };
+    let to = if path == std::path::Path::new("-") {
+        "stdout".to_string()
+    } else {
+        path.display().to_string()
+    };
+    format!(
+        "records{which} written to {to}: {} ({read} worker traces read, {failed} failed, {skipped} skipped); `torchtrace merge` joins the shards",
+        batch::output::count(files.len(), "file"),
+    )
 }
 
 /// Writes the records of a shard to FILE (`-`: stdout), created anew.
@@ -297,8 +331,11 @@ fn nothing_analysed(files: usize, table: Option<&std::path::Path>) -> Exit {
     Exit::Problems
 }
 
-/// Names every failed file on stderr, then "N of M failed"; exit 1 when
-/// there is one.
+/// Says on stderr why files failed, one line per reason with a count and
+/// the first few files (issue 60: a directory of 63 training and
+/// inference traces gave ~80 long lines, one per file), then "N of M
+/// failed"; exit 1 when there is one. traces.csv keeps every file's whole
+/// error.
 fn report_failures<'a>(
     failed: impl Iterator<Item = &'a batch::FileResult>,
     attempted: usize,
@@ -308,12 +345,12 @@ fn report_failures<'a>(
     if failed.is_empty() {
         return Exit::Ok;
     }
-    for f in &failed {
-        eprintln!(
-            "torchtrace: {}: {}",
-            f.path,
-            f.error.as_deref().unwrap_or("failed")
-        );
+    for line in failure_lines(
+        failed
+            .iter()
+            .map(|f| (f.path.as_str(), f.error.as_deref().unwrap_or("failed"))),
+    ) {
+        eprintln!("torchtrace: {line}");
     }
     match table {
         Some(t) => eprintln!(
@@ -325,4 +362,98 @@ fn report_failures<'a>(
         None => eprintln!("torchtrace: {} of {} failed", failed.len(), attempted),
     }
     Exit::Problems
+}
+
+/// `s` cut to its first `max` characters (an ellipsis says so).
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// How many files a reason's line names.
+const SHOWN_FILES: usize = 2;
+
+/// A failed file's reason without its path and without the lists a
+/// message ends with (`…; step names present: …`), so that files failing
+/// for one reason share it.
+fn reason(path: &str, error: &str) -> String {
+    let e = error
+        .strip_prefix(path)
+        .and_then(|e| e.strip_prefix(": "))
+        .unwrap_or(error);
+    let e = e.split("; ").next().unwrap_or(e);
+    e.trim_end_matches('.').to_string()
+}
+
+/// One line per reason, most frequent first (ties: the reason met
+/// first): a file alone is named with its whole error; several are
+/// counted, with the first [`SHOWN_FILES`] files (by their last path
+/// component) as examples.
+fn failure_lines<'a>(failed: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<String> {
+    let mut groups: Vec<(String, Vec<(&str, &str)>)> = Vec::new();
+    for (path, error) in failed {
+        let r = reason(path, error);
+        match groups.iter_mut().find(|(g, _)| *g == r) {
+            Some((_, files)) => files.push((path, error)),
+            None => groups.push((r, vec![(path, error)])),
+        }
+    }
+    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    groups
+        .into_iter()
+        .map(|(r, files)| match files.as_slice() {
+            [(path, error)] => {
+                let error = error
+                    .strip_prefix(*path)
+                    .and_then(|e| e.strip_prefix(": "))
+                    .unwrap_or(error);
+                format!("{path}: {}", clip(error, 240))
+            }
+            _ => {
+                let shown: Vec<&str> = files
+                    .iter()
+                    .take(SHOWN_FILES)
+                    .map(|(p, _)| p.rsplit('/').next().unwrap_or(p))
+                    .collect();
+                let more = files.len() - shown.len();
+                let more = if more > 0 {
+                    format!(", {more} more")
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{} files: {r} (e.g. {}{more})",
+                    files.len(),
+                    shown.join(", ")
+                )
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod failure_tests {
+    use super::failure_lines;
+
+    #[test]
+    fn one_line_per_reason() {
+        let lines = failure_lines(
+            [
+                ("d/a.json.gz", "d/a.json.gz: no pure-decode vLLM step annotation found; step names present: x ×1"),
+                ("d/b.json.gz", "d/b.json.gz: no pure-decode vLLM step annotation found; step names present: y ×2"),
+                ("d/c.json.gz", "d/c.json.gz: no pure-decode vLLM step annotation found; step names present: z ×3"),
+                ("d/e.json", "not JSON at byte 0"),
+            ]
+            .into_iter(),
+        );
+        assert_eq!(
+            lines,
+            [
+                "3 files: no pure-decode vLLM step annotation found (e.g. a.json.gz, b.json.gz, 1 more)",
+                "d/e.json: not JSON at byte 0",
+            ]
+        );
+    }
 }

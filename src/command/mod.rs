@@ -275,6 +275,12 @@ pub fn context_problem(contexts: &crate::contexts::Contexts) -> Option<String> {
     contexts.problem.as_ref().map(ToString::to_string)
 }
 
+/// The note of a trace whose step contexts fell back to `ProfilerStep#<n>`
+/// (no vLLM step annotation in it).
+pub fn context_note(contexts: &crate::contexts::Contexts) -> Option<String> {
+    contexts.fallback.clone()
+}
+
 /// A trace's notes, each prefixed with its path.
 pub fn path_notes(path: &str, notes: &[String]) -> Vec<String> {
     notes.iter().map(|n| format!("{path}: {n}")).collect()

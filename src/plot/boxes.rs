@@ -31,6 +31,8 @@ pub struct BoxSeries {
     pub mode: Option<String>,
     /// The values (any order); none: "n/a" is drawn.
     pub values: Vec<f64>,
+    /// A second, muted line under the label (may be empty).
+    pub below: String,
 }
 
 /// Distributions drawn side by side (a workload).
@@ -155,6 +157,10 @@ impl BoxPlots {
         let (px, py) = chart.backend_coord(&(x, 0.0));
         let under = Pos::new(HPos::Center, VPos::Top);
         root.draw_text(&s.label, &th.tick().pos(under), (px, py + th.px(6.0)))?;
+        if !s.below.is_empty() {
+            let style = th.small().color(&MUTED).pos(under);
+            root.draw_text(&s.below, &style, (px, py + th.px(21.0)))?;
+        }
         let v = sorted(&s.values);
         let above = Pos::new(HPos::Center, VPos::Bottom);
         let Some((q1, med, q3, lo, hi)) = box_stats(&v) else {
@@ -193,21 +199,30 @@ impl BoxPlots {
                 .filter(|(_, &y)| y <= y1)
                 .map(|(k, &y)| Circle::new((x + jitter(k), y), r, col.mix(0.55).filled())),
         )?;
-        let above_axis = v.iter().filter(|&&y| y > y1).count();
-        if above_axis > 0 {
+        let beyond: Vec<f64> = v.iter().copied().filter(|&y| y > y1).collect();
+        if let Some(max) = beyond.last() {
+            // Counted, with the largest, rather than drawn (the subtitle
+            // says so): a few long gaps would squash every box.
             let (ax, ay) = chart.backend_coord(&(x, y1));
             root.draw_text(
-                &format!("+{above_axis} above"),
+                &format!("+{} above, max {}", beyond.len(), sig(*max)),
                 &th.small().color(&MUTED).pos(under),
                 (ax, ay + th.px(4.0)),
             )?;
         }
+        // The median over the upper whisker, raised past the dots in its
+        // way (issue 60: it covered them).
         let (tx, ty) = chart.backend_coord(&(x, hi));
-        root.draw_text(
-            &format!("{med:.3}"),
-            &th.bold(12.0).pos(above),
-            (tx, ty - th.px(4.0)),
-        )?;
+        let style = th.bold(12.0);
+        let label = format!("{med:.3}");
+        let (_, tht) = root.estimate_text_size(&label, &style)?;
+        let dots: Vec<i32> = v
+            .iter()
+            .filter(|&&y| y > hi && y <= y1)
+            .map(|&y| chart.backend_coord(&(x, y)).1)
+            .collect();
+        let bottom = clear_of(ty - th.px(4.0), tht as i32, &dots, r as i32 + 2);
+        root.draw_text(&label, &style.pos(above), (tx, bottom))?;
         Ok(())
     }
 }
@@ -230,11 +245,13 @@ mod tests {
                         label: "AR".into(),
                         mode: Some("ar".into()),
                         values: values.clone(),
+                        below: "0.1 ms/token".into(),
                     },
                     BoxSeries {
                         label: "MTP".into(),
                         mode: Some("mtp".into()),
                         values: Vec::new(),
+                        below: String::new(),
                     },
                 ],
             }],

@@ -75,6 +75,21 @@ pub fn extent(values: &[f64]) -> Option<(f64, f64)> {
     let hi = values.iter().copied().reduce(f64::max)?;
     Some((lo, hi))
 }
+/// The lowest baseline (pixel y, growing downwards) at or above `bottom`
+/// for a label `height` pixels tall that no dot covers: `dots` are the
+/// pixel y of the dots in the label's column, highest value last (pixel y
+/// decreasing), `reach` their radius plus a gap. A label over a box's
+/// whisker goes up past the dots in its way.
+pub fn clear_of(bottom: i32, height: i32, dots: &[i32], reach: i32) -> i32 {
+    let mut bottom = bottom;
+    for &d in dots {
+        if d - reach < bottom && d + reach > bottom - height {
+            bottom = d - reach;
+        }
+    }
+    bottom
+}
+
 /// Rows × columns for `n` panels.
 pub fn grid(n: usize, wide: bool) -> (usize, usize) {
     match n {
@@ -174,5 +189,20 @@ pub fn sig(v: f64) -> String {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::clear_of;
+
+    #[test]
+    fn a_label_goes_up_past_the_dots_in_its_way() {
+        // A 14 px label whose baseline is at y = 100: a dot at 95 (radius
+        // and gap 4) is in its way, then one at 80 is too; one at 40 is not.
+        assert_eq!(clear_of(100, 14, &[95, 80, 40], 4), 76);
+        // No dot in the way: it stays.
+        assert_eq!(clear_of(100, 14, &[130, 40], 4), 100);
+        assert_eq!(clear_of(100, 14, &[], 4), 100);
     }
 }

@@ -154,10 +154,10 @@ impl StackedBars {
         for (g, gx) in self.groups.iter().zip(&xs) {
             for (b, &x) in g.bars.iter().zip(gx) {
                 let (px, py) = chart.backend_coord(&(x, 0.0));
-                root.draw_text(&b.label, &th.tick().pos(under), (px, py + th.px(6.0)))?;
+                self.tag(root, &chart, (x, py), b, &th)?;
                 if !b.below.is_empty() {
                     let style = th.small().color(&MUTED).pos(under);
-                    root.draw_text(&b.below, &style, (px, py + th.px(23.0)))?;
+                    root.draw_text(&b.below, &style, (px, py + th.px(25.0)))?;
                 }
                 let Some(values) = &b.values else {
                     let style = th.small().color(&MUTED).pos(above);
@@ -170,6 +170,38 @@ impl StackedBars {
             }
             self.group_labels(root, &chart, g, gx, &th)?;
         }
+        Ok(())
+    }
+
+    /// The bar's label under it: on a tag filled with the mode's colour
+    /// when it has one (issue 60: AR and MTP told apart by fill, not only
+    /// by the outline), plain otherwise.
+    fn tag<DB: DrawingBackend>(
+        &self,
+        root: &DrawingArea<DB, Shift>,
+        chart: &Chart2d<'_, DB>,
+        (x, py): (f64, i32),
+        b: &StackedBar,
+        th: &Theme,
+    ) -> FigResult
+    where
+        DB::ErrorType: 'static,
+    {
+        let under = Pos::new(HPos::Center, VPos::Top);
+        let (px, _) = chart.backend_coord(&(x, 0.0));
+        if b.mode.is_none() {
+            root.draw_text(&b.label, &th.tick().pos(under), (px, py + th.px(6.0)))?;
+            return Ok(());
+        }
+        let (l, _) = chart.backend_coord(&(x - BAR_HALF, 0.0));
+        let (r, _) = chart.backend_coord(&(x + BAR_HALF, 0.0));
+        let col = darker(mode_color(b.mode.as_deref()));
+        root.draw(&Rectangle::new(
+            [(l, py + th.px(3.0)), (r, py + th.px(21.0))],
+            col.filled(),
+        ))?;
+        let style = th.bold(11.0).color(&WHITE).pos(under);
+        root.draw_text(&b.label, &style, (px, py + th.px(5.0)))?;
         Ok(())
     }
 

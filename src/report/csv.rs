@@ -47,6 +47,19 @@ mod tests {
     use super::*;
     use crate::report::Cell;
 
+    /// Values from sample_traces/text_ar's kernels CSV (issue 60): the
+    /// interpolated p10 of the GPU span carried binary noise.
+    #[test]
+    fn floats_without_binary_noise() {
+        use crate::report::machine_float;
+        assert_eq!(machine_float(0.34599559999999996), "0.3459956");
+        assert_eq!(machine_float(0.30880490000000005), "0.3088049");
+        assert_eq!(machine_float(0.3627180625), "0.3627180625");
+        assert_eq!(machine_float(44.23529411764706), "44.2352941176471");
+        assert_eq!(machine_float(0.0), "0");
+        assert_eq!(machine_float(f64::NAN), "NaN");
+    }
+
     #[test]
     fn quotes_and_precision() {
         let mut t = Table::new("x", &["name", "v", "n"]);

@@ -72,7 +72,7 @@ impl Cell {
             Cell::Text(s) => s.clone(),
             Cell::Int(i) => i.to_string(),
             Cell::Wide(i) => i.to_string(),
-            Cell::Float(f, _) => format!("{f}"),
+            Cell::Float(f, _) => machine_float(*f),
             Cell::Null => String::new(),
         }
     }
@@ -80,6 +80,19 @@ impl Cell {
     pub fn is_numeric(&self) -> bool {
         matches!(self, Cell::Int(_) | Cell::Wide(_) | Cell::Float(..))
     }
+}
+
+/// A float for CSV: 15 significant digits (what an f64 holds exactly),
+/// then the shortest form that reads back to that value, so that binary
+/// noise from arithmetic goes (`0.34599759999999996` → `0.3459976`,
+/// issue 60) and every real digit stays. Non-finite values as Rust writes
+/// them.
+pub fn machine_float(f: f64) -> String {
+    if !f.is_finite() {
+        return format!("{f}");
+    }
+    let rounded: f64 = format!("{f:.14e}").parse().unwrap_or(f);
+    format!("{rounded}")
 }
 
 impl From<u64> for Cell {

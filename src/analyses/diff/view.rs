@@ -80,13 +80,18 @@ impl Command for Diff {
     }
 
     fn said(d: &TraceDiff, contexts: &Contexts) -> Said {
-        let problem = match d.scope.as_str() {
-            "steps" => command::context_problem(contexts),
-            _ => None,
+        let (problem, note) = match d.scope.as_str() {
+            "steps" => (
+                command::context_problem(contexts),
+                command::context_note(contexts),
+            ),
+            _ => (None, None),
         };
+        let mut notes: Vec<String> = note.into_iter().collect();
+        notes.extend(command::path_notes(&d.path, &d.notes));
         Said {
             problems: problem.into_iter().collect(),
-            notes: command::path_notes(&d.path, &d.notes),
+            notes,
         }
     }
 

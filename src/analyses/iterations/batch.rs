@@ -179,15 +179,19 @@ fn figures(rows: &[Row]) -> Vec<Box<dyn Picture>> {
 
 /// Figure 7b: every start-to-start interval of the repeating graph.
 fn cadence_figure(rows: &[Row]) -> BoxPlots {
-    let series = |x: &TraceIterations, mode: &str| BoxSeries {
-        label: crate::runinfo::Mode::display(mode),
-        mode: Some(mode.into()),
-        values: x.cadence_ns.iter().map(|&g| g as f64 / 1e6).collect(),
+    let series = |x: &TraceIterations, mode: &str| {
+        let values: Vec<f64> = x.cadence_ns.iter().map(|&g| g as f64 / 1e6).collect();
+        BoxSeries {
+            label: crate::runinfo::Mode::display(mode),
+            mode: Some(mode.into()),
+            below: per_token(&values, x.tokens_per_iteration),
+            values,
+        }
     };
     BoxPlots {
         stem: CADENCE_FIGURE.into(),
         title: "Cadence of the repeating CUDA graph".into(),
-        subtitle: "start-to-start interval between consecutive replays of each trace's repeating graph (first activity starts) · box: quartiles, whiskers 1.5 IQR, dots: every interval, text: median".into(),
+        subtitle: "start-to-start interval between consecutive replays of the repeating graph · box: quartiles, whiskers 1.5 IQR, dots: every interval, text: median · +N above: intervals past the axis (gaps between requests), counted, not drawn · under: median ÷ tokens per iteration".into(),
         y_desc: "interval between replays (ms)".into(),
         groups: rows
             .iter()
@@ -200,6 +204,18 @@ fn cadence_figure(rows: &[Row]) -> BoxPlots {
             "no repeating CUDA graph".into(),
             "the traces replay no graph twice in closed iterations".into(),
         ),
+    }
+}
+
+/// The median interval per generated token (median ÷ tokens per
+/// iteration): the cadence on one scale for AR and MTP; empty when either
+/// is unknown.
+fn per_token(values: &[f64], tokens_per_iteration: Option<f64>) -> String {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match (crate::stats::quantile(&v, 0.5), tokens_per_iteration) {
+        (Some(m), Some(t)) if t > 0.0 => format!("{:.3} ms/token", m / t),
+        _ => String::new(),
     }
 }
 

@@ -100,7 +100,16 @@ impl Command for Iterations {
                 ));
             }
         }
-        let mut notes = command::path_notes(&t.path, &t.notes);
+        let mut notes: Vec<String> = command::context_note(contexts).into_iter().collect();
+        if contexts.fallback.is_some() && t.contexts > 0 {
+            // Issue 60: kernels (process scope for these ranges) and
+            // iterations disagreed on GPU busy per step with no word why.
+            notes.push(format!(
+                "{}: iterations count the launches of the step's own thread only; `kernels` counts every thread of the process for ProfilerStep ranges (a training run's autograd thread launches the backward pass), so its GPU busy per step is larger (`kernels --launch-scope thread` gives this scope)",
+                t.path
+            ));
+        }
+        notes.extend(command::path_notes(&t.path, &t.notes));
         if t.completion_tokens.is_none() && t.contexts > 0 {
             notes.push(format!(
                 "{}: completion tokens unknown (give --tokens or --summary): per-token figures are null",
@@ -235,6 +244,15 @@ fn human_tables(r: &IterationsReport, labels: &[String], rows: bool) -> Vec<Tabl
                 x.error.as_deref().unwrap_or("")
             ));
         }
+    }
+    // No trace with a closed iteration (each one's problem said why on
+    // stderr): a table of dashes would only repeat it (issue 60).
+    if !r.traces.is_empty()
+        && r.traces
+            .iter()
+            .all(|x| x.iterations_closed == 0 && x.complete)
+    {
+        return Vec::new();
     }
     let mut tables = vec![t];
     if let Some((human, _)) = graph_tables(r, labels) {

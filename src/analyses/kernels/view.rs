@@ -97,9 +97,19 @@ impl Command for Kernels {
                 )
             })
         });
+        let mut notes: Vec<String> = command::context_note(contexts).into_iter().collect();
+        if k.contexts > 0 && k.launch_scope.contains("process") {
+            // Issue 60: on a training trace kernels' busy per step was 3.7×
+            // iterations' with nothing to say why.
+            notes.push(format!(
+                "{}: launch scope process: the launches of every thread of the process count (ProfilerStep ranges: a training run's autograd thread launches the backward pass); `iterations` counts only the step's own thread — `--launch-scope thread` gives its scope",
+                k.path
+            ));
+        }
+        notes.extend(command::path_notes(&k.path, &k.notes));
         Said {
             problems: problem.into_iter().collect(),
-            notes: command::path_notes(&k.path, &k.notes),
+            notes,
         }
     }
 
@@ -222,6 +232,17 @@ fn human_tables(r: &KernelsReport, labels: &[String], per_context: bool) -> Vec<
                 x.error.as_deref().unwrap_or("")
             ));
         }
+    }
+    // No trace with a context that launched GPU work (each one's problem
+    // said why on stderr): tables of dashes and an empty top list would
+    // only repeat it (issue 60); the whole-trace timeline needs no context
+    // and stays.
+    let none = !r.traces.is_empty()
+        && r.traces
+            .iter()
+            .all(|x| x.contexts_with_gpu_work == 0 && x.complete);
+    if none {
+        return vec![timeline_table(r, &heads)];
     }
     let mut tables = vec![t, timeline_table(r, &heads)];
     tables.push(top_table(r, labels));

@@ -210,7 +210,16 @@ impl Command for Ops {
     /// Exit 1 when a trace has no GPU work at all; its bad input as notes.
     fn said(t: &TraceOps, _: &Contexts) -> Said {
         let mut problems = Vec::new();
-        if t.complete && t.summary.activities == 0 {
+        let calls = t.summary.runtime_calls;
+        if t.complete && t.summary.activities == 0 && calls > 0 {
+            // Runtime calls (launches among them) without any device
+            // activity: the profiler did not record the GPU side (issue 60:
+            // "nothing was launched" on a trace with 260 launch calls).
+            problems.push(format!(
+                "{}: {calls} CUDA runtime/driver call(s) but no GPU activity recorded (no kernel, memcpy or memset): the profiler kept only the host side (its CUDA activities off, or the trace cut before they were written), so there is no GPU time to measure",
+                t.path
+            ));
+        } else if t.complete && t.summary.activities == 0 {
             problems.push(format!(
                 "{}: no GPU work at all (no kernel, memcpy or memset): nothing was launched",
                 t.path

@@ -155,9 +155,11 @@ impl Command for Pair {
                 )
             })
         });
+        let mut notes: Vec<String> = command::context_note(contexts).into_iter().collect();
+        notes.extend(command::path_notes(&r.path, &r.notes));
         Said {
             problems: problem.into_iter().collect(),
-            notes: command::path_notes(&r.path, &r.notes),
+            notes,
         }
     }
 

@@ -103,7 +103,8 @@ impl Command for Ranks {
         if t.error.is_none() || !t.decode.is_empty() {
             problems.extend(command::context_problem(contexts));
         }
-        let mut notes = command::path_notes(&t.path, &t.notes);
+        let mut notes: Vec<String> = command::context_note(contexts).into_iter().collect();
+        notes.extend(command::path_notes(&t.path, &t.notes));
         if !t.decode.is_empty() && t.decode.iter().all(|s| s.collectives.is_empty()) {
             notes.push(format!(
                 "{}: no collective (NCCL, RCCL, custom all-reduce: see --collective) in its {} decode steps: waits cannot be measured for this rank",

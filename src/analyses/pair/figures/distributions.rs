@@ -184,19 +184,20 @@ where
         vec![(x - half, medf), (x + half, medf)],
         INK.stroke_width(th.upx(3.0)),
     )))?;
-    // The label sits on the box's upper whisker, not over the highest
-    // outlier, which may be far above (its white backing keeps it legible
-    // over dots).
+    // The label sits over the upper whisker, raised past any dot of this
+    // trace in its way (issue 60: it covered dots); the trace's dots are
+    // jittered within ±0.22 of x, the next trace's are 1 away.
     let (px, py) = chart.backend_coord(&(x, whi));
     let label = fmt_ms(med);
     let style = th.bold(12.5);
-    let (tw, tht) = root.estimate_text_size(&label, &style)?;
-    let (tw, tht) = (tw as i32, tht as i32);
-    let y = py - th.px(8.0) - tht;
-    root.draw(&Rectangle::new(
-        [(px - tw / 2 - 3, y - 2), (px + tw / 2 + 3, y + tht + 2)],
-        WHITE.mix(0.85).filled(),
-    ))?;
+    let (_, tht) = root.estimate_text_size(&label, &style)?;
+    let dots: Vec<i32> = sorted
+        .iter()
+        .filter(|&&v| v > whir)
+        .map(|&v| chart.backend_coord(&(x, axis.f(v))).1)
+        .collect();
+    let r = th.upx(2.6) as i32;
+    let y = clear_of(py - th.px(6.0), tht as i32, &dots, r + 2) - tht as i32;
     root.draw_text(
         &label,
         &style.pos(Pos::new(HPos::Center, VPos::Top)),

@@ -50,41 +50,59 @@ where
         &legend,
     )?;
     let all = data.span_values(true);
-    let Some((lo, hi)) = extent(&all) else {
+    let Some(_) = extent(&all) else {
         return no_paired_contexts(&body, &th);
     };
+    // One scale (linear or log) for both, but each axis fitted to its own
+    // values (issue 60: the GPU spans at 0.3–0.5 ms ran up an axis to
+    // 1.0 that one CPU-span outlier set); headroom above for the box of
+    // median gaps. The diagonal is drawn where both ranges overlap.
     let axis = Axis::for_values(&all);
-    let (a0, a1) = axis.range(lo, hi, 0.06, 0.06);
-    let (w, h) = body.dim_in_pixel();
-    // Keep the plot roughly square so the diagonal is at 45°.
-    let side = w.min(h + h / 5);
-    let pad = (w - side) / 2;
-    let area = body.margin(0, 0, pad, pad);
-    let mut chart = ChartBuilder::on(&area)
+    let cpu: Vec<f64> = data
+        .spans
+        .iter()
+        .flat_map(|s| s.cpu_sorted.iter().copied())
+        .collect();
+    let gpu: Vec<f64> = data
+        .spans
+        .iter()
+        .flat_map(|s| s.gpu_sorted.iter().copied())
+        .collect();
+    let ((xlo, xhi), (ylo, yhi)) = match (extent(&cpu), extent(&gpu)) {
+        (Some(x), Some(y)) => (x, y),
+        _ => return no_paired_contexts(&body, &th),
+    };
+    let (x0, x1) = axis.range(xlo, xhi, 0.06, 0.06);
+    let (y0, y1) = axis.range(ylo, yhi, 0.06, 0.45);
+    let mut chart = ChartBuilder::on(&body)
         .margin(th.px(12.0))
         .margin_right(th.px(24.0))
         .x_label_area_size(th.px(48.0))
         .y_label_area_size(th.px(72.0))
-        .build_cartesian_2d(a0..a1, a0..a1)?;
-    let fmt = |v: &f64| axis.label(*v, a1 - a0);
+        .build_cartesian_2d(x0..x1, y0..y1)?;
+    let xfmt = |v: &f64| axis.label(*v, x1 - x0);
+    let yfmt = |v: &f64| axis.label(*v, y1 - y0);
     let x_desc = axis.desc("CPU span: user_annotation duration (ms)");
     let y_desc = axis.desc("GPU span (ms)");
     chart
         .configure_mesh()
         .x_labels(axis.ticks(8))
         .y_labels(axis.ticks(8))
-        .x_label_formatter(&fmt)
-        .y_label_formatter(&fmt)
+        .x_label_formatter(&xfmt)
+        .y_label_formatter(&yfmt)
         .x_desc(x_desc)
         .y_desc(y_desc)
         .house(&th)
         .draw()?;
-    chart.draw_series(DashedLineSeries::new(
-        vec![(a0, a0), (a1, a1)],
-        th.px(9.0).max(2) as u32,
-        th.px(6.0).max(2) as u32,
-        MUTED.stroke_width(th.upx(1.5)),
-    ))?;
+    let (d0, d1) = (x0.max(y0), x1.min(y1));
+    if d0 < d1 {
+        chart.draw_series(DashedLineSeries::new(
+            vec![(d0, d0), (d1, d1)],
+            th.px(9.0).max(2) as u32,
+            th.px(6.0).max(2) as u32,
+            MUTED.stroke_width(th.upx(1.5)),
+        ))?;
+    }
     draw_points(&mut chart, data, &axis)?;
     // Per-trace median gap, in the upper-left box.
     for (gi, g) in data.groups.iter().enumerate() {
@@ -123,7 +141,7 @@ where
         .border_style(RGBColor(200, 200, 200))
         .margin(th.px(8.0))
         .draw()?;
-    annotate(root, &chart, &th, (a0, a1))
+    annotate(root, &chart, &th, ((x0, x1), (y0, y1)))
 }
 
 /// The modes, the workload groups' marker shapes and the diagonal.
@@ -219,13 +237,12 @@ fn annotate<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     chart: &Chart2d<'_, DB>,
     th: &Theme,
-    (a0, a1): (f64, f64),
+    ((x0, x1), (y0, y1)): ((f64, f64), (f64, f64)),
 ) -> FigResult
 where
     DB::ErrorType: 'static,
 {
-    let span = a1 - a0;
-    let (px, py) = chart.backend_coord(&(a0 + 0.03 * span, a0 + 0.6 * span));
+    let (px, py) = chart.backend_coord(&(x0 + 0.03 * (x1 - x0), y0 + 0.55 * (y1 - y0)));
     let muted = th
         .small()
         .color(&MUTED)
@@ -236,7 +253,7 @@ where
         &muted,
         (px, py + th.px(16.0)),
     )?;
-    let (px, py) = chart.backend_coord(&(a1, a0));
+    let (px, py) = chart.backend_coord(&(x1, y0));
     root.draw_text(
         "below the line: GPU idle for part of the step (host/launch-bound)",
         &th.small()

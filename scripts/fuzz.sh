@@ -7,7 +7,7 @@
 # Installs cargo-fuzz if missing (cargo install cargo-fuzz --locked), seeds
 # the corpus (fuzz/corpus/reader, git-ignored) from tests/data: every
 # fixture and damaged case up to 256 KB, gzip ones also decompressed, then
-# runs the `reader`, `analyses` and `ops_idle` targets (fuzz/fuzz_targets/), the budget
+# runs the `reader`, `analyses`, `ops_idle` and `grouping` targets (fuzz/fuzz_targets/), the budget
 # split between them, with
 # RUSTC_BOOTSTRAP=1 so a stable toolchain can build it (cargo-fuzz needs
 # nightly flags: -Zsanitizer=address and coverage instrumentation).
@@ -57,11 +57,19 @@ export RUSTC_BOOTSTRAP=1
 # Three targets share the budget: the reader (bytes → events), the
 # analyses behind it (events → figures, records round trip), and ops and
 # idle (the GPU timeline's causes), each from the same seeds.
-TARGETS=(reader analyses ops_idle)
+# The fourth, `grouping`, takes lines of trace paths (ranks' runs and the
+# traces' labels): seeded with the paths of the sample campaign and of the
+# fixtures, one knob byte before each.
+TARGETS=(reader analyses ops_idle grouping)
 for t in analyses ops_idle; do
     mkdir -p "fuzz/corpus/$t"
     cp -n "$CORPUS"/* "fuzz/corpus/$t/" 2> /dev/null || true
 done
+mkdir -p fuzz/corpus/grouping
+{ printf '\1'; find sample_traces tests/data -type f -name '*.json*' | sort | sed 's/^/\x07/'; } \
+    > fuzz/corpus/grouping/paths
+printf '\0\x05d/dp0_pp0_tp0_dcp0_ep0_rank0.1\n\x09d/dp0_pp0_tp0_dcp0_ep0_rank4000000000.2\n\x0fd/x-rank-3.5\n' \
+    > fuzz/corpus/grouping/ranks
 for t in "${TARGETS[@]}"; do
     if ! cargo fuzz build "$t"; then
         echo "fuzz: skipped: the fuzz target $t does not build here (libFuzzer needs a C++ compiler and the ASan runtime)" >&2

@@ -153,6 +153,25 @@ pub(crate) fn write_opts(p: &mut Packed, vals: &[Option<i64>]) {
     }
 }
 
+/// [`write_opts`] for i128 values (exact sums and spans past i64, issue
+/// 59): the same bytes for values that fit i64.
+pub(crate) fn write_wide_opts(p: &mut Packed, vals: &[Option<i128>]) {
+    let mask = vals
+        .iter()
+        .enumerate()
+        .fold(0u64, |m, (k, v)| m | u64::from(v.is_some()) << k);
+    p.u(mask);
+    for v in vals.iter().flatten() {
+        p.delta_wide(*v, 0);
+    }
+}
+
+/// Reads what [`write_wide_opts`] wrote for `N` values.
+pub(crate) fn read_wide_opts<const N: usize>(f: &mut impl Fields) -> [Option<i128>; N] {
+    let mask = f.u();
+    std::array::from_fn(|k| (mask >> k & 1 == 1).then(|| f.delta_wide(0)))
+}
+
 /// Reads what [`write_opts`] wrote for `N` values.
 pub(crate) fn read_opts<const N: usize>(f: &mut impl Fields) -> [Option<i64>; N] {
     let mask = f.u();

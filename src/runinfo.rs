@@ -493,7 +493,14 @@ pub fn label(path: &str, mode: Option<&str>, workload: Option<&str>) -> String {
 pub fn distinct(labels: &mut [String]) {
     for i in 1..labels.len() {
         if labels[..i].contains(&labels[i]) {
-            labels[i] = format!("{} #{}", labels[i], i + 1);
+            // `#(i + 1)`, or the next number free: an earlier label may
+            // itself be written `x #3` (the `grouping` fuzz target).
+            let free = (i + 1..)
+                .map(|k| format!("{} #{k}", labels[i]))
+                .find(|l| !labels[..i].contains(l));
+            if let Some(l) = free {
+                labels[i] = l;
+            }
         }
     }
 }
@@ -511,6 +518,11 @@ mod tests {
         assert_eq!(Mode::display("mtp"), "MTP");
         assert_eq!(label("d/x.json", Some("ar"), Some("text")), "text AR");
         assert_eq!(label("d/x.json", None, None), "x");
+        // An earlier label written like a numbered one (issue 59's
+        // grouping fuzz target): still distinct.
+        let mut l = vec!["a #3".to_string(), "a".into(), "a".into()];
+        distinct(&mut l);
+        assert_eq!(l, ["a #3", "a", "a #4"]);
     }
 
     #[test]

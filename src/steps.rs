@@ -28,8 +28,14 @@ pub struct Step {
     pub context_reqs: u64,
     /// Requests in decode (generation) phase.
     pub generation_reqs: u64,
-    /// Generation tokens, draft tokens included (when the name says).
+    /// Generation tokens, draft tokens included (when the name says; not
+    /// when past u64).
     pub generation_tokens: Option<u64>,
+    /// A request count in the name is past u64 (issue 59): the name is
+    /// still a step, its count kept as u64::MAX; its kind, which asks only
+    /// whether a count is 0, is exact.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub wide: bool,
 }
 
 impl Step {
@@ -77,33 +83,49 @@ pub fn parse(name: &str) -> Option<Step> {
         return None;
     }
     let [cg, nc, det] = regexes();
-    let num = |s: &str| s.parse::<u64>().ok();
-    if let Some(c) = cg.captures(name) {
-        return Some(Step {
+    let mut wide = false;
+    // A count: its value; past u64 (ASCII digits only: `\d` also takes
+    // other scripts' digits, which name no count), u64::MAX and `wide`.
+    let mut count = |s: &str| match s.parse::<u64>() {
+        Ok(n) => Some(n),
+        Err(_) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
+            wide = true;
+            Some(u64::MAX)
+        }
+        Err(_) => None,
+    };
+    let step = if let Some(c) = cg.captures(name) {
+        let (context_reqs, generation_reqs) = (count(&c[1])?, count(&c[3])?);
+        Step {
             form: Form::ContextGeneration,
-            context_reqs: num(&c[1])?,
-            generation_reqs: num(&c[3])?,
-            generation_tokens: num(&c[4]),
-        });
-    }
-    if let Some(c) = nc.captures(name) {
-        return Some(Step {
+            context_reqs,
+            generation_reqs,
+            // Tokens past u64 are unknown, not u64::MAX.
+            generation_tokens: c[4].parse::<u64>().ok(),
+            wide: false,
+        }
+    } else if let Some(c) = nc.captures(name) {
+        Step {
             form: Form::NewCached,
-            context_reqs: num(&c[1])?,
-            generation_reqs: num(&c[2])?,
+            context_reqs: count(&c[1])?,
+            generation_reqs: count(&c[2])?,
             generation_tokens: None,
-        });
-    }
-    if let Some(c) = det.captures(name) {
-        return Some(Step {
+            wide: false,
+        }
+    } else if let Some(c) = det.captures(name) {
+        let (context_reqs, generation_reqs) = (count(&c[2])?, count(&c[4])?);
+        Step {
             form: Form::Detailed,
-            context_reqs: num(&c[2])?,
-            generation_reqs: num(&c[4])?,
+            context_reqs,
+            generation_reqs,
             // The detailed form lists per-request shapes, not a total.
             generation_tokens: None,
-        });
-    }
-    None
+            wide: false,
+        }
+    } else {
+        return None;
+    };
+    Some(Step { wide, ..step })
 }
 
 /// C8's fallback grammar (PyTorch's own step ranges, training and other
@@ -152,6 +174,27 @@ mod tests {
         assert_eq!(parse("execute_model"), None);
         assert_eq!(parse("execute_context_x(0)_generation_1(1)"), None);
         // Token parts may hold more than digits (seen in a real trace).
+        // Issue 59 (a name the grammar accepts, counts past u64): still
+        // a step, of the kind its counts say; tokens past u64 unknown.
+        let huge = "18446744073709551621";
+        let s = parse(&format!("execute_context_0(0)_generation_{huge}({huge})")).unwrap();
+        assert_eq!(
+            (
+                s.kind(),
+                s.is_pure_decode(),
+                s.generation_reqs,
+                s.generation_tokens,
+                s.wide
+            ),
+            ("decode", true, u64::MAX, None, true)
+        );
+        let s = parse(&format!("execute_new_{huge}_cached_0")).unwrap();
+        assert_eq!((s.kind(), s.wide), ("prefill", true));
+        let s = parse(&format!("execute_9_context_0()_generation_{huge}(sq1)")).unwrap();
+        assert_eq!((s.kind(), s.wide), ("decode", true));
+        assert!(!parse("execute_context_0(0)_generation_1(1)").unwrap().wide);
+        // Digits of another script are no count.
+        assert_eq!(parse("execute_context_0(0)_generation_\u{663}(1)"), None);
         let odd = parse("execute_context_1(888_788544)_generation_0(0)").unwrap();
         assert_eq!(odd.kind(), "prefill");
     }

@@ -350,7 +350,24 @@ pub(crate) fn export_trace(
     part.parts.sort_by_key(|p| p.table);
     part.notes = notes(&counts, names.cut() as u64, steps.is_empty(), text_lanes);
     part.notes.extend(graph_notes);
+    part.notes
+        .extend(wide_ids(calls.iter().chain(acts.iter()).map(|x| x.corr)));
     part
+}
+
+/// The note of correlation ids past the tables' Int64 column (issue 59):
+/// the link is made on the exact id, the column holds null, and the note
+/// counts them and names the first.
+fn wide_ids(corrs: impl Iterator<Item = Option<i128>>) -> Option<String> {
+    let mut wide = corrs
+        .flatten()
+        .filter(|c| super::write::narrow(Some(*c)).is_none());
+    let first = wide.next()?;
+    let n = 1 + wide.count();
+    Some(format!(
+        "{n} correlation ids do not fit the tables' Int64 column (the first: {first}): \
+         linked by their exact value, written null in `correlation`"
+    ))
 }
 
 /// A table's file written (its part noted; `true`) or its failure kept.

@@ -178,9 +178,9 @@ impl FirstCall {
     /// earlier call had (C3's duplicates).
     pub fn build<I>(corrs: impl Fn() -> I) -> (FirstCall, u64)
     where
-        I: Iterator<Item = Option<i64>>,
+        I: Iterator<Item = Option<i128>>,
     {
-        let (mut n, mut range) = (0usize, None::<(i64, i64)>);
+        let (mut n, mut range) = (0usize, None::<(i128, i128)>);
         for c in corrs().flatten() {
             n += 1;
             range = Some(range.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c))));
@@ -205,7 +205,7 @@ impl FirstCall {
     }
 
     /// The first call (its position in file order) with correlation `c`.
-    pub fn get(&self, c: i64) -> Option<u32> {
+    pub fn get(&self, c: i128) -> Option<u32> {
         let r = self.index.rank(c)?;
         self.first
             .get(r as usize)
@@ -224,7 +224,7 @@ pub(crate) fn owners<I>(
     acts: impl IntoIterator<Item = Linked>,
 ) -> (Owners, u64)
 where
-    I: Iterator<Item = Option<i64>>,
+    I: Iterator<Item = Option<i128>>,
 {
     let (first, dup) = FirstCall::build(corrs);
     let own = acts
@@ -288,9 +288,9 @@ mod tests {
     use std::collections::HashMap;
 
     /// The table against a plain map, every index form, duplicates included.
-    fn check(corrs: &[Option<i64>]) {
+    fn check(corrs: &[Option<i128>]) {
         let (t, dup) = FirstCall::build(|| corrs.iter().copied());
-        let mut want: HashMap<i64, u32> = HashMap::new();
+        let mut want: HashMap<i128, u32> = HashMap::new();
         let mut want_dup = 0;
         for (i, c) in corrs.iter().enumerate() {
             if let Some(c) = c {
@@ -306,7 +306,14 @@ mod tests {
             .iter()
             .flatten()
             .flat_map(|&c| [c.saturating_sub(1), c, c.saturating_add(1)])
-            .chain([i64::MIN, i64::MAX, 0, -1]);
+            .chain([
+                i64::MIN.into(),
+                i64::MAX.into(),
+                0,
+                -1,
+                i128::MIN,
+                i128::MAX,
+            ]);
         for c in probes {
             assert_eq!(t.get(c), want.get(&c).copied(), "corr {c}");
         }
@@ -317,12 +324,18 @@ mod tests {
         check(&[]);
         check(&[None, None]);
         check(&[Some(5), Some(7), None, Some(5), Some(6)]);
-        check(&[Some(-3), Some(i64::MIN), Some(i64::MAX), Some(-3)]);
-        check(&[Some(i64::MAX), Some(i64::MAX - 1), Some(i64::MAX)]);
-        check(&[Some(i64::MIN), Some(i64::MIN + 2)]);
+        let (min, max) = (i128::from(i64::MIN), i128::from(i64::MAX));
+        check(&[Some(-3), Some(min), Some(max), Some(-3)]);
+        check(&[Some(max), Some(max - 1), Some(max)]);
+        check(&[Some(min), Some(min + 2)]);
+        // Issue 59: ids past u64 (2⁶⁴ + 5 and its neighbours) and at
+        // i128's ends, a span i128 cannot hold.
+        let wide = (1i128 << 64) + 5;
+        check(&[Some(wide), Some(wide + 1), Some(5), Some(wide)]);
+        check(&[Some(i128::MIN), Some(i128::MAX), Some(0), Some(i128::MAX)]);
         // Sparse (a sorted list), one in 18 (buckets, vLLM's spread), dense.
         for step in [100_000, 18, 1] {
-            let ids: Vec<Option<i64>> = (0..5000)
+            let ids: Vec<Option<i128>> = (0..5000)
                 .map(|i| Some(100 + step * ((i * 7919) % 4000)))
                 .collect();
             check(&ids);

@@ -14,7 +14,8 @@ pub(super) struct RawLaunch {
     pub(super) ts: i64,
     pub(super) index: u64,
     pub(super) dur: i64,
-    pub(super) corr: i64,
+    /// Exact past i64 (issue 59); ids are only compared.
+    pub(super) corr: i128,
     pub(super) lane: u32,
     pub(super) name: u32,
 }
@@ -24,7 +25,7 @@ pub(super) struct RawLaunch {
 pub(super) struct RawAct {
     pub(super) start: i64,
     pub(super) dur: i64,
-    pub(super) corr: Option<i64>,
+    pub(super) corr: Option<i128>,
     pub(super) name: u32,
     pub(super) kind: Kind,
 }
@@ -34,7 +35,7 @@ pub(super) struct RawAct {
 pub(super) struct LaunchPrev {
     pub(super) ts: i64,
     pub(super) index: i64,
-    pub(super) corr: i64,
+    pub(super) corr: i128,
 }
 
 /// Writes and reads the launch stream: Δts, Δindex, dur, Δcorr, lane, name.
@@ -44,7 +45,7 @@ impl LaunchPrev {
         p.delta(l.ts, self.ts);
         p.delta(l.index as i64, self.index);
         p.delta(l.dur, 0);
-        p.delta(l.corr, self.corr);
+        p.delta_wide(l.corr, self.corr);
         p.u(u64::from(l.lane));
         p.u(u64::from(l.name));
         *self = LaunchPrev {
@@ -62,7 +63,7 @@ impl LaunchPrev {
             ts: f.delta(self.ts),
             index: f.delta(self.index) as u64,
             dur: f.delta(0),
-            corr: f.delta(self.corr),
+            corr: f.delta_wide(self.corr),
             lane: f.u() as u32,
             name: f.u() as u32,
         };
@@ -80,7 +81,7 @@ impl LaunchPrev {
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct ActPrev {
     pub(super) start: i64,
-    pub(super) corr: i64,
+    pub(super) corr: i128,
 }
 
 impl ActPrev {
@@ -91,7 +92,7 @@ impl ActPrev {
         let has = u64::from(a.corr.is_some());
         p.u((u64::from(a.name) << 3) | (a.kind.code() << 1) | has);
         if let Some(c) = a.corr {
-            p.delta(c, self.corr);
+            p.delta_wide(c, self.corr);
             self.corr = c;
         }
         self.start = a.start;
@@ -104,7 +105,7 @@ impl ActPrev {
         let start = f.delta(self.start);
         let dur = f.delta(0);
         let meta = f.u();
-        let corr = (meta & 1 == 1).then(|| f.delta(self.corr));
+        let corr = (meta & 1 == 1).then(|| f.delta_wide(self.corr));
         if let Some(c) = corr {
             self.corr = c;
         }
@@ -143,7 +144,7 @@ pub struct Collector {
     /// reader out of file order): owners are then found after a sort.
     pub(super) unordered: bool,
     /// (min, max) correlation id of the launch calls.
-    pub(super) corr_range: Option<(i64, i64)>,
+    pub(super) corr_range: Option<(i128, i128)>,
     pub(super) activities: Packed,
     pub(super) act_prev: ActPrev,
     pub(super) n_activities: usize,

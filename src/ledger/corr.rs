@@ -29,7 +29,7 @@ use super::collector::{launches_of, Collector};
 pub(crate) enum CorrIndex {
     /// Bit `c − lo` set for every id `c`; `ranks[w]` = set bits before word `w`.
     Dense {
-        lo: i64,
+        lo: i128,
         bits: Vec<u64>,
         ranks: Vec<u32>,
     },
@@ -37,11 +37,12 @@ pub(crate) enum CorrIndex {
     /// bucket h's bytes are `lows[starts[h]..starts[h + 1]]`, sorted and
     /// distinct.
     Bucketed {
-        lo: i64,
+        lo: i128,
         starts: Vec<u32>,
         lows: Vec<u8>,
     },
-    Sorted(Vec<i64>),
+    /// The ids sorted (16 B each: ids are exact past i64, issue 59).
+    Sorted(Vec<i128>),
 }
 
 impl CorrIndex {
@@ -52,22 +53,23 @@ impl CorrIndex {
 
     /// The index of the ids `ids()` yields (`n` of them, repeats allowed,
     /// within `range`); `ids` is called once per pass.
-    pub(crate) fn of_ids<I: Iterator<Item = i64>>(
+    pub(crate) fn of_ids<I: Iterator<Item = i128>>(
         ids: impl Fn() -> I,
-        range: Option<(i64, i64)>,
+        range: Option<(i128, i128)>,
         n: usize,
     ) -> CorrIndex {
         let Some((lo, hi)) = range else {
             return CorrIndex::Sorted(Vec::new());
         };
-        let span = i128::from(hi) - i128::from(lo) + 1;
+        // Wide ids (issue 59): a span past i128 is a sorted list too.
+        let span = hi.checked_sub(lo).and_then(|s| s.checked_add(1));
         // At most 64 bits per launch call (plus 8 KiB): else a sorted list.
-        if span > 64 * n as i128 + 65_536 {
-            let mut v: Vec<i64> = ids().collect();
+        let Some(span) = span.filter(|&s| s <= 64 * n as i128 + 65_536) else {
+            let mut v: Vec<i128> = ids().collect();
             v.sort_unstable();
             v.dedup();
             return CorrIndex::Sorted(v);
-        }
+        };
         let span = span as usize;
         if span.div_ceil(256) * 4 + n < span.div_ceil(64) * 12 {
             CorrIndex::bucketed(ids, lo, span, n)
@@ -77,9 +79,9 @@ impl CorrIndex {
     }
 
     /// A bit per id of the span, and the set bits before each word.
-    pub(super) fn dense<I: Iterator<Item = i64>>(
+    pub(super) fn dense<I: Iterator<Item = i128>>(
         ids: impl Fn() -> I,
-        lo: i64,
+        lo: i128,
         span: usize,
     ) -> CorrIndex {
         let mut bits = vec![0u64; span.div_ceil(64)];
@@ -99,9 +101,9 @@ impl CorrIndex {
     /// Two passes: count per bucket, place each id's low byte at its
     /// bucket's cursor; then each bucket sorted and its repeats dropped,
     /// compacting in place.
-    pub(super) fn bucketed<I: Iterator<Item = i64>>(
+    pub(super) fn bucketed<I: Iterator<Item = i128>>(
         ids: impl Fn() -> I,
-        lo: i64,
+        lo: i128,
         span: usize,
         n: usize,
     ) -> CorrIndex {
@@ -145,7 +147,7 @@ impl CorrIndex {
     }
 
     /// The rank of `corr`, if a launch call carries it.
-    pub(crate) fn rank(&self, corr: i64) -> Option<u32> {
+    pub(crate) fn rank(&self, corr: i128) -> Option<u32> {
         match self {
             CorrIndex::Dense { lo, bits, ranks } => {
                 let k = usize::try_from(corr.checked_sub(*lo)?).ok()?;

@@ -556,7 +556,7 @@ mod tests {
             ts: Some(Ns(ts)),
             dur: Some(Ns(dur)),
             args: Args {
-                correlation: corr,
+                correlation: corr.map(i128::from),
                 ..Args::default()
             },
         }
@@ -916,7 +916,7 @@ mod tests {
     /// The drawing of [`CorrIndex`]'s docs.
     #[test]
     fn the_bucketed_index_of_the_docs() {
-        let ids = [3i64, 7, 260, 300, 301, 700, 301, 3];
+        let ids = [3i128, 7, 260, 300, 301, 700, 301, 3];
         let index = CorrIndex::bucketed(|| ids.iter().copied(), 0, 701, ids.len());
         let CorrIndex::Bucketed { starts, lows, .. } = &index else {
             panic!("not bucketed");
@@ -928,11 +928,11 @@ mod tests {
         assert_eq!(index.len(), 6);
         // 1.28 M ids over a span 18 times as wide (the benchmark trace at
         // 800 copies) are bucketed; one in three, a bitmap.
-        let spread = |every: i64| {
+        let spread = |every: i128| {
             let n = 1_280_000usize;
             CorrIndex::of_ids(
-                || (0..n as i64).map(|i| i * every),
-                Some((0, (n as i64 - 1) * every)),
+                || (0..n as i128).map(|i| i * every),
+                Some((0, (n as i128 - 1) * every)),
                 n,
             )
         };
@@ -946,7 +946,9 @@ mod tests {
         /// the ids between.
         #[test]
         fn the_correlation_index_forms_agree(ids in prop::collection::vec(0i64..3_000, 1..300), lo in -3i64..3) {
-            let ids: Vec<i64> = ids.into_iter().map(|i| i + lo * 1_000).collect();
+            // Issue 59: ids are i128; `lo` 2 puts them past u64.
+            let base = if lo == 2 { 1i128 << 64 } else { i128::from(lo) * 1_000 };
+            let ids: Vec<i128> = ids.into_iter().map(|i| i128::from(i) + base).collect();
             let (min, max) = (*ids.iter().min().unwrap(), *ids.iter().max().unwrap());
             let span = (max - min + 1) as usize;
             let mut distinct = ids.clone();

@@ -60,6 +60,20 @@ impl Packed {
         self.u(zigzag(v.wrapping_sub(prev)));
     }
 
+    /// [`Packed::delta`] of an i128 (a correlation id, issue 59): the same
+    /// bytes as `delta` for a delta that fits i64, up to 19 for any other.
+    pub fn delta_wide(&mut self, v: i128, prev: i128) {
+        if let Some(c) = self.chunks.last_mut() {
+            let d = v.wrapping_sub(prev);
+            let mut z = ((d << 1) ^ (d >> 127)) as u128;
+            while z >= 0x80 {
+                c.push((z as u8) | 0x80);
+                z >>= 7;
+            }
+            c.push(z as u8);
+        }
+    }
+
     /// A reader over the records, front to back.
     pub fn reader(&self) -> Reader<'_> {
         Reader {
@@ -118,12 +132,37 @@ pub(crate) fn varint(bytes: &[u8], pos: &mut usize) -> u64 {
     v
 }
 
+/// Decodes a varint of up to 128 bits at `bytes[*pos..]` (what
+/// [`Packed::delta_wide`] wrote); 0 past the end.
+pub(crate) fn varint_wide(bytes: &[u8], pos: &mut usize) -> u128 {
+    let mut v = 0u128;
+    let mut shift = 0u32;
+    while let Some(&b) = bytes.get(*pos) {
+        *pos += 1;
+        if shift < 128 {
+            v |= u128::from(b & 0x7f) << shift;
+        }
+        if b < 0x80 {
+            break;
+        }
+        shift += 7;
+    }
+    v
+}
+
 /// Reads fields of records in the order they were written.
 pub trait Fields {
     /// Moves to the next record; false at the end of the stream.
     fn next_record(&mut self) -> bool;
     /// The next unsigned field of the current record.
     fn u(&mut self) -> u64;
+    /// The next field of up to 128 bits.
+    fn u_wide(&mut self) -> u128;
+    /// The next wide delta field ([`Packed::delta_wide`]): `prev` + it.
+    fn delta_wide(&mut self, prev: i128) -> i128 {
+        let u = self.u_wide();
+        prev.wrapping_add(((u >> 1) as i128) ^ -((u & 1) as i128))
+    }
     /// The next delta field: `prev` + the delta.
     fn delta(&mut self, prev: i64) -> i64 {
         prev.wrapping_add(unzigzag(self.u()))
@@ -155,6 +194,13 @@ impl Fields for Reader<'_> {
             None => 0,
         }
     }
+
+    fn u_wide(&mut self) -> u128 {
+        match self.chunks.get(self.at) {
+            Some(c) => varint_wide(c, &mut self.pos),
+            None => 0,
+        }
+    }
 }
 
 /// A consuming reader of a [`Packed`] stream: chunks are freed as it goes.
@@ -182,6 +228,10 @@ impl Fields for Drain {
 
     fn u(&mut self) -> u64 {
         varint(&self.current, &mut self.pos)
+    }
+
+    fn u_wide(&mut self) -> u128 {
+        varint_wide(&self.current, &mut self.pos)
     }
 }
 
@@ -420,6 +470,53 @@ mod tests {
         for x in [0, -1, 1, i64::MAX, i64::MIN, -7, 1 << 40] {
             assert_eq!(unzigzag(zigzag(x)), x);
         }
+    }
+
+    /// Wide deltas (correlation ids, issue 59): exact at i128's ends,
+    /// through both readers, and the same bytes as `delta` where it fits.
+    #[test]
+    fn wide_deltas_round_trip() {
+        let vals = [
+            0i128,
+            5,
+            (1 << 64) + 5,
+            -7,
+            i128::MAX,
+            i128::MIN,
+            i64::MAX.into(),
+            i64::MIN.into(),
+            3,
+        ];
+        let mut p = Packed::default();
+        let mut prev = 0i128;
+        for &v in &vals {
+            p.begin(MAX_RECORD);
+            p.delta_wide(v, prev);
+            prev = v;
+        }
+        let (mut r, mut prev) = (p.reader(), 0i128);
+        for &v in &vals {
+            assert!(r.next_record());
+            prev = r.delta_wide(prev);
+            assert_eq!(prev, v);
+        }
+        assert!(!r.next_record());
+        let (mut d, mut prev) = (p.clone().drain(), 0i128);
+        for &v in &vals {
+            assert!(d.next_record());
+            prev = d.delta_wide(prev);
+            assert_eq!(prev, v);
+        }
+        let (mut narrow, mut wide) = (Packed::default(), Packed::default());
+        for (v, prev) in [(7i64, 3i64), (-9, 1 << 40), (i64::MIN, i64::MAX)] {
+            narrow.begin(MAX_RECORD);
+            narrow.delta(v, prev);
+            wide.begin(MAX_RECORD);
+            wide.delta_wide(v.into(), prev.into());
+        }
+        // The first two deltas fit i64: the same 1 + 6 bytes. (The third
+        // wraps in i64, not in i128: only such deltas differ.)
+        assert_eq!(narrow.chunks[0][..7], wide.chunks[0][..7]);
     }
 
     #[test]

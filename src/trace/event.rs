@@ -18,11 +18,18 @@ pub struct EventPos {
 
 /// The `args` torchtrace reads; other keys are not kept. (Kineto's names:
 /// `External id`, `correlation`, `finished`, `grid`, `block`, `registers per
-/// thread`, `shared memory`, `Input Dims`, `Input type`.)
+/// thread`, `shared memory`, `Input Dims`, `Input type`, `device`, `stream`.)
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Args<'a> {
     pub external_id: Option<i64>,
-    pub correlation: Option<i64>,
+    /// Exact for any integer of at most 38 digits (issue 59: an id past
+    /// u64, e.g. 2⁶⁴ + 5, is an id, not a missing one); ids are only
+    /// compared, never computed with.
+    pub correlation: Option<i128>,
+    /// A GPU activity's `device` and `stream`: where it ran, which win
+    /// over pid/tid (`docs/VIEWS.md` C2; [`Event::activity_lane`]).
+    pub device: Option<i64>,
+    pub stream: Option<i64>,
     pub finished: Option<bool>,
     /// A kernel's `grid` and `block` (three integers each; anything else
     /// is `None`), `registers per thread` and `shared memory` (bytes), as
@@ -113,9 +120,13 @@ impl<'a> Event<'a> {
             input_strides,
             kernel,
             concrete_inputs,
+            device,
+            stream,
         } = args;
         *external_id = None;
         *correlation = None;
+        *device = None;
+        *stream = None;
         *finished = None;
         *grid = None;
         *block = None;
@@ -140,6 +151,31 @@ impl Event<'_> {
             pid: self.pid.clone(),
             tid: self.tid.clone(),
         }
+    }
+
+    /// A GPU activity's (device, stream) as C2 says: `args.device` (else
+    /// pid) and `args.stream` (else tid). Kineto writes both equal to
+    /// pid/tid; an event whose args differ is grouped by its args
+    /// ([`Event::lane_differs`] tells, for the note).
+    pub fn activity_lane(&self) -> Lane {
+        Lane {
+            pid: self
+                .args
+                .device
+                .map_or_else(|| self.pid.clone(), ThreadPart::Num),
+            tid: self
+                .args
+                .stream
+                .map_or_else(|| self.tid.clone(), ThreadPart::Num),
+        }
+    }
+
+    /// Whether `args.device`/`args.stream` name another device or stream
+    /// than pid/tid (C2: the args win; counted for a note).
+    pub fn lane_differs(&self) -> bool {
+        let differs =
+            |arg: Option<i64>, part: &ThreadPart| arg.is_some_and(|a| *part != ThreadPart::Num(a));
+        differs(self.args.device, &self.pid) || differs(self.args.stream, &self.tid)
     }
 
     /// `dur`, or zero when absent. Kineto clamps durations at 0; a negative
@@ -181,6 +217,8 @@ mod tests {
                 input_strides: Some(Cow::Borrowed("[[1]]")),
                 kernel: Some(Cow::Borrowed("\"k\"")),
                 concrete_inputs: Some(Cow::Borrowed("[\"\"]")),
+                device: Some(0),
+                stream: Some(7),
             },
         };
         ev.reset();

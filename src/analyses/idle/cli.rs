@@ -15,8 +15,8 @@ const EXAMPLES: &str = "Examples:\n  # Why the GPU waits: idle by cause, queue, 
 ///
 /// Definitions (docs/VIEWS.md C1–C8, I1–I6; integer ns, no rounding):
 ///   activity        a kernel, memcpy or memset event (cuda_sync and
-///                   gpu_user_annotation are not); device = pid, stream = tid
-///                   (Kineto writes args.device and args.stream there)
+///                   gpu_user_annotation are not); device = args.device
+///                   (else pid), stream = args.stream (else tid), C2
 ///   launch link     the runtime call with the same args.correlation (the
 ///                   first in file order); none: unlinked
 ///   classes (C6)    memory = memcpy/memset and kernels named Memcpy*/Memset*;

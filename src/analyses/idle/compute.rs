@@ -560,7 +560,7 @@ fn sum_parts<'a>(parts: impl Iterator<Item = &'a Part>) -> Part {
 fn notes(trace: &Finished<'_>, out: &TraceIdle) -> Vec<String> {
     let mut n = trace.meta.notes.clone();
     let c = &out.counts;
-    let said: [(u64, &str); 9] = [
+    let said: [(u64, &str); 10] = [
         (c.negative_dur_clamped, "device activities with a negative dur, taken as 0 (C1 negative_dur_clamped)"),
         (c.no_ts, "device activities without ts, skipped (C1 no_ts)"),
         (c.duplicate_runtime_correlation, "runtime calls repeating an earlier call's correlation: the first owns it (C3 duplicate_runtime_correlation)"),
@@ -570,6 +570,7 @@ fn notes(trace: &Finished<'_>, out: &TraceIdle) -> Vec<String> {
         (c.zero_duration, "zero-duration activities (counted, add 0 ns)"),
         (c.single_activity_streams, "streams with a single activity (no gap)"),
         (c.steps_without_gpu_work, "steps without GPU work (rows with 0 activities, I6)"),
+        (c.lane_from_args, "device activities whose args.device/args.stream differ from their pid/tid: placed on the args' device and stream (C2)"),
     ];
     for (k, what) in said {
         if k > 0 {

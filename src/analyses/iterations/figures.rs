@@ -19,14 +19,14 @@ pub(super) fn figures(trace: &Finished<'_>, rows: Rows<IterationRow>) -> TraceIt
     let mut s = Sums::default();
     let mut closed = 0u64;
     for r in &rows {
-        s.context_span_ns += r.context_span_ns.map_or(0, i128::from);
+        s.context_span_ns += r.context_span_ns.unwrap_or(0);
         if !r.closed {
             continue;
         }
         closed += 1;
-        s.wall_ns += i128::from(r.wall_ns.unwrap_or(0));
-        s.busy_ns += i128::from(r.gpu_busy_ns);
-        s.idle_ns += i128::from(r.gpu_idle_ns.unwrap_or(0));
+        s.wall_ns += r.wall_ns.unwrap_or(0);
+        s.busy_ns += r.gpu_busy_ns;
+        s.idle_ns += r.gpu_idle_ns.unwrap_or(0);
         s.kernels += i128::from(r.kernels);
         s.memcpys += i128::from(r.memcpys);
         s.memsets += i128::from(r.memsets);
@@ -34,7 +34,7 @@ pub(super) fn figures(trace: &Finished<'_>, rows: Rows<IterationRow>) -> TraceIt
         s.graph_launches += i128::from(r.graph_launches);
         for p in Phase::ALL {
             let w = r.phases.get(p);
-            s.phase_busy_ns[p as usize] += i128::from(w.gpu_busy_ns);
+            s.phase_busy_ns[p as usize] += w.gpu_busy_ns;
             s.phase_kernels[p as usize] += i128::from(w.kernels);
             s.phase_launches[p as usize] += i128::from(w.launches);
         }

@@ -302,7 +302,8 @@ impl Analysis for Iterations {
 /// One phase's GPU work in one iteration.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PhaseWork {
-    pub gpu_busy_ns: i64,
+    /// Exact (a union of activities can pass i64 ns, issue 59).
+    pub gpu_busy_ns: i128,
     pub kernels: u64,
     pub memcpys: u64,
     pub memsets: u64,
@@ -352,13 +353,14 @@ impl<T> Phases<T> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct IterationRow {
     pub start_ns: i64,
-    /// b_i − start; `None` for the open iteration.
-    pub wall_ns: Option<i64>,
+    /// b_i − start; `None` for the open iteration. Spans and sums of ns
+    /// are i128: exact past i64 (issue 59).
+    pub wall_ns: Option<i128>,
     pub closed: bool,
-    pub gpu_busy_ns: i64,
+    pub gpu_busy_ns: i128,
     /// (last activity end − first activity start) − busy; `None` without
     /// GPU work.
-    pub gpu_idle_ns: Option<i64>,
+    pub gpu_idle_ns: Option<i128>,
     pub kernels: u64,
     pub memcpys: u64,
     pub memsets: u64,
@@ -366,7 +368,7 @@ pub struct IterationRow {
     pub graph_launches: u64,
     /// GPU span of the work launched inside the step context itself (any
     /// phase): what `kernels`' `s_context_correlation` sums.
-    pub context_span_ns: Option<i64>,
+    pub context_span_ns: Option<i128>,
     pub phases: Phases<PhaseWork>,
 }
 
@@ -376,14 +378,14 @@ pub struct IterationRow {
 impl Record for IterationRow {
     /// The previous row's start.
     type Prev = i64;
-    /// 35 varints.
-    const MAX_BYTES: usize = 352;
+    /// 35 varints, 8 of them up to 19 bytes.
+    const MAX_BYTES: usize = 432;
 
     fn write(&self, prev: &mut i64, p: &mut Packed) {
         p.delta(self.start_ns, *prev);
         *prev = self.start_ns;
         p.u(u64::from(self.closed));
-        rows::write_opts(p, &[self.wall_ns, self.gpu_idle_ns, self.context_span_ns]);
+        rows::write_wide_opts(p, &[self.wall_ns, self.gpu_idle_ns, self.context_span_ns]);
         let totals = PhaseWork {
             gpu_busy_ns: self.gpu_busy_ns,
             kernels: self.kernels,
@@ -399,7 +401,7 @@ impl Record for IterationRow {
             &self.phases.draft,
             &self.phases.other,
         ] {
-            p.delta(w.gpu_busy_ns, 0);
+            p.delta_wide(w.gpu_busy_ns, 0);
             rows::write_counts(
                 p,
                 &[
@@ -417,9 +419,9 @@ impl Record for IterationRow {
         let start_ns = f.delta(*prev);
         *prev = start_ns;
         let closed = f.u() != 0;
-        let [wall_ns, gpu_idle_ns, context_span_ns] = rows::read_opts(f);
+        let [wall_ns, gpu_idle_ns, context_span_ns] = rows::read_wide_opts(f);
         let mut work = || {
-            let gpu_busy_ns = f.delta(0);
+            let gpu_busy_ns = f.delta_wide(0);
             let [kernels, memcpys, memsets, launches, graph_launches] = rows::read_counts(f);
             PhaseWork {
                 gpu_busy_ns,

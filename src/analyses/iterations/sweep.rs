@@ -365,8 +365,8 @@ impl<'a> LaneRows<'a> {
         if self.at >= self.its.len() {
             return;
         }
-        let len =
-            |ivs: Vec<Iv>| i64::try_from(intervals::length(&intervals::union(ivs))).unwrap_or(0);
+        // Exact: a union's length can pass i64 ns (issue 59; it was 0).
+        let len = |ivs: Vec<Iv>| intervals::length(&intervals::union(ivs));
         let all = std::mem::take(&mut self.open.all);
         let extent = all
             .iter()
@@ -376,7 +376,7 @@ impl<'a> LaneRows<'a> {
         let busy = len(all);
         let r = &mut self.row;
         r.gpu_busy_ns = busy;
-        r.gpu_idle_ns = extent.and_then(|(s, e)| e.0.checked_sub(s.0)?.checked_sub(busy));
+        r.gpu_idle_ns = extent.map(|(s, e)| i128::from(e.0) - i128::from(s.0) - busy);
         for (p, ivs) in Phase::ALL
             .into_iter()
             .zip(std::mem::take(&mut self.open.phase))
@@ -393,7 +393,10 @@ impl<'a> LaneRows<'a> {
         (r.kernels, r.memcpys, r.memsets) =
             (sum(|p| p.kernels), sum(|p| p.memcpys), sum(|p| p.memsets));
         (r.launches, r.graph_launches) = (sum(|p| p.launches), sum(|p| p.graph_launches));
-        r.context_span_ns = self.ctx.take().and_then(|(s, e)| e.0.checked_sub(s.0));
+        r.context_span_ns = self
+            .ctx
+            .take()
+            .map(|(s, e)| i128::from(e.0) - i128::from(s.0));
         self.out.push(&self.row);
     }
 }
@@ -402,7 +405,7 @@ impl<'a> LaneRows<'a> {
 pub(super) fn empty_row(w: &Window) -> IterationRow {
     IterationRow {
         start_ns: w.start.0,
-        wall_ns: w.end.and_then(|e| e.0.checked_sub(w.start.0)),
+        wall_ns: w.end.map(|e| i128::from(e.0) - i128::from(w.start.0)),
         closed: w.end.is_some(),
         ..IterationRow::default()
     }

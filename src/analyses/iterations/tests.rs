@@ -392,7 +392,8 @@ fn lane_rows_come_back_in_the_contexts_order() {
 #[test]
 fn a_row_round_trips_through_its_record() {
     let w = |k: u64| PhaseWork {
-        gpu_busy_ns: i64::MIN + k as i64,
+        // Past i64 (issue 59): sums and spans are i128.
+        gpu_busy_ns: i128::from(i64::MIN) * 3 + i128::from(k),
         kernels: u64::MAX - k,
         memcpys: k,
         memsets: 0,
@@ -404,7 +405,7 @@ fn a_row_round_trips_through_its_record() {
         wall_ns: None,
         closed: false,
         gpu_busy_ns: -1,
-        gpu_idle_ns: Some(i64::MIN),
+        gpu_idle_ns: Some(i128::MIN),
         kernels: u64::MAX,
         memcpys: 1,
         memsets: 2,
@@ -420,7 +421,7 @@ fn a_row_round_trips_through_its_record() {
     };
     let b = IterationRow {
         start_ns: i64::MIN,
-        wall_ns: Some(5),
+        wall_ns: Some(i128::MAX),
         closed: true,
         context_span_ns: None,
         ..a.clone()

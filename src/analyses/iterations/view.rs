@@ -85,7 +85,7 @@ impl Command for Iterations {
 
     fn said(t: &TraceIterations, contexts: &Contexts) -> Said {
         let mut problems: Vec<String> = command::context_problem(contexts).into_iter().collect();
-        let busy: i64 = t.rows.iter().map(|r| r.gpu_busy_ns).sum();
+        let busy: i128 = t.rows.iter().map(|r| r.gpu_busy_ns).sum();
         let launches: u64 = t.rows.iter().map(|r| r.launches).sum();
         if problems.is_empty() && t.complete {
             if t.iterations_closed == 0 {
@@ -126,8 +126,9 @@ impl Command for Iterations {
 
 type Figure = Column<TraceIterations>;
 
-fn int(v: Option<i64>) -> Cell {
-    v.map_or(Cell::Null, Cell::Int)
+/// An exact i128 figure (issue 59): `Int` when it fits, else `Wide`.
+fn wide(v: Option<i128>) -> Cell {
+    v.map_or(Cell::Null, Cell::wide)
 }
 
 fn fig(
@@ -407,16 +408,16 @@ fn rows_table(r: &IterationsReport, labels: &[String]) -> Table {
             let mut cells: Vec<Cell> = vec![
                 label.clone().into(),
                 Cell::Int(row.start_ns),
-                int(row.wall_ns),
+                wide(row.wall_ns),
                 row.closed.to_string().into(),
-                Cell::Int(row.gpu_busy_ns),
-                int(row.gpu_idle_ns),
+                Cell::wide(row.gpu_busy_ns),
+                wide(row.gpu_idle_ns),
                 row.kernels.into(),
                 row.launches.into(),
                 row.graph_launches.into(),
             ];
-            cells.extend(Phase::ALL.map(|p| Cell::Int(row.phases.get(p).gpu_busy_ns)));
-            cells.push(int(row.context_span_ns));
+            cells.extend(Phase::ALL.map(|p| Cell::wide(row.phases.get(p).gpu_busy_ns)));
+            cells.push(wide(row.context_span_ns));
             t.row(cells);
         }
     }

@@ -272,7 +272,7 @@ pub(super) struct Call {
 
 /// The kept runtime calls, in file order, and their correlations (C3),
 /// the records freed as they are decoded.
-fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Option<i64>>) {
+fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Option<i128>>) {
     let mut corrs = Vec::with_capacity(kept.len());
     let mut calls = Vec::with_capacity(kept.len());
     for c in kept.drain() {

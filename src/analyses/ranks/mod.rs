@@ -27,7 +27,9 @@
 pub(crate) mod align;
 pub(crate) mod batch;
 pub mod figure;
-pub(crate) mod runs;
+/// Public for the `grouping` fuzz target (issue 59), not an API.
+#[doc(hidden)]
+pub mod runs;
 pub mod view;
 
 #[cfg(feature = "cli")]

@@ -135,7 +135,7 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
     } = links;
     let mut rc = RoofCounts::default();
     // C3: owners by correlation, what each call launched.
-    let corrs: Vec<Option<i64>> = calls.iter().map(|c| c.corr).collect();
+    let corrs: Vec<Option<i128>> = calls.iter().map(|c| c.corr).collect();
     let (own, dup) = owners(|| corrs.iter().copied(), acts.iter());
     drop(corrs);
     counts.duplicate_runtime_correlation = dup;

@@ -42,8 +42,12 @@ pub struct RawEvent<'a> {
 struct KinetoArgs<'a> {
     #[serde(rename = "External id", deserialize_with = "lenient_i64")]
     external_id: Option<i64>,
+    #[serde(deserialize_with = "lenient_i128")]
+    correlation: Option<i128>,
     #[serde(deserialize_with = "lenient_i64")]
-    correlation: Option<i64>,
+    device: Option<i64>,
+    #[serde(deserialize_with = "lenient_i64")]
+    stream: Option<i64>,
     #[serde(deserialize_with = "lenient_bool")]
     finished: Option<bool>,
     #[serde(deserialize_with = "lenient_dims")]
@@ -89,6 +93,8 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgsVisitor<'a> {
         Ok(Args {
             external_id: a.external_id,
             correlation: a.correlation,
+            device: a.device,
+            stream: a.stream,
             finished: a.finished,
             grid: a.grid,
             block: a.block,
@@ -324,6 +330,28 @@ fn lenient_i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error>
         }
     }
     d.deserialize_any(V)
+}
+
+/// A correlation id: [`lenient_i64`]'s reading, but exact up to 38
+/// digits (an integer past u64 is an id, issue 59). serde_json gives an
+/// integer past u64 as an f64, so the number is read from its text.
+fn lenient_i128<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i128>, D::Error> {
+    let Some(raw) = Option::<&RawValue>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let text = raw.get();
+    if text.starts_with('"') {
+        // A string as serde reads it (escapes resolved), then trimmed.
+        let s: String = serde_json::from_str(text).map_err(de::Error::custom)?;
+        return Ok(s.trim().parse().ok());
+    }
+    if let Ok(v) = text.parse::<i128>() {
+        return Ok(Some(v));
+    }
+    // Anything else (a float, `true`, an object…) as `lenient_i64` reads it.
+    lenient_i64(&mut serde_json::Deserializer::from_str(text))
+        .map(|v| v.map(i128::from))
+        .map_err(de::Error::custom)
 }
 
 /// A kernel's `grid` / `block`: an array of exactly three integers (as

@@ -262,9 +262,11 @@ const EVENT_KEYS: KeyOrder<8> =
 
 /// The `args` members read, in the order Kineto writes them where it
 /// writes several (a kernel's; the others go by their names).
-const ARGS_KEYS: KeyOrder<12> = KeyOrder::new([
+const ARGS_KEYS: KeyOrder<14> = KeyOrder::new([
     "kernel",
     "External id",
+    "device",
+    "stream",
     "correlation",
     "registers per thread",
     "shared memory",
@@ -631,7 +633,9 @@ impl<'a> Cursor<'a> {
         let mut seen = 0u16;
         self.object(&ARGS_KEYS, |c, key| match key {
             "External id" => once(&mut a.external_id, &mut seen, 1, c.id()?),
-            "correlation" => once(&mut a.correlation, &mut seen, 2, c.id()?),
+            "correlation" => once(&mut a.correlation, &mut seen, 2, c.wide_id()?),
+            "device" => once(&mut a.device, &mut seen, 4096, c.id()?),
+            "stream" => once(&mut a.stream, &mut seen, 8192, c.id()?),
             "finished" => once(&mut a.finished, &mut seen, 4, c.flag()?),
             "grid" => once(&mut a.grid, &mut seen, 8, c.dims()?),
             "block" => once(&mut a.block, &mut seen, 16, c.dims()?),
@@ -667,6 +671,33 @@ impl<'a> Cursor<'a> {
             b'f' => self.literal(b"false").map(|()| None),
             _ => self.integer().map(Some),
         }
+    }
+
+    /// A correlation id: [`Cursor::id`], or a plain integer of 19 to 38
+    /// digits read exactly into an i128 (an id past u64 is still an id,
+    /// issue 59); longer goes to the generic path, which reads it the
+    /// same way (`lenient_i128`).
+    fn wide_id(&mut self) -> Option<Option<i128>> {
+        let at = self.i;
+        if let Some(v) = self.id() {
+            return Some(v.map(i128::from));
+        }
+        self.i = at;
+        let neg = self.peek() == Some(b'-');
+        let start = self.i + usize::from(neg);
+        let digits = self.b.get(start..)?;
+        let len = digits.iter().take_while(|c| c.is_ascii_digit()).count();
+        // A leading zero, a fraction or an exponent: the generic path's.
+        let first = *digits.first()?;
+        let after = digits.get(len).copied();
+        (len >= 1 && first != b'0' && len <= 38 && !matches!(after, Some(b'.' | b'e' | b'E')))
+            .then_some(())?;
+        let mut n: i128 = 0;
+        for &c in &digits[..len] {
+            n = n * 10 + i128::from(c - b'0');
+        }
+        self.i = start + len;
+        Some(Some(if neg { -n } else { n }))
     }
 
     /// `grid`, `block`: `[x, y, z]` of plain integers, or `null`; any
@@ -938,6 +969,54 @@ mod tests {
         ] {
             assert_eq!(id(s), want.map(ThreadPart::Num), "{s}");
         }
+    }
+
+    /// Issue 59: a correlation id past u64 is an id, exact, read the same
+    /// by the extractor and by the generic path; `device` and `stream` are
+    /// read as ids.
+    #[test]
+    fn correlation_ids_past_u64_are_exact_on_both_paths() {
+        use super::super::event::parse_event_generic;
+        let at = crate::trace::EventPos {
+            index: 0,
+            offset: 0,
+        };
+        let max = i128::MAX.to_string();
+        let min = i128::MIN.to_string();
+        for (text, want) in [
+            ("18446744073709551621", Some((1i128 << 64) + 5)),
+            ("-18446744073709551621", Some(-(1i128 << 64) - 5)),
+            ("9223372036854775808", Some(1i128 << 63)),
+            (
+                "99999999999999999999999999999999999999",
+                Some(10i128.pow(38) - 1),
+            ),
+            (max.as_str(), Some(i128::MAX)),
+            (min.as_str(), Some(i128::MIN)),
+            // Past i128: no id (not a number any writer gives).
+            ("999999999999999999999999999999999999999999", None),
+            ("\"18446744073709551621\"", Some((1i128 << 64) + 5)),
+            ("1.8446744073709552e19", None),
+            ("7", Some(7)),
+        ] {
+            let raw = format!(r#"{{"args": {{"device": 3, "stream": 9, "correlation": {text}}}}}"#);
+            let generic = parse_event_generic(raw.as_bytes(), at).unwrap();
+            assert_eq!(generic.args.correlation, want, "{text}");
+            assert_eq!(
+                (generic.args.device, generic.args.stream),
+                (Some(3), Some(9))
+            );
+            if let Some(e) = extract(raw.as_bytes()) {
+                assert_eq!(e.args.correlation, want, "{text}");
+                assert_eq!((e.args.device, e.args.stream), (Some(3), Some(9)));
+            }
+        }
+        // The common lengths stay on the fast path.
+        let raw = r#"{"args": {"device": 0, "stream": 7, "correlation": 18446744073709551621}}"#;
+        assert_eq!(
+            extract(raw.as_bytes()).map(|e| e.args.correlation),
+            Some(Some((1i128 << 64) + 5))
+        );
     }
 
     #[test]

@@ -120,6 +120,12 @@ const SHARED_MEMORY: usize = 5;
 const GRID: usize = 6;
 const BLOCK: usize = 9;
 
+/// Bits of [`Numbers::has`] past the slots: `args.device` equals the
+/// event's pid, `args.stream` its tid (Kineto writes them so on every GPU
+/// activity: the value is then the thread part, and nothing is stored).
+const DEVICE_IS_PID: u16 = 1 << 12;
+const STREAM_IS_TID: u16 = 1 << 13;
+
 impl Numbers {
     fn of(ev: &Event<'_>) -> Numbers {
         let mut n = Numbers {
@@ -132,7 +138,11 @@ impl Numbers {
             (TS, ev.ts.map(|t| t.0)),
             (DUR, ev.dur.map(|d| d.0)),
             (EXTERNAL_ID, a.external_id),
-            (CORRELATION, a.correlation),
+            // A correlation past i64 is kept in `Extra` instead.
+            (
+                CORRELATION,
+                a.correlation.and_then(|c| i64::try_from(c).ok()),
+            ),
             (REGISTERS, a.registers),
             (SHARED_MEMORY, a.shared_memory),
         ] {
@@ -143,6 +153,12 @@ impl Numbers {
                 n.vals[slot..slot + 3].copy_from_slice(&v);
                 n.has |= 1 << slot;
             }
+        }
+        if a.device.is_some_and(|d| ev.pid == ThreadPart::Num(d)) {
+            n.has |= DEVICE_IS_PID;
+        }
+        if a.stream.is_some_and(|s| ev.tid == ThreadPart::Num(s)) {
+            n.has |= STREAM_IS_TID;
         }
         n
     }
@@ -162,18 +178,35 @@ impl Numbers {
         (self.has & (1 << slot) != 0).then(|| [0, 1, 2].map(|k| self.vals[slot + k]))
     }
 
-    /// The args, with their two texts.
+    /// The args, with their texts and the rarer numbers (`rare`: those
+    /// of [`Extra`]), the device and stream from the thread parts when
+    /// they were equal.
     fn args<'a>(
         &self,
-        input_dims: Option<Cow<'a, str>>,
-        input_type: Option<Cow<'a, str>>,
-        input_strides: Option<Cow<'a, str>>,
-        kernel: Option<Cow<'a, str>>,
-        concrete_inputs: Option<Cow<'a, str>>,
+        [input_dims, input_type, input_strides, kernel, concrete_inputs]: [Option<Cow<'a, str>>; 5],
+        rare: Option<&Extra>,
+        (pid, tid): (&ThreadPart, &ThreadPart),
     ) -> Args<'a> {
+        let num = |p: &ThreadPart| match p {
+            ThreadPart::Num(n) => Some(*n),
+            ThreadPart::Str(_) => None,
+        };
         Args {
             external_id: self.get(EXTERNAL_ID),
-            correlation: self.get(CORRELATION),
+            correlation: self
+                .get(CORRELATION)
+                .map(i128::from)
+                .or(rare.and_then(|r| r.correlation)),
+            device: if self.has & DEVICE_IS_PID != 0 {
+                num(pid)
+            } else {
+                rare.and_then(|r| r.device)
+            },
+            stream: if self.has & STREAM_IS_TID != 0 {
+                num(tid)
+            } else {
+                rare.and_then(|r| r.stream)
+            },
             finished: self.finished,
             grid: self.three(GRID),
             block: self.three(BLOCK),
@@ -200,10 +233,40 @@ pub(super) struct Parsed {
     numbers: Numbers,
     /// The args' two common texts (`Input Dims`, `Input type`).
     texts: [Option<Span>; 2],
-    /// The rarer ones (`Input Strides`, `kernel`: capture traces, issue
-    /// 57; `Concrete Inputs`: shapes recorded, `roofline`), boxed only when
-    /// present so that an event stays ≤ 256 B.
-    extra: Option<Box<[Option<Span>; 3]>>,
+    /// The rarer ones, boxed only when present so that an event stays
+    /// ≤ 256 B.
+    extra: Option<Box<Extra>>,
+}
+
+/// What few events carry: the texts `Input Strides`, `kernel` (capture
+/// traces, issue 57) and `Concrete Inputs` (shapes recorded, `roofline`);
+/// a correlation id past i64, and a device or stream other than the pid
+/// or tid (issue 59).
+#[derive(Debug, Default)]
+struct Extra {
+    texts: [Option<Span>; 3],
+    correlation: Option<i128>,
+    device: Option<i64>,
+    stream: Option<i64>,
+}
+
+impl Extra {
+    /// The rare fields of `ev`, if it has any.
+    fn of(ev: &Event<'_>, bytes: &[u8]) -> Option<Box<Extra>> {
+        let a = &ev.args;
+        let x = Extra {
+            texts: [&a.input_strides, &a.kernel, &a.concrete_inputs]
+                .map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
+            correlation: a.correlation.filter(|c| i64::try_from(*c).is_err()),
+            device: a.device.filter(|d| ev.pid != ThreadPart::Num(*d)),
+            stream: a.stream.filter(|s| ev.tid != ThreadPart::Num(*s)),
+        };
+        let any = x.texts.iter().any(Option::is_some)
+            || x.correlation.is_some()
+            || x.device.is_some()
+            || x.stream.is_some();
+        any.then(|| Box::new(x))
+    }
 }
 
 impl Parsed {
@@ -218,13 +281,7 @@ impl Parsed {
             tid: ev.tid.clone(),
             numbers: Numbers::of(ev),
             texts: [&a.input_dims, &a.input_type].map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
-            extra: (a.input_strides.is_some() || a.kernel.is_some() || a.concrete_inputs.is_some())
-                .then(|| {
-                    Box::new(
-                        [&a.input_strides, &a.kernel, &a.concrete_inputs]
-                            .map(|t| t.as_ref().map(|t| Span::of(t, bytes))),
-                    )
-                }),
+            extra: Extra::of(ev, bytes),
         }
     }
 
@@ -251,7 +308,7 @@ impl Parsed {
         };
         let (dims, types) = (text(&texts[0])?, text(&texts[1])?);
         let (strides, kernel, concrete) = match extra {
-            Some(x) => (text(&x[0])?, text(&x[1])?, text(&x[2])?),
+            Some(x) => (text(&x.texts[0])?, text(&x.texts[1])?, text(&x.texts[2])?),
             None => (None, None, None),
         };
         Some(Event {
@@ -262,7 +319,11 @@ impl Parsed {
             tid: tid.clone(),
             ts: numbers.get(TS).map(Ns),
             dur: numbers.get(DUR).map(Ns),
-            args: numbers.args(dims, types, strides, kernel, concrete),
+            args: numbers.args(
+                [dims, types, strides, kernel, concrete],
+                extra.as_deref(),
+                (pid, tid),
+            ),
         })
     }
 }
@@ -298,6 +359,11 @@ mod tests {
             br#"{"ph": "X", "ts": 1, "name": 12, "cat": null}"#,
             br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": -3, "dur": 0, "args": {"External id": -1, "correlation": 0, "grid": [1, 2, 3], "block": [4, 5, 6], "registers per thread": 32, "shared memory": 0}}"#,
             br#"{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 2, "args": {"finished": false, "Input Dims": [[1, 2], []], "Input type": ["float", ""]}}"#,
+            // Issue 59: a device and stream equal to pid/tid (stored as a
+            // bit), others (stored apart), a correlation past u64.
+            br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "args": {"device": 0, "stream": 7, "correlation": 18446744073709551621}}"#,
+            br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 1, "args": {"device": 3, "stream": 9, "correlation": -170141183460469231731687303715884105728}}"#,
+            br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": "Spans", "tid": 7, "ts": 1, "args": {"device": 0, "correlation": 9223372036854775808}}"#,
         ] {
             let (a, b) = round_trip(raw);
             assert_eq!(a, b, "{}", String::from_utf8_lossy(raw));

@@ -1,0 +1,234 @@
+//! Issue 59's identity edge cases (docs/ROBUSTNESS.md, "Issue 59"), each a
+//! test of its own. The hostile inputs are a REAL trace edited here, not
+//! generated: the bundled vLLM worker trace of `sample_traces/text_ar` (AR
+//! decode, CUDA graphs; 3,616 GPU activities linked by correlation), its
+//! text changed by a regex and written beside the test as plain JSON.
+//!
+//! - Correlation ids past u64 (2⁶⁴ + id): every link is made as before;
+//!   `export` writes null in its Int64 column and names the id in a note.
+//! - Kernels whose `args.stream` differs from their tid: placed on the
+//!   args' stream (docs/VIEWS.md C2), with a note.
+//! - Step names whose generation count is past u64: still steps, still
+//!   the selected decode context.
+
+mod common;
+use common::*;
+use serde_json::Value;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// The real trace's text (decompressed).
+fn real_text() -> String {
+    let p = root().join(sample("text_ar"));
+    let mut s = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&p).unwrap())
+        .read_to_string(&mut s)
+        .unwrap();
+    s
+}
+
+/// The real trace with `re`'s matches replaced by `f`, written to `dir`;
+/// how many were replaced.
+fn edited(dir: &Path, re: &str, f: impl Fn(&regex::Captures<'_>) -> String) -> (PathBuf, usize) {
+    let re = regex::Regex::new(re).unwrap();
+    let text = real_text();
+    let n = re.find_iter(&text).count();
+    let out = re.replace_all(&text, |c: &regex::Captures<'_>| f(c));
+    let p = dir.join("edited.pt.trace.json");
+    std::fs::write(&p, out.as_bytes()).unwrap();
+    (p, n)
+}
+
+/// `cmd -f json` on `path`, its one trace.
+fn one(cmd: &str, path: &str) -> Value {
+    let out = bin().args([cmd, "-f", "json", path]).output().unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{cmd} {path}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    v["traces"][0].clone()
+}
+
+const TWO_64: u128 = 1 << 64;
+
+/// Every correlation id moved past u64 (2⁶⁴ + id, as the issue found:
+/// read as missing, every kernel unlinked): `ops`, `idle` and `kernels`
+/// give the same figures as on the real trace.
+#[test]
+fn correlation_ids_past_u64_link_as_before() {
+    let t = tempfile::tempdir().unwrap();
+    let (p, n) = edited(t.path(), r#""correlation": (\d+)"#, |c| {
+        let id: u128 = c[1].parse().unwrap();
+        format!(r#""correlation": {}"#, TWO_64 + id)
+    });
+    assert!(n > 3000, "{n} ids edited");
+    let (p, real) = (p.to_str().unwrap(), root().join(sample("text_ar")));
+    let real = real.to_str().unwrap();
+    let (a, b) = (one("ops", real), one("ops", p));
+    assert_eq!(a["summary"]["activities_linked"], 3616);
+    assert_eq!(a["summary"], b["summary"]);
+    let (a, b) = (one("idle", real), one("idle", p));
+    assert_eq!(b["counts"]["unlinked"], 0);
+    assert_eq!(a["counts"], b["counts"]);
+    assert_eq!(a["streams"], b["streams"]);
+    let (a, b) = (one("kernels", real), one("kernels", p));
+    for k in [
+        "contexts",
+        "kernels",
+        "launches",
+        "graph_launches",
+        "gpu_busy_ms",
+    ] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+}
+
+/// `export`: the links hold (every activity has its launch), the Int64
+/// `correlation` column is null for an id it cannot hold, and a note
+/// counts them and names the first.
+#[test]
+fn export_names_correlation_ids_its_column_cannot_hold() {
+    use arrow_array::Array;
+    let t = tempfile::tempdir().unwrap();
+    let (p, _) = edited(t.path(), r#""correlation": (\d+)"#, |c| {
+        let id: u128 = c[1].parse().unwrap();
+        format!(r#""correlation": {}"#, TWO_64 + id)
+    });
+    let out = t.path().join("out");
+    let o = bin()
+        .args(["export", p.to_str().unwrap(), "-o", out.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(
+            "correlation ids do not fit the tables' Int64 column (the first: 18446744073709551"
+        ),
+        "{err}"
+    );
+    let f = std::fs::File::open(out.join("activities.parquet")).unwrap();
+    let mut rows = 0;
+    for b in parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(f)
+        .unwrap()
+        .build()
+        .unwrap()
+    {
+        let b = b.unwrap();
+        rows += b.num_rows();
+        let col = |name: &str| b.column(b.schema().index_of(name).unwrap()).clone();
+        assert_eq!(col("correlation").null_count(), b.num_rows());
+        assert_eq!(col("launch_id").null_count(), 0);
+    }
+    assert_eq!(rows, 3616);
+}
+
+/// Every activity on stream 7 given `args.stream` 70 (its tid stays 7):
+/// C2 places it on stream 70, and the notes say how many were moved.
+#[test]
+fn args_stream_wins_over_tid_with_a_note() {
+    let t = tempfile::tempdir().unwrap();
+    let (p, n) = edited(t.path(), r#""stream": 7\b"#, |_| r#""stream": 70"#.into());
+    assert!(n > 3000, "{n} streams edited");
+    let p = p.to_str().unwrap();
+    let idle = one("idle", p);
+    let streams = idle["streams"].as_array().unwrap();
+    let labels: Vec<&str> = streams
+        .iter()
+        .map(|s| s["stream"].as_str().unwrap())
+        .collect();
+    assert!(
+        labels.contains(&"70") && !labels.contains(&"7"),
+        "{labels:?}"
+    );
+    let moved: u64 = streams
+        .iter()
+        .filter(|s| s["stream"] == "70")
+        .map(|s| s["activities"].as_u64().unwrap())
+        .sum();
+    assert_eq!(idle["counts"]["lane_from_args"], moved);
+    let notes = idle["notes"].to_string();
+    assert!(
+        notes.contains(&format!(
+            "{moved} device activities whose args.device/args.stream differ"
+        )),
+        "{notes}"
+    );
+    // ops (and export, through the same host links) count them too.
+    let ops = one("ops", p);
+    assert_eq!(ops["input"]["lane_from_args"], moved, "{}", ops["input"]);
+    // The real trace, where args and pid/tid agree: no count, no note.
+    let real = one("idle", root().join(sample("text_ar")).to_str().unwrap());
+    assert!(real["counts"].get("lane_from_args").is_none());
+}
+
+/// The decode step's generation count moved past u64: the name is still a
+/// step of the grammar, and still the selected decode context (64 of them).
+#[test]
+fn step_names_with_counts_past_u64_keep_their_step() {
+    let t = tempfile::tempdir().unwrap();
+    let huge = "18446744073709551621";
+    let (p, n) = edited(
+        t.path(),
+        r"execute_context_0\(0\)_generation_1\(1\)",
+        |_| format!("execute_context_0(0)_generation_{huge}(1)"),
+    );
+    assert!(n >= 64, "{n} names edited");
+    let k = one("kernels", p.to_str().unwrap());
+    assert_eq!(
+        k["context"],
+        format!("execute_context_0(0)_generation_{huge}(1)")
+    );
+    let real = one("kernels", root().join(sample("text_ar")).to_str().unwrap());
+    for f in ["contexts", "kernels", "gpu_busy_ms", "gpu_span_ms"] {
+        assert_eq!(k[f], real[f], "{f}");
+    }
+}
+
+/// Every memcpy of the real trace moved to −9.22·10¹⁸ ns (its launch,
+/// and so its iteration, unchanged): an iteration with a memcpy then spans
+/// more than i64 ns. `iterations` gives its idle and context span exactly
+/// (they were `None`, and a busy past i64 was 0); `idle` stays exact.
+#[test]
+fn iteration_spans_past_i64_are_exact() {
+    let t = tempfile::tempdir().unwrap();
+    let (p, n) = edited(
+        t.path(),
+        r#"("cat": "gpu_memcpy",[^\n]*\n\s*"ts": )([0-9.]+)"#,
+        |c| format!("{}-9220000000000000", &c[1]),
+    );
+    assert!(n >= 100, "{n} memcpys moved");
+    let p = p.to_str().unwrap();
+    let out = bin()
+        .args(["iterations", "--per-iteration", "-f", "json", p])
+        .output()
+        .unwrap();
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v["traces"][0]["rows"].as_array().unwrap().clone();
+    let past = |k: &str| {
+        rows.iter()
+            .filter(|r| r[k].as_u64().is_some_and(|x| x > i64::MAX as u64))
+            .count()
+    };
+    assert!(past("gpu_idle_ns") > 0, "{rows:?}");
+    assert_eq!(past("gpu_idle_ns"), past("context_span_ns"));
+    assert!(rows.iter().all(|r| r["gpu_busy_ns"].as_i64().is_some()));
+    // The table prints them too (Cell::Wide), exactly.
+    let out = bin()
+        .args(["iterations", "--per-iteration", "-f", "csv", p])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&out.stdout);
+    let wide = rows
+        .iter()
+        .find_map(|r| r["gpu_idle_ns"].as_u64().filter(|&x| x > i64::MAX as u64))
+        .unwrap();
+    assert!(csv.contains(&wide.to_string()), "{wide}");
+}

@@ -55,6 +55,11 @@ impl<T: Record> Rows<T> {
         self.records.push(row);
     }
 
+    /// The bytes its records hold (what the rows cost in memory).
+    pub fn bytes(&self) -> usize {
+        self.records.bytes()
+    }
+
     /// Gives back the room no row will take.
     pub fn shrink(&mut self) {
         self.records.shrink();
@@ -232,6 +237,21 @@ pub(crate) fn read_str(f: &mut impl Fields) -> String {
     String::from_utf8_lossy(&bytes).into_owned()
 }
 
+/// Writes an i128 exactly: its low 64 bits as a signed delta from 0, then
+/// the rest (0 for any value that fits i64: one byte).
+pub(crate) fn write_i128(p: &mut Packed, v: i128) {
+    let lo = v as i64;
+    p.delta(lo, 0);
+    p.delta((v.wrapping_sub(i128::from(lo)) >> 64) as i64, 0);
+}
+
+/// Reads what [`write_i128`] wrote.
+pub(crate) fn read_i128(f: &mut impl Fields) -> i128 {
+    let lo = f.delta(0);
+    let hi = f.delta(0);
+    (i128::from(hi) << 64).wrapping_add(i128::from(lo))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -307,6 +327,24 @@ mod tests {
             let json = serde_json::to_string(&packed).unwrap();
             let want = serde_json::to_string(&rows).unwrap();
             prop_assert_eq!(&json, &want);
+        }
+    }
+
+    proptest! {
+        /// Every i128 comes back exactly; one that fits i64 in its own
+        /// varint and a one-byte 0.
+        #[test]
+        fn i128_round_trip(v in any::<i128>(), w in any::<i64>()) {
+            let mut p = Packed::default();
+            p.begin(64);
+            for x in [v, i128::from(w), i128::MAX, i128::MIN, 0, -1] {
+                write_i128(&mut p, x);
+            }
+            let mut r = p.reader();
+            prop_assert!(r.next_record());
+            for x in [v, i128::from(w), i128::MAX, i128::MIN, 0, -1] {
+                prop_assert_eq!(read_i128(&mut r), x);
+            }
         }
     }
 

@@ -219,6 +219,9 @@ pub struct Plan {
     /// How the traces are read (the limit on one event); default:
     /// [`ReadOptions::default`], the environment's or 64 MiB.
     pub read: ReadOptions,
+    /// The most bytes one trace's analyses may keep (`batch
+    /// --member-memory`); `None`: no limit. See [`MemoryBudget`].
+    pub budget: Option<u64>,
     analyses: Vec<Arc<dyn Configured>>,
     order: Order,
 }
@@ -240,6 +243,7 @@ impl Plan {
         Plan {
             selector,
             read: ReadOptions::default(),
+            budget: None,
             analyses: Vec::new(),
             order,
         }
@@ -248,6 +252,13 @@ impl Plan {
     /// The order results are kept in.
     pub fn order(&self) -> Order {
         self.order
+    }
+
+    /// The plan, its analyses keeping at most `bytes` per trace (checked
+    /// from the events fed them: [`MemoryBudget`]).
+    pub fn budgeted(mut self, bytes: Option<u64>) -> Plan {
+        self.budget = bytes;
+        self
     }
 
     /// The plan, reading its traces with `read` (e.g. `--max-event-size`).
@@ -459,6 +470,33 @@ impl Drop for ParallelFinish {
     }
 }
 
+/// A trace's memory budget, checked from the events fed to the analyses
+/// (issue 59). Everything the driver keeps for a trace — the step index,
+/// the ledger, each analysis's state while reading and at its finish, and
+/// its figures — grows at most [`MemoryBudget::PER_EVENT`] bytes per event
+/// that passes the prefilters (measured on the hostile shapes of
+/// `bench/hostile_memory.py`: README, "Memory bounds"), so a trace fed
+/// `bytes / PER_EVENT` events stays within `bytes`. Past that the
+/// analyses are fed nothing more, the read goes on to the end (checked,
+/// held nowhere), and the trace ends with [`ReadError::OverBudget`]: its
+/// figures are those of the events before, marked incomplete, and a
+/// `batch` campaign keeps every other trace's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryBudget {
+    pub bytes: u64,
+}
+
+impl MemoryBudget {
+    /// The most bytes kept per event fed to the analyses (every analysis
+    /// of `batch`'s plan together, with the ledger and the step index).
+    pub const PER_EVENT: u64 = 1024;
+
+    /// How many events the budget feeds.
+    pub fn events(&self) -> u64 {
+        self.bytes / Self::PER_EVENT
+    }
+}
+
 /// The driver: one read with the union of the prefilters, then selection,
 /// the ledger, and every analysis's finish.
 fn drive<F>(label: &str, plan: &Plan, with_ledger: bool, read: F) -> TraceResult
@@ -474,7 +512,15 @@ where
     let filter = stages.iter().fold(base, |f, a| f.union(&a.prefilter()));
     let mut steps = Steps::default();
     let mut meta = Meta::default();
+    let budget = plan.budget.map(|bytes| MemoryBudget { bytes });
+    let limit = budget.map_or(u64::MAX, |b| b.events());
+    let mut fed = 0u64;
     let read = read(&filter, &mut meta, &mut |ev, at| {
+        if fed >= limit {
+            fed = fed.saturating_add(1);
+            return;
+        }
+        fed += 1;
         steps.push(ev, at);
         if let Some(c) = collector.as_mut() {
             c.push(ev, at);
@@ -483,10 +529,18 @@ where
             a.push(ev, at);
         }
     });
-    let (events, error) = match read {
+    let (mut events, mut error) = match read {
         Ok(st) => (st.events, None),
         Err(e) => (e.events_read(), Some(e)),
     };
+    if let Some(b) = budget.filter(|_| fed > limit) {
+        events = events.min(limit);
+        error = Some(ReadError::OverBudget {
+            events: limit,
+            budget: b.bytes,
+            per_event: MemoryBudget::PER_EVENT,
+        });
+    }
     let contexts = Contexts::select(label, &steps, &plan.selector);
     let ledger = collector.map(ledger::Collector::finish);
     let finished = Finished {

@@ -65,6 +65,24 @@ impl BatchOptions {
     }
 }
 
+/// The default memory budget of one trace (`batch --member-memory`,
+/// issue 59): the machine's memory (`MemTotal`) shared by the traces read
+/// at once (rayon's threads); `None` where the total is unknown (no
+/// `/proc/meminfo`).
+pub fn member_budget_default() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kb: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    let at_once = rayon::current_num_threads().max(1) as u64;
+    Some(kb.saturating_mul(1024) / at_once)
+}
+
 /// What became of one input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -192,29 +210,34 @@ pub fn finalize(
     files.sort_by(|a, b| {
         (a.path.as_str(), a.input, a.ordinal).cmp(&(b.path.as_str(), b.input, b.ordinal))
     });
-    // Summaries by (input, label).
-    let mut summaries: HashMap<(usize, &str), &RunSummary> = HashMap::new();
+    // Summaries by (input, label), copied (small): each file's row moves
+    // into its record below, never cloned (issue 59: a campaign held every
+    // trace's figures twice here).
+    let mut summaries: HashMap<(usize, String), RunSummary> = HashMap::new();
     for f in &files {
         if let Some(s) = &f.summary {
-            summaries.entry((f.input, f.path.as_str())).or_insert(s);
+            summaries
+                .entry((f.input, f.path.clone()))
+                .or_insert_with(|| s.clone());
         }
     }
     let mut records = Vec::with_capacity(files.len());
     let mut notes = Vec::new();
-    for f in &files {
+    for file in files {
         let mut rec = Record {
-            file: f.clone(),
+            file,
             run: RunInfo::default(),
         };
-        if f.kind != Kind::Worker {
+        if rec.file.kind != Kind::Worker {
             records.push(rec);
             continue;
         }
+        let f = &rec.file;
         // The run summary: in the same input, beside the trace; for a trace
         // named directly, the file beside it on disk.
         let mut found: Option<(String, RunSummary)> = None;
         if let Some(sl) = crate::tracefile::summary_label_for(&f.path) {
-            let hit = summaries.get(&(f.input, sl.as_str())).map(|s| (*s).clone());
+            let hit = summaries.get(&(f.input, sl.clone())).cloned();
             found = hit.map(|s| (sl, s));
         }
         if found.is_none() && inputs.get(f.input).map(|i| i.kind) == Some(InputKind::File) {

@@ -97,6 +97,14 @@ pub struct BatchArgs {
     /// `mode` (null where unknown). DIR may be inside OUTDIR.
     #[arg(long, value_name = "DIR", requires = "out", conflicts_with = "shard")]
     pub tables: Option<PathBuf>,
+    /// The most memory one trace's analyses may keep (e.g. 2G, with
+    /// K/M/G/T; `none`: no limit). Checked from the events read
+    /// (`analysis::MemoryBudget`): a trace past it becomes an error row,
+    /// "over its memory budget", with the figures of its events before,
+    /// and every other trace's results are kept. Default: the machine's
+    /// memory shared by the traces read at once (-j).
+    #[arg(long, value_name = "SIZE")]
+    pub member_memory: Option<String>,
     /// Parquet compression of --tables.
     #[arg(long, value_enum, default_value_t = torchtrace::export::Compression::Zstd, requires = "tables")]
     pub tables_compression: torchtrace::export::Compression,
@@ -138,6 +146,15 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     if let Some(t) = &tables {
         opts.plan = std::sync::Arc::new(t.plan(opts.plan()));
     }
+    let budget = match args.member_memory.as_deref() {
+        None => batch::member_budget_default(),
+        Some("none") => None,
+        Some(s) => match torchtrace::trace::parse_size(s) {
+            Some(b) if b > 0 => Some(b),
+            _ => anyhow::bail!("--member-memory {s:?}: not a size (e.g. 512M, 2G, or none)"),
+        },
+    };
+    opts.plan = std::sync::Arc::new(opts.plan().clone().budgeted(budget));
     let header =
         records::plan_campaign(&args.paths, campaign, opts.exclude.as_deref())?.for_shard(shard);
     let mut files = records::map(&header, shard, &opts);

@@ -41,6 +41,11 @@ impl Packed {
         }
     }
 
+    /// The bytes its chunks hold (their capacity: what it costs).
+    pub fn bytes(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum()
+    }
+
     /// Gives back the last chunk's unused room (a store that is complete).
     pub fn shrink(&mut self) {
         if let Some(c) = self.chunks.last_mut() {
@@ -305,6 +310,11 @@ impl<T: Record> Records<T> {
 
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The bytes its stream holds ([`Packed::bytes`]).
+    pub fn bytes(&self) -> usize {
+        self.packed.bytes()
     }
 
     /// Gives back the unused room of the last chunk (no more pushes due).

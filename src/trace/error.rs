@@ -85,6 +85,15 @@ pub enum ReadError {
         events: u64,
         found: String,
     },
+    /// What the analyses keep would pass the trace's memory budget (issue
+    /// 59: `batch --member-memory`): after `events` events they were fed
+    /// no more, so the trace's figures are those of its first `events`.
+    #[error("over its memory budget of {}: the analyses were fed its first {events} events (they keep at most {per_event} B per event; raise batch --member-memory to read it whole)", size(*budget))]
+    OverBudget {
+        events: u64,
+        budget: u64,
+        per_event: u64,
+    },
 }
 
 impl ReadError {
@@ -98,7 +107,8 @@ impl ReadError {
             | ReadError::Syntax { events, .. }
             | ReadError::EventTooLarge { events, .. }
             | ReadError::ValueTooLarge { events, .. }
-            | ReadError::TrailingData { events, .. } => *events,
+            | ReadError::TrailingData { events, .. }
+            | ReadError::OverBudget { events, .. } => *events,
             ReadError::BadEvent { index, .. } => *index,
             _ => 0,
         }
@@ -122,7 +132,8 @@ impl ReadError {
             | ReadError::Empty
             | ReadError::OnlyWhitespace { .. }
             | ReadError::NotTrace { .. }
-            | ReadError::NoTraceEvents => None,
+            | ReadError::NoTraceEvents
+            | ReadError::OverBudget { .. } => None,
         }
     }
 
@@ -137,7 +148,8 @@ impl ReadError {
             | ReadError::Syntax { events, .. }
             | ReadError::EventTooLarge { events, .. }
             | ReadError::ValueTooLarge { events, .. }
-            | ReadError::TrailingData { events, .. } => *events = n,
+            | ReadError::TrailingData { events, .. }
+            | ReadError::OverBudget { events, .. } => *events = n,
             _ => {}
         }
         self

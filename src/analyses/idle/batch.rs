@@ -105,7 +105,6 @@ impl<'c> Side<'c> {
             .steps
             .rows
             .iter()
-            .cloned()
             .partition(|s| starts.contains(&s.host_start_ns));
         Side {
             idle,

@@ -258,21 +258,22 @@ pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
         streams: accs,
         devices: devs,
         parts,
+        used,
     } = sweep::walk(&input, n_rows + 2, devices_sorted.len(), &mut counts);
     let ends = crate::windows::window_ends(&wins);
     let (streams, briefs) = streams(
         &g,
         &idle.lanes,
         accs,
-        &parts,
+        &used,
         &calls,
         &wins,
         &ends,
         &mut counts,
     );
     let (devices, compute) = devices(devs, &devices_sorted);
-    let parts: Vec<(Part, BTreeSet<usize>)> =
-        parts.into_iter().map(|p| seal(p, &compute)).collect();
+    drop(used);
+    let parts: Vec<Part> = parts.into_iter().map(|p| seal(p, &compute)).collect();
     let steps = step_rows(wins, &ends, grammar, parts, briefs, &streams, &mut counts);
     let (ov, comm) = devices.iter().fold((0i128, 0i128), |(o, c), d| {
         (o + d.comm_comp_overlap_ns, c + d.comm_ns)
@@ -300,9 +301,9 @@ pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     out
 }
 
-/// Per stream: its figures (I2–I3) and its queue (I5), and each step
-/// row's in-flight window on it (I6), in stream order.
-type Briefs = Vec<Vec<(usize, QueueBrief)>>;
+/// Each step row's in-flight window on each stream it used (I6): (row,
+/// stream, window), sorted by row then stream (flat: no list per row).
+type Briefs = Vec<(u32, u32, QueueBrief)>;
 
 /// I1–I3 and I5 per (device, stream), streams sorted by (device, stream);
 /// each row's queue windows on the streams it used (I6).
@@ -311,19 +312,20 @@ fn streams(
     g: &Grouped,
     lanes: &LaneTable,
     accs: Vec<StreamAcc>,
-    parts: &[PartAcc],
+    used: &[(u32, u32)],
     calls: &Calls,
     wins: &[Win],
     ends: &[Option<i64>],
     counts: &mut Counts,
 ) -> (Vec<StreamIdle>, Briefs) {
-    let mut rows_of: Vec<Vec<usize>> = vec![Vec::new(); accs.len()];
-    for (r, p) in parts.iter().take(wins.len()).enumerate() {
-        for &s in &p.streams {
-            rows_of[s].push(r);
-        }
-    }
-    let mut briefs: Briefs = vec![Vec::new(); wins.len()];
+    // Each stream's rows, as runs of one list (by stream, then row).
+    let mut by_stream: Vec<(u32, u32)> = used
+        .iter()
+        .filter(|&&(r, _)| (r as usize) < wins.len())
+        .map(|&(r, s)| (s, r))
+        .collect();
+    by_stream.sort_unstable();
+    let mut briefs: Briefs = Vec::with_capacity(by_stream.len());
     let mut out = Vec::with_capacity(accs.len());
     for (sid, acc) in accs.into_iter().enumerate() {
         let run = &g.recs[g.seg[sid]..g.seg[sid + 1]];
@@ -344,7 +346,12 @@ fn streams(
         s.host_wait_pct_of_idle = pct(s.host_wait_ns, idle);
         s.kernel_wait_pct_of_idle = pct(s.kernel_wait_ns, idle);
         s.other_pct_of_idle = pct(s.other_ns, idle);
-        let asked_rows = &rows_of[sid];
+        let from = by_stream.partition_point(|&(s, _)| (s as usize) < sid);
+        let to = by_stream.partition_point(|&(s, _)| (s as usize) <= sid);
+        let asked_rows: Vec<usize> = by_stream[from..to]
+            .iter()
+            .map(|&(_, r)| r as usize)
+            .collect();
         let (queue, windows) = stream_queue(run, calls, |last| {
             asked_rows
                 .iter()
@@ -360,10 +367,11 @@ fn streams(
                 max: w.max,
                 mean: mean6(w.integral, i128::from(w.len)),
             };
-            briefs[r].push((sid, brief));
+            briefs.push((r as u32, sid as u32, brief));
         }
         out.push(s);
     }
+    briefs.sort_unstable_by_key(|b| (b.0, b.1));
     (out, briefs)
 }
 
@@ -451,12 +459,11 @@ fn devices(devs: Vec<DevAcc>, sorted: &[ThreadPart]) -> (Vec<DeviceTimeline>, Ve
 
 /// A part's busy time and its communication's overlap with each device's
 /// compute (`compute`: each device's union of all its compute kernels).
-fn seal(p: PartAcc, compute: &[Vec<Iv>]) -> (Part, BTreeSet<usize>) {
+fn seal(p: PartAcc, compute: &[Vec<Iv>]) -> Part {
     let PartAcc {
         mut work,
         all,
         mut comm,
-        streams,
     } = p;
     work.busy_ns = all.len;
     comm.sort_by_key(|c| c.0);
@@ -471,7 +478,7 @@ fn seal(p: PartAcc, compute: &[Vec<Iv>]) -> (Part, BTreeSet<usize>) {
     }
     work.comm_comp_overlap_ns = ov;
     work.comm_comp_overlap_pct = pct(ov, work.comm_ns);
-    (work, streams)
+    work
 }
 
 /// I6: the rows (with their queues), pre, unattributed and totals.
@@ -479,25 +486,27 @@ fn step_rows(
     wins: Vec<Win>,
     ends: &[Option<i64>],
     grammar: Option<String>,
-    parts: Vec<(Part, BTreeSet<usize>)>,
+    parts: Vec<Part>,
     briefs: Briefs,
     streams: &[StreamIdle],
     counts: &mut Counts,
 ) -> StepIdle {
     let n = wins.len();
-    let mut parts = parts.into_iter().map(|p| p.0);
-    let mut rows = Vec::with_capacity(n);
-    for ((i, w), b) in wins.into_iter().enumerate().zip(briefs) {
+    let mut parts = parts.into_iter();
+    let mut briefs = briefs.into_iter().peekable();
+    let mut rows = crate::rows::Rows::default();
+    let mut sum = Part::default();
+    for (i, w) in wins.into_iter().enumerate() {
         let work = parts.next().unwrap_or_default();
         let mut queue_in_flight = BTreeMap::new();
-        for (s, brief) in b {
-            let key = format!("{}:{}", streams[s].device, streams[s].stream);
-            queue_in_flight.insert(key, brief);
+        while let Some((_, s, brief)) = briefs.next_if(|b| b.0 as usize == i) {
+            let s = &streams[s as usize];
+            queue_in_flight.insert(format!("{}:{}", s.device, s.stream), brief);
         }
         if work.activities == 0 {
             counts.steps_without_gpu_work += 1;
         }
-        rows.push(StepRow {
+        let row = StepRow {
             index: i as u64,
             name: w.name,
             host_start_ns: w.start,
@@ -505,11 +514,14 @@ fn step_rows(
             annotation_end_ns: w.ann_end,
             work,
             queue_in_flight,
-        });
+        };
+        rows.push(&row);
+        sum = sum_parts([&sum, &row.work]);
     }
+    rows.shrink();
     let pre = parts.next().unwrap_or_default();
     let unattributed = parts.next().unwrap_or_default();
-    let totals = sum_parts(rows.iter().map(|r| &r.work).chain([&pre, &unattributed]));
+    let totals = sum_parts([&sum, &pre, &unattributed]);
     StepIdle {
         grammar,
         window: "iteration".into(),
@@ -521,12 +533,16 @@ fn step_rows(
     }
 }
 /// Σ of the step rows' figures.
-pub(super) fn sum_rows(rows: &[StepRow]) -> Part {
-    sum_parts(rows.iter().map(|r| &r.work))
+pub(super) fn sum_rows<R: std::borrow::Borrow<StepRow>>(rows: impl IntoIterator<Item = R>) -> Part {
+    let mut t = Part::default();
+    for r in rows {
+        t = sum_parts([&t, &r.borrow().work]);
+    }
+    t
 }
 
 /// The sum of parts (first start = min, last end = max; pct of the sums).
-fn sum_parts<'a>(parts: impl Iterator<Item = &'a Part>) -> Part {
+fn sum_parts<'a>(parts: impl IntoIterator<Item = &'a Part>) -> Part {
     let mut t = Part::default();
     let min = |a: Option<i64>, b: Option<i64>| match (a, b) {
         (Some(x), Some(y)) => Some(x.min(y)),

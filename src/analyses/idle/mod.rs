@@ -490,6 +490,125 @@ impl From<StepRowWire> for StepRow {
     }
 }
 
+/// A step row as a varint record (issue 59: a row struct with its queue
+/// map took about 1 KB, the record 50–80 B on vLLM's steps): its index and
+/// start as deltas from the previous row's, its name only where it differs
+/// from the previous row's, its other times from its start, counts and
+/// sums as varints (i128 exactly), each queue entry's key, max and mean.
+impl Record for StepRow {
+    /// The previous row's index, start and name.
+    type Prev = (u64, i64, String);
+    const MAX_BYTES: usize = 256;
+
+    fn write(&self, prev: &mut (u64, i64, String), p: &mut Packed) {
+        use crate::rows::{write_counts, write_f64, write_i128, write_opts, write_str};
+        let start = self.host_start_ns;
+        p.delta(self.index as i64, prev.0 as i64);
+        p.delta(start, prev.1);
+        if self.name == prev.2 {
+            p.u(0);
+        } else {
+            p.u(1);
+            write_str(p, &self.name);
+            prev.2.clone_from(&self.name);
+        }
+        (prev.0, prev.1) = (self.index, start);
+        let w = &self.work;
+        let from_start = |v: Option<i64>| v.map(|x| x.wrapping_sub(start));
+        write_opts(
+            p,
+            &[
+                from_start(self.host_end_ns),
+                from_start(w.gpu_first_start_ns),
+                from_start(w.gpu_last_end_ns),
+            ],
+        );
+        p.delta(self.annotation_end_ns, start);
+        write_counts(p, &[w.activities, w.kernels]);
+        for v in part_sums(w) {
+            write_i128(p, v);
+        }
+        write_f64(p, w.comm_comp_overlap_pct);
+        p.u(self.queue_in_flight.len() as u64);
+        for (k, q) in &self.queue_in_flight {
+            write_str(p, k);
+            p.delta(q.max, 0);
+            write_f64(p, q.mean);
+        }
+    }
+
+    fn read(prev: &mut (u64, i64, String), f: &mut impl Fields) -> StepRow {
+        use crate::rows::{read_counts, read_f64, read_i128, read_opts, read_str};
+        let index = f.delta(prev.0 as i64) as u64;
+        let start = f.delta(prev.1);
+        if f.u() != 0 {
+            prev.2 = read_str(f);
+        }
+        (prev.0, prev.1) = (index, start);
+        let [end, first, last] = read_opts::<3>(f).map(|v| v.map(|x| x.wrapping_add(start)));
+        let annotation_end_ns = f.delta(start);
+        let [activities, kernels] = read_counts(f);
+        let [busy_ns, gpu_ns, host_wait_ns, kernel_wait_ns, other_ns, idle_ns, compute_ns, comm_ns, memory_ns, comm_comp_overlap_ns] =
+            [(); 10].map(|_| read_i128(f));
+        let comm_comp_overlap_pct = read_f64(f);
+        let n = f.u();
+        let queue_in_flight = (0..n)
+            .map(|_| {
+                let k = read_str(f);
+                let max = f.delta(0);
+                (
+                    k,
+                    QueueBrief {
+                        max,
+                        mean: read_f64(f),
+                    },
+                )
+            })
+            .collect();
+        StepRow {
+            index,
+            name: prev.2.clone(),
+            host_start_ns: start,
+            host_end_ns: end,
+            annotation_end_ns,
+            work: Part {
+                activities,
+                kernels,
+                gpu_first_start_ns: first,
+                gpu_last_end_ns: last,
+                busy_ns,
+                gpu_ns,
+                host_wait_ns,
+                kernel_wait_ns,
+                other_ns,
+                idle_ns,
+                compute_ns,
+                comm_ns,
+                memory_ns,
+                comm_comp_overlap_ns,
+                comm_comp_overlap_pct,
+            },
+            queue_in_flight,
+        }
+    }
+}
+
+/// A part's ten additive sums, in the record's order.
+fn part_sums(w: &Part) -> [i128; 10] {
+    [
+        w.busy_ns,
+        w.gpu_ns,
+        w.host_wait_ns,
+        w.kernel_wait_ns,
+        w.other_ns,
+        w.idle_ns,
+        w.compute_ns,
+        w.comm_ns,
+        w.memory_ns,
+        w.comm_comp_overlap_ns,
+    ]
+}
+
 /// I6: the per-step breakdown.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepIdle {
@@ -497,7 +616,8 @@ pub struct StepIdle {
     pub grammar: Option<String>,
     pub window: String,
     pub count: u64,
-    pub rows: Vec<StepRow>,
+    /// Varint records ([`crate::rows::Rows`]): the JSON array of the rows.
+    pub rows: crate::rows::Rows<StepRow>,
     pub pre: Part,
     pub unattributed: Part,
     /// Σ rows + pre + unattributed (additive fields; pcts from the sums).

@@ -14,7 +14,7 @@
 use super::compute::{Calls, Rec, NO_CALL};
 use super::{Class, Counts, Part, StreamIdle};
 use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap};
 
 /// A half-open interval in ns.
 pub(super) type Iv = (i64, i64);
@@ -83,7 +83,6 @@ pub(super) struct PartAcc {
     pub all: Union,
     /// Its communication activities (device, interval), in start order.
     pub comm: Vec<(u32, Iv)>,
-    pub streams: BTreeSet<usize>,
 }
 
 /// A stream's gaps as the walk grows them (I2–I3).
@@ -120,6 +119,9 @@ pub(super) struct Walked {
     pub streams: Vec<StreamAcc>,
     pub devices: Vec<DevAcc>,
     pub parts: Vec<PartAcc>,
+    /// The (part, stream) pairs of the parts' activities, sorted, each
+    /// once (8 B a pair: no set per part, issue 59).
+    pub used: Vec<(u32, u32)>,
 }
 
 /// The walk: the streams' runs merged by (start, stream), each activity
@@ -135,7 +137,11 @@ pub(super) fn walk(
         streams: (0..n_streams).map(|_| StreamAcc::default()).collect(),
         devices: (0..n_devices).map(|_| DevAcc::default()).collect(),
         parts: (0..n_parts).map(|_| PartAcc::default()).collect(),
+        used: Vec::new(),
     };
+    // Each stream's last part recorded in `used` (a stream's activities of
+    // one part mostly come together: few repeats, removed at the end).
+    let mut last_part = vec![u32::MAX; n_streams];
     for (sid, &d) in inp.dev_of_stream.iter().enumerate() {
         let run = &inp.recs[inp.seg[sid]..inp.seg[sid + 1]];
         if run.iter().any(|r| r.class() == Class::Comm) {
@@ -160,11 +166,17 @@ pub(super) fn walk(
         let class = r.class();
         on_device(&mut out.devices[dev as usize], &r, class);
         let p = &mut out.parts[part];
-        on_part(p, &r, class, dev, sid);
+        on_part(p, &r, class, dev);
+        if last_part[sid] != part as u32 {
+            last_part[sid] = part as u32;
+            out.used.push((part as u32, sid as u32));
+        }
         let pc = part_class.entry((part as u32, dev)).or_default();
         pc[class as usize].add(r.start, r.end);
         on_stream(inp, &mut out.streams[sid], p, &r, counts);
     }
+    out.used.sort_unstable();
+    out.used.dedup();
     for ((part, _), u) in part_class {
         let w = &mut out.parts[part as usize].work;
         w.compute_ns += u[0].len;
@@ -189,7 +201,7 @@ fn on_device(d: &mut DevAcc, r: &Rec, class: Class) {
     }
 }
 
-fn on_part(p: &mut PartAcc, r: &Rec, class: Class, dev: u32, sid: usize) {
+fn on_part(p: &mut PartAcc, r: &Rec, class: Class, dev: u32) {
     let w = &mut p.work;
     w.activities += 1;
     w.kernels += u64::from(r.is_kernel());
@@ -200,7 +212,6 @@ fn on_part(p: &mut PartAcc, r: &Rec, class: Class, dev: u32, sid: usize) {
     if class == Class::Comm {
         p.comm.push((dev, (r.start, r.end)));
     }
-    p.streams.insert(sid);
 }
 
 /// One activity into its stream: the gap against the running maximum end

@@ -28,24 +28,156 @@ impl IdleReport {
         serde_json::to_value(self).unwrap_or_default()
     }
 
-    /// `rows`: the table shows every step (`--per-step`).
+    /// `rows`: the table shows every step (`--per-step`). Each format
+    /// builds only what it prints: `-f json` streams its document
+    /// ([`IdleReport::write_json`]), the others their own tables.
     pub fn write<W: Write>(&self, out: &mut W, format: Format, rows: bool) -> io::Result<()> {
-        let labels: Vec<String> = self
-            .traces
-            .iter()
-            .map(|t| crate::views::short(&t.path))
-            .collect();
-        let tables = human_tables(self, &labels, rows);
-        let full: Vec<String> = self.traces.iter().map(|t| t.path.clone()).collect();
-        let csv = csv_tables(self, &full, rows);
-        // A sum past u64 (hostile input, issue 59) has no `Value`: the
-        // document is then written from the report itself (exact, its
-        // fields in struct order), never as `null`.
-        match serde_json::to_value(self) {
-            Ok(value) => report::render(out, format, &value, &tables, &csv),
-            Err(_) => report::render(out, format, self, &tables, &csv),
+        match format {
+            Format::Json => self.write_json(out),
+            Format::Csv => {
+                let full: Vec<String> = self.traces.iter().map(|t| t.path.clone()).collect();
+                report::render(out, format, &(), &[], &csv_tables(self, &full, rows))
+            }
+            Format::Table | Format::Markdown => {
+                let labels: Vec<String> = self
+                    .traces
+                    .iter()
+                    .map(|t| crate::views::short(&t.path))
+                    .collect();
+                report::render(out, format, &(), &human_tables(self, &labels, rows), &[])
+            }
         }
     }
+
+    /// The JSON document, byte for byte what pretty-printing its whole
+    /// `serde_json::Value` gives (keys sorted), without that value: the
+    /// per-stream and per-step lists, which grow with the trace, are
+    /// written one element at a time (issue 59: the whole value took about
+    /// 3 KB per step row). The rest is a value with a placeholder for each
+    /// list, pretty-printed, and each placeholder line replaced by its
+    /// list at that line's indentation. A sum past u64 (issue 59) has no
+    /// `Value`: the document is then written from the report itself
+    /// (exact, its fields in struct order), never as `null`.
+    pub fn write_json<W: Write>(&self, out: &mut W) -> io::Result<()> {
+        let shell = IdleReport {
+            traces: self.traces.iter().map(without_lists).collect(),
+            comparison: self.comparison.clone(),
+        };
+        let Ok(mut value) = serde_json::to_value(&shell) else {
+            return report::json::write(out, self);
+        };
+        if let Some(traces) = value.get_mut("traces").and_then(|v| v.as_array_mut()) {
+            for (i, t) in traces.iter_mut().enumerate() {
+                t["streams"] = placeholder("streams", i).into();
+                t["steps"]["rows"] = placeholder("rows", i).into();
+            }
+        }
+        let text = serde_json::to_string_pretty(&value).map_err(io::Error::other)?;
+        for line in text.split('\n') {
+            let body = line.trim_start();
+            let indent = &line[..line.len() - body.len()];
+            match deferred(body) {
+                Some(("streams", i, comma)) => match self.traces.get(i) {
+                    Some(t) => write_list(out, indent, "streams", &t.streams, comma)?,
+                    None => writeln!(out, "{line}")?,
+                },
+                Some((_, i, comma)) => match self.traces.get(i) {
+                    Some(t) => write_list(out, indent, "rows", &t.steps.rows, comma)?,
+                    None => writeln!(out, "{line}")?,
+                },
+                None => writeln!(out, "{line}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A trace's figures without its streams and step rows (cloned: small).
+fn without_lists(t: &TraceIdle) -> TraceIdle {
+    TraceIdle {
+        path: t.path.clone(),
+        units: t.units.clone(),
+        thresholds: t.thresholds.clone(),
+        devices: t.devices.clone(),
+        comm_comp_overlap_pct: t.comm_comp_overlap_pct,
+        streams: Vec::new(),
+        steps: super::StepIdle {
+            grammar: t.steps.grammar.clone(),
+            window: t.steps.window.clone(),
+            count: t.steps.count,
+            rows: Default::default(),
+            pre: t.steps.pre.clone(),
+            unattributed: t.steps.unattributed.clone(),
+            totals: t.steps.totals.clone(),
+        },
+        counts: t.counts.clone(),
+        completion_tokens: t.completion_tokens,
+        tokens_source: t.tokens_source.clone(),
+        per_token: t.per_token.clone(),
+        notes: t.notes.clone(),
+        complete: t.complete,
+        error: t.error.clone(),
+    }
+}
+
+/// The marker that stands for list `key` of trace `i`: a NUL cannot come
+/// from the report's own strings unescaped, and only these keys hold it.
+const DEFERRED: &str = "\u{0}deferred:";
+
+fn placeholder(key: &str, i: usize) -> String {
+    format!("{DEFERRED}{key}:{i}")
+}
+
+/// A pretty-printed placeholder line's key, trace and trailing comma.
+fn deferred(body: &str) -> Option<(&'static str, usize, bool)> {
+    let (key, rest) = if let Some(r) = body.strip_prefix("\"streams\": \"") {
+        ("streams", r)
+    } else {
+        ("rows", body.strip_prefix("\"rows\": \"")?)
+    };
+    let rest = rest.strip_prefix("\\u0000deferred:")?.strip_prefix(key)?;
+    let (rest, comma) = match rest.strip_suffix(',') {
+        Some(r) => (r, true),
+        None => (rest, false),
+    };
+    let i = rest.strip_prefix(':')?.strip_suffix('"')?.parse().ok()?;
+    Some((key, i, comma))
+}
+
+/// `"key": [ … ]` as the pretty printer writes it at `indent`, each
+/// element through its own value (keys sorted), or written from itself
+/// when it has none (a sum past u64).
+fn write_list<W: Write, T: Serialize>(
+    out: &mut W,
+    indent: &str,
+    key: &str,
+    items: impl IntoIterator<Item = T>,
+    comma: bool,
+) -> io::Result<()> {
+    let end = if comma { "," } else { "" };
+    let mut items = items.into_iter().peekable();
+    if items.peek().is_none() {
+        return writeln!(out, "{indent}\"{key}\": []{end}");
+    }
+    write!(out, "{indent}\"{key}\": [")?;
+    let inner = format!("\n{indent}  ");
+    let mut first = true;
+    for item in items {
+        let text = match serde_json::to_value(&item) {
+            Ok(v) => serde_json::to_string_pretty(&v),
+            Err(_) => serde_json::to_string_pretty(&item),
+        }
+        .map_err(io::Error::other)?;
+        if !first {
+            out.write_all(b",")?;
+        }
+        first = false;
+        for line in text.split('\n') {
+            out.write_all(inner.as_bytes())?;
+            out.write_all(line.as_bytes())?;
+        }
+    }
+    writeln!(out, "\n{indent}]{end}")
 }
 
 command::trace_outcome!(TraceIdle);

@@ -70,10 +70,21 @@ fn trace_json(r: &Record) -> TraceJson<'_> {
     }
 }
 
+/// The traces' entries, each made as it is written (issue 59: made all
+/// at once, their figures as JSON values took about 60 KB per trace beside
+/// the campaign's results).
+struct Traces<'a>(&'a [Record]);
+
+impl Serialize for Traces<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(trace_json))
+    }
+}
+
 /// The whole `results.json` document (keys in this order).
 #[derive(Serialize)]
 pub struct ResultsDoc<'a> {
-    traces: Vec<TraceJson<'a>>,
+    traces: Traces<'a>,
     comparisons: &'a [crate::batch::WorkloadComparison],
     /// One comparison per workload over all its runs (Σ spans / Σ tokens
     /// per mode; equal to the matched one with one run per mode).
@@ -89,7 +100,7 @@ pub struct ResultsDoc<'a> {
 /// The whole `results.json` document.
 pub fn results_json<'a>(res: &'a BatchResult, context: &'a str) -> ResultsDoc<'a> {
     ResultsDoc {
-        traces: res.records.iter().map(trace_json).collect(),
+        traces: Traces(&res.records),
         comparisons: &res.comparisons,
         pooled: &res.pooled,
         context,

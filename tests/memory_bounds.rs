@@ -1,0 +1,296 @@
+//! Memory per unit of input (issue 59): what `idle` and `batch` keep per
+//! decode step, per stream and per trace, counted by a counting allocator
+//! (this test binary's global allocator: bytes live at the peak, not RSS,
+//! not time), and a campaign that keeps its other results when one member
+//! passes its memory budget.
+//!
+//! The traces are made in the test in the shapes of
+//! `bench/hostile_memory.py` (the first decode step of the text AR sample:
+//! its annotation name, its `cudaLaunchKernel`, its kernel name and args),
+//! at two sizes each; the bound is on the slope between them, so the
+//! fixed cost (the binary's tables, the reader's buffers) does not count.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(l) };
+        if !p.is_null() {
+            let now = LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size();
+            PEAK.fetch_max(now, Ordering::Relaxed);
+        }
+        p
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) };
+        LIVE.fetch_sub(l.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        let q = unsafe { System.realloc(p, l, new) };
+        if !q.is_null() {
+            if new >= l.size() {
+                let now = LIVE.fetch_add(new - l.size(), Ordering::Relaxed) + new - l.size();
+                PEAK.fetch_max(now, Ordering::Relaxed);
+            } else {
+                LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
+            }
+        }
+        q
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// One measurement at a time (the counters are the process's).
+static TURN: Mutex<()> = Mutex::new(());
+
+/// The most bytes live during `f` above those live before it.
+fn peak_of(f: impl FnOnce()) -> usize {
+    let before = LIVE.load(Ordering::SeqCst);
+    PEAK.store(before, Ordering::SeqCst);
+    f();
+    PEAK.load(Ordering::SeqCst).saturating_sub(before)
+}
+
+const STEP: &str = "execute_context_0(0)_generation_1(1)";
+const KERNEL: &str = "void at::native::vectorized_gather_kernel<16, long>(char*, char*, long*, int, long, long, long, long, bool)";
+
+/// µs with three decimals from ns.
+fn us(ns: u64) -> String {
+    format!("{}.{:03}", ns / 1000, ns % 1000)
+}
+
+/// Step `i` at `t0` ns with `kernels` launches, each kernel on stream
+/// `stream + k` (or 7).
+fn step(out: &mut String, i: u64, t0: u64, kernels: u64, stream: Option<u64>) {
+    let t0 = t0 + 5_111_123_759_707_892;
+    out.push_str(&format!(
+        r#"{{"ph":"X","cat":"user_annotation","name":"{STEP}","pid":439,"tid":439,"ts":{},"dur":{},"args":{{"External id":{},"Record function id":0}}}},"#,
+        us(t0),
+        us(1000 + 2000 * kernels),
+        10 * i + 1
+    ));
+    for k in 0..kernels {
+        let corr = 1000 + i * kernels + k;
+        let s = stream.map_or(7, |s| s + k);
+        out.push_str(&format!(
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":439,"tid":439,"ts":{},"dur":0.500,"args":{{"External id":{},"cbid":211,"correlation":{corr}}}}},"#,
+            us(t0 + 100 + 2000 * k),
+            10 * i + 2
+        ));
+        out.push_str(&format!(
+            r#"{{"ph":"X","cat":"kernel","name":"{KERNEL}","pid":0,"tid":{s},"ts":{},"dur":0.800,"args":{{"External id":{},"queued":0,"device":0,"context":1,"stream":{s},"correlation":{corr},"registers per thread":32,"shared memory":0,"grid":[96,1,1],"block":[128,1,1]}}}},"#,
+            us(t0 + 700 + 2000 * k),
+            10 * i + 2
+        ));
+    }
+}
+
+fn document(body: String) -> String {
+    let body = body.trim_end_matches(',');
+    format!(
+        r#"{{"schemaVersion":1,"deviceProperties":[{{"id":0,"name":"NVIDIA H200","totalGlobalMem":150109880320,"computeMajor":9,"computeMinor":0,"numSms":132}}],"traceEvents":[{body}],"traceName":"t"}}"#
+    )
+}
+
+/// `n` decode steps of one launch and one kernel.
+fn steps_trace(n: u64) -> String {
+    let mut s = String::new();
+    for i in 0..n {
+        step(&mut s, i, 4000 * i, 1, None);
+    }
+    document(s)
+}
+
+/// One step whose `n` kernels each run on a stream of their own.
+fn streams_trace(n: u64) -> String {
+    let mut s = String::new();
+    step(&mut s, 0, 0, n, Some(100));
+    document(s)
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::File::create(&p)
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
+    p
+}
+
+/// Peak bytes of `idle` on the trace, its JSON document written (with
+/// every step row) to nowhere.
+fn idle_peak(path: &Path) -> usize {
+    let common = torchtrace::api::Common {
+        quiet: true,
+        ..Default::default()
+    };
+    peak_of(|| {
+        let out = torchtrace::api::run_named(
+            "idle",
+            &[path.to_path_buf()],
+            &common,
+            &serde_json::json!({}),
+        )
+        .unwrap();
+        out.report
+            .write_to(&mut std::io::sink(), torchtrace::report::Format::Json, true)
+            .unwrap();
+    })
+}
+
+/// The slope of `peak` between sizes `a` and `b` of a shape (bytes per unit).
+fn slope(dir: &Path, make: fn(u64) -> String, a: u64, b: u64) -> usize {
+    let pa = write(dir, &format!("a{a}.pt.trace.json"), &make(a));
+    let pb = write(dir, &format!("b{b}.pt.trace.json"), &make(b));
+    let (x, y) = (idle_peak(&pa), idle_peak(&pb));
+    y.saturating_sub(x) / (b - a) as usize
+}
+
+/// README, "Memory bounds": `idle` keeps at most 700 B per decode step
+/// (was about 5 KB: a 1 KB row struct and the whole document as one JSON
+/// value) and 2.5 KB per single-activity stream (was about 9 KB).
+#[test]
+fn idle_keeps_a_small_constant_per_step_and_per_stream() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let per_step = slope(tmp.path(), steps_trace, 2_000, 8_000);
+    let per_stream = slope(tmp.path(), streams_trace, 1_000, 4_000);
+    eprintln!("idle: {per_step} B per step, {per_stream} B per stream");
+    assert!(per_step <= 700, "{per_step} B per step");
+    assert!(per_stream <= 2_500, "{per_stream} B per stream");
+}
+
+/// A step row as `idle` keeps it: a varint record of at most 100 B on the
+/// real sample (its struct with the queue map took about 1 KB).
+#[test]
+fn idle_step_rows_are_compact_records() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let sample = Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz",
+    );
+    let common = torchtrace::api::Common {
+        quiet: true,
+        ..Default::default()
+    };
+    let out = torchtrace::api::run::<torchtrace::analyses::idle::Idle>(
+        &[sample],
+        &common,
+        &Default::default(),
+    )
+    .unwrap();
+    let rows = &out.report.traces[0].steps.rows;
+    assert_eq!(rows.len(), 68);
+    let per_row = rows.bytes() / rows.len();
+    eprintln!("idle: {per_row} B per step row record");
+    assert!(per_row <= 100, "{per_row} B per row");
+}
+
+/// `n` tiny traces (three steps each) with their ranks in their names.
+fn campaign(dir: &Path, n: u64) {
+    std::fs::create_dir_all(dir).unwrap();
+    for r in 0..n {
+        let mut s = String::new();
+        for i in 0..3 {
+            step(&mut s, i, 4000 * i + r, 1, None);
+        }
+        write(
+            dir,
+            &format!("dp0_pp0_tp0_dcp0_ep0_rank{r}.{}.pt.trace.json", 1000 + r),
+            &document(s),
+        );
+    }
+}
+
+/// README, "Memory bounds": `batch` keeps at most 40 KB per tiny trace
+/// from its read to its outputs written (was about 190 KB: every trace's
+/// figures cloned in the merge, and every entry of results.json made as a
+/// JSON value at once).
+#[test]
+fn batch_keeps_a_bounded_amount_per_trace() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |n: u64| {
+        let dir = tmp.path().join(format!("c{n}"));
+        campaign(&dir, n);
+        let out = tmp.path().join(format!("out{n}"));
+        let opts = torchtrace::batch::records::CampaignOptions::default()
+            .batch_options(true)
+            .unwrap();
+        peak_of(|| {
+            let (res, context) = torchtrace::batch::run_batch(&[dir], &opts).unwrap();
+            torchtrace::batch::output::write_all(&res, &out, &context, None).unwrap();
+        })
+    };
+    let (a, b) = (run(40), run(160));
+    let per_trace = b.saturating_sub(a) / 120;
+    eprintln!("batch: {a} B at 40 traces, {b} B at 160: {per_trace} B per trace");
+    assert!(per_trace <= 40_000, "{per_trace} B per trace");
+}
+
+/// A member over its memory budget is that file's error row; the
+/// campaign keeps every other trace's results, tables and report.
+#[test]
+fn a_member_over_its_budget_costs_only_its_own_row() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    campaign(&dir, 3);
+    // A big member: 20 000 steps, 60 000 events fed to the analyses.
+    write(
+        &dir,
+        "dp0_pp0_tp0_dcp0_ep0_rank9.9999.pt.trace.json",
+        &steps_trace(20_000),
+    );
+    let out = tmp.path().join("out");
+    // 4 MiB at 1 KiB an event: 4096 events, enough for the tiny traces.
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"))
+        .args(["-q", "batch", "--no-figures", "--member-memory", "4M", "-o"])
+        .arg(&out)
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let traces = results["traces"].as_array().unwrap();
+    let status = |name: &str| {
+        traces
+            .iter()
+            .find(|t| t["path"].as_str().unwrap().contains(name))
+            .map(|t| (t["status"].clone(), t["error"].clone()))
+            .unwrap()
+    };
+    let (s, e) = status("rank9.");
+    assert_eq!(s, "error");
+    let e = e.as_str().unwrap();
+    assert!(e.contains("over its memory budget of 4 MiB"), "{e}");
+    assert!(e.contains("first 4096 events"), "{e}");
+    for r in 0..3 {
+        let (s, e) = status(&format!("rank{r}."));
+        assert_eq!((s, e), ("ok".into(), serde_json::Value::Null));
+    }
+    assert_eq!(results["failed"], 1);
+    let csv = std::fs::read_to_string(out.join("traces.csv")).unwrap();
+    assert!(csv.contains("over its memory budget"), "{csv}");
+    assert!(out.join("report.md").exists());
+    // Without the flag (the machine's memory shared by the threads) every
+    // member is read whole.
+    let whole = std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"))
+        .args(["-q", "batch", "--no-figures", "-o"])
+        .arg(tmp.path().join("out2"))
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert_eq!(whole.status.code(), Some(0));
+}

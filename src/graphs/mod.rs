@@ -20,10 +20,18 @@
 //!   reader and `hostops` (C1–C5).
 //! - `matching`: each replay to its region, exactly, or `ambiguous` or
 //!   `unmatched` with the reason; never a skip, never a guess.
+//! - `place`: where a graph launch was made (a step's scheduled tokens,
+//!   `proposer.propose`) and the tally of outcomes into a [`GraphsSummary`].
+//! - `replay`: the replays of the driver's ledger matched, and the split of
+//!   their GPU time by module class and launcher op (`kernels`,
+//!   `iterations`, `diff`); `linked`: the same from the host side's links
+//!   (`ops`, `export`). [`CaptureSpec`] is the one `--capture` flag.
 //!
 //! Memory: the regions' [`Captured`] launches (`size_of::<Captured>()`,
 //! 36 B each), the ops' names and shapes once per distinct op, and the
-//! texts once each; a capture trace's events only while it is read.
+//! texts once each; a capture trace's events only while it is read. Per
+//! replay of a trace 40 B (`replay::Replay`), per attributed activity 24 B
+//! where the host side keeps them (`linked::Given`).
 
 pub(crate) mod capture;
 pub mod find;

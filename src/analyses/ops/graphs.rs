@@ -7,7 +7,8 @@
 //! replays' activities. The O-rules' figures (self, total, top) are
 //! unchanged: a replay's GPU time stays its graph launch's (O2–O4).
 
-use super::measure::{Call, RowSet};
+use super::measure::Call;
+use super::rowset::RowSet;
 use crate::graphs::linked::match_replays;
 use crate::graphs::place::Place;
 use crate::graphs::{Captures, GraphsSummary};

@@ -32,10 +32,15 @@
 
 mod acts;
 pub(crate) mod batch;
+mod exact;
 pub mod gaps;
 mod graphs;
 mod inclusive;
 pub(crate) mod measure;
+mod rowset;
+mod summary;
+mod sweep;
+mod tally;
 mod threads;
 pub mod view;
 
@@ -127,7 +132,7 @@ impl Configures for OpsSpec {
 pub struct Ops {
     links: HostLinks,
     threads: Vec<threads::Thread>,
-    rows: measure::RowSet,
+    rows: rowset::RowSet,
     /// `--capture` (issue 57).
     capture: crate::graphs::CaptureSpec,
     /// Step and `proposer.propose` annotations: a graph replay's batch

@@ -161,7 +161,7 @@ fn pseudo_row_and_identical_intervals() {
 /// C1's rounding helpers: half to even.
 #[test]
 fn ratios_and_means_round_half_to_even() {
-    use super::measure::{div_half_even, ratio6};
+    use super::exact::{div_half_even, ratio6};
     assert_eq!(div_half_even(5, 2), 2);
     assert_eq!(div_half_even(7, 2), 4);
     assert_eq!(div_half_even(-5, 2), -2);

@@ -5,7 +5,7 @@
 //! tokens are known; [`OpsReport`] is the document it prints (`-f json`:
 //! every row).
 
-use super::measure::ratio6;
+use super::exact::ratio6;
 use super::{OpRow, Ops, OpsSpec, SortBy, TraceOps};
 use crate::command::{self, ApiError, Command, Document, Said, TraceOutcome};
 use crate::contexts::{Contexts, Selector};

@@ -175,6 +175,11 @@ pub struct GraphsSummary {
     /// `speculator`, …): Σ over them = the totals above.
     #[serde(default)]
     pub by_subsystem: BTreeMap<String, SubsystemShare>,
+    /// The attributed activities by (subsystem, module path, launcher op),
+    /// by GPU ns (desc): Σ over them = the totals above. `ops --by module`
+    /// and `batch`'s "Inside the graphs" read them.
+    #[serde(default)]
+    pub by_module: Vec<ModuleOp>,
     /// The first [`UNMATCHED_LISTED`] replays not matched exactly.
     pub unmatched: Vec<Unmatched>,
     /// Bad input met in the capture files.
@@ -188,6 +193,23 @@ pub struct SubsystemShare {
     /// Replays by the captured batch size of their region (`"none"`
     /// when the capture does not say it).
     pub replays_by_batch: BTreeMap<String, u64>,
+    pub activities: u64,
+    pub gpu_graph_ns: i64,
+}
+
+/// The replayed activities of one subsystem's captured launches that had
+/// one module path and one launcher op at capture time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleOp {
+    pub subsystem: String,
+    /// The captured launch's `nn.Module` path, outermost first (`A/B/C`,
+    /// from its launcher's python frames); empty when no module frame
+    /// enclosed it.
+    pub module: String,
+    /// Its launcher's category and name (`null`: no op enclosed the
+    /// captured launch).
+    pub cat: Option<String>,
+    pub op: Option<String>,
     pub activities: u64,
     pub gpu_graph_ns: i64,
 }

@@ -10,12 +10,13 @@
 use super::measure::Call;
 use super::rowset::RowSet;
 use crate::graphs::matching::{match_replay, Act, Index, Outcome};
-use crate::graphs::{Captures, GraphsSummary, Region, Unmatched, UNMATCHED_LISTED};
+use crate::graphs::{Captures, GraphsSummary, ModuleOp, Region, Unmatched, UNMATCHED_LISTED};
 use crate::hostops::launch::{Launch, Owners};
 use crate::hostops::HostOp;
 use crate::hostops::Linked;
 use crate::model::{Interner, Sym};
 use crate::store::pack::Records;
+use std::collections::BTreeMap;
 
 /// The annotation around the drafter's work in vLLM (`proposer.propose`):
 /// a graph launched inside it is the speculator's.
@@ -135,7 +136,18 @@ struct Rep {
 pub(super) struct Replayed {
     summary: GraphsSummary,
     attributed: Vec<(Option<u32>, i64)>,
+    /// (subsystem, module path, launcher) → (activities, GPU ns): a few
+    /// hundred keys at most (the distinct captured launches).
+    by_module: BTreeMap<ModuleKey, (u64, i64)>,
 }
+
+/// A region's subsystem, a captured launch's module path and launcher
+/// (text and op ids of the captures).
+type ModuleKey = (String, Option<u32>, Option<u32>);
+
+/// (subsystem, module path, launcher name, launcher category) →
+/// (activities, GPU ns).
+type Named = BTreeMap<(String, String, Option<String>, Option<String>), (u64, i64)>;
 
 /// Matches every graph launch's activities (C3's owners) to the captures.
 pub(super) fn replays(
@@ -287,6 +299,12 @@ impl Replayed {
         *share.replays_by_batch.entry(bs).or_default() += 1;
         for (rep, c) in group.iter().zip(&region.launches) {
             self.attributed.push((c.launcher, rep.dur));
+            let m = self
+                .by_module
+                .entry((region.subsystem.clone(), c.module, c.launcher))
+                .or_default();
+            m.0 += 1;
+            m.1 = m.1.saturating_add(rep.dur);
             s.graph_activities += 1;
             s.gpu_graph_ns = s.gpu_graph_ns.saturating_add(rep.dur);
             share.activities += 1;
@@ -321,7 +339,44 @@ impl Replayed {
             };
             rows.add_graph(row, dur);
         }
-        self.summary
+        let mut summary = self.summary;
+        // By names: one op captured with several shapes is one entry.
+        let mut named: Named = BTreeMap::new();
+        for ((subsystem, module, op), (n, ns)) in self.by_module {
+            let op = op.map(|o| caps.ops[o as usize]);
+            let key = (
+                subsystem,
+                module.map_or_else(String::new, |m| caps.resolve(m).to_string()),
+                op.map(|o| caps.resolve(o.name).to_string()),
+                op.map(|o| crate::hostops::HOST_CATEGORIES[o.cat as usize % 4].to_string()),
+            );
+            let e = named.entry(key).or_default();
+            e.0 += n;
+            e.1 = e.1.saturating_add(ns);
+        }
+        summary.by_module = named
+            .into_iter()
+            .map(
+                |((subsystem, module, op, cat), (activities, gpu_graph_ns))| ModuleOp {
+                    subsystem,
+                    module,
+                    cat,
+                    op,
+                    activities,
+                    gpu_graph_ns,
+                },
+            )
+            .collect();
+        // By GPU ns (desc), then the keys: the same order on every run.
+        summary.by_module.sort_by(|a, b| {
+            b.gpu_graph_ns
+                .cmp(&a.gpu_graph_ns)
+                .then_with(|| a.subsystem.cmp(&b.subsystem))
+                .then_with(|| a.module.cmp(&b.module))
+                .then_with(|| a.op.cmp(&b.op))
+                .then_with(|| a.cat.cmp(&b.cat))
+        });
+        summary
     }
 }
 

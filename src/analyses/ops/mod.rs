@@ -35,8 +35,10 @@ pub(crate) mod batch;
 mod exact;
 pub mod gaps;
 mod graphs;
+mod graphs_batch;
 mod inclusive;
 pub(crate) mod measure;
+pub mod modules;
 mod rowset;
 mod summary;
 mod sweep;
@@ -53,6 +55,7 @@ use crate::analysis::{Analysis, Configures, Finished, InResults};
 use crate::hostops::{HostLinks, Kept};
 pub use crate::hostops::{InputCounts, HOST_CATEGORIES, RUNTIME_CATEGORIES};
 use crate::trace::{Event, EventPos, Prefilter};
+pub use modules::GroupBy;
 use serde::{Deserialize, Serialize};
 
 /// HTA's thresholds (O6), exact ns.
@@ -83,6 +86,11 @@ pub struct OpsSpec {
     /// (issue 57: graph replays attributed to the ops that captured them).
     #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
     pub capture: Vec<std::path::PathBuf>,
+    /// The op table's rows: `op` (one per host op), or `module`: the graph
+    /// replays' GPU time by the nn.Module path that captured it (from the
+    /// capture traces' stacks, issue 57).
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = GroupBy::default()))]
+    pub by: GroupBy,
 }
 
 impl Default for OpsSpec {
@@ -91,6 +99,7 @@ impl Default for OpsSpec {
             top: DEFAULT_TOP,
             sort: SortBy::default(),
             capture: Vec::new(),
+            by: GroupBy::default(),
         }
     }
 }
@@ -177,8 +186,9 @@ impl Analysis for Ops {
         out.tokens_source = source.map(str::to_string);
     }
 
-    /// In `results.json`: the summary, thresholds and input counts; the
-    /// rows (hundreds per trace) stay in the records and `ops -f json`.
+    /// In `results.json`: the summary, thresholds, input counts and the
+    /// graphs (issue 57: replays, by subsystem and by module); the rows
+    /// (hundreds per trace) stay in the records and `ops -f json`.
     fn in_results(out: &TraceOps) -> InResults {
         let v = serde_json::json!({
             "units": out.units,
@@ -186,17 +196,20 @@ impl Analysis for Ops {
             "thresholds": out.thresholds,
             "input": out.input,
             "summary": out.summary,
+            "graphs": out.graphs,
         });
         InResults::Nested(v)
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceOps {
         // The graphs' capture traces (issue 57): `--capture`, else
-        // `capture_traces/` beside the trace (none for stdin).
-        let caps = if trace.path == "-" && self.capture.is_empty() {
-            crate::graphs::Captures::default()
-        } else {
-            crate::graphs::Captures::load(&self.capture, std::path::Path::new(trace.path))
+        // `capture_traces/` beside the trace file (none for stdin or an
+        // archive member: `batch`'s label is not a path on disk).
+        let beside = trace.file.is_none() && self.capture.is_empty();
+        let caps = match trace.file {
+            _ if beside => crate::graphs::Captures::default(),
+            Some(f) => crate::graphs::Captures::load(&self.capture, f),
+            None => crate::graphs::Captures::load(&self.capture, std::path::Path::new(trace.path)),
         };
         let mut out = measure::measure(self, &caps);
         out.path = trace.path.to_string();

@@ -103,7 +103,7 @@ def run(runner, workload, mode, out_dir, seed, num_requests, sizes):
     st = scheduler.stats
     summary = {
         "mode": mode,
-        "workload": workload,
+        "workload": f"{workload}_graphs",  # its own workload: batch compares it with its own AR, never with the eager-captured samples
         "completion_tokens": st.completion_tokens,
         "num_requests": len(requests),
         "num_speculative_tokens": num_spec,

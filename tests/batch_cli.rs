@@ -10,7 +10,7 @@ use flate2::Compression;
 use serde_json::Value;
 use std::fs::{self, File};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const SAMPLES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/sample_traces");
 
@@ -36,6 +36,26 @@ fn sample_files() -> Vec<(String, Vec<u8>)> {
     walk(Path::new(SAMPLES), "", &mut out);
     out.sort();
     out
+}
+
+/// The CUDA-graph pair (`text_graphs_{ar,mtp}/`, issue 57): its capture
+/// traces are read beside a trace on disk, not inside an archive.
+fn is_graph_pair(name: &str) -> bool {
+    name.starts_with("text_graphs_")
+}
+
+/// The sample files but the graph pair, written under `dir`.
+fn samples_without_graph_pair(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let files: Vec<_> = sample_files()
+        .into_iter()
+        .filter(|(n, _)| !is_graph_pair(n))
+        .collect();
+    for (name, data) in &files {
+        let p = dir.join(name);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, data).unwrap();
+    }
+    files
 }
 
 /// A tar header for `name`, written raw (the tar crate refuses `..`).
@@ -109,16 +129,20 @@ fn trace<'a>(v: &'a Value, path: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no trace {path}"))
 }
 
+/// The same campaign as a directory, a tar.gz and a zip (the graph pair
+/// apart: an archive's capture traces are not read, see
+/// `graph_pair_in_an_archive_says_why_replays_are_unmatched`).
 #[test]
 fn directory_tar_gz_and_zip_give_identical_results() {
     let tmp = tempfile::tempdir().unwrap();
-    let files = sample_files();
+    let dir = tmp.path().join("campaign");
+    let files = samples_without_graph_pair(&dir);
     let tgz = tmp.path().join("campaign.tar.gz");
     let zip = tmp.path().join("campaign.zip");
     write_tar_gz(&tgz, &files);
     write_zip(&zip, &files);
     let mut outs = Vec::new();
-    for (i, input) in [PathBuf::from(SAMPLES), tgz, zip].iter().enumerate() {
+    for (i, input) in [dir, tgz, zip].iter().enumerate() {
         let out = tmp.path().join(format!("out{i}"));
         let (code, stdout, stderr) = batch(&[input.to_str().unwrap(), "-q"], &out);
         assert_eq!(code, 0, "{stderr}");
@@ -201,7 +225,7 @@ fn truncated_member_fails_alone() {
         .iter()
         .map(|c| c["workload"].as_str().unwrap())
         .collect();
-    assert_eq!(wl, ["text", "tool_calling"]);
+    assert_eq!(wl, ["text", "text_graphs", "tool_calling"]);
     let csv = fs::read_to_string(out.join("traces.csv")).unwrap();
     assert_eq!(csv.lines().count(), files.len() + 1);
 }
@@ -351,7 +375,7 @@ fn s_context_equals_pair_and_figures_are_linked() {
         );
         seen += 1;
     }
-    assert_eq!(seen, 3);
+    assert_eq!(seen, 4);
 }
 
 #[test]
@@ -359,7 +383,7 @@ fn annotation_and_manifest_fill_in_without_summaries() {
     let tmp = tempfile::tempdir().unwrap();
     let runs = tmp.path().join("runs");
     for (name, data) in sample_files() {
-        if name.starts_with("text_")
+        if (name.starts_with("text_ar/") || name.starts_with("text_mtp/"))
             && name.ends_with(".pt.trace.json.gz")
             && !name.contains("async_llm")
         {
@@ -445,4 +469,63 @@ fn golden_stdout_and_report() {
     assert!(!stdout.contains(&outdir) && !report.contains(&outdir));
     common::golden("batch_sample.stdout.md", &stdout);
     common::golden("batch_sample.report.md", &report);
+}
+
+/// The graph pair: in a directory, each trace's `capture_traces/` is one
+/// skipped row and is read by `ops` beside its trace (every replay
+/// matched); in a tar.gz, each capture member is a skipped `capture` row
+/// that says why, and the replays are unmatched ("no capture found"). Counts from sample_traces/GRAPHS.md (30 AR replays, 16 + 36
+/// MTP replays).
+#[test]
+fn graph_pair_in_an_archive_says_why_replays_are_unmatched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let files: Vec<_> = sample_files()
+        .into_iter()
+        .filter(|(n, _)| is_graph_pair(n))
+        .collect();
+    let captures = files
+        .iter()
+        .filter(|(n, _)| n.contains("/capture_traces/"))
+        .count();
+    assert_eq!(captures, 3 + 1 + 6 + 1);
+    let tgz = tmp.path().join("graphs.tar.gz");
+    write_tar_gz(&tgz, &files);
+    let out = tmp.path().join("tgz");
+    let (code, _, stderr) = batch(&[tgz.to_str().unwrap(), "-q"], &out);
+    assert_eq!(code, 0, "{stderr}");
+    let v = results(&out);
+    let rows = v["traces"].as_array().unwrap();
+    assert_eq!(rows.len(), files.len());
+    let said: Vec<&Value> = rows.iter().filter(|t| t["kind"] == "capture").collect();
+    assert_eq!(said.len(), captures);
+    assert!(said.iter().all(|t| t["status"] == "skipped"
+        && t["error"]
+            .as_str()
+            .unwrap()
+            .contains("read only beside its trace on disk, not in an archive")));
+    let dir = tmp.path().join("campaign");
+    for (name, data) in &files {
+        let p = dir.join(name);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, data).unwrap();
+    }
+    let out2 = tmp.path().join("dir");
+    let (code, _, stderr) = batch(&[dir.to_str().unwrap(), "-q"], &out2);
+    assert_eq!(code, 0, "{stderr}");
+    let d = results(&out2);
+    for (mode, replays) in [("ar", 30), ("mtp", 52)] {
+        let g = &trace_by_prefix(&v, &format!("text_graphs_{mode}/dp0"))["ops"]["graphs"];
+        assert_eq!(g["replays"], replays, "{mode}");
+        assert_eq!(g["replays_unmatched"], replays, "{mode}");
+        assert_eq!(g["unmatched"][0]["reason"], "no capture found");
+        let g = &trace_by_prefix(&d, &format!("text_graphs_{mode}/dp0"))["ops"]["graphs"];
+        assert_eq!(g["replays"], replays, "{mode}");
+        assert_eq!(g["replays_matched"], replays, "{mode}");
+        assert_eq!(g["notes"].as_array().unwrap().len(), 0);
+    }
+    let cap = trace_by_prefix(&d, "text_graphs_ar/capture_traces");
+    assert_eq!(
+        (&cap["status"], &cap["kind"]),
+        (&"skipped".into(), &"other".into())
+    );
 }

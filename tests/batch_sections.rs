@@ -72,8 +72,8 @@ fn sections_files_and_figures_with_the_references_figures() {
 
     // iterations.csv: one row per workload, equal to the reference.
     let it = csv_rows(&out.join("iterations.csv"));
-    assert_eq!(it.len(), 3);
-    for w in ["reasoning", "text", "tool_calling"] {
+    assert_eq!(it.len(), 4);
+    for w in ["reasoning", "text", "text_graphs", "tool_calling"] {
         let want = expected(&format!("iterations_sample_{w}.json"));
         let row = of(&it, w);
         for k in [
@@ -132,7 +132,7 @@ fn sections_files_and_figures_with_the_references_figures() {
 
     // diff.csv: the summary's exact units equal the reference's.
     let d = csv_rows(&out.join("diff.csv"));
-    assert_eq!(d.len(), 3);
+    assert_eq!(d.len(), 4);
     let want = expected("diff_text_steps.json");
     let row = of(&d, "text");
     for k in [

@@ -74,6 +74,8 @@ const SAMPLES: &[&str] = &[
     "reasoning_mtp",
     "tool_calling_ar",
     "tool_calling_mtp",
+    "text_graphs_ar",
+    "text_graphs_mtp",
 ];
 
 fn traces() -> Vec<String> {
@@ -296,7 +298,7 @@ fn check_pair(ar: &str, mtp: &str) {
 
 #[test]
 fn every_analysis_agrees_on_each_ar_mtp_pair() {
-    for w in ["text", "reasoning", "tool_calling"] {
+    for w in ["text", "reasoning", "tool_calling", "text_graphs"] {
         check_pair(&sample(&format!("{w}_ar")), &sample(&format!("{w}_mtp")));
     }
     let (car, cmtp) = (FIXTURES[0], FIXTURES[1]);

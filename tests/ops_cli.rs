@@ -454,3 +454,131 @@ fn a_damaged_trace_is_an_error_with_figures() {
     let d: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(d["traces"][0]["complete"], false);
 }
+
+/// Issue 57 in `batch`: report.md's "Inside the graphs" for the CUDA-graph
+/// pair (`sample_traces/text_graphs_{ar,mtp}/`), every figure from
+/// `scripts/check_graph_modules.py`'s sums over the JSON (AR 4 766 446 ns,
+/// MTP decoder 2 511 299 + drafter 2 364 803 ns, 32 completion tokens
+/// each), and the three other workloads' replays said unmatched (no
+/// capture traces); traces.csv's `ops_graph_*`, graphs.csv and
+/// results.json's `ops.graphs` of the comparison.
+#[test]
+fn batch_inside_the_graphs_ar_vs_mtp() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().to_string_lossy().to_string();
+    bin()
+        .args(["-q", "batch", "sample_traces", "--no-figures", "-o", &o])
+        .assert()
+        .success();
+    let report = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let at = report
+        .find("## Inside the graphs")
+        .expect("the graphs section");
+    let section = &report[at..];
+    for row in [
+        // 4 766 446 / 32 = 148 951.4 ns per token; no drafter in AR.
+        "| text_graphs | AR | 3 | 30 | 30 | 0 | 0 | 148.951 | 148.951 | — | — |",
+        // 4 876 102 / 32, 2 511 299 / 32, 2 364 803 / 32; 48.5 %.
+        "| text_graphs | MTP | 6 | 52 | 52 | 0 | 0 | 152.378 | 78.478 | 73.900 | 48.5 |",
+        "| text | AR | 0 | 64 | 0 | 0 | 64 | — | — | — | — |",
+        // Decoder Linear layers: 2 585 331 ns (AR), 1 399 224 ns (MTP).
+        "| text_graphs | decoder | ToyForCausalLM/DecoderLayer/Linear | 80.792 | 43.726 | -37.066 |",
+        "| text_graphs | speculator | ToyEagleDraftModel/DecoderLayer/Linear | — | 24.348 | 24.348 |",
+        "| text_graphs | decoder | aten::mm | 80.792 | 43.726 | -37.066 |",
+        // The drafter's aten::argmax, outside every module: 204 675 ns.
+        "| text_graphs | speculator | (no module) | — | 6.396 | 6.396 |",
+    ] {
+        assert!(section.contains(row), "{row} not in\n{section}");
+    }
+    assert!(
+        section.contains(
+            "**text**: 64 AR and 98 MTP graph replays, none attributed (no capture found)"
+        ),
+        "{section}"
+    );
+    // The answer names the drafter's share and the top module per token.
+    assert!(report.contains(
+        "- **text_graphs** inside the graphs: MTP's drafter (speculator graphs) takes 48.5 % of its graph GPU time, 73.900 µs per token"
+    ));
+    let csv = std::fs::read_to_string(out.path().join("traces.csv")).unwrap();
+    let mut rd = csv::Reader::from_reader(csv.as_bytes());
+    let heads = rd.headers().unwrap().clone();
+    let col = |n: &str| heads.iter().position(|h| h == n).unwrap();
+    let row = rd
+        .records()
+        .map(|r| r.unwrap())
+        .find(|r| r[0].starts_with("text_graphs_mtp/dp0"))
+        .unwrap();
+    assert_eq!(&row[col("ops_graph_replays")], "52");
+    assert_eq!(&row[col("ops_graph_replays_matched")], "52");
+    assert_eq!(&row[col("ops_gpu_graph_ns")], "4876102");
+    assert_eq!(&row[col("ops_graph_speculator_ns")], "2364803");
+    assert_eq!(&row[col("ops_graph_speculator_share")], "0.484978");
+    // graphs.csv: per trace, the rows add up to its total.
+    let mut g = csv::Reader::from_path(out.path().join("graphs.csv")).unwrap();
+    let gh = g.headers().unwrap().clone();
+    let gc = |n: &str| gh.iter().position(|h| h == n).unwrap();
+    let mut sums: std::collections::BTreeMap<String, i64> = Default::default();
+    for r in g.records() {
+        let r = r.unwrap();
+        *sums.entry(r[gc("mode")].to_string()).or_default() +=
+            r[gc("gpu_graph_ns")].parse::<i64>().unwrap();
+    }
+    assert_eq!(sums["ar"], 4_766_446);
+    assert_eq!(sums["mtp"], 4_876_102);
+    let results: Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("results.json")).unwrap()).unwrap();
+    let c = results["comparisons"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["workload"] == "text_graphs")
+        .unwrap();
+    let g = &c["ops"]["graphs"];
+    assert_eq!(g["candidate"]["speculator_per_token_ns"], 73_900.093_75);
+    assert_eq!(g["baseline"]["gpu_graph_per_token_ns"], 148_951.437_5);
+    assert_eq!(
+        g["modules"][0]["name"],
+        "ToyForCausalLM/DecoderLayer/Linear"
+    );
+}
+
+/// `ops --by module` on the real pair: the graph replays' GPU time by
+/// module path (`scripts/check_graph_modules.py`: MTP's largest is the
+/// drafter's decoder layer, 338 369 ns; 48 paths; Σ 4 876 102 ns), as
+/// JSON, CSV and a table.
+#[test]
+fn ops_by_module_on_the_real_pair() {
+    let t = sample("text_graphs_mtp");
+    let v = run_json(&["-q", "ops", "--by", "module", "-f", "json", &t], 0);
+    let m = v["modules"].as_array().unwrap();
+    assert_eq!(m.len(), 48);
+    assert_eq!(m[0]["subsystem"], "speculator");
+    assert_eq!(m[0]["module"], "ToyEagleDraftModel_0/DecoderLayer_0");
+    assert_eq!(m[0]["gpu_graph_ns"], 338_369);
+    // 338 369 / 32 tokens.
+    assert_eq!(m[0]["gpu_graph_per_token_ns"], 10_574.031_25);
+    let sum: i64 = m.iter().map(|r| r["gpu_graph_ns"].as_i64().unwrap()).sum();
+    assert_eq!(sum, 4_876_102);
+    let argmax = m.iter().find(|r| r["module"] == "").unwrap();
+    assert_eq!(argmax["ops"][0]["op"], "aten::argmax");
+    assert_eq!(argmax["gpu_graph_ns"], 204_675);
+    let csv = bin()
+        .args(["-q", "ops", "--by", "module", "-f", "csv", &t])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.contains("path,subsystem,module,module_activities,module_gpu_graph_ns"));
+    assert!(csv.contains(",speculator,ToyEagleDraftModel_0/DecoderLayer_0,"));
+    let table = bin()
+        .args(["-q", "ops", "--by", "module", "--top", "3", &t])
+        .output()
+        .unwrap();
+    let table = String::from_utf8(table.stdout).unwrap();
+    assert!(table.contains("GPU time by module (top 3)"), "{table}");
+    assert!(table.contains("(45 other modules)"), "{table}");
+    assert!(
+        table.contains("52 of 52 graph replays attributed"),
+        "{table}"
+    );
+}

@@ -139,6 +139,10 @@ pub trait Configures: Clone + Send + Sync + 'static {
 pub struct Finished<'a> {
     /// The label the trace is reported under.
     pub path: &'a str,
+    /// The file read, when it is one on disk (not stdin, an archive
+    /// member or a stream): what lies beside it (`capture_traces/`, issue
+    /// 57) is found from here, `batch`'s label being relative.
+    pub file: Option<&'a Path>,
     pub steps: &'a Steps,
     pub contexts: &'a Contexts,
     pub meta: &'a Meta,
@@ -351,7 +355,8 @@ pub fn analyze_file(
     plan: &Plan,
 ) -> TraceResult {
     let read = |ledger: bool, progress: Arc<AtomicU64>| {
-        drive(label, plan, ledger, |filter, meta, on_event| {
+        let file = (path != Path::new("-")).then_some(path);
+        drive(label, file, plan, ledger, |filter, meta, on_event| {
             trace::read_path_with(path, &plan.read, filter, progress, meta, on_event)
                 .map_err(|e| e.kind)
         })
@@ -376,7 +381,7 @@ pub fn analyze_file(
 /// once: an analysis that needs the ledger on demand gets it.
 pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult {
     let ledger = plan.ledger() != Need::No;
-    drive(label, plan, ledger, |filter, meta, on_event| {
+    drive(label, None, plan, ledger, |filter, meta, on_event| {
         trace::read_stream_with(src, &plan.read, filter, meta, on_event)
     })
 }
@@ -499,7 +504,13 @@ impl MemoryBudget {
 
 /// The driver: one read with the union of the prefilters, then selection,
 /// the ledger, and every analysis's finish.
-fn drive<F>(label: &str, plan: &Plan, with_ledger: bool, read: F) -> TraceResult
+fn drive<F>(
+    label: &str,
+    file: Option<&Path>,
+    plan: &Plan,
+    with_ledger: bool,
+    read: F,
+) -> TraceResult
 where
     F: FnOnce(&Prefilter, &mut Meta, &mut OnEvent<'_>) -> Result<trace::ReadStats, ReadError>,
 {
@@ -545,6 +556,7 @@ where
     let ledger = collector.map(ledger::Collector::finish);
     let finished = Finished {
         path: label,
+        file,
         steps: &steps,
         contexts: &contexts,
         meta: &meta,

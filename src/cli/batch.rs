@@ -39,6 +39,9 @@ const EXAMPLES: &str = "Examples:\n  # The whole campaign of the samples: report
 ///   ranks_runs.csv, ranks.csv, ranks_stragglers.csv
 ///                            multi-rank runs, per run and per rank (ranks)
 ///   ops.csv                  top-level ops per token, AR vs MTP (ops)
+///   graphs.csv               inside the CUDA graphs: replayed GPU time by
+///                            subsystem, module and op (ops; needs the
+///                            capture_traces/ beside the traces)
 ///   idle_decode.csv          GPU busy and idle per token and per decode
 ///                            iteration, as `iterations` (idle)
 ///   idle_steps.csv           busy and idle by cause per step (idle)

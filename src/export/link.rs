@@ -308,7 +308,7 @@ pub(crate) fn export_trace(
     let (replay, replays) = replay_numbers(&launched);
     // Inside the graphs (issue 57): each replayed activity's captured
     // launch, from the captures beside the trace (or `--capture`).
-    let caps = config.capture.load(trace.path);
+    let caps = config.capture.load(trace.path, trace.file);
     let captured = captured_launches(
         &caps,
         (&acts, &own, &launched),

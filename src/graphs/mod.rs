@@ -170,13 +170,16 @@ pub struct CaptureSpec {
 }
 
 impl CaptureSpec {
-    /// The captures of the trace at `path` (`-`, stdin, has no folder:
-    /// only `--capture`'s).
-    pub fn load(&self, path: &str) -> Captures {
-        if path == "-" && self.capture.is_empty() {
-            return Captures::default();
+    /// The captures of the trace labelled `path`, read from `file` (the
+    /// file on disk: `capture_traces/` is looked for beside it). Without
+    /// a file (stdin, an archive member: `batch`'s label is not a path on
+    /// disk) only `--capture`'s.
+    pub fn load(&self, path: &str, file: Option<&Path>) -> Captures {
+        match file {
+            Some(f) => Captures::load(&self.capture, f),
+            None if self.capture.is_empty() => Captures::default(),
+            None => Captures::load(&self.capture, Path::new(path)),
         }
-        Captures::load(&self.capture, Path::new(path))
     }
 }
 
@@ -214,6 +217,11 @@ pub struct GraphsSummary {
     /// `speculator`, …): Σ over them = the totals above.
     #[serde(default)]
     pub by_subsystem: BTreeMap<String, SubsystemShare>,
+    /// The attributed activities by (subsystem, module path, launcher op),
+    /// by GPU ns (desc): Σ over them = the totals above. `ops --by module`
+    /// and `batch`'s "Inside the graphs" read them.
+    #[serde(default)]
+    pub by_module: Vec<ModuleOp>,
     /// The first [`UNMATCHED_LISTED`] replays not matched exactly.
     pub unmatched: Vec<Unmatched>,
     /// Bad input met in the capture files.
@@ -227,6 +235,23 @@ pub struct SubsystemShare {
     /// Replays by the captured batch size of their region (`"none"`
     /// when the capture does not say it).
     pub replays_by_batch: BTreeMap<String, u64>,
+    pub activities: u64,
+    pub gpu_graph_ns: i64,
+}
+
+/// The replayed activities of one subsystem's captured launches that had
+/// one module path and one launcher op at capture time.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModuleOp {
+    pub subsystem: String,
+    /// The captured launch's `nn.Module` path, outermost first (`A/B/C`,
+    /// from its launcher's python frames); empty when no module frame
+    /// enclosed it.
+    pub module: String,
+    /// Its launcher's category and name (`null`: no op enclosed the
+    /// captured launch).
+    pub cat: Option<String>,
+    pub op: Option<String>,
     pub activities: u64,
     pub gpu_graph_ns: i64,
 }

@@ -10,6 +10,7 @@
 //! Every figure is [`super::view::compare`]'s, as `torchtrace ops AR MTP`
 //! prints it.
 
+use super::graphs_batch;
 use super::view::{compare, count_per_token, OpsComparison};
 use super::{Ops, TraceOps};
 use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
@@ -52,15 +53,41 @@ pub(crate) fn section(campaign: &Campaign<'_>) -> Option<Section> {
          CSV: [{CSV}]({CSV}).\n\n"
     ));
     md.push_str(&report::markdown::section(&explain_table(&rows), "###"));
+    let mut files = vec![SectionFile {
+        name: CSV.into(),
+        text: report::csv::to_string(&csv_table(&rows)),
+        what: "top-level ops per token, AR vs MTP per workload".into(),
+    }];
+    // Inside the graphs (issue 57): the pairs whose traces replay graphs.
+    let graphs: Vec<graphs_batch::Row> = rows
+        .iter()
+        .filter_map(|r| {
+            Some(graphs_batch::Row {
+                m: r.m,
+                ar: r.ar,
+                mtp: r.mtp,
+                c: graphs_batch::compare(r.ar, r.mtp)?,
+            })
+        })
+        .collect();
+    let mut lead = String::new();
+    if let Some((g, csv, l)) = graphs_batch::section(&graphs) {
+        md.push('\n');
+        md.push_str(&g);
+        if let Some(text) = csv {
+            files.push(SectionFile {
+                name: graphs_batch::CSV.into(),
+                text,
+                what: "graph replays' GPU time by subsystem, module path and launcher op, AR vs MTP per workload".into(),
+            });
+        }
+        lead = l;
+    }
     Some(Section {
         markdown: md,
-        files: vec![SectionFile {
-            name: CSV.into(),
-            text: report::csv::to_string(&csv_table(&rows)),
-            what: "top-level ops per token, AR vs MTP per workload".into(),
-        }],
+        files,
         figures: vec![Box::new(figure(&rows))],
-        lead: String::new(),
+        lead,
     })
 }
 
@@ -363,8 +390,24 @@ impl InBatch for Ops {
 
     /// The per-trace columns of traces.csv (`ops_verdict`,
     /// `ops_host_busy_per_gpu`, `ops_host_wait_share_of_idle`,
-    /// `ops_launches_per_token`, `ops_short_gpu_launches_per_token`).
+    /// `ops_launches_per_token`, `ops_short_gpu_launches_per_token`), then
+    /// the graphs' (`ops_graph_replays`, … `ops_graph_speculator_share`).
     fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<Self::Output>> {
-        super::view::columns().into_iter().take(5).collect()
+        let mut v: Vec<_> = super::view::columns().into_iter().take(5).collect();
+        v.extend(graphs_batch::columns());
+        v
+    }
+
+    /// Inside the graphs of the pair (`ops.graphs`: each side's replays and
+    /// GPU time per token by subsystem, modules and launcher ops); `null`
+    /// where neither trace replays a graph or a side lacks ops' figures.
+    fn batch_compare(
+        b: Option<&TraceOps>,
+        c: Option<&TraceOps>,
+    ) -> Option<crate::campaign::Compared> {
+        let graphs = b.zip(c).and_then(|(b, c)| graphs_batch::compare(b, c));
+        Some(crate::campaign::Compared::nested(graphs_batch::Compared {
+            graphs,
+        }))
     }
 }

@@ -11,12 +11,13 @@ use super::measure::Call;
 use super::rowset::RowSet;
 use crate::graphs::linked::match_replays;
 use crate::graphs::place::Place;
-use crate::graphs::{Captures, GraphsSummary};
+use crate::graphs::{Captures, GraphsSummary, ModuleOp};
 use crate::hostops::launch::{Launch, Owners};
 use crate::hostops::HostOp;
 use crate::hostops::Linked;
 use crate::model::Interner;
 use crate::store::pack::Records;
+use std::collections::BTreeMap;
 
 /// Step and `proposer.propose` spans (`crate::graphs::place`): a graph
 /// launch's batch and subsystem.
@@ -35,7 +36,18 @@ pub(super) fn observe(contexts: &mut Contexts, o: &HostOp, names: &Interner) {
 pub(super) struct Replayed {
     summary: GraphsSummary,
     attributed: Vec<(Option<u32>, i64)>,
+    /// (subsystem, module path, launcher) → (activities, GPU ns): a few
+    /// hundred keys at most (the distinct captured launches).
+    by_module: BTreeMap<ModuleKey, (u64, i64)>,
 }
+
+/// A region's subsystem, a captured launch's module path and launcher
+/// (text and op ids of the captures).
+type ModuleKey = (String, Option<u32>, Option<u32>);
+
+/// (subsystem, module path, launcher name, launcher category) →
+/// (activities, GPU ns).
+type Named = BTreeMap<(String, String, Option<String>, Option<String>), (u64, i64)>;
 
 /// Matches every graph launch's activities (C3's owners) to the
 /// captures (`crate::graphs::linked`, shared with `export`).
@@ -53,17 +65,22 @@ pub(super) fn replays(
             .get(call as usize)
             .map_or(Place::Outside, |c| contexts.place(c.lane, c.ts))
     });
-    let attributed = m
-        .given
-        .iter()
-        .map(|g| {
-            let c = &caps.regions[g.region as usize].launches[g.k as usize];
-            (c.launcher, g.dur)
-        })
-        .collect();
+    let mut attributed = Vec::with_capacity(m.given.len());
+    let mut by_module: BTreeMap<ModuleKey, (u64, i64)> = BTreeMap::new();
+    for g in &m.given {
+        let region = &caps.regions[g.region as usize];
+        let c = &region.launches[g.k as usize];
+        attributed.push((c.launcher, g.dur));
+        let e = by_module
+            .entry((region.subsystem.clone(), c.module, c.launcher))
+            .or_default();
+        e.0 += 1;
+        e.1 = e.1.saturating_add(g.dur);
+    }
     Replayed {
         summary: m.summary,
         attributed,
+        by_module,
     }
 }
 
@@ -93,6 +110,43 @@ impl Replayed {
             };
             rows.add_graph(row, dur);
         }
-        self.summary
+        let mut summary = self.summary;
+        // By names: one op captured with several shapes is one entry.
+        let mut named: Named = BTreeMap::new();
+        for ((subsystem, module, op), (n, ns)) in self.by_module {
+            let op = op.map(|o| caps.ops[o as usize]);
+            let key = (
+                subsystem,
+                module.map_or_else(String::new, |m| caps.resolve(m).to_string()),
+                op.map(|o| caps.resolve(o.name).to_string()),
+                op.map(|o| crate::hostops::HOST_CATEGORIES[o.cat as usize % 4].to_string()),
+            );
+            let e = named.entry(key).or_default();
+            e.0 += n;
+            e.1 = e.1.saturating_add(ns);
+        }
+        summary.by_module = named
+            .into_iter()
+            .map(
+                |((subsystem, module, op, cat), (activities, gpu_graph_ns))| ModuleOp {
+                    subsystem,
+                    module,
+                    cat,
+                    op,
+                    activities,
+                    gpu_graph_ns,
+                },
+            )
+            .collect();
+        // By GPU ns (desc), then the keys: the same order on every run.
+        summary.by_module.sort_by(|a, b| {
+            b.gpu_graph_ns
+                .cmp(&a.gpu_graph_ns)
+                .then_with(|| a.subsystem.cmp(&b.subsystem))
+                .then_with(|| a.module.cmp(&b.module))
+                .then_with(|| a.op.cmp(&b.op))
+                .then_with(|| a.cat.cmp(&b.cat))
+        });
+        summary
     }
 }

@@ -35,8 +35,10 @@ pub(crate) mod batch;
 mod exact;
 pub mod gaps;
 mod graphs;
+mod graphs_batch;
 mod inclusive;
 pub(crate) mod measure;
+pub mod modules;
 mod rowset;
 mod summary;
 mod sweep;
@@ -53,6 +55,7 @@ use crate::analysis::{Analysis, Configures, Finished, InResults};
 use crate::hostops::{HostLinks, Kept};
 pub use crate::hostops::{InputCounts, HOST_CATEGORIES, RUNTIME_CATEGORIES};
 use crate::trace::{Event, EventPos, Prefilter};
+pub use modules::GroupBy;
 use serde::{Deserialize, Serialize};
 
 /// HTA's thresholds (O6), exact ns.
@@ -82,6 +85,11 @@ pub struct OpsSpec {
     /// captured them).
     #[cfg_attr(feature = "cli", command(flatten))]
     pub capture: crate::graphs::CaptureSpec,
+    /// The op table's rows: `op` (one per host op), or `module`: the graph
+    /// replays' GPU time by the nn.Module path that captured it (from the
+    /// capture traces' stacks, issue 57).
+    #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = GroupBy::default()))]
+    pub by: GroupBy,
 }
 
 impl Default for OpsSpec {
@@ -90,6 +98,7 @@ impl Default for OpsSpec {
             top: DEFAULT_TOP,
             sort: SortBy::default(),
             capture: crate::graphs::CaptureSpec::default(),
+            by: GroupBy::default(),
         }
     }
 }
@@ -176,8 +185,9 @@ impl Analysis for Ops {
         out.tokens_source = source.map(str::to_string);
     }
 
-    /// In `results.json`: the summary, thresholds and input counts; the
-    /// rows (hundreds per trace) stay in the records and `ops -f json`.
+    /// In `results.json`: the summary, thresholds, input counts and the
+    /// graphs (issue 57: replays, by subsystem and by module); the rows
+    /// (hundreds per trace) stay in the records and `ops -f json`.
     fn in_results(out: &TraceOps) -> InResults {
         let v = serde_json::json!({
             "units": out.units,
@@ -185,14 +195,16 @@ impl Analysis for Ops {
             "thresholds": out.thresholds,
             "input": out.input,
             "summary": out.summary,
+            "graphs": out.graphs,
         });
         InResults::Nested(v)
     }
 
     fn finish(self, trace: &Finished<'_>) -> TraceOps {
         // The graphs' capture traces (issue 57): `--capture`, else
-        // `capture_traces/` beside the trace (none for stdin).
-        let caps = self.capture.load(trace.path);
+        // `capture_traces/` beside the trace file (none for stdin or an
+        // archive member: `batch`'s label is not a path on disk).
+        let caps = self.capture.load(trace.path, trace.file);
         let mut out = measure::measure(self, &caps);
         out.path = trace.path.to_string();
         if let Some(e) = trace.error_text() {

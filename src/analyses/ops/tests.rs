@@ -427,3 +427,87 @@ fn graphs_cuda_mtp_without_batch_is_ambiguous() {
     let got = match_replay(&caps, &ix, &acts, Some(2), Some("decoder"));
     assert_eq!(got.region().and_then(bs), Some(2));
 }
+
+/// The replayed GPU time by module path and launcher op (`graphs.by_module`)
+/// on the real CUDA pair, against `scripts/check_graph_modules.py` (its
+/// own capture regions, module frames and innermost cpu_op, from the JSON):
+/// AR's 34 module paths, MTP's 48 (the drafter's `aten::argmax` outside
+/// every module); Σ = the graph totals.
+#[test]
+fn graphs_cuda_by_module_equals_the_python_check() {
+    let module = |t: &TraceOps, sub: &str, path: &str| -> i64 {
+        t.graphs
+            .by_module
+            .iter()
+            .filter(|e| e.subsystem == sub && e.module == path)
+            .map(|e| e.gpu_graph_ns)
+            .sum()
+    };
+    let op = |t: &TraceOps, sub: &str, name: &str| -> i64 {
+        t.graphs
+            .by_module
+            .iter()
+            .filter(|e| e.subsystem == sub && e.op.as_deref() == Some(name))
+            .map(|e| e.gpu_graph_ns)
+            .sum()
+    };
+    let paths = |t: &TraceOps| {
+        let s: std::collections::BTreeSet<(&str, &str)> = t
+            .graphs
+            .by_module
+            .iter()
+            .map(|e| (e.subsystem.as_str(), e.module.as_str()))
+            .collect();
+        s.len()
+    };
+    let ar = cuda_graphs_run("text_graphs_ar");
+    let sum: i64 = ar.graphs.by_module.iter().map(|e| e.gpu_graph_ns).sum();
+    let acts: u64 = ar.graphs.by_module.iter().map(|e| e.activities).sum();
+    assert_eq!((sum, acts), (4_766_446, 1380));
+    assert_eq!(paths(&ar), 34);
+    assert_eq!(
+        module(&ar, "decoder", "ToyForCausalLM_0/DecoderLayer_1"),
+        268_835
+    );
+    assert_eq!(
+        module(&ar, "decoder", "ToyForCausalLM_0/DecoderLayer_1/Linear_7"),
+        221_922
+    );
+    assert_eq!(
+        module(&ar, "decoder", "ToyForCausalLM_0/Embedding_0"),
+        79_429
+    );
+    assert_eq!(op(&ar, "decoder", "aten::mm"), 2_585_331);
+    assert_eq!(
+        op(&ar, "decoder", "aten::_flash_attention_forward"),
+        775_183
+    );
+    // The row of aten::mm holds the same graph time (its eager prefill
+    // launches are not graph activities).
+    assert_eq!(row(&ar, "aten::mm").gpu_graph_ns, 2_585_331);
+    // The first entry is the largest.
+    let top = &ar.graphs.by_module[0];
+    assert!(ar
+        .graphs
+        .by_module
+        .iter()
+        .all(|e| e.gpu_graph_ns <= top.gpu_graph_ns));
+
+    let mtp = cuda_graphs_run("text_graphs_mtp");
+    let sum: i64 = mtp.graphs.by_module.iter().map(|e| e.gpu_graph_ns).sum();
+    assert_eq!(sum, 4_876_102);
+    assert_eq!(paths(&mtp), 48);
+    assert_eq!(
+        module(&mtp, "speculator", "ToyEagleDraftModel_0/DecoderLayer_0"),
+        338_369
+    );
+    assert_eq!(module(&mtp, "speculator", "Linear_5"), 294_214);
+    assert_eq!(module(&mtp, "speculator", ""), 204_675);
+    assert_eq!(op(&mtp, "speculator", "aten::argmax"), 204_675);
+    assert_eq!(op(&mtp, "decoder", "aten::mm"), 1_399_224);
+    assert_eq!(op(&mtp, "speculator", "aten::mm"), 1_268_309);
+    assert_eq!(
+        op(&mtp, "decoder", "aten::_cudnn_attention_forward"),
+        351_422
+    );
+}

@@ -21,6 +21,9 @@ pub struct OpsReport {
     pub traces: Vec<TraceOps>,
     /// With two traces: the first (AR, baseline) against the second.
     pub comparison: Option<OpsComparison>,
+    /// `--by module`: each trace's graph GPU time by module path (issue 57).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modules: Option<Vec<super::modules::ModuleRow>>,
     #[serde(skip)]
     pub spec: OpsSpec,
 }
@@ -161,9 +164,12 @@ pub fn compare(a: &TraceOps, b: &TraceOps) -> OpsComparison {
 impl OpsReport {
     pub fn new(traces: Vec<TraceOps>, spec: OpsSpec) -> Self {
         let comparison = (traces.len() == 2).then(|| compare(&traces[0], &traces[1]));
+        let modules = (spec.by == super::GroupBy::Module)
+            .then(|| traces.iter().flat_map(super::modules::rows).collect());
         OpsReport {
             traces,
             comparison,
+            modules,
             spec,
         }
     }
@@ -445,7 +451,10 @@ fn human_tables(r: &OpsReport, labels: &[String]) -> Vec<Table> {
     t.notes.push("verdict = launch-bound iff host busy > GPU linked time and host wait > half of GPU idle (O9)".into());
     let mut tables = vec![t];
     for (x, label) in r.traces.iter().zip(labels) {
-        tables.push(ops_table(x, label, &r.spec));
+        tables.push(match r.spec.by {
+            super::GroupBy::Op => ops_table(x, label, &r.spec),
+            super::GroupBy::Module => super::modules::table(x, label, r.spec.top),
+        });
     }
     if let Some(c) = &r.comparison {
         tables.push(comparison_table(c, labels, r.spec.top));
@@ -576,6 +585,9 @@ fn csv_tables(r: &OpsReport) -> Vec<Table> {
                     .map_or(Cell::Null, |b| Cell::text(b.to_string())),
             ]);
         }
+    }
+    if r.spec.by == super::GroupBy::Module {
+        return vec![t, super::modules::csv(&r.traces)];
     }
     vec![t, rows]
 }

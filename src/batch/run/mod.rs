@@ -139,7 +139,7 @@ fn skip_reason(kind: Kind) -> Option<String> {
     Some(
         match kind {
             Kind::Frontend => "frontend (AsyncLLM) trace: no engine steps",
-            Kind::Capture => "capture trace (capture_traces/): not analysed",
+            Kind::Capture => "capture trace (capture_traces/): read only beside its trace on disk, not in an archive (extract it)",
             Kind::ProfilerOut => "torch key_averages table: not analysed",
             Kind::Other => "not a trace (in a directory: neither named *.pt.trace.json[.gz] nor a Kineto trace by its content)",
             Kind::Worker | Kind::Summary => return None,

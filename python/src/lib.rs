@@ -1,8 +1,13 @@
-//! `torchtrace._native`: the Python bindings of [`torchtrace::api`]. Each
-//! function runs one subcommand (`pair`, `kernels`, `hierarchy`) and hands
-//! back the JSON text `--format json` prints, with the problems and notes
-//! the command line prints on stderr; the package `torchtrace` (Python)
-//! parses it and turns problems into warnings.
+//! `torchtrace._native`: the Python bindings of [`torchtrace::api`] and of
+//! the campaigns ([`torchtrace::batch::records`]). `run` runs any analysis
+//! of the registry as its subcommand (`export` has its own function) and
+//! hands back the JSON text `--format json` prints, with the problems and
+//! notes the command line prints on stderr; `plan`, `run_task`,
+//! `fail_task`, `analyze` and `merge` are `torchtrace batch`'s steps. The
+//! package `torchtrace` (Python) parses the text, turns problems into
+//! warnings and holds the public API; a trace that cannot be read raises
+//! its `torchtrace.errors.TraceError`, declared in Python, with the fields
+//! of the Rust error.
 //!
 //! Reading runs on a thread of its own, without the GIL: the calling
 //! thread wakes every 100 ms, takes the GIL and checks for signals, so
@@ -10,9 +15,9 @@
 //! cancellation point, so the abandoned thread finishes its files in the
 //! background and its result is dropped.
 
-use pyo3::create_exception;
-use pyo3::exceptions::{PyException, PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use std::path::PathBuf;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Duration;
@@ -21,14 +26,6 @@ use torchtrace::batch::{output, records, Manifest};
 use torchtrace::runinfo::Given;
 use torchtrace::summary::SummaryError;
 use torchtrace::{ImageFormat, Selector};
-
-create_exception!(
-    torchtrace,
-    TraceError,
-    PyException,
-    "A trace could not be read (to its end): `path`, `offset` (byte offset in the \
-     decompressed JSON text, or None), `events_read` and `message` say what and where."
-);
 
 /// What a call returns to Python: the JSON document (text), the problems
 /// (exit status 1 on the command line) and the notes.
@@ -69,28 +66,34 @@ where
     }
 }
 
-/// A [`torchtrace::trace::TraceError`] as a Python `TraceError`, with its
-/// fields as attributes.
-fn trace_error(py: Python<'_>, e: &torchtrace::trace::TraceError) -> PyErr {
-    let err = TraceError::new_err(e.to_string());
-    let set = || -> PyResult<()> {
-        let v = err.value(py);
-        v.setattr("path", &e.path)?;
-        v.setattr("offset", e.kind.offset())?;
-        v.setattr("events_read", e.kind.events_read())?;
-        v.setattr("message", e.kind.to_string())?;
-        v.setattr("document", py.None())
+/// A [`torchtrace::trace::TraceError`] as the package's `TraceError`
+/// (`torchtrace.errors`, a class declared in Python), made with the
+/// error's fields; `document`: the figures over the events read, when the
+/// trace was read in part.
+fn trace_error(
+    py: Python<'_>,
+    e: &torchtrace::trace::TraceError,
+    document: Option<Bound<'_, PyAny>>,
+) -> PyErr {
+    let make = || -> PyResult<PyErr> {
+        let class = py.import("torchtrace.errors")?.getattr("TraceError")?;
+        let fields = PyDict::new(py);
+        fields.set_item("path", &e.path)?;
+        fields.set_item("offset", e.kind.offset())?;
+        fields.set_item("events_read", e.kind.events_read())?;
+        fields.set_item("message", e.kind.to_string())?;
+        fields.set_item("document", document)?;
+        Ok(PyErr::from_value(
+            class.call((e.to_string(),), Some(&fields))?,
+        ))
     };
-    match set() {
-        Ok(()) => err,
-        Err(other) => other,
-    }
+    make().unwrap_or_else(|other| other)
 }
 
 /// A library error as the Python exception that fits it.
 fn to_py(py: Python<'_>, e: ApiError) -> PyErr {
     match &e {
-        ApiError::Read(t) => trace_error(py, t),
+        ApiError::Read(t) => trace_error(py, t, None),
         ApiError::Summary(SummaryError::Io { .. }) => PyOSError::new_err(e.to_string()),
         ApiError::Summary(SummaryError::Json { .. }) | ApiError::Arguments(_) => {
             PyValueError::new_err(e.to_string())
@@ -135,10 +138,8 @@ fn answer<R: Document>(
         .json_text(per_context)
         .map_err(|e| to_py(py, e))?;
     if let Some(e) = &out.incomplete {
-        let err = trace_error(py, e);
         let doc = py.import("json")?.call_method1("loads", (text,))?;
-        err.value(py).setattr("document", doc)?;
-        return Err(err);
+        return Err(trace_error(py, e, Some(doc)));
     }
     let texts = |m: Vec<api::Message>| m.into_iter().map(|m| m.text).collect();
     Ok((text, texts(out.problems), texts(out.notes)))
@@ -419,7 +420,6 @@ fn write_merged(
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add("TraceError", m.py().get_type::<TraceError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(analyses, m)?)?;

@@ -5,8 +5,10 @@ Needs the CLI built (scripts/python-tests.sh builds it; TORCHTRACE_BIN names
 it, else target/release/torchtrace) and the extension installed.
 """
 
+import inspect
 import json
 import os
+import pickle
 import subprocess
 import warnings
 from pathlib import Path
@@ -141,8 +143,12 @@ def test_ranks_matches_cli_and_finds_the_injected_stragglers():
     assert [r["wait_ns"] for r in run["ranks"]] == [55912589, 2453328]
     fixed = torchtrace.ranks(tp2, threshold_us=3000)
     assert [s["step"] for s in fixed["runs"][0]["stragglers"]] == [119 + k for k in range(1, 6)] + [203]
-    with pytest.raises(ValueError):
+    # Every option is an explicit keyword: an unknown one is Python's TypeError
+    # (run(), open to any analysis's options, says ValueError).
+    with pytest.raises(TypeError):
         torchtrace.ranks(tp2, no_such_option=1)
+    with pytest.raises(ValueError):
+        torchtrace.run("ranks", tp2, no_such_option=1)
 
 
 def test_hierarchy_matches_cli():
@@ -193,6 +199,29 @@ def test_truncated_trace_raises_trace_error(tmp_path):
     assert str(cut) in str(e) and e.message in str(e)
     # The figures over the events read come with it, as the CLI prints them.
     assert e.document["traces"][0]["complete"] is False
+
+
+def test_trace_error_is_a_declared_class_that_pickles(tmp_path):
+    missing = tmp_path / "nope.pt.trace.json.gz"
+    with pytest.raises(torchtrace.TraceError) as info:
+        torchtrace.kernels(missing)
+    e = info.value
+    assert type(e) is torchtrace.errors.TraceError and isinstance(e, Exception)
+    back = pickle.loads(pickle.dumps(e))
+    assert (back.path, back.offset, back.events_read, back.message, back.document, str(back)) == (
+        e.path, e.offset, e.events_read, e.message, e.document, str(e))
+
+
+def test_wrappers_take_explicit_keywords():
+    # Only run() takes open options (the analysis is named at run time).
+    for name in torchtrace.__all__:
+        f = getattr(torchtrace, name)
+        if not inspect.isfunction(f) or f is torchtrace.run:
+            continue
+        kinds = [p.kind for p in inspect.signature(f).parameters.values()]
+        assert inspect.Parameter.VAR_KEYWORD not in kinds, name
+        assert all(p.annotation is not inspect.Parameter.empty
+                   for p in inspect.signature(f).parameters.values()), name
 
 
 def test_unreadable_json_has_offset(tmp_path):

@@ -3,6 +3,9 @@
 Each function returns ``(json_text, problems, notes)``: the document the
 command line prints with ``--format json``, the messages that make it exit 1,
 and its notes. Use the wrappers in :mod:`torchtrace` instead.
+
+A trace that cannot be read raises :class:`torchtrace.errors.TraceError`
+(declared in Python, made here with the Rust error's fields).
 """
 
 from typing import List, Optional, Sequence, Tuple
@@ -10,20 +13,6 @@ from typing import List, Optional, Sequence, Tuple
 __version__: str
 
 Answer = Tuple[str, List[str], List[str]]
-
-class TraceError(Exception):
-    """A trace could not be read (to its end)."""
-
-    path: str
-    """The trace, as given."""
-    offset: Optional[int]
-    """Byte offset in the decompressed JSON text, or None (cannot open, not JSON)."""
-    events_read: int
-    """Events read intact before the problem."""
-    message: str
-    """What is wrong, without the path."""
-    document: Optional[dict]
-    """The figures over the events read, when the trace was read in part."""
 
 def run(
     name: str,

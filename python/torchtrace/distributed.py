@@ -22,7 +22,9 @@ import glob
 import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
-from . import _merged, _native, _strings
+from . import _native
+from ._core import _strings
+from .campaigns import _merged
 
 __all__ = ["batch", "expand", "run_task"]
 

@@ -41,6 +41,7 @@ __all__ = [
     "ranks",
     "idle",
     "idle_frames",
+    "roofline_frame",
     "export",
     "EXPORT_TABLES",
     "hierarchy",
@@ -766,3 +767,6 @@ def batch(
         progress=progress,
     )
     return _merged(_native.merge([text], [], os.fsdecode(out_dir), figures=figures))
+
+
+from ._roofline import roofline_frame  # noqa: E402  (issue 58; its own module)

@@ -335,8 +335,13 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
     });
     // The graph replays to their captures (issue 57), while the packed
     // activities and their owners are here.
-    let replayed =
-        super::graphs::replays(caps, &acts, &own, &launched, &names, &calls, &mut contexts);
+    let replayed = crate::graphs::replay::replays(
+        caps,
+        (&acts, &own, &launched),
+        &names,
+        |k| calls.get(k as usize).map(|c| (c.lane, c.ts)),
+        &mut contexts,
+    );
     drop(acts);
     drop(own);
     let host_ops = threads.iter().map(|t| t.len() as u64).sum();
@@ -354,7 +359,7 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
 
     let Swept { sums, op_spans, .. } = swept;
     inclusive_totals(&sums, &mut rows);
-    let graphs = replayed.into_rows(caps, &mut rows, &mut names);
+    let graphs = super::graphs::into_rows(replayed, caps, &mut rows, &mut names);
     let mut out_rows: Vec<OpRow> = rows.rows.into_iter().map(|a| a.row).collect();
     sort_rows(&mut out_rows);
 

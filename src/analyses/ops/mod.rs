@@ -133,7 +133,7 @@ pub struct Ops {
     capture: Vec<std::path::PathBuf>,
     /// Step and `proposer.propose` annotations: a graph replay's batch
     /// and subsystem (issue 57).
-    contexts: graphs::Contexts,
+    contexts: crate::graphs::replay::Contexts,
 }
 
 impl Analysis for Ops {

@@ -9,6 +9,9 @@
 #   PIN="taskset -c 0,1" bench/ledger.sh   # two cores of a larger machine
 #   SKIP_BUILD=1 SCALE=… TIME=bench/gnutime.py   # a machine without cargo, ../shared or GNU time
 #   ONLY="kernels iterations" bench/ledger.sh 200 7   # only these torchtrace commands (more runs, same time)
+#   SRC=sample_traces/text_graphs_mtp/dp0_*.pt.trace.json.gz ONLY="ops roofline" bench/ledger.sh 20 3
+#                                     # roofline against ops on a trace with shapes (issue 58)
+#   TT=target/debug/torchtrace SKIP_BUILD=1 …   # another binary than target/release/torchtrace
 #
 # Times, interleaved (round 1: every tool once, round 2: ...):
 #   zcat        zcat FILE > /dev/null                       (the yardstick)
@@ -20,6 +23,7 @@
 #   diff        torchtrace -q diff FILE FILE                (two traces: compare with 2 × zcat)
 #   ops         torchtrace -q ops FILE                      (every host op, runtime call and activity)
 #   idle        torchtrace -q idle FILE                     (every activity and runtime call)
+#   roofline    torchtrace -q roofline FILE                 (every host op with its shapes, runtime call and activity)
 #   batch       torchtrace batch -q --no-figures -o TMP FILE (every analysis, one pass)
 #   export      torchtrace -q export FILE -o TMP            (the four Parquet tables; their sizes printed)
 # and with BASE set, the same torchtrace commands with the old binary
@@ -93,7 +97,7 @@ trap 'rm -rf "$OUT"' EXIT
 NAMES=(zcat inflate)
 CMDS=("zcat '$FILE' > /dev/null" "target/release/examples/inflate '$FILE' > /dev/null")
 # The torchtrace commands, `%TT%` standing for the binary.
-TT_NAMES=(pair kernels hierarchy iterations diff ops idle batch export)
+TT_NAMES=(pair kernels hierarchy iterations diff ops idle roofline batch export)
 TT_CMDS=(
     "%TT% -q pair '$FILE' > /dev/null"
     "%TT% -q kernels '$FILE' > /dev/null"
@@ -102,6 +106,7 @@ TT_CMDS=(
     "%TT% -q diff '$FILE' '$FILE' > /dev/null"
     "%TT% -q ops '$FILE' > /dev/null"
     "%TT% -q idle '$FILE' > /dev/null"
+    "%TT% -q roofline '$FILE' > /dev/null"
     "%TT% batch -q --no-figures -o '$OUT/batch-%N%' '$FILE' > /dev/null"
     "%TT% -q export '$FILE' -o '$OUT/export-%N%' > /dev/null"
 )
@@ -117,7 +122,7 @@ add_tt() { # prefix binary
         CMDS+=("${cmd//%N%/$name}")
     done
 }
-add_tt "" target/release/torchtrace
+add_tt "" "${TT:-target/release/torchtrace}"
 if [[ -n ${BASE:-} ]]; then
     add_tt old- "$BASE"
 fi

@@ -73,7 +73,7 @@ const ENTRIES: &[Entry] = &[
     cli!(Entry::in_batch::<ops::Ops>(), ops::cli::OpsArgs),
     cli!(Entry::in_batch::<idle::Idle>(), idle::cli::IdleArgs),
     cli!(
-        Entry::command::<roofline::Roofline>(),
+        Entry::in_batch::<roofline::Roofline>(),
         roofline::cli::RooflineArgs
     ),
 ];

@@ -97,3 +97,141 @@ fn no_shapes_is_exit_1() {
         .assert()
         .code(1);
 }
+
+fn worker(dir: &str) -> String {
+    std::fs::read_dir(dir)
+        .expect("sample dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+        .expect("worker trace")
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The real CUDA-graph pair (sample_traces/text_graphs_{ar,mtp}, H100):
+/// two traces side by side, each side's dominant op against the
+/// bandwidth roof and the work per token; the decode's replayed kernels
+/// are on the roof with the capture traces' shapes.
+#[test]
+fn the_graph_pair_side_by_side() {
+    let ar = worker("sample_traces/text_graphs_ar");
+    let mtp = worker("sample_traces/text_graphs_mtp");
+    let d = json(&["-q", "roofline", "-f", "json", &ar, &mtp], 0);
+    let sides = d["comparison"].as_array().expect("two sides");
+    assert_eq!(sides.len(), 2);
+    for (s, t) in sides.iter().zip(d["traces"].as_array().unwrap()) {
+        assert_eq!(s["completion_tokens"], 32, "both runs made 32 tokens");
+        let dom = &t["rows"][0];
+        assert_eq!(s["dominant_gpu_ns"], dom["gpu_ns"]);
+        let share = s["dominant_share_of_bandwidth_roof"].as_f64().unwrap();
+        let tbps = dom["tb_per_s"].as_f64().unwrap();
+        assert!((share - tbps / 3.35).abs() < 1e-12);
+        // Per token: Σ calls × flops of every row ÷ 32.
+        let flops: u128 = t["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["calls"].as_u64().unwrap() as u128 * r["flops"].as_u64().unwrap() as u128)
+            .sum();
+        assert_eq!(t["totals"]["flops"].as_u64().unwrap() as u128, flops);
+        let per = s["flops_per_token"].as_f64().unwrap();
+        assert!((per - flops as f64 / 32.0).abs() < 1e-6 * per);
+    }
+    assert_eq!(d["traces"][0]["summary"]["gpu_graph_ns"], 4_766_446);
+    assert_eq!(d["traces"][1]["summary"]["gpu_graph_ns"], 4_876_102);
+}
+
+/// `batch` over the graph pair: the report's "How close to the roof"
+/// section says for the workload how close each side's dominant op ran,
+/// traces.csv has the per-trace columns, roofline.csv every row, figure
+/// 12 is drawn, results.json compares the sides; `--records` then
+/// `merge` writes the same report.
+#[test]
+fn batch_section_and_records_round_trip() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("one");
+    let bin = || Command::cargo_bin("torchtrace").expect("binary");
+    bin()
+        .args([
+            "-q",
+            "batch",
+            "sample_traces/text_graphs_ar",
+            "sample_traces/text_graphs_mtp",
+            "-o",
+        ])
+        .arg(&o)
+        .assert()
+        .success();
+    let report = std::fs::read_to_string(o.join("report.md")).unwrap();
+    let at = report
+        .find("## How close to the roof")
+        .expect("the section");
+    let section = &report[at..];
+    let line = section
+        .lines()
+        .find(|l| l.starts_with("- **"))
+        .expect("a workload's sentence");
+    assert!(line.contains("AR's dominant op `"), "{line}");
+    assert!(line.contains("of the 3.35 TB/s memory roof"), "{line}");
+    assert!(line.contains("MTP's dominant op `"), "{line}");
+    let csv = std::fs::read_to_string(o.join("traces.csv")).unwrap();
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    for k in [
+        "roofline_dominant_op",
+        "roofline_dominant_gpu_share",
+        "roofline_dominant_tb_per_s",
+        "roofline_dominant_tflops_per_s",
+        "roofline_dominant_pct_of_peak",
+        "roofline_dominant_bound",
+    ] {
+        assert!(head.contains(&k), "traces.csv lacks {k}");
+    }
+    let rows = std::fs::read_to_string(o.join("roofline.csv")).unwrap();
+    assert!(rows.contains("aten::_scaled_dot_product_cudnn_attention"));
+    assert!(o.join("figures/fig12_roofline.png").exists());
+    let results: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(o.join("results.json")).unwrap()).unwrap();
+    let c = &results["comparisons"][0]["roofline"];
+    assert!(
+        c["baseline"]["name"].is_string() && c["candidate"]["name"].is_string(),
+        "{c}"
+    );
+    // Records, then merge: the same report.
+    let rec = out.path().join("records.jsonl");
+    bin()
+        .args([
+            "-q",
+            "batch",
+            "sample_traces/text_graphs_ar",
+            "sample_traces/text_graphs_mtp",
+            "--no-figures",
+            "--records",
+        ])
+        .arg(&rec)
+        .assert()
+        .success();
+    let m = out.path().join("merged");
+    bin()
+        .args(["-q", "merge"])
+        .arg(&rec)
+        .arg("-o")
+        .arg(&m)
+        .arg("--no-figures")
+        .assert()
+        .success();
+    let merged = std::fs::read_to_string(m.join("report.md")).unwrap();
+    let mat = merged
+        .find("## How close to the roof")
+        .expect("merged section");
+    let strip = |s: &str| {
+        s.lines()
+            .filter(|l| !l.contains("fig"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&merged[mat..]), strip(section));
+    assert_eq!(
+        std::fs::read_to_string(m.join("roofline.csv")).unwrap(),
+        rows
+    );
+}

@@ -49,7 +49,15 @@ from .commands import (
     ranks,
 )
 from .errors import TorchtraceWarning, TraceError
-from .frames import contexts, idle_frames, kernels_frame, ops_frame, pair_frame, to_frame
+from .frames import (
+    contexts,
+    idle_frames,
+    kernels_frame,
+    ops_frame,
+    pair_frame,
+    roofline_frame,
+    to_frame,
+)
 
 __all__ = [
     "TraceError",
@@ -65,6 +73,7 @@ __all__ = [
     "ranks",
     "idle",
     "idle_frames",
+    "roofline_frame",
     "export",
     "EXPORT_TABLES",
     "hierarchy",

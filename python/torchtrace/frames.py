@@ -1,6 +1,7 @@
 """Documents as tables: the per-context rows of :func:`~torchtrace.pair`
 and :func:`~torchtrace.kernels`, every op row of :func:`~torchtrace.ops`,
-the three tables of :func:`~torchtrace.idle`, as pandas DataFrames or
+the three tables of :func:`~torchtrace.idle`, every op and shape of
+``run("roofline", ...)``, as pandas DataFrames or
 ``pyarrow.Table`` s (both optional dependencies, imported when asked for).
 """
 
@@ -8,10 +9,18 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, Optional, Union
 
-from ._core import PerTrace, PerTracePath, Paths
+from ._core import PerTrace, PerTracePath, Paths, run
 from .commands import kernels, ops, pair
 
-__all__ = ["contexts", "to_frame", "pair_frame", "kernels_frame", "ops_frame", "idle_frames"]
+__all__ = [
+    "contexts",
+    "to_frame",
+    "pair_frame",
+    "kernels_frame",
+    "ops_frame",
+    "idle_frames",
+    "roofline_frame",
+]
 
 
 def contexts(doc: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -135,3 +144,15 @@ def idle_frames(doc: Dict[str, Any], kind: str = "pandas") -> Dict[str, Any]:
     if kind == "rows":
         return tables
     return {k: to_frame(v, kind=kind) for k, v in tables.items()}
+
+
+def roofline_frame(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pandas") -> Any:
+    """Every row of a ``roofline`` document (or of the traces given): one row
+    per (trace, op name, Input Dims, Input type) with the trace's ``path``
+    first, its FLOPs and bytes per call (exact ints), GPU ns, achieved
+    TFLOP/s and TB/s, % of peak and bound, as :func:`to_frame` makes it (a
+    pandas ``DataFrame`` or a ``pyarrow.Table``). ``Input Dims`` and the other
+    recorded arguments stay as the trace wrote them (lists)."""
+    doc = doc_or_paths if isinstance(doc_or_paths, dict) else run("roofline", doc_or_paths)
+    rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t["rows"]]
+    return to_frame(rows, kind=kind)

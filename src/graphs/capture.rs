@@ -124,6 +124,7 @@ impl Reading<'_> {
                     dims: text(&ev.args.input_dims, caps),
                     types: text(&ev.args.input_type, caps),
                     strides: text(&ev.args.input_strides, caps),
+                    concrete: text(&ev.args.concrete_inputs, caps),
                 };
                 let id = caps.op(op);
                 if o.cat == 1 && ev.name.starts_with("capture_") {
@@ -348,6 +349,8 @@ impl Thread<'_> {
     fn regions(&self, file: &FileFacts<'_>, caps: &mut Captures) -> bool {
         let name = file.name;
         let mut open: Option<(usize, Vec<Captured>)> = None;
+        // Per op position: its instance in `caps.instances` (made once).
+        let mut inst = vec![u32::MAX; self.ops.len()];
         for (i, c) in self.calls.iter().enumerate() {
             match c.role {
                 Role::Begin => {
@@ -360,7 +363,7 @@ impl Thread<'_> {
                 }
                 Role::Launch(kind) => {
                     if let Some((_, v)) = open.as_mut() {
-                        v.push(self.captured(i, kind, caps));
+                        v.push(self.captured(i, kind, &mut inst, caps));
                     }
                 }
                 Role::End => {
@@ -381,8 +384,9 @@ impl Thread<'_> {
 
     /// Call `i`, a launch inside a region: its kind, kernel, launcher,
     /// top-level op and module path.
-    fn captured(&self, i: usize, kind: u8, caps: &mut Captures) -> Captured {
+    fn captured(&self, i: usize, kind: u8, inst: &mut [u32], caps: &mut Captures) -> Captured {
         let (inner, top) = self.found[i];
+        let instance = (inner != u32::MAX).then(|| self.instance(inner, inst, caps));
         let at = |p: u32| (p != u32::MAX).then(|| self.ops[p as usize].op);
         let module = (inner != u32::MAX)
             .then(|| self.module_of(inner, caps))
@@ -393,7 +397,31 @@ impl Thread<'_> {
             launcher: at(inner),
             top: at(top),
             module,
+            instance,
         }
+    }
+
+    /// The instance of op position `p` in `caps.instances`, made with its
+    /// enclosers' (C5) when new.
+    fn instance(&self, p: u32, inst: &mut [u32], caps: &mut Captures) -> u32 {
+        // The positions up to the first made one (or the root).
+        let mut chain = Vec::new();
+        let mut q = p;
+        while q != u32::MAX && inst[q as usize] == u32::MAX {
+            chain.push(q);
+            q = self.parent[q as usize];
+        }
+        let mut parent = (q != u32::MAX).then(|| inst[q as usize]);
+        for &q in chain.iter().rev() {
+            let id = caps.instances.len() as u32;
+            caps.instances.push(super::Instance {
+                op: self.ops[q as usize].op,
+                parent,
+            });
+            inst[q as usize] = id;
+            parent = Some(id);
+        }
+        inst[p as usize]
     }
 
     /// The `nn.Module` path of op `p`: the module frames among its python

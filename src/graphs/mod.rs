@@ -28,10 +28,11 @@
 //!   (`ops`, `export`). [`CaptureSpec`] is the one `--capture` flag.
 //!
 //! Memory: the regions' [`Captured`] launches (`size_of::<Captured>()`,
-//! 36 B each), the ops' names and shapes once per distinct op, and the
-//! texts once each; a capture trace's events only while it is read. Per
-//! replay of a trace 40 B (`replay::Replay`), per attributed activity 24 B
-//! where the host side keeps them (`linked::Given`).
+//! 44 B each), the ops' names and shapes once per distinct op, the op
+//! instances that enclose a captured launch (8 B each), and the texts
+//! once each; a capture trace's events only while it is read. Per replay
+//! of a trace 40 B (`replay::Replay`), per attributed activity 24 B where
+//! the host side keeps them (`linked::Given`).
 
 pub(crate) mod capture;
 pub mod find;
@@ -53,11 +54,25 @@ pub struct CapOp {
     pub dims: Option<u32>,
     pub types: Option<u32>,
     pub strides: Option<u32>,
+    /// `Concrete Inputs` (a scalar argument's value: `roofline`'s models
+    /// read some).
+    pub concrete: Option<u32>,
 }
 
-/// One captured launch (36 B): its activity kind (0 kernel, 1 memcpy,
+/// One op instance of a capture trace that encloses a captured launch:
+/// its op ([`Captures::ops`]) and the instance enclosing it (C5), so a
+/// caller can walk a launch's enclosers innermost first (`roofline` takes
+/// the innermost one with a model, as it does in a replay trace).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instance {
+    pub op: u32,
+    pub parent: Option<u32>,
+}
+
+/// One captured launch (44 B): its activity kind (0 kernel, 1 memcpy,
 /// 2 memset), the kernel name the capture records (ROCm), its launcher
-/// and top-level op ([`Captures::ops`]), its module path (a text id).
+/// and top-level op ([`Captures::ops`]), its module path (a text id), and
+/// its launcher's instance ([`Captures::instances`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Captured {
     pub kind: u8,
@@ -65,6 +80,7 @@ pub struct Captured {
     pub launcher: Option<u32>,
     pub top: Option<u32>,
     pub module: Option<u32>,
+    pub instance: Option<u32>,
 }
 
 /// One capture region: the launches between a begin-capture and its
@@ -99,6 +115,8 @@ pub struct Captures {
     pub files: Vec<String>,
     pub regions: Vec<Region>,
     pub ops: Vec<CapOp>,
+    /// The op instances enclosing captured launches, with their parents.
+    pub instances: Vec<Instance>,
     pub texts: Vec<String>,
     /// Bad input met (unreadable files, truncated captures, …).
     pub notes: Vec<String>,

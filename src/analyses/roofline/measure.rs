@@ -10,11 +10,59 @@ use super::{
     Bound, Key, Op, RoofCounts, RoofRow, RoofSummary, Roofline, TraceRoofline, UnmodelledRow, NONE,
     NO_OP,
 };
+use crate::graphs::linked::match_replays;
+use crate::graphs::place::Place;
+use crate::graphs::Captures;
 use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
 use crate::hostops::launch::{end_of, launches, owners, Launch};
 use crate::hostops::HostLinks;
 use crate::model::{Interner, Sym};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// One activity of an attributed graph replay as roofline reads it: its
+/// graph launch (the runtime call's position), its region, its position
+/// among the region's captured launches, its dur, and whether the replay
+/// matched that region alone (`false`: an ambiguous replay attributed
+/// because its candidates name the same launchers; shapes unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Given {
+    call: u32,
+    region: u32,
+    pos: u32,
+    dur: i64,
+    exact: bool,
+}
+
+/// The replays' outcomes and their attributed activities, in replay order
+/// (`crate::graphs::linked`, the matching `ops` and `export` use).
+struct Replayed {
+    summary: crate::graphs::GraphsSummary,
+    attributed: Vec<Given>,
+}
+
+impl Replayed {
+    /// `m`'s activities with their graph launch (their owner, C3).
+    fn of(m: crate::graphs::linked::Matched, own: &crate::hostops::launch::Owners) -> Replayed {
+        let attributed = m
+            .given
+            .iter()
+            .filter_map(|g| {
+                let p = g.pos as usize;
+                Some(Given {
+                    call: own.range(p, p + 1).next().flatten()?,
+                    region: g.region,
+                    pos: g.k,
+                    dur: g.dur,
+                    exact: g.exact,
+                })
+            })
+            .collect();
+        Replayed {
+            summary: m.summary,
+            attributed,
+        }
+    }
+}
 
 /// What a row's calls launched.
 #[derive(Debug, Clone, Copy, Default)]
@@ -22,6 +70,8 @@ struct Got {
     calls: u64,
     kernels: u64,
     gpu: i64,
+    /// … of which replayed by graphs (issue 57).
+    graph: i64,
 }
 
 /// One thread's runtime call.
@@ -117,17 +167,19 @@ fn text(texts: &Interner, t: u32) -> Option<&str> {
 }
 
 /// The figures of one trace from what was kept.
-pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
+pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> TraceRoofline {
     let Roofline {
         spec,
         links,
-        texts,
-        rows: keys,
+        mut texts,
+        keys: mut key_ids,
+        rows: mut keys,
         ops,
+        mut contexts,
         ..
     } = st;
     let HostLinks {
-        names,
+        mut names,
         lanes,
         calls,
         acts,
@@ -153,8 +205,24 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
     }
     summary.gpu_linked_ns = summary.gpu_ns.saturating_sub(summary.unlinked_gpu_ns);
     let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
+    // The graph replays to their captures (issue 57), as `ops` matches
+    // them, while the packed activities and their owners are here.
+    let matched = match_replays(caps, &acts, &own, &launched, &names, |k| {
+        calls
+            .get(k as usize)
+            .map_or(Place::Outside, |c| contexts.place(c.lane, c.ts))
+    });
+    let replayed = Replayed::of(matched, &own);
     drop(acts);
     drop(own);
+    // An attributed replay's graph launch is claimed already: its
+    // activities go to the captured ops, not to the launch's encloser.
+    let mut claimed = vec![false; launched.len()];
+    for g in &replayed.attributed {
+        if let Some(c) = claimed.get_mut(g.call as usize) {
+            *c = true;
+        }
+    }
 
     // Each thread's calls (file order kept within a thread: a stable sort
     // by start).
@@ -170,7 +238,16 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
             ));
         }
     }
-    let (got, no_op) = claim(by_lane, &ops, &launched, keys.len());
+    let (mut got, mut no_op) = claim(by_lane, &ops, &launched, claimed, keys.len());
+    let mut book = Book {
+        names: &mut names,
+        texts: &mut texts,
+        ids: &mut key_ids,
+        keys: &mut keys,
+        got: &mut got,
+    };
+    let ambiguous = book.replayed(caps, &replayed.attributed, &mut no_op);
+    let graphs = replayed.summary;
 
     let device = Device::resolve(devices, spec.peak_tflops, spec.peak_tbps);
     rc.other_devices = devices
@@ -178,13 +255,21 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
         .skip(1)
         .filter(|d| Some(*d) != devices.first())
         .count() as u64;
-    let (rows, unmodelled) = model_rows(&keys, &got, &no_op, (&names, &texts), &device, &mut rc);
+    let (rows, unmodelled) = model_rows(
+        &keys,
+        &got,
+        (&no_op, &ambiguous),
+        (&names, &texts),
+        &device,
+        &mut rc,
+    );
     summary.modelled_gpu_ns = rows.iter().map(|r| r.gpu_ns).fold(0, i64::saturating_add);
     summary.unmodelled_gpu_ns = unmodelled
         .iter()
         .map(|r| r.gpu_ns)
         .fold(0, i64::saturating_add);
     summary.rows = rows.len() as u64;
+    summary.gpu_graph_ns = graphs.gpu_graph_ns;
     rc.input = counts;
     TraceRoofline {
         path: String::new(),
@@ -195,7 +280,127 @@ pub(super) fn measure(st: Roofline, devices: &[String]) -> TraceRoofline {
         rows,
         unmodelled,
         counts: rc,
+        graphs,
+        ..TraceRoofline::default()
     }
+}
+
+/// The class of an op name: 0 no model, 1 a model, 2 a composite's.
+fn class_of(name: &str) -> u8 {
+    match models::category_of(name) {
+        None => 0,
+        Some(c) if c.composite() => 2,
+        Some(_) => 1,
+    }
+}
+
+/// The row keys and what each got, where the replayed activities are
+/// added with keys made for the capture's ops.
+struct Book<'a> {
+    names: &'a mut Interner,
+    texts: &'a mut Interner,
+    ids: &'a mut HashMap<Key, u32>,
+    keys: &'a mut Vec<Key>,
+    got: &'a mut Vec<Got>,
+}
+
+impl Book<'_> {
+    fn key(&mut self, k: Key) -> usize {
+        let next = self.keys.len() as u32;
+        let id = *self.ids.entry(k).or_insert(next);
+        if id == next {
+            self.keys.push(k);
+            self.got.push(Got::default());
+        }
+        id as usize
+    }
+
+    /// A capture op's row key: its name and, for a modelled op, its
+    /// shapes (the capture trace's texts).
+    fn key_of(&mut self, caps: &Captures, op: u32, modelled: bool) -> usize {
+        let o = caps.ops[op as usize];
+        let name = self.names.intern(caps.resolve(o.name));
+        let mut text = |t: Option<u32>| t.map_or(NONE, |t| self.texts.intern(caps.resolve(t)).0);
+        let k = if modelled {
+            (name, text(o.dims), text(o.types), text(o.concrete))
+        } else {
+            (name, NONE, NONE, NONE)
+        };
+        self.key(k)
+    }
+
+    /// The replayed activities given to the capture's ops by `measure`'s
+    /// rule (the innermost enclosing composite, else the innermost
+    /// modelled op, else the launcher, unmodelled), a call counted at its
+    /// instance's first activity in each replay; the activities of
+    /// ambiguous replays (the launchers known, not their shapes) returned
+    /// by launcher name, unmodelled.
+    fn replayed(
+        &mut self,
+        caps: &Captures,
+        given: &[Given],
+        no_op: &mut Got,
+    ) -> Vec<(String, Got)> {
+        let mut ambiguous: BTreeMap<String, Got> = BTreeMap::new();
+        // (call, position, instance) of the previous activity.
+        let mut prev: Option<(u32, u32, u32)> = None;
+        for g in given {
+            let Some(c) = caps
+                .regions
+                .get(g.region as usize)
+                .and_then(|r| r.launches.get(g.pos as usize))
+            else {
+                continue;
+            };
+            let encloser = c.instance.map(|i| encloser(caps, i));
+            let (got, inst) = match (g.exact, encloser) {
+                (true, Some((i, class))) => {
+                    let op = caps.instances[i as usize].op;
+                    let k = self.key_of(caps, op, class > 0);
+                    (&mut self.got[k], i)
+                }
+                (false, Some(_)) => {
+                    let name = c
+                        .launcher
+                        .map_or(NO_OP, |o| caps.resolve(caps.ops[o as usize].name));
+                    let inst = c.instance.unwrap_or(u32::MAX);
+                    (ambiguous.entry(name.to_string()).or_default(), inst)
+                }
+                (_, None) => (&mut *no_op, u32::MAX),
+            };
+            let same = prev == Some((g.call, g.pos.wrapping_sub(1), inst));
+            got.calls += u64::from(!same);
+            got.kernels += 1;
+            got.gpu = got.gpu.saturating_add(g.dur);
+            got.graph = got.graph.saturating_add(g.dur);
+            prev = Some((g.call, g.pos, inst));
+        }
+        ambiguous.into_iter().collect()
+    }
+}
+
+/// The instance whose row a captured launch's activity goes to: the
+/// innermost enclosing composite, else the innermost modelled op, else
+/// the launcher itself (class 0); with its class.
+fn encloser(caps: &Captures, launcher: u32) -> (u32, u8) {
+    let mut modelled = None;
+    let mut at = Some(launcher);
+    // Enclosers are few (a dozen); a damaged parent chain cannot loop:
+    // a parent is always made before its child.
+    while let Some(i) = at {
+        let Some(inst) = caps.instances.get(i as usize) else {
+            break;
+        };
+        let class = class_of(caps.resolve(caps.ops[inst.op as usize].name));
+        if class == 2 {
+            return (i, 2);
+        }
+        if class == 1 && modelled.is_none() {
+            modelled = Some(i);
+        }
+        at = inst.parent;
+    }
+    modelled.map_or((launcher, 0), |i| (i, 1))
 }
 
 /// Each row key's GPU work, claimed by the ops that launched it on their
@@ -206,10 +411,10 @@ fn claim(
     by_lane: Vec<Vec<(i64, Call)>>,
     ops: &[Vec<Op>],
     launched: &[Launch],
+    mut claimed: Vec<bool>,
     n_keys: usize,
 ) -> (Vec<Got>, Got) {
     let mut got = vec![Got::default(); n_keys];
-    let mut claimed = vec![false; launched.len()];
     let mut no_op = Got::default();
     for (lane, mut cs) in by_lane.into_iter().enumerate() {
         cs.sort_by_key(|c| c.0);
@@ -244,7 +449,7 @@ fn claim(
 fn model_rows(
     keys: &[Key],
     got: &[Got],
-    no_op: &Got,
+    (no_op, ambiguous): (&Got, &[(String, Got)]),
     (names, texts): (&Interner, &Interner),
     device: &Device,
     rc: &mut RoofCounts,
@@ -265,6 +470,9 @@ fn model_rows(
         e.kernels += g.kernels;
         e.gpu_ns = e.gpu_ns.saturating_add(g.gpu);
     };
+    for (name, g) in ambiguous {
+        miss(name, "graph replay ambiguous: shapes unknown", g);
+    }
     for (k, g) in keys.iter().zip(got) {
         if g.kernels == 0 {
             continue;
@@ -364,6 +572,7 @@ fn row(
         bytes: m.bytes,
         intensity,
         gpu_ns: g.gpu,
+        gpu_graph_ns: g.graph,
         tflops_per_s: tflops,
         tb_per_s: tbps,
         precision: m.precision.map(|p| p.as_str().to_string()),

@@ -26,7 +26,9 @@
 //! twice, nothing dropped.
 
 pub mod args;
+pub(crate) mod batch;
 pub mod devices;
+mod figure;
 mod measure;
 pub mod models;
 pub mod view;
@@ -63,6 +65,10 @@ pub struct RooflineSpec {
     /// Peak memory bandwidth in TB/s (10¹² B/s), replacing the table's.
     #[cfg_attr(feature = "cli", arg(long, value_name = "TBPS"))]
     pub peak_tbps: Option<f64>,
+    /// `--capture` (issue 57): a graph replay's kernels go to the ops that
+    /// captured them, with the capture's shapes.
+    #[cfg_attr(feature = "cli", command(flatten))]
+    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for RooflineSpec {
@@ -71,6 +77,7 @@ impl Default for RooflineSpec {
             top: 20,
             peak_tflops: None,
             peak_tbps: None,
+            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -110,6 +117,9 @@ pub struct Roofline {
     modelled: Vec<u8>,
     /// Per thread, its host ops in file order.
     ops: Vec<Vec<Op>>,
+    /// Step and `proposer.propose` annotations: a graph replay's batch
+    /// and subsystem (issue 57).
+    contexts: crate::graphs::place::Spans,
 }
 
 impl Roofline {
@@ -162,6 +172,9 @@ impl Analysis for Roofline {
         let Some(Kept::Host(o)) = self.links.keep(ev, at) else {
             return;
         };
+        let end = crate::hostops::launch::end_of(o.ts, o.dur);
+        self.contexts
+            .observe(o.lane, o.ts, end, self.links.names.resolve(o.name));
         let class = self.class(o.name);
         let key = if class > 0 {
             let a = &ev.args;
@@ -190,9 +203,28 @@ impl Analysis for Roofline {
         });
     }
 
+    /// Per-token sums once the run's completion tokens are known.
+    fn set_tokens(out: &mut TraceRoofline, tokens: Option<u64>, source: Option<&str>) {
+        out.completion_tokens = tokens;
+        out.tokens_source = source.map(str::to_string);
+        out.per_token = out.totals.per(tokens);
+    }
+
     fn finish(self, trace: &Finished<'_>) -> TraceRoofline {
-        let mut out = measure::measure(self, &trace.meta.devices);
+        // The graphs' capture traces (issue 57), as `ops` finds them:
+        // `--capture`, else `capture_traces/` beside the trace file.
+        let caps = self.spec.capture.load(trace.path, trace.file);
+        let mut out = measure::measure(self, &trace.meta.devices, &caps);
         out.path = trace.path.to_string();
+        out.totals = RoofTotals::of(&out.rows);
+        let steps = trace
+            .steps
+            .cpu
+            .iter()
+            .filter(|a| crate::steps::parse(trace.steps.names.resolve(a.name)).is_some())
+            .count() as u64;
+        out.steps = (steps > 0).then_some(steps);
+        out.per_step = out.totals.per(out.steps);
         if let Some(e) = trace.error_text() {
             out.complete = false;
             out.error = Some(e);
@@ -240,6 +272,10 @@ pub struct RoofRow {
     pub intensity: Option<f64>,
     /// Σ duration of the activities its calls launched, exact ns.
     pub gpu_ns: i64,
+    /// … of which replayed by CUDA/HIP graphs (its calls' launches
+    /// captured, issue 57): its shapes are the capture trace's.
+    #[serde(default)]
+    pub gpu_graph_ns: i64,
     /// calls × flops / gpu_ns / 10³ (TFLOP/s); `null` when gpu_ns is 0.
     pub tflops_per_s: Option<f64>,
     /// calls × bytes / gpu_ns / 10³ (TB/s); `null` when gpu_ns is 0.
@@ -284,6 +320,10 @@ pub struct RoofSummary {
     pub unlinked_activities: u64,
     pub unlinked_gpu_ns: i64,
     pub rows: u64,
+    /// GPU time of graph replays attributed to the ops that captured them
+    /// (in the rows and `unmodelled`, not in their graph launch's op).
+    #[serde(default)]
+    pub gpu_graph_ns: i64,
 }
 
 /// Bad-input counts (each a note, never a panic or a division by zero).
@@ -322,6 +362,66 @@ pub struct TraceRoofline {
     /// GPU time without a model, by GPU time (desc).
     pub unmodelled: Vec<UnmodelledRow>,
     pub counts: RoofCounts,
+    /// The graph replays matched to their captures (issue 57; as `ops`').
+    #[serde(default)]
+    pub graphs: crate::graphs::GraphsSummary,
+    /// Σ over the modelled rows of calls × FLOPs and bytes, and their GPU
+    /// ns (exact).
+    #[serde(default)]
+    pub totals: RoofTotals,
+    /// The trace's vLLM step annotations (`execute_…`), when it has any.
+    #[serde(default)]
+    pub steps: Option<u64>,
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    #[serde(default)]
+    pub tokens_source: Option<String>,
+    /// `totals` per completion token, when the tokens are known.
+    #[serde(default)]
+    pub per_token: Option<PerUnit>,
+    /// `totals` per step annotation, when the trace has steps.
+    #[serde(default)]
+    pub per_step: Option<PerUnit>,
+}
+
+/// Σ over the modelled rows: calls × FLOPs, calls × bytes, GPU ns.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RoofTotals {
+    pub flops: u128,
+    pub bytes: u128,
+    pub gpu_ns: i64,
+}
+
+impl RoofTotals {
+    /// The rows' sums (saturating: shapes come from input).
+    pub fn of(rows: &[RoofRow]) -> RoofTotals {
+        let mut t = RoofTotals::default();
+        for r in rows {
+            let n = u128::from(r.calls);
+            t.flops = t.flops.saturating_add(r.flops.saturating_mul(n));
+            t.bytes = t.bytes.saturating_add(r.bytes.saturating_mul(n));
+            t.gpu_ns = t.gpu_ns.saturating_add(r.gpu_ns);
+        }
+        t
+    }
+
+    /// Per `n` units (tokens, steps); `None` for 0.
+    pub fn per(&self, n: Option<u64>) -> Option<PerUnit> {
+        let n = n.filter(|&n| n > 0)? as f64;
+        Some(PerUnit {
+            flops: self.flops as f64 / n,
+            bytes: self.bytes as f64 / n,
+            gpu_ns: self.gpu_ns as f64 / n,
+        })
+    }
+}
+
+/// [`RoofTotals`] per unit, for display (f64).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PerUnit {
+    pub flops: f64,
+    pub bytes: f64,
+    pub gpu_ns: f64,
 }
 
 impl TraceRoofline {
@@ -329,6 +429,7 @@ impl TraceRoofline {
     pub fn notes(&self) -> Vec<String> {
         let c = &self.counts;
         let mut v = c.input.notes(0);
+        v.extend(self.graphs.said());
         let mut say = |n: u64, what: &str| {
             if n > 0 {
                 v.push(format!("{n} {what}"));

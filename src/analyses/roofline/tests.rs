@@ -402,3 +402,124 @@ fn csv_field(file: &Path, r: &Reference, col: &str) -> String {
         .map(|x| x[c].to_string())
         .expect("the row again")
 }
+
+fn sample(dir: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("sample_traces")
+        .join(dir);
+    std::fs::read_dir(&d)
+        .expect("sample dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+        .expect("worker trace")
+}
+
+fn row<'t>(t: &'t TraceRoofline, name: &str, dims: &str) -> &'t RoofRow {
+    let want: serde_json::Value = serde_json::from_str(dims).unwrap();
+    t.rows
+        .iter()
+        .find(|r| r.name == name && r.input_dims == want)
+        .unwrap_or_else(|| panic!("no row {name} {dims}"))
+}
+
+/// The real CUDA-graph AR trace (`sample_traces/text_graphs_ar`, H100):
+/// its 30 decode replays go to the ops that captured them, with the
+/// capture's shapes. Every figure was worked out apart (Python's json and
+/// decimal: the region between the capture calls, each launch's cpu_op
+/// by its External id, its enclosers by ts/dur, the replays' kernels by
+/// correlation in GPU order).
+#[test]
+fn graph_replays_of_the_real_ar_trace() {
+    let t = run(&sample("text_graphs_ar"), RooflineSpec::default());
+    assert_eq!(t.graphs.replays, 30);
+    assert_eq!(t.graphs.replays_matched, 30);
+    assert_eq!(t.graphs.graph_activities, 30 * 46);
+    assert_eq!(t.summary.gpu_graph_ns, 4_766_446);
+    assert_eq!(t.graphs.gpu_graph_ns, 4_766_446);
+    // Σ over rows and unmodelled = the linked GPU time: nothing counted
+    // twice (the graph launch's own encloser no longer holds them).
+    assert_eq!(
+        t.summary.modelled_gpu_ns + t.summary.unmodelled_gpu_ns,
+        t.summary.gpu_linked_ns
+    );
+    let graph_rows: i64 = t.rows.iter().map(|r| r.gpu_graph_ns).sum();
+    assert_eq!(
+        graph_rows, 4_766_446,
+        "every replayed kernel has a modelled op"
+    );
+    // The decode shapes (bs 1) occur only in the replays.
+    let ln = row(
+        &t,
+        "aten::native_layer_norm",
+        "[[1, 1024], [], [1024], [1024], []]",
+    );
+    assert_eq!(
+        (ln.calls, ln.kernels, ln.gpu_ns, ln.gpu_graph_ns),
+        (270, 270, 920_218, 920_218)
+    );
+    // A GEMV of the MLP's down projection: two kernels a call (split-K).
+    let mm = row(&t, "aten::mm", "[[1, 4096], [4096, 1024]]");
+    assert_eq!((mm.calls, mm.kernels, mm.gpu_ns), (120, 240, 881_775));
+    assert_eq!(mm.flops, 2 * 4096 * 1024);
+    assert_eq!(mm.bytes, (4096 + 4096 * 1024 + 1024) * 2);
+    assert_eq!(mm.bound, Some(Bound::Memory));
+    // flash attention's kernel: launched by `_flash_attention_forward`,
+    // counted for the composite around it, as in an eager trace.
+    let fa = row(
+        &t,
+        "aten::_scaled_dot_product_flash_attention",
+        "[[1, 16, 1, 64], [1, 16, 1, 64], [1, 16, 1, 64], [], [], [], []]",
+    );
+    assert_eq!((fa.calls, fa.gpu_graph_ns), (120, 775_183));
+    let ix = row(&t, "aten::index_select", "[[8192, 1024], [], [1]]");
+    assert_eq!((ix.calls, ix.gpu_graph_ns), (30, 79_429));
+    // The decode is no longer hidden under the graph launch's op.
+    assert!(
+        t.unmodelled.iter().all(|u| u.gpu_ns < 79_429),
+        "{:?}",
+        t.unmodelled
+    );
+    // Steps and totals: 2 prefill + 30 decode steps.
+    assert_eq!(t.steps, Some(32));
+    assert_eq!(t.totals.gpu_ns, t.summary.modelled_gpu_ns);
+}
+
+/// The real MTP trace: 16 decoder replays (bs 4: cuDNN attention, two
+/// kernels a call) and 36 drafter replays (bs 1), each to its own
+/// capture; figures worked out apart as above.
+#[test]
+fn graph_replays_of_the_real_mtp_trace() {
+    let t = run(&sample("text_graphs_mtp"), RooflineSpec::default());
+    assert_eq!((t.graphs.replays, t.graphs.replays_matched), (52, 52));
+    assert_eq!(t.summary.gpu_graph_ns, 4_876_102);
+    assert_eq!(t.graphs.by_subsystem["decoder"].replays, 16);
+    assert_eq!(t.graphs.by_subsystem["speculator"].replays, 36);
+    let cudnn = row(
+        &t,
+        "aten::_scaled_dot_product_cudnn_attention",
+        "[[1, 16, 4, 64], [1, 16, 4, 64], [1, 16, 4, 64], [], [], [], [], [], []]",
+    );
+    assert_eq!(
+        (cudnn.calls, cudnn.kernels, cudnn.gpu_graph_ns),
+        (64, 128, 351_422)
+    );
+    let ln4 = row(
+        &t,
+        "aten::native_layer_norm",
+        "[[4, 1024], [], [1024], [1024], []]",
+    );
+    assert_eq!((ln4.calls, ln4.gpu_graph_ns), (144, 479_245));
+    let mm4 = row(&t, "aten::mm", "[[4, 4096], [4096, 1024]]");
+    assert_eq!(
+        (mm4.calls, mm4.kernels, mm4.gpu_graph_ns),
+        (64, 128, 472_872)
+    );
+    assert_eq!(mm4.flops, 2 * 4 * 4096 * 1024);
+    // The drafter's sampling: argmax over the vocabulary, bs 1.
+    let am = row(&t, "aten::argmax", "[[1, 8192], [], []]");
+    assert_eq!((am.calls, am.gpu_graph_ns), (36, 204_675));
+    assert_eq!(
+        t.summary.modelled_gpu_ns + t.summary.unmodelled_gpu_ns,
+        t.summary.gpu_linked_ns
+    );
+}

@@ -13,8 +13,56 @@ use std::io::{self, Write};
 #[derive(Debug, Serialize)]
 pub struct RooflineReport {
     pub traces: Vec<TraceRoofline>,
+    /// With two traces (AR, then MTP): each side's dominant op against the
+    /// bandwidth roof, and the work per token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Vec<SideFigures>>,
     #[serde(skip)]
     pub spec: RooflineSpec,
+}
+
+/// One side of the two-trace comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct SideFigures {
+    pub path: String,
+    pub dominant: Option<String>,
+    pub dominant_gpu_ns: Option<i64>,
+    /// Its GPU ns ÷ the trace's.
+    pub dominant_gpu_share: Option<f64>,
+    pub dominant_tb_per_s: Option<f64>,
+    /// Its TB/s ÷ the device's peak TB/s (whatever its bound).
+    pub dominant_share_of_bandwidth_roof: Option<f64>,
+    pub dominant_pct_of_peak: Option<f64>,
+    pub dominant_bound: Option<&'static str>,
+    pub completion_tokens: Option<u64>,
+    pub flops_per_token: Option<f64>,
+    pub bytes_per_token: Option<f64>,
+    pub gpu_ns_per_token: Option<f64>,
+}
+
+impl SideFigures {
+    pub fn of(t: &TraceRoofline) -> SideFigures {
+        let d = dominant_of(t);
+        let per = t.per_token.as_ref();
+        SideFigures {
+            path: t.path.clone(),
+            dominant: d.map(super::batch::op_shape),
+            dominant_gpu_ns: d.map(|r| r.gpu_ns),
+            dominant_gpu_share: d.and_then(|r| super::batch::share(r, t)),
+            dominant_tb_per_s: d.and_then(|r| r.tb_per_s),
+            dominant_share_of_bandwidth_roof: d
+                .and_then(|r| r.tb_per_s)
+                .zip(t.device.peak_tbps)
+                .filter(|p| p.1 > 0.0)
+                .map(|(a, b)| a / b),
+            dominant_pct_of_peak: d.and_then(|r| r.pct_of_peak),
+            dominant_bound: d.and_then(|r| r.bound).map(|b| b.as_str()),
+            completion_tokens: t.completion_tokens,
+            flops_per_token: per.map(|p| p.flops),
+            bytes_per_token: per.map(|p| p.bytes),
+            gpu_ns_per_token: per.map(|p| p.gpu_ns),
+        }
+    }
 }
 
 impl RooflineReport {
@@ -82,11 +130,20 @@ impl Command for Roofline {
     }
 
     fn report(outputs: Vec<TraceRoofline>, spec: &RooflineSpec) -> RooflineReport {
+        let comparison =
+            (outputs.len() == 2).then(|| outputs.iter().map(SideFigures::of).collect());
         RooflineReport {
             traces: outputs,
+            comparison,
             spec: spec.clone(),
         }
     }
+}
+
+/// A trace's dominant op: the modelled row with the most GPU time (the
+/// rows are sorted by it).
+pub fn dominant_of(t: &TraceRoofline) -> Option<&RoofRow> {
+    t.rows.first().filter(|r| r.gpu_ns > 0)
 }
 
 /// An exact count as a cell (text past i64).
@@ -198,7 +255,35 @@ fn tables(r: &RooflineReport) -> (Vec<Table>, Vec<Table>) {
         ] {
             head.row(vec![Cell::text(k), Cell::Int(v)]);
         }
+        head.row(vec![
+            Cell::text("  of graph replays, to captured ops (ns)"),
+            Cell::Int(s.gpu_graph_ns),
+        ]);
         head.row(vec![Cell::text("rows"), s.rows.into()]);
+        head.row(vec![
+            Cell::text("modelled FLOPs (Σ calls × flops)"),
+            big(t.totals.flops),
+        ]);
+        head.row(vec![
+            Cell::text("modelled bytes (Σ calls × bytes)"),
+            big(t.totals.bytes),
+        ]);
+        for (unit, n, per) in [
+            ("token", t.completion_tokens, &t.per_token),
+            ("step", t.steps, &t.per_step),
+        ] {
+            if let (Some(n), Some(p)) = (n, per) {
+                head.row(vec![Cell::text(format!("{unit}s")), n.into()]);
+                head.row(vec![
+                    Cell::text(format!("  FLOPs per {unit}")),
+                    Cell::opt_f(Some(p.flops), 0),
+                ]);
+                head.row(vec![
+                    Cell::text(format!("  bytes per {unit}")),
+                    Cell::opt_f(Some(p.bytes), 0),
+                ]);
+            }
+        }
         human.push(head);
         let mut rows = Table::new(
             format!("Ops and shapes of {label} (top {} by GPU time)", r.spec.top),
@@ -246,5 +331,54 @@ fn tables(r: &RooflineReport) -> (Vec<Table>, Vec<Table>) {
             ]);
         }
     }
+    if let Some(sides) = &r.comparison {
+        human.push(comparison_table(sides));
+    }
     (human, vec![csv_rows, csv_un])
+}
+
+/// The two traces side by side (AR first, as given).
+fn comparison_table(sides: &[SideFigures]) -> Table {
+    let labels: Vec<String> = sides.iter().map(|s| crate::views::short(&s.path)).collect();
+    let mut heads = vec!["figure"];
+    heads.extend(labels.iter().map(String::as_str));
+    let mut t = Table::new(
+        "Two traces: each side's dominant op and work per token",
+        &heads,
+    );
+    let mut add = |name: &str, f: &dyn Fn(&SideFigures) -> Cell| {
+        let mut cells = vec![Cell::text(name)];
+        cells.extend(sides.iter().map(f));
+        t.row(cells);
+    };
+    add("dominant op and shape", &|s| {
+        s.dominant.clone().map_or(Cell::Null, Cell::Text)
+    });
+    add("its GPU ns", &|s| {
+        s.dominant_gpu_ns.map_or(Cell::Null, Cell::Int)
+    });
+    add("its share of the GPU time", &|s| {
+        Cell::opt_f(s.dominant_gpu_share, 6)
+    });
+    add("its TB/s", &|s| Cell::opt_f(s.dominant_tb_per_s, 3));
+    add("its share of the bandwidth roof", &|s| {
+        Cell::opt_f(s.dominant_share_of_bandwidth_roof, 6)
+    });
+    add("its % of the roof (by its bound)", &|s| {
+        Cell::opt_f(s.dominant_pct_of_peak, 1)
+    });
+    add("its bound", &|s| {
+        s.dominant_bound.map_or(Cell::Null, Cell::text)
+    });
+    add("completion tokens", &|s| Cell::opt_i(s.completion_tokens));
+    add("modelled FLOPs per token", &|s| {
+        Cell::opt_f(s.flops_per_token, 0)
+    });
+    add("modelled bytes per token", &|s| {
+        Cell::opt_f(s.bytes_per_token, 0)
+    });
+    add("modelled GPU ns per token", &|s| {
+        Cell::opt_f(s.gpu_ns_per_token, 0)
+    });
+    t
 }

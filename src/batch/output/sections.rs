@@ -159,6 +159,8 @@ mod tests {
                 vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
                 vec!["ops.csv"],
                 vec!["idle_decode.csv", "idle_steps.csv"],
+                // roofline: the pair has no shapes, its section one line.
+                vec![],
             ]
         );
         let stems: Vec<&str> = s

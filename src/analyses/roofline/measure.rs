@@ -207,11 +207,13 @@ pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> Trac
     let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
     // The graph replays to their captures (issue 57), as `ops` matches
     // them, while the packed activities and their owners are here.
+    let call_at: Vec<(u32, i64)> = calls.iter().map(|c| (c.lane, c.ts)).collect();
     let matched = match_replays(caps, &acts, &own, &launched, &names, |k| {
-        calls
+        call_at
             .get(k as usize)
-            .map_or(Place::Outside, |c| contexts.place(c.lane, c.ts))
+            .map_or(Place::Outside, |&(lane, ts)| contexts.place(lane, ts))
     });
+    drop(call_at);
     let replayed = Replayed::of(matched, &own);
     drop(acts);
     drop(own);

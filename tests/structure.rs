@@ -5,8 +5,9 @@
 //! circle, every edge goes down the layer table that ARCHITECTURE.md
 //! holds (read from it here), an analysis is named outside its folder only
 //! by the registry, the analyses come from `registry::REGISTRY`, no file is
-//! over 1000 lines before its tests, and the rule ids the code cites are
-//! defined in docs/VIEWS.md.
+//! over 1000 lines before its tests, the rule ids the code cites are
+//! defined in docs/VIEWS.md, and the shared bodies (`Document::completeness`,
+//! the per-thread op-run store of `hostops::runs`) have no copy.
 
 #[path = "structure/model.rs"]
 mod model;
@@ -454,4 +455,38 @@ fn each_subcommand_parses_no_flag_into_its_options_default() {
         checked += 1;
     }
     assert_eq!(checked, analyses().len());
+}
+
+#[test]
+fn the_shared_bodies_are_not_copied() {
+    // A report gives its traces (`Document::outcomes`); the exit status's
+    // reading of them is the trait's one provided body.
+    let copied: Vec<&str> = files()
+        .iter()
+        .filter(|f| f.rel != "command/mod.rs" && f.code.contains("fn completeness("))
+        .map(|f| f.rel.as_str())
+        .collect();
+    assert!(
+        copied.is_empty(),
+        "Document::completeness re-implemented: {copied:#?}"
+    );
+    // One per-thread op-run store (hostops/runs.rs): ops and export keep
+    // their records in it, and no other file grows doubling chunks of
+    // records (`CHUNK_MAX`) of its own.
+    for (file, record) in [
+        ("analyses/ops/threads.rs", "impl RunRecord for Op"),
+        ("export/lanes.rs", "impl RunRecord for Op"),
+    ] {
+        let f = files().iter().find(|f| f.rel == file).expect(file);
+        assert!(
+            f.code.contains(record),
+            "{file} keeps no record in hostops::runs"
+        );
+    }
+    let stores: Vec<&str> = files()
+        .iter()
+        .filter(|f| f.code.contains("CHUNK_MAX"))
+        .map(|f| f.rel.as_str())
+        .collect();
+    assert_eq!(stores, ["hostops/runs.rs"], "a second run store");
 }

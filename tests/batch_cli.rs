@@ -366,12 +366,15 @@ fn s_context_equals_pair_and_figures_are_linked() {
             .unwrap();
         assert!(o.status.success());
         let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-        let want = v["comparison"]["s_context"].as_f64().unwrap();
+        // CSV floats carry 15 significant digits (report::machine_float):
+        // the JSON value at that precision.
+        let csv_float = |f: f64| torchtrace::report::machine_float(f).parse::<f64>().unwrap();
+        let want = csv_float(v["comparison"]["s_context"].as_f64().unwrap());
         assert_eq!(s, want, "{}", &row[col("workload")]);
         let red: f64 = row[col("context_reduction_pct")].parse().unwrap();
         assert_eq!(
             red,
-            v["comparison"]["context_reduction_pct"].as_f64().unwrap()
+            csv_float(v["comparison"]["context_reduction_pct"].as_f64().unwrap())
         );
         seen += 1;
     }

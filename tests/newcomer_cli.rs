@@ -302,7 +302,11 @@ fn batch_idle_per_token_is_the_decode_iterations() {
             ("gpu_busy_per_token_ms", "gpu_busy_ms"),
             ("gpu_idle_per_token_ms", "gpu_idle_ms"),
         ] {
-            assert_eq!(col(r, c), pt[k].as_f64().unwrap(), "{c}");
+            // CSV floats carry 15 significant digits (report::machine_float).
+            let want: f64 = torchtrace::report::machine_float(pt[k].as_f64().unwrap())
+                .parse()
+                .unwrap();
+            assert_eq!(col(r, c), want, "{c}");
         }
         assert!(col(r, "gpu_idle_per_token_ms") <= col(r, "wall_per_token_ms"));
         assert!(

@@ -454,7 +454,9 @@ fn a_huge_cell_does_not_pad_every_row() {
         let text = String::from_utf8_lossy(&out.stdout);
         let widest = text.lines().map(|l| l.chars().count()).max().unwrap_or(0);
         assert!(widest < 600, "{sub}: a line of {widest} characters");
-        assert!(text.contains("aaa…"), "{sub}: {text}");
+        // `kernels` prints no per-context table when no context has GPU
+        // work (issue 60): only `pair` shows the cut name.
+        assert!(sub != "pair" || text.contains("aaa…"), "{sub}: {text}");
     }
 }
 

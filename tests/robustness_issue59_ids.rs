@@ -232,3 +232,82 @@ fn iteration_spans_past_i64_are_exact() {
         .unwrap();
     assert!(csv.contains(&wide.to_string()), "{wide}");
 }
+
+/// A prefill step renamed `vLLM decode steps`, the name `ops` gives its
+/// group of decode step annotations in a comparison: a row of its own,
+/// never merged into the group (whose figures stay the real trace's).
+#[test]
+fn a_range_named_like_the_step_group_stays_apart() {
+    let t = tempfile::tempdir().unwrap();
+    let (p, n) = edited(
+        t.path(),
+        r"execute_context_1\(96\)_generation_0\(0\)",
+        |_| "vLLM decode steps".into(),
+    );
+    // The CPU annotation and its two GPU annotations (streams 7 and 13).
+    assert_eq!(n, 3);
+    let real = root().join(sample("text_ar"));
+    let out = bin()
+        .args([
+            "ops",
+            "-f",
+            "json",
+            real.to_str().unwrap(),
+            p.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(matches!(out.status.code(), Some(0 | 1)));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows: Vec<&Value> = v["comparison"]["top_level"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["name"] == "vLLM decode steps")
+        .collect();
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let group = rows
+        .iter()
+        .find(|r| !r["baseline_gpu_top_ns"].is_null())
+        .unwrap();
+    assert_eq!(group["baseline_gpu_top_ns"], group["candidate_gpu_top_ns"]);
+    let user = rows
+        .iter()
+        .find(|r| r["baseline_gpu_top_ns"].is_null())
+        .unwrap();
+    assert!(user["candidate_gpu_top_ns"].as_i64().unwrap() > 0);
+}
+
+/// Three kernels of the real trace given a duration of 4·10¹⁸ ns: `ops`'
+/// sums of GPU ns pass i64. They are shown saturated, and a note names
+/// each figure (`idle`'s, i128 since the first pass, stay exact).
+#[test]
+fn ops_names_the_sums_that_pass_i64() {
+    let t = tempfile::tempdir().unwrap();
+    let seen = std::cell::Cell::new(0);
+    let (p, _) = edited(
+        t.path(),
+        r#"("cat": "kernel",[^\n]*\n\s*"ts": [0-9.]+, "dur": )([0-9.]+)"#,
+        |c| {
+            seen.set(seen.get() + 1);
+            let dur = if seen.get() <= 3 {
+                "4000000000000000"
+            } else {
+                &c[2]
+            };
+            format!("{}{dur}", &c[1])
+        },
+    );
+    let out = bin()
+        .args(["ops", "-f", "json", p.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["traces"][0]["summary"]["gpu_ns"], i64::MAX);
+    assert!(
+        err.contains("summary.gpu_ns") && err.contains("at the i64 limit"),
+        "{err}"
+    );
+}

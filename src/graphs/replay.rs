@@ -278,13 +278,16 @@ impl GraphView {
 /// The tables of the traces' [`GraphView`]s (`kernels`, `iterations`):
 /// the human one (per trace and subsystem: its replays, then its `top`
 /// module classes and `top` launcher ops by GPU time) and the CSV one
-/// (every row). None when no trace has one.
+/// (every row). None when no trace has a capture read.
 pub fn tables(
     traces: &[(&str, Option<&GraphView>)],
     top: usize,
 ) -> Option<(crate::report::Table, crate::report::Table)> {
     use crate::report::{Cell, Table};
-    if traces.iter().all(|t| t.1.is_none()) {
+    // Without a capture read (or a note about one) nothing can be split:
+    // the JSON keeps the replays' summary, the tables stay quiet.
+    let captured = |v: &GraphView| !v.summary.captures.is_empty() || !v.summary.notes.is_empty();
+    if !traces.iter().any(|t| t.1.is_some_and(captured)) {
         return None;
     }
     let mut human = Table::new(

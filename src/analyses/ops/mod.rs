@@ -381,6 +381,56 @@ impl TraceOps {
     pub fn notes(&self) -> Vec<String> {
         let mut v = self.input.notes(self.names_cut);
         v.extend(self.graphs.said());
+        v.extend(at_the_limit(self));
         v
     }
+}
+
+/// Issue 59: `ops` adds its sums of ns (rows' CPU, GPU, runtime and
+/// launch-delay sums; the summary's GPU, host-window, idle and launch
+/// statistics) in i64 with saturation. A figure at i64's limit is a sum
+/// that passed it (or landed exactly on it): one note names each (its
+/// path in the JSON, a row by its name), never a silent clamp.
+fn at_the_limit(t: &TraceOps) -> Option<String> {
+    fn walk(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Number(n)
+                if n.as_i64().is_some_and(|x| x == i64::MAX || x == i64::MIN) =>
+            {
+                out.push(path.to_string());
+            }
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    walk(x, &format!("{path}.{k}"), out);
+                }
+            }
+            serde_json::Value::Array(a) => {
+                for (i, x) in a.iter().enumerate() {
+                    let at = match x.get("name").and_then(|n| n.as_str()) {
+                        Some(name) => format!("{path}[{name:?}]"),
+                        None => format!("{path}[{i}]"),
+                    };
+                    walk(x, &at, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let v = serde_json::to_value((&t.summary, &t.ops)).ok()?;
+    let mut hits = Vec::new();
+    walk(&v[0], "summary", &mut hits);
+    walk(&v[1], "ops", &mut hits);
+    let first = hits.first()?;
+    let more = match hits.len() {
+        1 => String::new(),
+        n => format!(
+            " and {} more ({})",
+            n - 1,
+            hits[1..hits.len().min(6)].join(", ")
+        ),
+    };
+    Some(format!(
+        "{first}{more}: a sum of ns at the i64 limit ({} ns): it passed i64 and is shown saturated (its true value is beyond)",
+        i64::MAX
+    ))
 }

@@ -69,12 +69,21 @@ fn per_token(v: Option<i64>, tokens: Option<u64>) -> Option<f64> {
 /// annotations of one kind (decode, prefill, mixed) are one op, since their
 /// names carry the batch's shape: AR's decode step
 /// `execute_context_0(0)_generation_1(1)` is MTP's `…_generation_1(3)`.
-fn compare_key(r: &OpRow) -> (Option<String>, String) {
+///
+/// The key says which it is (`Key::grouped`): a user range named like the
+/// group (`vLLM decode steps`) stays a row of its own (issue 59).
+fn compare_key(r: &OpRow) -> Key {
     match crate::steps::parse(&r.name) {
-        Some(step) if r.cat.as_deref() == Some("user_annotation") => {
-            (r.cat.clone(), format!("vLLM {} steps", step.kind()))
-        }
-        _ => (r.cat.clone(), r.name.clone()),
+        Some(step) if r.cat.as_deref() == Some("user_annotation") => Key {
+            cat: r.cat.clone(),
+            name: format!("vLLM {} steps", step.kind()),
+            grouped: Some(step.kind()),
+        },
+        _ => Key {
+            cat: r.cat.clone(),
+            name: r.name.clone(),
+            grouped: None,
+        },
     }
 }
 
@@ -101,7 +110,15 @@ impl Side {
     }
 }
 
-type Key = (Option<String>, String);
+/// A row of the comparison: an op's (cat, name), or the step kind a group
+/// of step annotations is of (never equal to an op's key, whatever its
+/// name).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    cat: Option<String>,
+    name: String,
+    grouped: Option<&'static str>,
+}
 
 fn sides(t: &TraceOps) -> BTreeMap<Key, Side> {
     let mut m: BTreeMap<Key, Side> = BTreeMap::new();
@@ -139,8 +156,8 @@ pub fn compare(a: &TraceOps, b: &TraceOps) -> OpsComparison {
                 candidate_host_ns: h(y),
                 baseline_launch_bound: lb(x),
                 candidate_launch_bound: lb(y),
-                cat: k.0.clone(),
-                name: k.1.clone(),
+                cat: k.cat.clone(),
+                name: k.name.clone(),
             }
         })
         .collect();

@@ -131,11 +131,20 @@ fn unknown_display_time_unit_is_noted() {
 
 #[test]
 fn no_decode_steps_is_a_problem_listing_names() {
-    let evs = [ua("ProfilerStep#1", "0", "1", 1)].join(",");
+    let evs = [ua("my_range", "0", "1", 1)].join(",");
     let (r, problem) = run(&evs, &Selector::Auto);
     assert_eq!(r.contexts, 0);
     let msg = problem.unwrap().to_string();
-    assert!(msg.contains("ProfilerStep#1 ×1"), "{msg}");
+    assert!(msg.contains("my_range ×1"), "{msg}");
+}
+
+/// Without a vLLM step name, the default selection falls back to the
+/// ProfilerStep ranges (issue 60), as `idle` does.
+#[test]
+fn profiler_steps_are_the_fallback_contexts() {
+    let evs = [ua("ProfilerStep#1", "0", "1", 1)].join(",");
+    let (r, _) = run(&evs, &Selector::Auto);
+    assert_eq!(r.contexts, 1);
 }
 
 #[test]

@@ -14,7 +14,7 @@
 //! in one line.
 
 use super::view::dominant_of;
-use super::{RoofRow, Roofline, TraceRoofline};
+use super::{op_shape, share, RoofRow, Roofline, TraceRoofline};
 use crate::campaign::{Campaign, Compared, InBatch, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 use crate::views::Column;
@@ -59,24 +59,6 @@ fn dominant(t: &TraceRoofline) -> Option<Dominant> {
         flops_per_token: per.map(|p| p.flops),
         bytes_per_token: per.map(|p| p.bytes),
     })
-}
-
-/// A row's GPU ns ÷ its trace's (every activity), for display.
-pub fn share(r: &RoofRow, t: &TraceRoofline) -> Option<f64> {
-    (t.summary.gpu_ns > 0).then(|| r.gpu_ns as f64 / t.summary.gpu_ns as f64)
-}
-
-/// `aten::mm [[1, 4096], [4096, 1024]]`: a row's name and shapes.
-pub fn op_shape(r: &RoofRow) -> String {
-    match &r.input_dims {
-        serde_json::Value::Null => r.name.clone(),
-        d => format!("{} {}", r.name, compact_dims(d)),
-    }
-}
-
-/// Input Dims as written, without the empty entries' noise kept.
-fn compact_dims(d: &serde_json::Value) -> String {
-    d.to_string().replace(',', ", ")
 }
 
 /// The per-trace columns (`traces.csv` as `roofline_…`, and report.md's

@@ -474,3 +474,21 @@ impl TraceRoofline {
         v
     }
 }
+
+/// A row's GPU ns ÷ its trace's (every activity), for display.
+pub(crate) fn share(r: &RoofRow, t: &TraceRoofline) -> Option<f64> {
+    (t.summary.gpu_ns > 0).then(|| r.gpu_ns as f64 / t.summary.gpu_ns as f64)
+}
+
+/// `aten::mm [[1, 4096], [4096, 1024]]`: a row's name and shapes.
+pub(crate) fn op_shape(r: &RoofRow) -> String {
+    match &r.input_dims {
+        serde_json::Value::Null => r.name.clone(),
+        d => format!("{} {}", r.name, compact_dims(d)),
+    }
+}
+
+/// Input Dims as written, without the empty entries' noise kept.
+fn compact_dims(d: &serde_json::Value) -> String {
+    d.to_string().replace(',', ", ")
+}

@@ -46,9 +46,9 @@ impl SideFigures {
         let per = t.per_token.as_ref();
         SideFigures {
             path: t.path.clone(),
-            dominant: d.map(super::batch::op_shape),
+            dominant: d.map(super::op_shape),
             dominant_gpu_ns: d.map(|r| r.gpu_ns),
-            dominant_gpu_share: d.and_then(|r| super::batch::share(r, t)),
+            dominant_gpu_share: d.and_then(|r| super::share(r, t)),
             dominant_tb_per_s: d.and_then(|r| r.tb_per_s),
             dominant_share_of_bandwidth_roof: d
                 .and_then(|r| r.tb_per_s)

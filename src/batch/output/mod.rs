@@ -111,10 +111,20 @@ pub fn write_all(
 ) -> Result<Written, OutputError> {
     std::fs::create_dir_all(dir).map_err(cannot_create(dir))?;
     let mut w = Written::default();
-    let mut json =
-        serde_json::to_string_pretty(&results_json(res, context)).map_err(OutputError::Json)?;
-    json.push('\n');
-    write(dir, "results.json", &json, &mut w)?;
+    // Written as it is made (issue 59: the whole text was held first, as
+    // large as the document).
+    let p = dir.join("results.json");
+    let io_error = |error| OutputError::Write {
+        path: p.display().to_string(),
+        error,
+    };
+    let mut file = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_error)?);
+    serde_json::to_writer_pretty(&mut file, &results_json(res, context))
+        .map_err(OutputError::Json)?;
+    std::io::Write::write_all(&mut file, b"\n")
+        .and_then(|()| std::io::Write::flush(&mut file))
+        .map_err(io_error)?;
+    w.files.push(p.clone());
     write(
         dir,
         "traces.csv",

@@ -319,8 +319,8 @@ fn batch_idle_per_token_is_the_decode_iterations() {
     }
     // The real figures: AR 63 closed iterations, idle 233.8 µs of 657.5 µs
     // per token (median 243.0 µs per iteration); MTP 308.2 of 575.3.
-    assert_eq!(col(&rows[0], "gpu_idle_per_token_ms"), 0.23382866106442576);
-    assert_eq!(col(&rows[1], "gpu_idle_per_token_ms"), 0.3081753346855984);
+    assert_eq!(col(&rows[0], "gpu_idle_per_token_ms"), 0.233828661064426);
+    assert_eq!(col(&rows[1], "gpu_idle_per_token_ms"), 0.308175334685598);
     assert_eq!(col(&rows[0], "gpu_idle_per_iteration_median_us"), 243.01);
     let report = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(report.contains(

@@ -14,7 +14,7 @@
 //! in one line.
 
 use super::view::dominant_of;
-use super::{op_shape, share, RoofRow, Roofline, TraceRoofline};
+use super::{op_shape, share, Roofline, TraceRoofline};
 use crate::campaign::{Campaign, Compared, InBatch, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 use crate::views::Column;

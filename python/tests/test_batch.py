@@ -34,6 +34,14 @@ def tree(d: Path) -> dict:
     }
 
 
+def inputs(d: Path) -> int:
+    """The rows batch gives a directory: every file, a `capture_traces/`
+    folder counted once (read with the traces beside it, issue 57)."""
+    files = [p for p in d.rglob("*") if p.is_file() and "capture_traces" not in p.parts]
+    folders = [p for p in d.rglob("capture_traces") if p.is_dir()]
+    return len(files) + len(folders)
+
+
 def assert_same_tree(a: Path, b: Path) -> None:
     ta, tb = tree(a), tree(b)
     assert sorted(ta) == sorted(tb)
@@ -62,7 +70,7 @@ def test_analyze_gives_the_records_batch_writes(work):
     assert rec["files"] == [l["file"] for l in lines[1:-1]]
     assert rec["header"]["schema"] == 2
     ok = [f for f in rec["files"] if f["status"] == "ok" and f["results"].get("pairs")]
-    assert len(ok) == 6, "six worker traces"
+    assert len(ok) == 8, "eight worker traces"
     text = next(f for f in ok if f["path"] == AR.removeprefix("campaign/"))
     assert text["results"]["pairs"]["contexts"] == 64
     assert text["results"]["kernels"]["kernels"] == 3008
@@ -76,7 +84,7 @@ def test_batch_equals_cli(work):
     assert_same_tree(work / "cli", work / "py")
     assert doc == json.loads((work / "cli/results.json").read_text())
     assert doc["failed"] == 0
-    assert {c["workload"] for c in doc["comparisons"]} == {"reasoning", "text", "tool_calling"}
+    assert {c["workload"] for c in doc["comparisons"]} == {"reasoning", "text", "text_graphs", "tool_calling"}
 
 
 def test_merge_of_shards_and_of_record_sets(work):
@@ -105,27 +113,27 @@ def test_merge_refuses_bad_records(work):
     with pytest.warns(torchtrace.TorchtraceWarning, match="were not given"):
         doc = torchtrace.merge(["s1.jsonl"], "part", figures=None)
     assert doc["failed"] >= 1
-    assert len(doc["traces"]) == len(tree(work / "campaign"))
+    assert len(doc["traces"]) == inputs(work / "campaign")
 
 
 def test_distributed_dask_two_workers_equals_cli(work):
     assert cli_batch("campaign", out="cli").returncode == 0
     doc = distributed.batch(["campaign"], "dask", engine="dask", workers=2)
     assert_same_tree(work / "cli", work / "dask")
-    assert doc["files"] == len(tree(work / "campaign"))
+    assert doc["files"] == inputs(work / "campaign")
 
 
 def test_distributed_globs_and_an_existing_client(work):
     from dask.distributed import Client, LocalCluster
 
-    paths = distributed.expand(["campaign/text_*/dp0*.pt.trace.json.gz", "campaign/none_*.gz"])
+    paths = distributed.expand(["campaign/text_[am]*/dp0*.pt.trace.json.gz", "campaign/none_*.gz"])
     assert paths == [AR, MTP, "campaign/none_*.gz"], "sorted; no match kept"
     res = cli_batch(*paths, out="cli", figures=False)
     assert res.returncode == 1, "the pattern without a match is a failed input"
     with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
         with Client(cluster) as client, pytest.warns(torchtrace.TorchtraceWarning):
             doc = distributed.batch(
-                ["campaign/text_*/dp0*.pt.trace.json.gz", "campaign/none_*.gz"],
+                ["campaign/text_[am]*/dp0*.pt.trace.json.gz", "campaign/none_*.gz"],
                 "dask",
                 client=client,
                 figures=None,

@@ -173,7 +173,7 @@ def test_the_python_blocks_give_the_printed_figures(ran):
     assert ns["torchtrace"].analyses()[:6] == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks"]
     # The Dask block: the campaign's three workloads, nothing failed, the same S_context as Table 8.
     by = {c["workload"]: c["s_context"] for c in ns["results"]["comparisons"]}
-    assert round(by["text"], 3) == 2.506 and set(by) == {"reasoning", "text", "tool_calling"}
+    assert round(by["text"], 3) == 2.506 and set(by) == {"reasoning", "text", "text_graphs", "tool_calling"}
     # The generic entry: kernels with top=3 keeps three kernels per trace.
     assert [len(t["top_kernels"]) for t in ns["kdoc"]["traces"]] == [3, 3]
 
@@ -203,7 +203,7 @@ def test_the_campaign_tables_answer_per_workload(ran):
     # Six (workload, mode) groups; the tokens are the completion tokens (text: 68 on both sides, not the
     # 64/90 scheduled generation tokens, issue 60), the GPU ns the text traces' kernels, memcpys and memsets,
     # as their own `export` gives them: text MTP 167.8 µs per token, `idle`'s busy per token.
-    assert len(got) == 6 and got[("text", "ar")] == (12638958, 68) and got[("text", "mtp")] == (11407576, 68)
+    assert len(got) == 8 and got[("text", "ar")] == (12638958, 68) and got[("text", "mtp")] == (11407576, 68)
     assert round(got[("text", "mtp")][0] / 68 / 1e3, 1) == 167.8
     assert sorted(p.name for p in (work / "campaign/tables").iterdir()) == [
         "activities.parquet", "launches.parquet", "ops.parquet", "steps.parquet"]

@@ -166,6 +166,17 @@ impl Captures {
                 ));
             }
         }
+        // A capture beside the trace is named from the trace's folder
+        // (`capture_traces/…`): the same text however the trace's path was
+        // given (relative on the command line, absolute from Python or a
+        // Dask worker), so campaigns give the same bytes.
+        if let Some(base) = trace.parent().filter(|b| !b.as_os_str().is_empty()) {
+            for f in &mut caps.files {
+                if let Ok(rel) = Path::new(f.as_str()).strip_prefix(base) {
+                    *f = rel.display().to_string();
+                }
+            }
+        }
         caps
     }
 }

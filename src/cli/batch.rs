@@ -423,7 +423,7 @@ fn failure_lines<'a>(failed: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<St
             None => groups.push((r, vec![(path, error)])),
         }
     }
-    groups.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    groups.sort_by_key(|g| std::cmp::Reverse(g.1.len()));
     groups
         .into_iter()
         .map(|(r, files)| match files.as_slice() {

@@ -41,6 +41,9 @@ pub(crate) struct RoofFigure {
     device: Option<String>,
     tbps: Option<f64>,
     roofs: Vec<(String, f64)>,
+    /// The other devices whose traces give points (their roofs are not
+    /// drawn: one roof per figure).
+    others: Vec<String>,
 }
 
 impl RoofFigure {
@@ -50,6 +53,7 @@ impl RoofFigure {
             device: None,
             tbps: None,
             roofs: Vec::new(),
+            others: Vec::new(),
         };
         for t in &c.traces {
             let Some(r) = t.get::<Roofline>() else {
@@ -67,6 +71,12 @@ impl RoofFigure {
         if self.tbps.is_none() && t.device.peak_tbps.is_some() {
             self.tbps = t.device.peak_tbps;
             self.device = t.device.matched.clone().or_else(|| t.device.name.clone());
+        }
+        let name = t.device.matched.clone().or_else(|| t.device.name.clone());
+        if let Some(n) = name.filter(|n| Some(n) != self.device.as_ref() && !t.rows.is_empty()) {
+            if !self.others.contains(&n) {
+                self.others.push(n);
+            }
         }
         let dom = dominant_of(t).map(|r| (&r.name, &r.input_dims));
         for r in &t.rows {
@@ -129,8 +139,16 @@ where
         f.tbps.map_or("peak TB/s".into(), |b| format!("{b} TB/s")),
         f.device
             .as_ref()
-            .map_or(String::new(), |d| format!(" of {d}"))
+            .map_or(String::new(), |d| format!(" of {d}")),
     );
+    // Traces of other devices are plotted against this one roof: say so.
+    let subtitle = match f.others.is_empty() {
+        true => subtitle,
+        false => format!(
+            "{subtitle}; also traces of {} (their roofs differ)",
+            f.others.join(", ")
+        ),
+    };
     let area = frame(
         root,
         &th,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Independent figures asserted by tests/attribution.rs (stdlib only; not reference.py).
+"""Independent figures asserted by tests/it/attribution.rs (stdlib only; not reference.py).
 
 Run from the repository root: python3 scripts/check_attribution.py"""
 # Independent check (stdlib only, no reference.py): kernels attributed to selected contexts.

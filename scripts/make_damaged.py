@@ -8,7 +8,7 @@ Windows editor's byte-order mark) or a hostile input. tests/damaged.rs runs
 exit code and a fragment of its stderr.
 
 Names end in `.gz` or `.json`, never `.json.gz`: the fixture walks of
-other tests (tests/fast_path.rs) take every `*.json.gz` under tests/data
+other tests (tests/it/fast_path.rs) take every `*.json.gz` under tests/data
 for an intact trace.
 
 The base is the first events of tests/data/hta_step_based_trace.json.gz

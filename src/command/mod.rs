@@ -17,7 +17,7 @@
 //! ```
 //!
 //! It names no analysis, nor the registry, `api`, `batch` or the command
-//! line: the arrows point down only (`tests/structure.rs` checks it).
+//! line: the arrows point down only (`tests/it/structure.rs` checks it).
 //! `crate::api` re-exports all of it at its old paths.
 
 use crate::analysis::Analysis;

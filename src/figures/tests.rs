@@ -1,5 +1,5 @@
 //! The frame's own tests; every figure is drawn from real results in
-//! tests/figures.rs (they read the analyses' figures, which this module
+//! tests/it/figures.rs (they read the analyses' figures, which this module
 //! does not name).
 
 use super::common::{box_stats, quantile, Theme};

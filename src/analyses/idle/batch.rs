@@ -37,7 +37,7 @@ const DECODE_KEY: &str = "iterations";
 /// A trace's decode iterations as `torchtrace iterations` measured them:
 /// the part of its output this section uses, read by its key through the
 /// results' serialized form (internal rows included), since an analysis
-/// names no other analysis (tests/structure.rs).
+/// names no other analysis (tests/it/structure.rs).
 #[derive(Debug, Deserialize)]
 pub(crate) struct TraceIterations {
     pub contexts: u64,

@@ -36,7 +36,7 @@
 //! of the scaled benchmark trace (was 207) and 194 of a vLLM sample (was
 //! 250): `cargo run --release --example extract FILE`, BENCHMARKS.md.
 //!
-//! `tests/extract_props.rs` checks the two paths agree on random events and
+//! `tests/it/extract_props.rs` checks the two paths agree on random events and
 //! on every event of the real fixture traces.
 
 use super::super::event::{Args, Event};

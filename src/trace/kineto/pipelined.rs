@@ -34,7 +34,7 @@
 //! error ends the batch's parsing there and the caller stops at that event
 //! (the scanner and workers, blocked on a full channel or not, stop at
 //! their next send, and what they found after is dropped, as the serial
-//! read never gets to it). `tests/pipelined.rs` compares the two on every
+//! read never gets to it). `tests/it/pipelined.rs` compares the two on every
 //! real and damaged trace, with 0, 1, 2 and 4 workers.
 
 use super::super::{Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, ReadStats};

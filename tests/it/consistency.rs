@@ -15,8 +15,8 @@
 //! Integers are compared exactly; ratios and per-token figures (f64 of
 //! exact fractions) to well under a nanosecond, as the other CLI tests do.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 
 /// Runs one analysis and returns its JSON; exit 1 (no step context, no

@@ -3,8 +3,8 @@
 //! stored: a gzip member is built from full-flushed deflate segments, so a
 //! gigabyte of text costs a few megabytes and no inflated copy is held.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 use std::path::Path;
 
@@ -103,7 +103,7 @@ fn run_limited(kib: u64, args: &[&str]) -> Option<std::process::Output> {
     Some(out)
 }
 
-/// The memory limit of the bounded-cost tests (as in tests/robustness.rs).
+/// The memory limit of the bounded-cost tests (as in tests/it/robustness.rs).
 const VM_KIB: u64 = 640 * 1024;
 
 fn stderr(out: &std::process::Output) -> String {

@@ -6,7 +6,7 @@
 //! the analyses' figures are the same with it on or off, for any number
 //! of threads and parse workers.
 
-mod common;
+use crate::common;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};

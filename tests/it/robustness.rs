@@ -10,8 +10,8 @@
 //! - whitespace between events and after the document is never held, however
 //!   much of it there is.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 use std::path::Path;
 use torchtrace::trace::{self, Meta, Prefilter, ReadError, ReadOptions};

@@ -11,8 +11,8 @@
 //! - Step names whose generation count is past u64: still steps, still
 //!   the selected decode context.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};

@@ -6,8 +6,8 @@
 //! is grouped by distributedInfo; and a damaged rank is a note, not a
 //! panic, with the other ranks still analysed.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 
 const TP2: &str = "tests/data/tp2/ar_plain";

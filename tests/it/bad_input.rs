@@ -1,8 +1,8 @@
 //! Bad input: one clear line naming the file, what is wrong and where,
 //! exit 2, never a panic.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use std::io::Write;
 
 fn stderr_of(args: &[&str]) -> (Option<i32>, String) {

@@ -3,8 +3,8 @@
 //! (scripts/reference_diff.py, frozen in tests/data/expected/diff_*.json),
 //! families sum to the totals, and bad input gives notes, not panics.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;

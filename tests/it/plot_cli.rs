@@ -1,6 +1,6 @@
 //! `torchtrace plot` end to end on the fixture traces.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use predicates::prelude::*;

@@ -4,9 +4,9 @@
 //! (`scripts/reference_iterations.py`, `scripts/reference_diff.py`, frozen
 //! in `tests/data/expected/`) and of the subcommands.
 
-mod common;
+use crate::common;
 
-use common::{close, expected};
+use crate::common::{close, expected};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fs;

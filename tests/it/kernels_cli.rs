@@ -4,8 +4,8 @@
 //! tests/data/expected/COMMANDS.md, so each frozen file is checked with
 //! exactly the arguments that made it.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 
 /// (expected file, reference arguments) for every `kernels` command and

@@ -1,4 +1,4 @@
-//! The source model `tests/structure.rs` checks: every file under `src/`,
+//! The source model `tests/it/structure.rs` checks: every file under `src/`,
 //! the modules its code refers to (read from its `use` trees, grouped
 //! imports included, and from `crate::` / `super::` paths in its code, with
 //! comments and string literals removed first), and the unit each belongs

@@ -2,7 +2,7 @@
 //! tar.gz and zip inputs, broken and unsafe members, thread counts, and
 //! agreement with `torchtrace pair`.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use flate2::write::GzEncoder;

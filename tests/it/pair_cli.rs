@@ -1,8 +1,8 @@
 //! `torchtrace pair` end to end: figures equal the independent reference
 //! (scripts/reference.py, frozen in tests/data/expected/) to the nanosecond.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 
 const TRACE_KEYS: &[&str] = &[

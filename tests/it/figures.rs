@@ -4,7 +4,7 @@
 //! known: PNG at the size asked and not blank, SVG with titles and axis
 //! labels, the same bytes twice, and clear empty states.
 
-mod common;
+use crate::common;
 
 use torchtrace::analysis::{analyze_reader, TraceResult};
 use torchtrace::figures::{render_all, Measured, Pairing, PaperFigure, PlotError, PlotInput};

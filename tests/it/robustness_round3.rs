@@ -10,8 +10,8 @@
 //!   one thread, each launching its own kernels: `hierarchy` gives each
 //!   call its own kernels and busy time, in one sweep (no timing asserted).
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 use std::fmt::Write as _;
 use torchtrace::analyses::hierarchy::HierarchyOptions;

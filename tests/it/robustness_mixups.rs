@@ -3,7 +3,7 @@
 //! an error (exit 2, or an error row), or a note. See
 //! docs/ROBUSTNESS-batch.md, "Round 2".
 
-mod common;
+use crate::common;
 
 use serde_json::Value;
 use std::fs;

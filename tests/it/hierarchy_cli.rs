@@ -4,7 +4,7 @@
 //! tests/data/expected/COMMANDS.md. The commands are read from that file, so
 //! a newly frozen expectation is checked without editing this test.
 
-mod common;
+use crate::common;
 
 use assert_cmd::Command;
 use serde_json::Value;

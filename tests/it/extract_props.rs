@@ -7,7 +7,7 @@
 //! compared through `Debug` (every field: ph, cat, name, pid, tid, ts, dur,
 //! args), errors by message.
 
-mod common;
+use crate::common;
 
 use proptest::prelude::*;
 use std::io::Read;

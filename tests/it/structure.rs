@@ -68,7 +68,7 @@ fn files_of(unit: &str, target: &str) -> Vec<String> {
 /// (higher = above); `analyses/*` stands for every analysis's folder.
 fn layers() -> Vec<(String, Vec<String>)> {
     let doc = fs::read_to_string(root().join("docs/ARCHITECTURE.md")).expect("read ARCHITECTURE");
-    let marker = "<!-- layers: read by tests/structure.rs -->";
+    let marker = "<!-- layers: read by tests/it/structure.rs -->";
     let at = doc.find(marker).expect("the layer table's marker");
     let block = &doc[at + marker.len()..];
     let start = block.find("```text\n").expect("the layer table") + 8;

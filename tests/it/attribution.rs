@@ -11,8 +11,8 @@
 //! would need more than 10⁹ steps (and, for `kernels`, about 10 GB of
 //! activity ids); none of these tests is timed.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 use std::fmt::Write as _;
 use torchtrace::analyses::hierarchy::HierarchyOptions;

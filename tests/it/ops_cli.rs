@@ -5,8 +5,8 @@
 //! the exit status; bad input as counted notes (C1, C3, O10); 100 k ops
 //! overlapping on one thread.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

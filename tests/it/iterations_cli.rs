@@ -3,8 +3,8 @@
 //! with the commands in ITERATIONS.md): integers (every per-iteration ns,
 //! count) exactly, floats to well under a nanosecond. Plus bad input.
 
-mod common;
-use common::*;
+use crate::common;
+use crate::common::*;
 use serde_json::Value;
 
 /// (expected file, trace paths) from tests/data/expected/ITERATIONS.md.

@@ -358,7 +358,7 @@ mod tests {
         assert_eq!(f.flat_roofs().len(), f.devices[0].roofs.len());
         assert!(!f.devices[0].roofs.is_empty());
         // The same rows twice: every point of the first trace again.
-        assert!(!f.points.is_empty() && f.points.len() % 2 == 0);
+        assert!(!f.points.is_empty() && f.points.len().is_multiple_of(2));
         assert!(!f.has_other_mode());
         let labels: Vec<String> = legend(&f).into_iter().map(|l| l.label).collect();
         assert!(

@@ -550,6 +550,7 @@ where
             events: limit,
             budget: b.bytes,
             per_event: MemoryBudget::PER_EVENT,
+            wanted: fed,
         });
     }
     let contexts = Contexts::select(label, &steps, &plan.selector);

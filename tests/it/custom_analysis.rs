@@ -4,7 +4,7 @@
 //! were computed independently with Python's json module over the same
 //! file (Σ dur as exact decimal µs × 1000).
 
-#[path = "../examples/custom_analysis.rs"]
+#[path = "../../examples/custom_analysis.rs"]
 mod example;
 
 use std::path::Path;

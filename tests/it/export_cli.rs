@@ -5,10 +5,10 @@
 //! with `-j 1` and `-j 2`; bad input and unwritable directories.
 
 use crate::common;
+use crate::common::*;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};
 use arrow_array::{Array, RecordBatch};
-use crate::common::*;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -53,7 +53,9 @@ members() { # FILE…: one line each, the figures' table
         n=$(fed "$f")
         kb=$(member_peak "$f")
         [ -n "$n" ] && [ "$n" -gt 0 ] || { echo "$f: no event fed"; continue; }
-        printf '%-60s %10s %10s %12s\n' "${f: -60}" "$n" "$kb" $(( (kb - base) * 1024 / n ))
+        local name=$f
+        [ ${#name} -le 60 ] || name="…${name: -59}"
+        printf '%-60s %10s %10s %12s\n' "$name" "$n" "$kb" $(( (kb - base) * 1024 / n ))
     done
 }
 if [ -n "${MEMBER_ONLY:-}" ]; then

@@ -321,7 +321,7 @@ fn member_peak(dir: &Path, name: &str, text: &str) -> usize {
 /// fed (`analysis::MemoryBudget::PER_EVENT`), on both hostile shapes: a
 /// decode step is 3 events fed (annotation, launch, kernel), a
 /// single-activity stream 2 (launch, kernel), the costliest per event
-/// (README, "Memory bounds": 3.7 KB of peak RSS per event fed).
+/// (README, "Memory bounds": 3.65 KB of peak RSS per event fed).
 #[test]
 fn a_batch_member_keeps_at_most_the_budget_per_event_fed() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());

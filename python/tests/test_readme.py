@@ -156,7 +156,7 @@ def test_the_main_job_writes_the_campaign_and_shards_merge_to_the_same_bytes(ran
     work, _, _ = ran
     report = (work / "results/report.md").read_text()
     # README's Table 8 row of the text workload, as printed above.
-    assert "| text | mtp | 68 | 68 | 64 | 30 | 1.062 | 2.267 |" in report
+    assert "| text | 68 | 68 | 64 | 30 | 1.062 | 2.267 |" in report
     assert "| 0.3414 | 0.1362 | 2.506 | 53.1 |" in report
     # "merge writes the same bytes as batch": every file, figures included.
     files = sorted(p.relative_to(work / "results") for p in (work / "results").rglob("*") if p.is_file())

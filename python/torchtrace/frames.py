@@ -114,8 +114,7 @@ def ops_frame(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pandas") 
     as :func:`to_frame` makes it (a pandas ``DataFrame`` or a
     ``pyarrow.Table``)."""
     doc = doc_or_paths if isinstance(doc_or_paths, dict) else ops(doc_or_paths)
-    rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t["ops"]]
-    return to_frame(rows, kind=kind)
+    return _per_trace_rows(doc, "ops", kind)
 
 
 def idle_frames(doc: Dict[str, Any], kind: str = "pandas") -> Dict[str, Any]:
@@ -154,5 +153,11 @@ def roofline_frame(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pand
     pandas ``DataFrame`` or a ``pyarrow.Table``). ``Input Dims`` and the other
     recorded arguments stay as the trace wrote them (lists)."""
     doc = doc_or_paths if isinstance(doc_or_paths, dict) else run("roofline", doc_or_paths)
-    rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t["rows"]]
+    return _per_trace_rows(doc, "rows", kind)
+
+
+def _per_trace_rows(doc: Dict[str, Any], key: str, kind: str) -> Any:
+    """Each trace's list ``key`` of a document, one frame row per item with
+    the trace's ``path`` first (:func:`ops_frame`, :func:`roofline_frame`)."""
+    rows = [dict(path=t["path"], **r) for t in doc["traces"] for r in t[key]]
     return to_frame(rows, kind=kind)

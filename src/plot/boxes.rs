@@ -128,7 +128,10 @@ impl BoxPlots {
             };
             let (pa, py) = chart.backend_coord(&(a, 0.0));
             let (pz, _) = chart.backend_coord(&(z, 0.0));
-            let y = py + th.px(28.0);
+            // Below the series' labels, and below their `below` line when
+            // one has it (fig7b's ms/token ran through the bracket).
+            let below = g.series.iter().any(|s| !s.below.is_empty());
+            let y = py + th.px(if below { 38.0 } else { 28.0 });
             root.draw(&PathElement::new(
                 vec![(pa - th.px(10.0), y), (pz + th.px(10.0), y)],
                 MUTED.stroke_width(1),

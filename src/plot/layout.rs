@@ -18,6 +18,8 @@ pub enum Mark {
     Median,
     Triangle(RGBColor),
     Square(RGBColor),
+    /// A square on its corner (fig5's fourth workload shape).
+    Diamond(RGBColor),
 }
 
 #[derive(Debug, Clone)]

@@ -56,6 +56,15 @@ where
             [(x - r + 1, y - r + 1), (x + r - 1, y + r - 1)],
             col.filled(),
         ))?,
+        Mark::Diamond(col) => area.draw(&Polygon::new(
+            vec![
+                (x, y - r - 1),
+                (x + r + 1, y),
+                (x, y + r + 1),
+                (x - r - 1, y),
+            ],
+            col.filled(),
+        ))?,
     }
     Ok(())
 }
@@ -82,14 +91,21 @@ where
     )?;
     y += th.px(32.0);
     if !subtitle.is_empty() {
-        root.draw_text(
-            subtitle,
-            &th.text(13.5)
-                .color(&MUTED)
-                .pos(Pos::new(HPos::Center, VPos::Top)),
-            (w / 2, y),
-        )?;
-        y += th.px(22.0);
+        let style = th.text(13.5).color(&MUTED);
+        let width = |s: &str| {
+            root.estimate_text_size(s, &style)
+                .map_or(0, |(tw, _)| tw as i32)
+        };
+        let lines = wrap_at_dots(subtitle, w - th.px(40.0), width);
+        for line in &lines {
+            root.draw_text(
+                line,
+                &style.pos(Pos::new(HPos::Center, VPos::Top)),
+                (w / 2, y),
+            )?;
+            y += th.px(18.0);
+        }
+        y += th.px(4.0);
     }
     if !legend.is_empty() {
         y += th.px(4.0);
@@ -137,6 +153,25 @@ where
         y += th.px(4.0);
     }
     Ok(root.split_vertically(y).1)
+}
+
+/// A subtitle cut into lines no wider than `max` (px, as `width` measures
+/// them) at its " · " separators, greedily; a part wider than `max` on its
+/// own is a line of its own (never cut mid-phrase). fig7b's subtitle ran
+/// past both edges of the figure (issue 60).
+fn wrap_at_dots(text: &str, max: i32, width: impl Fn(&str) -> i32) -> Vec<String> {
+    const SEP: &str = " · ";
+    let mut lines: Vec<String> = Vec::new();
+    for part in text.split(SEP) {
+        match lines.last_mut() {
+            Some(line) if width(&format!("{line}{SEP}{part}")) <= max => {
+                line.push_str(SEP);
+                line.push_str(part);
+            }
+            _ => lines.push(part.to_string()),
+        }
+    }
+    lines
 }
 
 /// The grid and text styling every figure's axes share.
@@ -317,4 +352,25 @@ where
         (w / 2, h / 2 + th.px(16.0)),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap_at_dots;
+
+    /// One character, one pixel.
+    fn chars(s: &str) -> i32 {
+        s.chars().count() as i32
+    }
+
+    #[test]
+    fn a_subtitle_that_fits_is_one_line() {
+        assert_eq!(wrap_at_dots("a · b", 10, chars), ["a · b"]);
+    }
+
+    #[test]
+    fn a_long_subtitle_breaks_at_its_dots() {
+        let got = wrap_at_dots("aaaa · bbbb · cc · dddddddddddd", 11, chars);
+        assert_eq!(got, ["aaaa · bbbb", "cc", "dddddddddddd"]);
+    }
 }

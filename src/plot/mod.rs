@@ -8,7 +8,8 @@
 //!
 //! Text is drawn with an embedded DejaVu Sans (`assets/fonts`, Bitstream
 //! Vera licence) registered through plotters' `ab_glyph` support, so no
-//! system font or fontconfig is needed. Drawing is deterministic: the
+//! system font or fontconfig is needed; PNG text is laid out by [`Kerned`]
+//! (plotters 0.3.7 drops each glyph's left bearing). Drawing is deterministic: the
 //! same input gives the same bytes.
 
 mod boxes;
@@ -16,6 +17,7 @@ pub(crate) mod common;
 pub(crate) mod layout;
 pub(crate) mod marks;
 mod stacked;
+mod text;
 pub(crate) mod theme;
 
 use plotters::coord::Shift;
@@ -25,6 +27,7 @@ use std::path::Path;
 pub use crate::campaign::{Picture, PlotError};
 pub use boxes::{BoxGroup, BoxPlots, BoxSeries};
 pub use stacked::{BarGroup, Segment, StackedBar, StackedBars};
+pub use text::Kerned;
 pub use theme::{mode_color, series_color, SERIES};
 
 /// `draw` of each job on up to as many threads as the run may use (`-j`:
@@ -45,7 +48,7 @@ pub fn in_parallel<T: Sync, R: Send>(jobs: &[T], draw: impl Fn(&T) -> R + Sync) 
 /// drawing function is generic over the backend, a closure cannot be).
 pub fn render_file<P, S>(path: &Path, size: (u32, u32), png: P, svg: S) -> Result<(), PlotError>
 where
-    P: FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> common::FigResult,
+    P: FnOnce(&DrawingArea<Kerned<BitMapBackend<'_>>, Shift>) -> common::FigResult,
     S: FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> common::FigResult,
 {
     if size.0 < 200 || size.1 < 150 {
@@ -61,7 +64,7 @@ where
         svg(&root).map_err(draw_err)?;
         root.present().map_err(|e| draw_err(e.into()))?;
     } else {
-        let root = BitMapBackend::new(path, size).into_drawing_area();
+        let root = Kerned(BitMapBackend::new(path, size)).into_drawing_area();
         png(&root).map_err(draw_err)?;
         root.present().map_err(|e| draw_err(e.into()))?;
     }

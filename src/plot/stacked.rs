@@ -39,7 +39,7 @@ pub struct StackedBar {
     pub values: Option<Vec<f64>>,
     /// Above the bar.
     pub top: String,
-    /// A second, muted line under the label (may be empty).
+    /// Muted lines under the label, one per `\n` (may be empty).
     pub below: String,
 }
 
@@ -155,9 +155,12 @@ impl StackedBars {
             for (b, &x) in g.bars.iter().zip(gx) {
                 let (px, py) = chart.backend_coord(&(x, 0.0));
                 self.tag(root, &chart, (x, py), b, &th)?;
-                if !b.below.is_empty() {
+                // One line per `\n`: two bars' one-line labels ran into
+                // each other (fig11, issue 60).
+                for (k, line) in b.below.lines().enumerate() {
                     let style = th.small().color(&MUTED).pos(under);
-                    root.draw_text(&b.below, &style, (px, py + th.px(25.0)))?;
+                    let dy = th.px(25.0 + 13.0 * k as f64);
+                    root.draw_text(line, &style, (px, py + dy))?;
                 }
                 let Some(values) = &b.values else {
                     let style = th.small().color(&MUTED).pos(above);
@@ -200,8 +203,23 @@ impl StackedBars {
             [(l, py + th.px(3.0)), (r, py + th.px(21.0))],
             col.filled(),
         ))?;
-        let style = th.bold(11.0).color(&WHITE).pos(under);
-        root.draw_text(&b.label, &style, (px, py + th.px(5.0)))?;
+        // The tag is the bar's width: a label wider than it ("MTP host" on
+        // fig10's four bars a group) steps down in size until it fits.
+        let fits = |size: f64| {
+            let style = th.bold(size);
+            root.estimate_text_size(&b.label, &style)
+                .map_or(true, |(w, _)| w as i32 <= r - l - th.px(4.0))
+        };
+        let size = [11.0, 10.0, 9.0, 8.0]
+            .into_iter()
+            .find(|&s| fits(s))
+            .unwrap_or(8.0);
+        let style = th.bold(size).color(&WHITE).pos(under);
+        root.draw_text(
+            &b.label,
+            &style,
+            (px, py + th.px(5.0 + (11.0 - size) / 2.0)),
+        )?;
         Ok(())
     }
 
@@ -254,7 +272,14 @@ impl StackedBars {
         };
         let (a, py) = chart.backend_coord(&(first, 0.0));
         let (z, _) = chart.backend_coord(&(last, 0.0));
-        let y = py + th.px(44.0);
+        // Below the bars' `below` lines (one, or two as fig11's).
+        let lines = g
+            .bars
+            .iter()
+            .map(|b| b.below.lines().count())
+            .max()
+            .unwrap_or(0);
+        let y = py + th.px(44.0 + 13.0 * lines.saturating_sub(1) as f64);
         root.draw(&PathElement::new(
             vec![(a - th.px(10.0), y), (z + th.px(10.0), y)],
             MUTED.stroke_width(1),

@@ -15,6 +15,16 @@ pub const FAMILY: &str = "sans-serif";
 static DEJAVU_SANS: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans.ttf");
 static DEJAVU_SANS_BOLD: &[u8] = include_bytes!("../../assets/fonts/DejaVuSans-Bold.ttf");
 
+/// The embedded font file of a style (bold, else regular): what
+/// [`register_fonts`] gives plotters, and what `super::text` lays PNG
+/// text out with.
+pub(crate) fn font_bytes(style: FontStyle) -> &'static [u8] {
+    match style {
+        FontStyle::Bold => DEJAVU_SANS_BOLD,
+        _ => DEJAVU_SANS,
+    }
+}
+
 /// Registers the embedded fonts once.
 pub fn register_fonts() -> Result<(), PlotError> {
     static DONE: OnceLock<bool> = OnceLock::new();

@@ -141,6 +141,28 @@ impl Table {
     pub fn row(&mut self, cells: Vec<Cell>) {
         self.rows.push(cells);
     }
+
+    /// Removes the column headed `header` when every row holds the text
+    /// `value` there (ASCII case ignored), and says whether it did: a batch
+    /// comparison's candidate-mode column reads `mtp` in every row when
+    /// every candidate is MTP, which its headers ("Tokens MTP", …) already
+    /// say (issue 60). A campaign with EAGLE or another mode keeps it.
+    pub fn drop_column_if_all(&mut self, header: &str, value: &str) -> bool {
+        let Some(k) = self.headers.iter().position(|h| h == header) else {
+            return false;
+        };
+        let every = self
+            .rows
+            .iter()
+            .all(|r| matches!(r.get(k), Some(Cell::Text(t)) if t.eq_ignore_ascii_case(value)));
+        if every {
+            self.headers.remove(k);
+            for r in &mut self.rows {
+                r.remove(k);
+            }
+        }
+        every
+    }
 }
 
 /// Writes a result in the chosen format: `value` for JSON, `tables` (human)
@@ -157,5 +179,34 @@ pub fn render<W: Write, T: Serialize>(
         Format::Table => table::write(out, tables),
         Format::Markdown => markdown::write(out, tables),
         Format::Csv => csv::write(out, csv_tables),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(modes: &[&str]) -> Table {
+        let mut t = Table::new("t", &["Workload", "Mode", "Tokens AR"]);
+        for m in modes {
+            t.row(vec![Cell::text("text"), Cell::text(*m), Cell::Int(68)]);
+        }
+        t
+    }
+
+    #[test]
+    fn a_column_that_says_mtp_in_every_row_goes() {
+        let mut t = table(&["mtp", "MTP"]);
+        assert!(t.drop_column_if_all("Mode", "mtp"));
+        assert_eq!(t.headers, ["Workload", "Tokens AR"]);
+        assert!(t.rows.iter().all(|r| r.len() == 2));
+    }
+
+    #[test]
+    fn another_mode_keeps_the_column() {
+        let mut t = table(&["mtp", "eagle"]);
+        assert!(!t.drop_column_if_all("Mode", "mtp"));
+        assert_eq!(t.headers.len(), 3);
+        assert!(!t.drop_column_if_all("No such header", "mtp"));
     }
 }

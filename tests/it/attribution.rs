@@ -11,7 +11,6 @@
 //! would need more than 10⁹ steps (and, for `kernels`, about 10 GB of
 //! activity ids); none of these tests is timed.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -1,7 +1,6 @@
 //! Bad input: one clear line naming the file, what is wrong and where,
 //! exit 2, never a panic.
 
-use crate::common;
 use crate::common::*;
 use std::io::Write;
 

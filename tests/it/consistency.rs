@@ -15,7 +15,6 @@
 //! Integers are compared exactly; ratios and per-token figures (f64 of
 //! exact fractions) to well under a nanosecond, as the other CLI tests do.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 

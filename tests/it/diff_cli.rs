@@ -3,7 +3,6 @@
 //! (scripts/reference_diff.py, frozen in tests/data/expected/diff_*.json),
 //! families sum to the totals, and bad input gives notes, not panics.
 
-use crate::common;
 use crate::common::*;
 use serde_json::{json, Value};
 use std::collections::HashMap;

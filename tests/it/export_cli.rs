@@ -4,7 +4,6 @@
 //! every real trace; several traces in one file per table; the same bytes
 //! with `-j 1` and `-j 2`; bad input and unwritable directories.
 
-use crate::common;
 use crate::common::*;
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Int32Type, Int64Type};

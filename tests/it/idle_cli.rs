@@ -5,7 +5,6 @@
 //! comm with 0 % overlap (I4, C6); HTA's graph-heavy queue (I5); the CLI's
 //! formats, flags, comparison and exit codes.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 use std::path::PathBuf;

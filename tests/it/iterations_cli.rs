@@ -3,7 +3,6 @@
 //! with the commands in ITERATIONS.md): integers (every per-iteration ns,
 //! count) exactly, floats to well under a nanosecond. Plus bad input.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 

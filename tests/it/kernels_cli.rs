@@ -4,7 +4,6 @@
 //! tests/data/expected/COMMANDS.md, so each frozen file is checked with
 //! exactly the arguments that made it.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 

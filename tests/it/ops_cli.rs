@@ -5,7 +5,6 @@
 //! the exit status; bad input as counted notes (C1, C3, O10); 100 k ops
 //! overlapping on one thread.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -407,7 +406,7 @@ fn batch_names_mtps_launch_bound_ops() {
         .find(|l| l.starts_with("| text | `"))
         .expect("text's explanation row");
     assert!(text_row.contains("`proposer.propose`"), "{text_row}");
-    assert!(section.contains("| text | mtp | launch-bound | launch-bound | 71.809132 | 4.952092 |"));
+    assert!(section.contains("| text | launch-bound | launch-bound | 71.809132 | 4.952092 |"));
     let csv = std::fs::read_to_string(out.path().join("traces.csv")).unwrap();
     let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
     for k in [

@@ -1,7 +1,6 @@
 //! `torchtrace pair` end to end: figures equal the independent reference
 //! (scripts/reference.py, frozen in tests/data/expected/) to the nanosecond.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 

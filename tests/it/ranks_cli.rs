@@ -6,7 +6,6 @@
 //! is grouped by distributedInfo; and a damaged rank is a note, not a
 //! panic, with the other ranks still analysed.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 

@@ -10,7 +10,6 @@
 //! - whitespace between events and after the document is never held, however
 //!   much of it there is.
 
-use crate::common;
 use crate::common::*;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 use std::path::Path;

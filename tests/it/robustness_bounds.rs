@@ -3,7 +3,6 @@
 //! stored: a gzip member is built from full-flushed deflate segments, so a
 //! gigabyte of text costs a few megabytes and no inflated copy is held.
 
-use crate::common;
 use crate::common::*;
 use flate2::{Compress, Compression, Crc, FlushCompress};
 use std::path::Path;

@@ -11,7 +11,6 @@
 //! - `ranks`: files named rank 0 and rank 4 000 000 000 allocate by the
 //!   ranks found.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};

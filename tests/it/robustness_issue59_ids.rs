@@ -11,7 +11,6 @@
 //! - Step names whose generation count is past u64: still steps, still
 //!   the selected decode context.
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 use std::io::Read;

@@ -10,7 +10,6 @@
 //!   one thread, each launching its own kernels: `hierarchy` gives each
 //!   call its own kernels and busy time, in one sweep (no timing asserted).
 
-use crate::common;
 use crate::common::*;
 use serde_json::Value;
 use std::fmt::Write as _;

@@ -143,6 +143,7 @@ fn summary_table(rows: &[Row]) -> Table {
             per(&r.c)
         ));
     }
+    t.drop_column_if_all("Mode", "mtp");
     t
 }
 

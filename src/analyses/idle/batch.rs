@@ -593,7 +593,7 @@ fn bar(s: &Side, label: String, mode: &str) -> StackedBar {
         values,
         top: w.map_or_else(String::new, |w| format!("{w:.0} µs")),
         below: i.map_or_else(String::new, |i| {
-            let tpi = tpi.map_or_else(String::new, |t| format!(", {t:.2} tok/it"));
+            let tpi = tpi.map_or_else(String::new, |t| format!("\n{t:.2} tokens/iteration"));
             format!("idle {i:.0} µs{tpi}")
         }),
     }

@@ -271,6 +271,7 @@ fn summary_table(rows: &[Row]) -> Table {
         row.extend(both(&cadence));
         t.row(row);
     }
+    t.drop_column_if_all("Mode", "mtp");
     t
 }
 

@@ -106,6 +106,9 @@ pub fn gpu_work_table(c: &Campaign<'_>, machine: bool) -> Table {
         row.push(Cell::opt_f(k.kernels_per_token_ratio, 3));
         t.row(row);
     }
+    if !machine {
+        t.drop_column_if_all("Mode", "mtp");
+    }
     t
 }
 

@@ -134,6 +134,7 @@ fn summary_table(rows: &[Row]) -> Table {
             f6(count_per_token(m.summary.launch_stats.short_gpu, m)),
         ]);
     }
+    t.drop_column_if_all("Mode", "mtp");
     t
 }
 
@@ -308,7 +309,7 @@ fn bars(t: &TraceOps, mode_label: &str, mode: &str) -> [StackedBar; 2] {
     };
     let apart = |ms: Option<f64>| {
         ms.filter(|&m| m > 0.0)
-            .map_or_else(String::new, |m| format!("prefill +{m:.3}"))
+            .map_or_else(String::new, |m| format!("prefill\n+{m:.3} ms"))
     };
     let v = v.as_ref();
     [

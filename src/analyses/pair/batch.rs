@@ -139,6 +139,7 @@ pub fn workloads_table(c: &Campaign<'_>, machine: bool) -> Table {
         t.row(row);
     }
     if !machine {
+        t.drop_column_if_all("Candidate mode", "mtp");
         t.notes.extend(c.notes.iter().cloned());
     }
     t

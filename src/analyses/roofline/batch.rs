@@ -15,7 +15,7 @@
 
 use super::view::dominant_of;
 use super::{op_shape, share, Roofline, TraceRoofline};
-use crate::campaign::{Campaign, Compared, InBatch, Section, SectionFile};
+use crate::campaign::{Campaign, Compared, InBatch, Matched, Section, SectionFile};
 use crate::report::{self, Cell, Table};
 use crate::views::Column;
 use serde::Serialize;
@@ -133,44 +133,7 @@ fn section(c: &Campaign<'_>) -> Option<Section> {
         .filter(|(_, a, m)| !a.rows.is_empty() || !m.rows.is_empty())
         .collect();
     if !pairs.is_empty() {
-        let mut t = Table::new(
-            "How close to the roof: each side's dominant op per workload (roofline)",
-            &[
-                "Workload",
-                "Mode",
-                "Side",
-                "Dominant op and shape",
-                "GPU share %",
-                "TB/s",
-                "TFLOP/s",
-                "% of roof",
-                "Bound",
-                "FLOPs/token",
-                "Bytes/token",
-            ],
-        );
-        for (m, ar, mtp) in &pairs {
-            for (side, tr) in [("AR", *ar), (m.candidate_mode.as_str(), *mtp)] {
-                let d = dominant_of(tr);
-                let per = tr.per_token.as_ref();
-                t.row(vec![
-                    m.workload.clone().into(),
-                    m.candidate_mode.clone().into(),
-                    Cell::text(crate::runinfo::Mode::display(side)),
-                    d.map_or(Cell::text("no shapes"), |r| {
-                        Cell::text(format!("`{}`", op_shape(r)))
-                    }),
-                    Cell::opt_f(d.and_then(|r| share(r, tr)).map(|s| s * 100.0), 1),
-                    Cell::opt_f(d.and_then(|r| r.tb_per_s), 3),
-                    Cell::opt_f(d.and_then(|r| r.tflops_per_s), 3),
-                    Cell::opt_f(d.and_then(|r| r.pct_of_peak), 1),
-                    d.and_then(|r| r.bound)
-                        .map_or(Cell::Null, |b| Cell::text(b.as_str())),
-                    Cell::opt_f(per.map(|p| p.flops), 0),
-                    Cell::opt_f(per.map(|p| p.bytes), 0),
-                ]);
-            }
-        }
+        let t = dominant_table(&pairs);
         md.push_str(&report::markdown::section(&t, "###"));
         md.push('\n');
         for (m, ar, mtp) in &pairs {
@@ -203,6 +166,52 @@ fn section(c: &Campaign<'_>) -> Option<Section> {
         figures: vec![Box::new(super::figure::RoofFigure::of(c))],
         lead: String::new(),
     })
+}
+
+/// Each side's dominant op per workload: its share, rates, % of roof and
+/// bound, and the trace's modelled FLOPs and bytes per token.
+fn dominant_table(pairs: &[&Matched<'_, '_, Roofline>]) -> Table {
+    let mut t = Table::new(
+        "How close to the roof: each side's dominant op per workload (roofline)",
+        &[
+            "Workload",
+            "Mode",
+            "Side",
+            "Dominant op and shape",
+            "GPU share %",
+            "TB/s",
+            "TFLOP/s",
+            "% of roof",
+            "Bound",
+            "FLOPs/token",
+            "Bytes/token",
+        ],
+    );
+    for (m, ar, mtp) in pairs.iter().copied() {
+        for (side, tr) in [("AR", *ar), (m.candidate_mode.as_str(), *mtp)] {
+            let d = dominant_of(tr);
+            let per = tr.per_token.as_ref();
+            t.row(vec![
+                m.workload.clone().into(),
+                m.candidate_mode.clone().into(),
+                Cell::text(crate::runinfo::Mode::display(side)),
+                d.map_or(Cell::text("no shapes"), |r| {
+                    Cell::text(format!("`{}`", op_shape(r)))
+                }),
+                Cell::opt_f(d.and_then(|r| share(r, tr)).map(|s| s * 100.0), 1),
+                Cell::opt_f(d.and_then(|r| r.tb_per_s), 3),
+                Cell::opt_f(d.and_then(|r| r.tflops_per_s), 3),
+                Cell::opt_f(d.and_then(|r| r.pct_of_peak), 1),
+                d.and_then(|r| r.bound)
+                    .map_or(Cell::Null, |b| Cell::text(b.as_str())),
+                Cell::opt_f(per.map(|p| p.flops), 0),
+                Cell::opt_f(per.map(|p| p.bytes), 0),
+            ]);
+        }
+    }
+    // The Side column says AR and MTP already.
+    t.drop_column_if_all("Mode", "mtp");
+    t
 }
 
 /// One workload's sentence: how close each side's dominant op ran.

@@ -13,6 +13,17 @@
 use super::args::Precision;
 use serde::{Deserialize, Serialize};
 
+/// A device's compute peaks, TFLOP/s: `fp32` the vector rate, the others
+/// the matrix units' (`None`: no such unit).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Compute {
+    pub fp32: f64,
+    pub tf32: Option<f64>,
+    pub bf16: Option<f64>,
+    pub fp16: Option<f64>,
+    pub fp8: Option<f64>,
+}
+
 /// One device's peaks.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Peaks {
@@ -22,11 +33,9 @@ pub struct Peaks {
     pub needles: &'static [&'static str],
     /// … and none of these.
     pub not: &'static [&'static str],
-    pub fp32: f64,
-    pub tf32: Option<f64>,
-    pub bf16: Option<f64>,
-    pub fp16: Option<f64>,
-    pub fp8: Option<f64>,
+    /// TFLOP/s per precision (one [`Compute`] for the devices that share
+    /// their silicon and clocks).
+    pub compute: Compute,
     /// HBM bandwidth, TB/s (10¹² B/s).
     pub tbps: f64,
     /// Where the figures come from.
@@ -37,16 +46,53 @@ impl Peaks {
     /// The peak TFLOP/s of a precision (the fp32 rate where the device has
     /// no unit for it).
     pub fn tflops(&self, p: Precision) -> f64 {
+        let c = &self.compute;
         let m = match p {
             Precision::Fp32 => None,
-            Precision::Tf32 => self.tf32,
-            Precision::Bf16 => self.bf16,
-            Precision::Fp16 => self.fp16,
-            Precision::Fp8 => self.fp8,
+            Precision::Tf32 => c.tf32,
+            Precision::Bf16 => c.bf16,
+            Precision::Fp16 => c.fp16,
+            Precision::Fp8 => c.fp8,
         };
-        m.unwrap_or(self.fp32)
+        m.unwrap_or(c.fp32)
     }
 }
+
+/// H100 and H200 NVL: the same GH100 at the NVL clocks.
+const HOPPER_NVL: Compute = Compute {
+    fp32: 60.0,
+    tf32: Some(417.5),
+    bf16: Some(835.5),
+    fp16: Some(835.5),
+    fp8: Some(1670.5),
+};
+
+/// H100 and H200 SXM: the same GH100 at the same clocks (the H200 differs in its memory only).
+const HOPPER_SXM: Compute = Compute {
+    fp32: 67.0,
+    tf32: Some(494.5),
+    bf16: Some(989.5),
+    fp16: Some(989.5),
+    fp8: Some(1979.0),
+};
+
+/// Every A100 (40 or 80 GB, PCIe or SXM): the same compute; the bandwidth differs.
+const A100: Compute = Compute {
+    fp32: 19.5,
+    tf32: Some(156.0),
+    bf16: Some(312.0),
+    fp16: Some(312.0),
+    fp8: None,
+};
+
+/// MI300X and MI325X: the same CDNA 3 compute (the MI325X differs in its memory).
+const CDNA3: Compute = Compute {
+    fp32: 163.4,
+    tf32: Some(653.7),
+    bf16: Some(1307.4),
+    fp16: Some(1307.4),
+    fp8: Some(2614.9),
+};
 
 /// The table, most specific names first (the first match wins).
 pub const DEVICES: &[Peaks] = &[
@@ -56,11 +102,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "H100 PCIe",
         needles: &["h100", "pcie"],
         not: &[],
-        fp32: 51.0,
-        tf32: Some(378.0),
-        bf16: Some(756.5),
-        fp16: Some(756.5),
-        fp8: Some(1513.0),
+        compute: Compute {
+            fp32: 51.0,
+            tf32: Some(378.0),
+            bf16: Some(756.5),
+            fp16: Some(756.5),
+            fp8: Some(1513.0),
+        },
         tbps: 2.0,
         source: "NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe column (sparse figures halved)",
     },
@@ -68,11 +116,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "H100 NVL",
         needles: &["h100", "nvl"],
         not: &[],
-        fp32: 60.0,
-        tf32: Some(417.5),
-        bf16: Some(835.5),
-        fp16: Some(835.5),
-        fp8: Some(1670.5),
+        compute: HOPPER_NVL,
         tbps: 3.9,
         source: "NVIDIA H100 Tensor Core GPU datasheet, H100 NVL column (sparse figures halved)",
     },
@@ -80,11 +124,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "H100 SXM",
         needles: &["h100"],
         not: &[],
-        fp32: 67.0,
-        tf32: Some(494.5),
-        bf16: Some(989.5),
-        fp16: Some(989.5),
-        fp8: Some(1979.0),
+        compute: HOPPER_SXM,
         tbps: 3.35,
         source: "NVIDIA H100 Tensor Core GPU datasheet, H100 SXM column (sparse figures halved)",
     },
@@ -92,11 +132,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "H200 NVL",
         needles: &["h200", "nvl"],
         not: &[],
-        fp32: 60.0,
-        tf32: Some(417.5),
-        bf16: Some(835.5),
-        fp16: Some(835.5),
-        fp8: Some(1670.5),
+        compute: HOPPER_NVL,
         tbps: 4.8,
         source: "NVIDIA H200 Tensor Core GPU datasheet, H200 NVL column (sparse figures halved)",
     },
@@ -104,11 +140,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "H200 SXM",
         needles: &["h200"],
         not: &[],
-        fp32: 67.0,
-        tf32: Some(494.5),
-        bf16: Some(989.5),
-        fp16: Some(989.5),
-        fp8: Some(1979.0),
+        compute: HOPPER_SXM,
         tbps: 4.8,
         source: "NVIDIA H200 Tensor Core GPU datasheet, H200 SXM column (sparse figures halved)",
     },
@@ -118,11 +150,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "A100 80GB PCIe",
         needles: &["a100", "80", "pci"],
         not: &[],
-        fp32: 19.5,
-        tf32: Some(156.0),
-        bf16: Some(312.0),
-        fp16: Some(312.0),
-        fp8: None,
+        compute: A100,
         tbps: 1.935,
         source: "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB PCIe column",
     },
@@ -130,11 +158,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "A100 40GB PCIe",
         needles: &["a100", "pci"],
         not: &[],
-        fp32: 19.5,
-        tf32: Some(156.0),
-        bf16: Some(312.0),
-        fp16: Some(312.0),
-        fp8: None,
+        compute: A100,
         tbps: 1.555,
         source: "NVIDIA A100 Tensor Core GPU datasheet, A100 40GB PCIe column",
     },
@@ -142,11 +166,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "A100 80GB SXM",
         needles: &["a100", "80"],
         not: &[],
-        fp32: 19.5,
-        tf32: Some(156.0),
-        bf16: Some(312.0),
-        fp16: Some(312.0),
-        fp8: None,
+        compute: A100,
         tbps: 2.039,
         source: "NVIDIA A100 Tensor Core GPU datasheet, A100 80GB SXM column",
     },
@@ -154,11 +174,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "A100 40GB SXM",
         needles: &["a100"],
         not: &[],
-        fp32: 19.5,
-        tf32: Some(156.0),
-        bf16: Some(312.0),
-        fp16: Some(312.0),
-        fp8: None,
+        compute: A100,
         tbps: 1.555,
         source: "NVIDIA A100 Tensor Core GPU datasheet, A100 40GB SXM column (also A100-PG509-200)",
     },
@@ -168,11 +184,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "A10G",
         needles: &["a10g"],
         not: &[],
-        fp32: 31.2,
-        tf32: Some(62.5),
-        bf16: Some(125.0),
-        fp16: Some(125.0),
-        fp8: None,
+        compute: Compute {
+            fp32: 31.2,
+            tf32: Some(62.5),
+            bf16: Some(125.0),
+            fp16: Some(125.0),
+            fp8: None,
+        },
         tbps: 0.6,
         source: "NVIDIA A10 Tensor Core GPU datasheet (AWS publishes none for the A10G)",
     },
@@ -180,11 +198,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "L40S",
         needles: &["l40s"],
         not: &[],
-        fp32: 91.6,
-        tf32: Some(183.0),
-        bf16: Some(362.05),
-        fp16: Some(362.05),
-        fp8: Some(733.0),
+        compute: Compute {
+            fp32: 91.6,
+            tf32: Some(183.0),
+            bf16: Some(362.05),
+            fp16: Some(362.05),
+            fp8: Some(733.0),
+        },
         tbps: 0.864,
         source: "NVIDIA L40S datasheet (sparse figures halved)",
     },
@@ -192,11 +212,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "L4",
         needles: &["l4"],
         not: &["l40"],
-        fp32: 30.3,
-        tf32: Some(60.0),
-        bf16: Some(121.0),
-        fp16: Some(121.0),
-        fp8: Some(242.5),
+        compute: Compute {
+            fp32: 30.3,
+            tf32: Some(60.0),
+            bf16: Some(121.0),
+            fp16: Some(121.0),
+            fp8: Some(242.5),
+        },
         tbps: 0.3,
         source: "NVIDIA L4 Tensor Core GPU datasheet (sparse figures halved)",
     },
@@ -207,11 +229,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "B200",
         needles: &["b200"],
         not: &[],
-        fp32: 75.0,
-        tf32: Some(1125.0),
-        bf16: Some(2250.0),
-        fp16: Some(2250.0),
-        fp8: Some(4500.0),
+        compute: Compute {
+            fp32: 75.0,
+            tf32: Some(1125.0),
+            bf16: Some(2250.0),
+            fp16: Some(2250.0),
+            fp8: Some(4500.0),
+        },
         tbps: 8.0,
         source: "NVIDIA HGX B200 datasheet, per GPU (8-GPU totals / 8, sparse figures halved)",
     },
@@ -221,11 +245,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "MI250X",
         needles: &["mi250x"],
         not: &[],
-        fp32: 47.9,
-        tf32: None,
-        bf16: Some(383.0),
-        fp16: Some(383.0),
-        fp8: None,
+        compute: Compute {
+            fp32: 47.9,
+            tf32: None,
+            bf16: Some(383.0),
+            fp16: Some(383.0),
+            fp8: None,
+        },
         tbps: 3.2768,
         source: "AMD Instinct MI250X accelerator datasheet",
     },
@@ -233,11 +259,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "MI210",
         needles: &["mi210"],
         not: &[],
-        fp32: 22.6,
-        tf32: None,
-        bf16: Some(181.0),
-        fp16: Some(181.0),
-        fp8: None,
+        compute: Compute {
+            fp32: 22.6,
+            tf32: None,
+            bf16: Some(181.0),
+            fp16: Some(181.0),
+            fp8: None,
+        },
         tbps: 1.6384,
         source: "AMD Instinct MI210 accelerator datasheet",
     },
@@ -247,11 +275,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "MI300X",
         needles: &["mi300x"],
         not: &[],
-        fp32: 163.4,
-        tf32: Some(653.7),
-        bf16: Some(1307.4),
-        fp16: Some(1307.4),
-        fp8: Some(2614.9),
+        compute: CDNA3,
         tbps: 5.3,
         source: "AMD Instinct MI300X accelerator datasheet",
     },
@@ -259,11 +283,7 @@ pub const DEVICES: &[Peaks] = &[
         name: "MI325X",
         needles: &["mi325x"],
         not: &[],
-        fp32: 163.4,
-        tf32: Some(653.7),
-        bf16: Some(1307.4),
-        fp16: Some(1307.4),
-        fp8: Some(2614.9),
+        compute: CDNA3,
         tbps: 6.0,
         source: "AMD Instinct MI325X accelerator datasheet",
     },
@@ -273,11 +293,13 @@ pub const DEVICES: &[Peaks] = &[
         name: "MI355X",
         needles: &["mi355x"],
         not: &[],
-        fp32: 157.3,
-        tf32: None,
-        bf16: Some(2516.6),
-        fp16: Some(2516.6),
-        fp8: Some(5033.2),
+        compute: Compute {
+            fp32: 157.3,
+            tf32: None,
+            bf16: Some(2516.6),
+            fp16: Some(2516.6),
+            fp8: Some(5033.2),
+        },
         tbps: 8.0,
         source: "AMD Instinct MI355X accelerator datasheet",
     },

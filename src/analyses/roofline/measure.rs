@@ -15,8 +15,9 @@ use crate::graphs::place::Place;
 use crate::graphs::Captures;
 use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
 use crate::hostops::launch::{end_of, launches, owners, Launch};
-use crate::hostops::HostLinks;
+use crate::hostops::{HostLinks, Linked};
 use crate::model::{Interner, Sym};
+use crate::store::pack::Records;
 use std::collections::{BTreeMap, HashMap};
 
 /// One activity of an attributed graph replay as roofline reads it: its
@@ -166,6 +167,43 @@ fn text(texts: &Interner, t: u32) -> Option<&str> {
     (t != NONE).then(|| texts.resolve(Sym(t)))
 }
 
+/// Σ GPU ns of the activities given as (ns, owned by a launch), the
+/// unowned part (C3: no runtime call with its correlation), and the
+/// zero-length ones counted into `rc`.
+fn gpu_totals(acts: impl Iterator<Item = (i64, bool)>, rc: &mut RoofCounts) -> RoofSummary {
+    let mut summary = RoofSummary::default();
+    for (dur, owned) in acts {
+        summary.gpu_ns = summary.gpu_ns.saturating_add(dur);
+        if dur == 0 {
+            rc.zero_duration_activities += 1;
+        }
+        if !owned {
+            summary.unlinked_activities += 1;
+            summary.unlinked_gpu_ns = summary.unlinked_gpu_ns.saturating_add(dur);
+        }
+    }
+    summary.gpu_linked_ns = summary.gpu_ns.saturating_sub(summary.unlinked_gpu_ns);
+    summary
+}
+
+/// Each thread's runtime calls with their ids and ends, in file order
+/// within a thread (the sweep sorts them stably by start).
+fn calls_by_lane(calls: &Records<Linked>, lanes: usize) -> Vec<Vec<(i64, Call)>> {
+    let mut by_lane: Vec<Vec<(i64, Call)>> = vec![Vec::new(); lanes];
+    for (i, c) in calls.iter().enumerate() {
+        if let Some(v) = by_lane.get_mut(c.lane as usize) {
+            v.push((
+                c.ts,
+                Call {
+                    id: i as u32,
+                    end: end_of(c.ts, c.dur),
+                },
+            ));
+        }
+    }
+    by_lane
+}
+
 /// The figures of one trace from what was kept.
 pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> TraceRoofline {
     let Roofline {
@@ -192,18 +230,11 @@ pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> Trac
     drop(corrs);
     counts.duplicate_runtime_correlation = dup;
     counts.unlinked_activities = own.unowned();
-    let mut summary = RoofSummary::default();
-    for (a, o) in acts.iter().zip(own.iter()) {
-        summary.gpu_ns = summary.gpu_ns.saturating_add(a.dur);
-        if a.dur == 0 {
-            rc.zero_duration_activities += 1;
-        }
-        if o.is_none() {
-            summary.unlinked_activities += 1;
-            summary.unlinked_gpu_ns = summary.unlinked_gpu_ns.saturating_add(a.dur);
-        }
-    }
-    summary.gpu_linked_ns = summary.gpu_ns.saturating_sub(summary.unlinked_gpu_ns);
+    let owned = acts
+        .iter()
+        .zip(own.iter())
+        .map(|(a, o)| (a.dur, o.is_some()));
+    let mut summary = gpu_totals(owned, &mut rc);
     let launched = launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
     // The graph replays to their captures (issue 57), as `ops` matches
     // them, while the packed activities and their owners are here.
@@ -226,20 +257,7 @@ pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> Trac
         }
     }
 
-    // Each thread's calls (file order kept within a thread: a stable sort
-    // by start).
-    let mut by_lane: Vec<Vec<(i64, Call)>> = vec![Vec::new(); lanes.len().max(ops.len())];
-    for (i, c) in calls.iter().enumerate() {
-        if let Some(v) = by_lane.get_mut(c.lane as usize) {
-            v.push((
-                c.ts,
-                Call {
-                    id: i as u32,
-                    end: end_of(c.ts, c.dur),
-                },
-            ));
-        }
-    }
+    let by_lane = calls_by_lane(&calls, lanes.len().max(ops.len()));
     let (mut got, mut no_op) = claim(by_lane, &ops, &launched, claimed, keys.len());
     let mut book = Book {
         names: &mut names,

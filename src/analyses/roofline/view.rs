@@ -241,100 +241,118 @@ fn tables(r: &RooflineReport) -> (Vec<Table>, Vec<Table>) {
     );
     for t in &r.traces {
         let label = crate::views::short(&t.path);
-        let s = &t.summary;
-        let mut head = Table::new(
-            format!("Roofline of {label}: {}", device_line(t)),
-            &["figure", "value"],
-        );
-        for (k, v) in [
-            ("GPU time (ns)", s.gpu_ns),
-            ("  linked to a launch (ns)", s.gpu_linked_ns),
-            ("  modelled rows (ns)", s.modelled_gpu_ns),
-            ("  unmodelled (ns)", s.unmodelled_gpu_ns),
-            ("  unlinked (ns)", s.unlinked_gpu_ns),
-        ] {
-            head.row(vec![Cell::text(k), Cell::Int(v)]);
-        }
-        head.row(vec![
-            Cell::text("  of graph replays, to captured ops (ns)"),
-            Cell::Int(s.gpu_graph_ns),
-        ]);
-        head.row(vec![Cell::text("rows"), s.rows.into()]);
-        head.row(vec![
-            Cell::text("modelled FLOPs (Σ calls × flops)"),
-            big(t.totals.flops),
-        ]);
-        head.row(vec![
-            Cell::text("modelled bytes (Σ calls × bytes)"),
-            big(t.totals.bytes),
-        ]);
-        for (unit, n, per) in [
-            ("token", t.completion_tokens, &t.per_token),
-            ("step", t.steps, &t.per_step),
-        ] {
-            if let (Some(n), Some(p)) = (n, per) {
-                head.row(vec![Cell::text(format!("{unit}s")), n.into()]);
-                head.row(vec![
-                    Cell::text(format!("  FLOPs per {unit}")),
-                    Cell::opt_f(Some(p.flops), 0),
-                ]);
-                head.row(vec![
-                    Cell::text(format!("  bytes per {unit}")),
-                    Cell::opt_f(Some(p.bytes), 0),
-                ]);
-            }
-        }
-        human.push(head);
-        let mut rows = Table::new(
-            format!("Ops and shapes of {label} (top {} by GPU time)", r.spec.top),
-            &ROW_HEADS,
-        );
-        for row in t.rows.iter().take(r.spec.top) {
-            rows.row(row_cells(row, true));
-        }
-        if t.rows.len() > r.spec.top {
-            let rest = &t.rows[r.spec.top..];
-            let mut cells = vec![Cell::Null; ROW_HEADS.len()];
-            cells[0] = Cell::text(format!("({} other rows)", rest.len()));
-            cells[4] = rest.iter().map(|x| x.calls).sum::<u64>().into();
-            cells[8] = Cell::Int(rest.iter().map(|x| x.gpu_ns).fold(0, i64::saturating_add));
-            rows.row(cells);
-        }
-        human.push(rows);
-        let mut un = Table::new(
-            format!("GPU time without a model in {label} (top {})", r.spec.top),
-            &["name", "reason", "calls", "kernels", "gpu_ns"],
-        );
-        for u in t.unmodelled.iter().take(r.spec.top) {
-            un.row(vec![
-                Cell::text(crate::text::ellipsize_middle(&u.name, 60)),
-                Cell::text(u.reason.clone()),
-                u.calls.into(),
-                u.kernels.into(),
-                Cell::Int(u.gpu_ns),
-            ]);
-        }
-        human.push(un);
+        human.push(head_table(t, &label));
+        human.push(rows_table(t, &label, r.spec.top));
+        human.push(unmodelled_table(t, &label, r.spec.top));
         for row in &t.rows {
             let mut cells = vec![Cell::text(t.path.clone())];
             cells.extend(row_cells(row, false));
             csv_rows.row(cells);
         }
         for u in &t.unmodelled {
-            csv_un.row(vec![
-                Cell::text(t.path.clone()),
-                Cell::text(u.name.clone()),
-                Cell::text(u.reason.clone()),
-                u.calls.into(),
-                u.kernels.into(),
-                Cell::Int(u.gpu_ns),
-            ]);
+            let mut cells = vec![Cell::text(t.path.clone())];
+            cells.extend(unmodelled_cells(u, false));
+            csv_un.row(cells);
         }
     }
     if let Some(sides) = &r.comparison {
         human.push(comparison_table(sides));
     }
     (human, vec![csv_rows, csv_un])
+}
+
+/// A trace's GPU time, how much of it the models explain, and the
+/// modelled FLOPs and bytes (in all, per token, per step).
+fn head_table(t: &TraceRoofline, label: &str) -> Table {
+    let s = &t.summary;
+    let mut head = Table::new(
+        format!("Roofline of {label}: {}", device_line(t)),
+        &["figure", "value"],
+    );
+    for (k, v) in [
+        ("GPU time (ns)", s.gpu_ns),
+        ("  linked to a launch (ns)", s.gpu_linked_ns),
+        ("  modelled rows (ns)", s.modelled_gpu_ns),
+        ("  unmodelled (ns)", s.unmodelled_gpu_ns),
+        ("  unlinked (ns)", s.unlinked_gpu_ns),
+        ("  of graph replays, to captured ops (ns)", s.gpu_graph_ns),
+    ] {
+        head.row(vec![Cell::text(k), Cell::Int(v)]);
+    }
+    head.row(vec![Cell::text("rows"), s.rows.into()]);
+    head.row(vec![
+        Cell::text("modelled FLOPs (Σ calls × flops)"),
+        big(t.totals.flops),
+    ]);
+    head.row(vec![
+        Cell::text("modelled bytes (Σ calls × bytes)"),
+        big(t.totals.bytes),
+    ]);
+    for (unit, n, per) in [
+        ("token", t.completion_tokens, &t.per_token),
+        ("step", t.steps, &t.per_step),
+    ] {
+        if let (Some(n), Some(p)) = (n, per) {
+            head.row(vec![Cell::text(format!("{unit}s")), n.into()]);
+            head.row(vec![
+                Cell::text(format!("  FLOPs per {unit}")),
+                Cell::opt_f(Some(p.flops), 0),
+            ]);
+            head.row(vec![
+                Cell::text(format!("  bytes per {unit}")),
+                Cell::opt_f(Some(p.bytes), 0),
+            ]);
+        }
+    }
+    head
+}
+
+/// The top ops and shapes by GPU time, the rest summed in one row.
+fn rows_table(t: &TraceRoofline, label: &str, top: usize) -> Table {
+    let mut rows = Table::new(
+        format!("Ops and shapes of {label} (top {top} by GPU time)"),
+        &ROW_HEADS,
+    );
+    for row in t.rows.iter().take(top) {
+        rows.row(row_cells(row, true));
+    }
+    if t.rows.len() > top {
+        let rest = &t.rows[top..];
+        let mut cells = vec![Cell::Null; ROW_HEADS.len()];
+        cells[0] = Cell::text(format!("({} other rows)", rest.len()));
+        cells[4] = rest.iter().map(|x| x.calls).sum::<u64>().into();
+        cells[8] = Cell::Int(rest.iter().map(|x| x.gpu_ns).fold(0, i64::saturating_add));
+        rows.row(cells);
+    }
+    rows
+}
+
+/// The top GPU time without a model, with the reason.
+fn unmodelled_table(t: &TraceRoofline, label: &str, top: usize) -> Table {
+    let mut un = Table::new(
+        format!("GPU time without a model in {label} (top {top})"),
+        &["name", "reason", "calls", "kernels", "gpu_ns"],
+    );
+    for u in t.unmodelled.iter().take(top) {
+        un.row(unmodelled_cells(u, true));
+    }
+    un
+}
+
+/// One unmodelled row: the name cut to 60 characters for people
+/// (`human`), whole for CSV.
+fn unmodelled_cells(u: &super::UnmodelledRow, human: bool) -> Vec<Cell> {
+    let name = match human {
+        true => crate::text::ellipsize_middle(&u.name, 60),
+        false => u.name.clone(),
+    };
+    vec![
+        Cell::text(name),
+        Cell::text(u.reason.clone()),
+        u.calls.into(),
+        u.kernels.into(),
+        Cell::Int(u.gpu_ns),
+    ]
 }
 
 /// The two traces side by side (AR first, as given).

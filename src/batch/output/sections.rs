@@ -180,6 +180,6 @@ mod tests {
         );
         assert!(s[4]
             .markdown
-            .contains("| text | mtp | token | 0.1624 | 0.0745 | -0.0879 |"));
+            .contains("| text | token | 0.1624 | 0.0745 | -0.0879 |"));
     }
 }

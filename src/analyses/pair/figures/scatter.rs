@@ -11,13 +11,24 @@ use plotters::element::EmptyElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// How many marker shapes tell the workload groups apart (the sample
+/// campaign has four workloads: with three, the first and the fourth
+/// shared the dot).
+const SHAPES: usize = 4;
+
 /// A marker shape per workload group.
 fn shape_mark(group: usize, col: RGBColor) -> Mark {
-    match group % 3 {
+    match group % SHAPES {
         0 => Mark::Dot(col),
         1 => Mark::Triangle(col),
-        _ => Mark::Square(col),
+        2 => Mark::Square(col),
+        _ => Mark::Diamond(col),
     }
+}
+
+/// The diamond's corners around (0, 0), `s` px from the centre.
+fn diamond(s: i32) -> Vec<(i32, i32)> {
+    vec![(0, -s), (s, 0), (0, s), (-s, 0)]
 }
 
 /// Figure 5.
@@ -104,7 +115,17 @@ where
         ))?;
     }
     draw_points(&mut chart, data, &axis)?;
-    // Per-trace median gap, in the upper-left box.
+    gap_box(&mut chart, data)?;
+    annotate(root, &chart, &th, ((x0, x1), (y0, y1)))
+}
+
+/// Each trace's median GPU-idle gap, in a box in the upper left, marked
+/// with its workload's shape in its mode's colour.
+fn gap_box<'a, DB: DrawingBackend + 'a>(chart: &mut Chart2d<'a, DB>, data: &Data) -> FigResult
+where
+    DB::ErrorType: 'static,
+{
+    let th = data.theme;
     for (gi, g) in data.groups.iter().enumerate() {
         for &i in &g.members {
             let t = data.trace(i);
@@ -112,7 +133,7 @@ where
                 continue;
             };
             let col = mode_color(t.mode.as_deref());
-            let shape = gi % 3;
+            let shape = gi % SHAPES;
             let rr = th.px(5.0).max(3);
             chart
                 .draw_series(std::iter::empty::<Circle<(f64, f64), u32>>())?
@@ -130,6 +151,7 @@ where
                         + Circle::new((0, 0), rr as u32 - 1, on(0))
                         + TriangleMarker::new((0, 0), rr as u32 + 1, on(1))
                         + Rectangle::new([(-rr + 1, -rr + 1), (rr - 1, rr - 1)], on(2))
+                        + Polygon::new(diamond(rr + 1), on(3))
                 });
         }
     }
@@ -141,7 +163,7 @@ where
         .border_style(RGBColor(200, 200, 200))
         .margin(th.px(8.0))
         .draw()?;
-    annotate(root, &chart, &th, ((x0, x1), (y0, y1)))
+    Ok(())
 }
 
 /// The modes, the workload groups' marker shapes and the diagonal.
@@ -177,19 +199,25 @@ where
             let sp = &data.spans[i];
             let style = col.mix(0.65).filled();
             let pts = sp.rows.iter().map(|r| (axis.f(r.1), axis.f(r.2)));
-            match gi % 3 {
+            match gi % SHAPES {
                 0 => {
                     chart.draw_series(pts.map(|p| Circle::new(p, r, style)))?;
                 }
                 1 => {
                     chart.draw_series(pts.map(|p| TriangleMarker::new(p, r + 1, style)))?;
                 }
-                _ => {
+                2 => {
                     let s = r as i32;
                     chart.draw_series(pts.map(|p| {
                         EmptyElement::at(p)
                             + Rectangle::new([(-s + 1, -s + 1), (s - 1, s - 1)], style)
                     }))?;
+                }
+                _ => {
+                    let s = r as i32 + 1;
+                    chart.draw_series(
+                        pts.map(|p| EmptyElement::at(p) + Polygon::new(diamond(s), style)),
+                    )?;
                 }
             }
         }

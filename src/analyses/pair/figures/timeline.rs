@@ -89,9 +89,14 @@ where
                 .label(label)
                 .legend(move |(x, y)| Circle::new((x + 8, y), 4, col.filled()));
         }
+        let pts: Vec<(f64, f64)> = g
+            .members
+            .iter()
+            .flat_map(|&i| data.spans[i].rows.iter().map(|r| (r.0 as f64, axis.f(r.2))))
+            .collect();
         chart
             .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
+            .position(key_corner(&pts, (-0.5, n as f64 - 0.5), (y0, y1)))
             .label_font(th.small())
             .background_style(WHITE.mix(0.85))
             .border_style(RGBColor(200, 200, 200))
@@ -146,6 +151,37 @@ where
     Ok(())
 }
 
+/// The corner of a panel for its key with the fewest points under it
+/// (the first in this order on a tie: upper right, upper left, lower
+/// right, lower left): the key is about 45 % of the panel wide and 22 %
+/// high. A fixed upper right hid the tallest outlier of tool_calling's AR
+/// line (issue 60).
+fn key_corner(
+    pts: &[(f64, f64)],
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> SeriesLabelPosition {
+    let (w, h) = ((x1 - x0) * 0.45, (y1 - y0) * 0.22);
+    let under = |right: bool, upper: bool| {
+        pts.iter()
+            .filter(|(x, y)| {
+                let in_x = if right { *x >= x1 - w } else { *x <= x0 + w };
+                let in_y = if upper { *y >= y1 - h } else { *y <= y0 + h };
+                in_x && in_y
+            })
+            .count()
+    };
+    [
+        (SeriesLabelPosition::UpperRight, under(true, true)),
+        (SeriesLabelPosition::UpperLeft, under(false, true)),
+        (SeriesLabelPosition::LowerRight, under(true, false)),
+        (SeriesLabelPosition::LowerLeft, under(false, false)),
+    ]
+    .into_iter()
+    .min_by_key(|(_, n)| *n)
+    .map_or(SeriesLabelPosition::UpperRight, |(p, _)| p)
+}
+
 /// Per-panel key: which line is which, with n and the median.
 fn panel_key(data: &Data, g: &Group) -> Vec<(RGBColor, String)> {
     g.members
@@ -162,4 +198,23 @@ fn panel_key(data: &Data, g: &Group) -> Vec<(RGBColor, String)> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn corner(pts: &[(f64, f64)]) -> String {
+        format!("{:?}", key_corner(pts, (0.0, 10.0), (0.0, 1.0)))
+    }
+
+    #[test]
+    fn the_key_goes_where_no_point_is() {
+        // Low points only: upper right is free.
+        assert_eq!(corner(&[(9.0, 0.1), (1.0, 0.2)]), "UpperRight");
+        // A spike under the upper right (tool_calling AR's step 35).
+        assert_eq!(corner(&[(7.0, 0.95), (1.0, 0.2)]), "UpperLeft");
+        // Both upper corners taken: the lower right.
+        assert_eq!(corner(&[(7.0, 0.95), (1.0, 0.9), (1.0, 0.1)]), "LowerRight");
+    }
 }

@@ -147,6 +147,38 @@ pub fn median_sorted(v: &[i64]) -> Exact {
     }
 }
 
+/// The median of wide values (sums of ns past i64, issue 59), exact:
+/// the middle value, or for an even count the mean of the two middle
+/// values as `num / 2`. `None` for none. The two are added in i128, which
+/// holds any two sums of ns (a union of i64 times is below 2⁶⁴); should
+/// they pass it, their mean is formed halves first (within 1 ns).
+pub fn median_wide(values: &mut [i128]) -> Option<Exact> {
+    values.sort_unstable();
+    let n = values.len();
+    let hi = *values.get(n / 2)?;
+    if n % 2 == 1 {
+        return Some(Exact { num: hi, den: 1 });
+    }
+    let lo = values[n / 2 - 1];
+    Some(match lo.checked_add(hi) {
+        Some(num) => Exact { num, den: 2 },
+        None => Exact {
+            num: lo / 2 + hi / 2 + (lo % 2 + hi % 2) / 2,
+            den: 1,
+        },
+    })
+}
+
+/// The mean of wide values, exact (`Σ / n`); `None` for none, or should
+/// the sum pass i128.
+pub fn mean_wide(values: &[i128]) -> Option<Exact> {
+    let sum = values.iter().try_fold(0i128, |s, &v| s.checked_add(v))?;
+    (!values.is_empty()).then_some(Exact {
+        num: sum,
+        den: values.len() as i128,
+    })
+}
+
 /// The `pct`-th percentile by linear interpolation between closest ranks
 /// (numpy's default): rank = pct/100 · (n − 1).
 pub fn percentile_sorted(v: &[i64], pct: u32) -> Exact {
@@ -257,5 +289,47 @@ mod tests {
         };
         assert_eq!(e.ms(), 5_106_297_913.320_791);
         assert_eq!(Summary::of(&[]).median, None);
+    }
+
+    /// Wide medians and means are exact past i64 (issue 59: hierarchy's
+    /// per-call GPU busy was clamped to i64::MAX before its median).
+    #[test]
+    fn wide_median_and_mean_are_exact_past_i64() {
+        let big = i128::from(i64::MAX);
+        let mut v = [big + 5, 3, big + 1];
+        assert_eq!(
+            median_wide(&mut v),
+            Some(Exact {
+                num: big + 1,
+                den: 1
+            })
+        );
+        let mut v = [big + 4, big + 1, 0, big + 10];
+        assert_eq!(
+            median_wide(&mut v),
+            Some(Exact {
+                num: 2 * big + 5,
+                den: 2
+            })
+        );
+        assert_eq!(median_wide(&mut []), None);
+        // Past i128 when added: the halves first.
+        let mut v = [i128::MAX - 1, i128::MAX - 3];
+        assert_eq!(
+            median_wide(&mut v),
+            Some(Exact {
+                num: i128::MAX - 2,
+                den: 1
+            })
+        );
+        assert_eq!(
+            mean_wide(&[big + 1, big + 3]),
+            Some(Exact {
+                num: 2 * big + 4,
+                den: 2
+            })
+        );
+        assert_eq!(mean_wide(&[i128::MAX, 1]), None);
+        assert_eq!(mean_wide(&[]), None);
     }
 }

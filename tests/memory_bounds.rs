@@ -252,7 +252,8 @@ fn a_member_over_its_budget_costs_only_its_own_row() {
         &steps_trace(20_000),
     );
     let out = tmp.path().join("out");
-    // 4 MiB at 1 KiB an event: 4096 events, enough for the tiny traces.
+    // 4 MiB at 4 KiB an event: 1024 events, enough for the tiny traces
+    // (9 events each).
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"))
         .args(["-q", "batch", "--no-figures", "--member-memory", "4M", "-o"])
         .arg(&out)
@@ -275,7 +276,12 @@ fn a_member_over_its_budget_costs_only_its_own_row() {
     assert_eq!(s, "error");
     let e = e.as_str().unwrap();
     assert!(e.contains("over its memory budget of 4 MiB"), "{e}");
-    assert!(e.contains("first 4096 events"), "{e}");
+    // What it was fed, of what it needs (60 000 events, 4 KiB each).
+    assert!(
+        e.contains("first 1024 events of the 60000 they take"),
+        "{e}"
+    );
+    assert!(e.contains("batch --member-memory 235M or more"), "{e}");
     for r in 0..3 {
         let (s, e) = status(&format!("rank{r}."));
         assert_eq!((s, e), ("ok".into(), serde_json::Value::Null));
@@ -293,4 +299,47 @@ fn a_member_over_its_budget_costs_only_its_own_row() {
         .output()
         .unwrap();
     assert_eq!(whole.status.code(), Some(0));
+}
+
+/// Bytes live at the peak of `batch` on one trace, its outputs written:
+/// every analysis of its plan, what one campaign member keeps.
+fn member_peak(dir: &Path, name: &str, text: &str) -> usize {
+    let d = dir.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    let p = write(&d, "dp0_pp0_tp0_dcp0_ep0_rank0.1.pt.trace.json", text);
+    let out = dir.join(format!("{name}.out"));
+    let opts = torchtrace::batch::records::CampaignOptions::default()
+        .batch_options(true)
+        .unwrap();
+    peak_of(|| {
+        let (res, context) = torchtrace::batch::run_batch(&[p], &opts).unwrap();
+        torchtrace::batch::output::write_all(&res, &out, &context, None).unwrap();
+    })
+}
+
+/// `batch --member-memory`'s constant bounds what a member keeps per event
+/// fed (`analysis::MemoryBudget::PER_EVENT`), on both hostile shapes: a
+/// decode step is 3 events fed (annotation, launch, kernel), a
+/// single-activity stream 2 (launch, kernel), the costliest per event
+/// (README, "Memory bounds": 3.65 KB of peak RSS per event fed).
+#[test]
+fn a_batch_member_keeps_at_most_the_budget_per_event_fed() {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let per_event = |make: fn(u64) -> String, a: u64, b: u64, events_per_unit: u64| {
+        let x = member_peak(tmp.path(), &format!("a{a}"), &make(a));
+        let y = member_peak(tmp.path(), &format!("b{b}"), &make(b));
+        y.saturating_sub(x) as u64 / ((b - a) * events_per_unit)
+    };
+    let steps = per_event(steps_trace, 2_000, 8_000, 3);
+    let streams = per_event(streams_trace, 1_000, 4_000, 2);
+    let budget = torchtrace::analysis::MemoryBudget::PER_EVENT;
+    eprintln!(
+        "batch member: {steps} B per event fed (steps), {streams} (streams); budget {budget}"
+    );
+    assert!(steps <= budget, "{steps} B per event fed on steps");
+    assert!(streams <= budget, "{streams} B per event fed on streams");
+    // The steps are the cheaper shape per event: a stream's state is kept
+    // once per activity.
+    assert!(steps < streams, "{steps} vs {streams}");
 }

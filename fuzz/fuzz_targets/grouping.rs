@@ -10,18 +10,27 @@
 //!   order, one identity per member;
 //! - the missing ranks listed are at most `missing_cap(ranks found)`, in
 //!   order, none present, and `missing_count` counts at least those;
-//! - distinct labels are distinct.
+//! - distinct labels are distinct;
+//! - `batch`'s matching of AR and candidate runs of one workload
+//!   (`batch::match_ranked`, by the rank in the file name,
+//!   `batch::rank_in_name`, else the knob's): each run in at most one
+//!   match, each match one AR and one candidate of the same rank (one run
+//!   a side: matched whatever the ranks), the k-th AR of a rank with its
+//!   k-th candidate, as many matches per rank as its smaller side has, and
+//!   the unmatched counted exactly.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use std::collections::BTreeMap;
 use torchtrace::analyses::ranks::runs::{group, missing_cap, Member};
+use torchtrace::batch::{match_ranked, rank_in_name};
 use torchtrace::runinfo;
 
 /// A number from the knob's bits and the path's bytes: small, huge, negative.
 fn pick(knob: u8, path: &str, salt: u8) -> Option<i64> {
-    let h = path
-        .bytes()
-        .fold(u64::from(salt), |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+    let h = path.bytes().fold(u64::from(salt), |h, b| {
+        h.wrapping_mul(31).wrapping_add(u64::from(b))
+    });
     match (knob >> salt) & 3 {
         0 => None,
         1 => Some((h % 8) as i64),
@@ -82,4 +91,50 @@ fuzz_target!(|data: &[u8]| {
     sorted.sort();
     sorted.dedup();
     assert_eq!(sorted.len(), labels.len(), "{labels:?}");
+    check_matching(&lines);
 });
+
+/// `batch`'s matching of one workload's runs: bit 64 of a line's knob puts
+/// it on the AR side; its rank is its file name's, else (bit 128) the
+/// knob's pick, else none.
+fn check_matching(lines: &[(u8, String)]) {
+    let rank = |i: usize| {
+        let (k, p) = &lines[i];
+        rank_in_name(p).or_else(|| pick(*k, p, 4).filter(|_| k & 128 == 128))
+    };
+    let (ar, cand): (Vec<usize>, Vec<usize>) =
+        (0..lines.len()).partition(|&i| lines[i].0 & 64 == 64);
+    let (matches, unmatched) = match_ranked(&ar, &cand, rank);
+    assert!(matches.len() <= ar.len().min(cand.len()), "{matches:?}");
+    assert_eq!(unmatched, ar.len() + cand.len() - 2 * matches.len());
+    assert!(matches.windows(2).all(|w| w[0] < w[1]), "{matches:?}");
+    let mut used = vec![false; lines.len()];
+    for &(a, c) in &matches {
+        assert!(ar.contains(&a) && cand.contains(&c), "{matches:?}");
+        assert!(!used[a] && !used[c], "a run matched twice: {matches:?}");
+        used[a] = true;
+        used[c] = true;
+    }
+    if ar.len() == 1 && cand.len() == 1 {
+        assert_eq!(matches, [(ar[0], cand[0])]);
+        return;
+    }
+    // The oracle: per rank, the k-th AR with the k-th candidate.
+    let mut by_rank: BTreeMap<Option<i64>, (Vec<usize>, Vec<usize>)> = BTreeMap::new();
+    for &i in &ar {
+        by_rank.entry(rank(i)).or_default().0.push(i);
+    }
+    for &i in &cand {
+        by_rank.entry(rank(i)).or_default().1.push(i);
+    }
+    let mut expected: Vec<(usize, usize)> = by_rank
+        .values()
+        .flat_map(|(a, c)| a.iter().copied().zip(c.iter().copied()))
+        .collect();
+    expected.sort();
+    assert_eq!(matches, expected);
+    assert!(
+        matches.iter().all(|&(a, c)| rank(a) == rank(c)),
+        "{matches:?}"
+    );
+}

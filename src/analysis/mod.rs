@@ -493,8 +493,16 @@ pub struct MemoryBudget {
 
 impl MemoryBudget {
     /// The most bytes kept per event fed to the analyses (every analysis
-    /// of `batch`'s plan together, with the ledger and the step index).
-    pub const PER_EVENT: u64 = 1024;
+    /// of `batch`'s plan together, with the ledger and the step index,
+    /// to the member's outputs written). Measured (`bench/memory.sh`,
+    /// `MEMBER_ONLY=1`: peak RSS of `batch -j 1` on one trace less that on
+    /// a trace of one event, over the events fed): 58–250 B on real traces
+    /// of 20 k events or more, 1.46 KB on 400 k tiny decode steps, 3.65 KB
+    /// on 20 k single-activity streams, the costliest shape (bytes live at
+    /// the peak: 1 035 and 2 456, `tests/memory_bounds.rs`). The check
+    /// counts events, not their kind, so the constant bounds the costliest
+    /// measured: 4 KiB (it was 1 KiB, an estimate that 1.46–3.65 KB passed).
+    pub const PER_EVENT: u64 = 4096;
 
     /// How many events the budget feeds.
     pub fn events(&self) -> u64 {
@@ -550,6 +558,7 @@ where
             events: limit,
             budget: b.bytes,
             per_event: MemoryBudget::PER_EVENT,
+            wanted: fed,
         });
     }
     let contexts = Contexts::select(label, &steps, &plan.selector);

@@ -287,15 +287,21 @@ pub fn finalize(
 /// (`dp0_pp0_tp0_dcp0_ep0_rank<N>.<id>.pt.trace.json.gz`), else the
 /// metadata's rank.
 pub(crate) fn rank_key(r: &Record) -> Option<i64> {
-    let file = r.file.path.rsplit('/').next()?;
-    let from_name = file.find("rank").and_then(|at| {
+    rank_in_name(&r.file.path).or_else(|| registry::facts(&r.file.results).and_then(|p| p.rank))
+}
+
+/// The rank a path's file name gives (`…rank<digits>…`, the first
+/// `rank`), when its digits fit i64.
+#[doc(hidden)]
+pub fn rank_in_name(path: &str) -> Option<i64> {
+    let file = path.rsplit('/').next()?;
+    file.find("rank").and_then(|at| {
         let digits: String = file[at + 4..]
             .chars()
             .take_while(char::is_ascii_digit)
             .collect();
         digits.parse().ok()
-    });
-    from_name.or_else(|| registry::facts(&r.file.results).and_then(|p| p.rank))
+    })
 }
 
 /// AR against MTP over all the runs of a workload: Σ GPU spans / Σ tokens
@@ -421,6 +427,20 @@ fn workload_sides<'a>(records: &'a [Record], notes: &mut Vec<String>) -> Workloa
 /// The (AR, candidate) matches of one workload and the number of runs
 /// left without one; linear in the number of runs.
 fn match_runs(records: &[Record], ar: &[usize], cand: &[usize]) -> (Vec<(usize, usize)>, usize) {
+    match_ranked(ar, cand, |i| rank_key(&records[i]))
+}
+
+/// [`match_runs`] over any rank of a run (`rank(i)`, `None`: no rank):
+/// one run on each side is matched whatever its rank; else the runs of
+/// one rank (no rank is a rank of its own) are matched in the order given,
+/// the k-th AR with the k-th candidate. The matches, sorted, and how many
+/// runs are left without one. Public for the `grouping` fuzz target.
+#[doc(hidden)]
+pub fn match_ranked(
+    ar: &[usize],
+    cand: &[usize],
+    rank: impl Fn(usize) -> Option<i64>,
+) -> (Vec<(usize, usize)>, usize) {
     if ar.len() == 1 && cand.len() == 1 {
         return (vec![(ar[0], cand[0])], 0);
     }
@@ -428,7 +448,7 @@ fn match_runs(records: &[Record], ar: &[usize], cand: &[usize]) -> (Vec<(usize, 
     let group = |side: &[usize]| -> BTreeMap<Option<i64>, Vec<usize>> {
         let mut g: BTreeMap<Option<i64>, Vec<usize>> = BTreeMap::new();
         for &i in side {
-            g.entry(rank_key(&records[i])).or_default().push(i);
+            g.entry(rank(i)).or_default().push(i);
         }
         g
     };

@@ -88,11 +88,14 @@ pub enum ReadError {
     /// What the analyses keep would pass the trace's memory budget (issue
     /// 59: `batch --member-memory`): after `events` events they were fed
     /// no more, so the trace's figures are those of its first `events`.
-    #[error("over its memory budget of {}: the analyses were fed its first {events} events (they keep at most {per_event} B per event; raise batch --member-memory to read it whole)", size(*budget))]
+    #[error("over its memory budget of {}: the analyses were fed its first {events} events of the {wanted} they take (they keep at most {per_event} B per event; batch --member-memory {}M or more reads it whole)", size(*budget), wanted.saturating_mul(*per_event).div_ceil(1 << 20))]
     OverBudget {
         events: u64,
         budget: u64,
         per_event: u64,
+        /// Every event the analyses would have been fed (counted to the
+        /// end of the read): what the whole trace needs.
+        wanted: u64,
     },
 }
 

@@ -372,3 +372,57 @@ fn ranks_allocate_by_the_ranks_found() {
     assert_eq!(run["missing_ranks"].as_array().unwrap().len(), 64);
     assert_eq!(run["missing_ranks"][63], 64);
 }
+
+/// Two calls of `f` (the chain `f>g`), each launching two kernels whose
+/// union on the GPU passes i64 ns (one before the epoch, one after: each
+/// time fits i64, their span does not). `hierarchy`'s per-call GPU busy
+/// median is exact (before, each call's busy was clamped to i64::MAX
+/// first: a median of 9 223 372 036 854.775807 ms).
+#[test]
+fn hierarchy_gpu_busy_median_is_exact_past_i64() {
+    use torchtrace::analyses::hierarchy::{Hierarchy, HierarchyOptions};
+    use torchtrace::{analyze_reader, Plan, Selector};
+    let mut ev = vec![x("user_annotation", STEP, 1, 1, "0", "100", "")];
+    // (call start µs, [(kernel ts µs, dur µs); 2]): busy 10¹⁹ − 10⁶ ns and
+    // 10¹⁹ ns.
+    let calls = [
+        (
+            10,
+            [
+                ("-5000000000000000", "4999999999999000"),
+                ("0", "5000000000000000"),
+            ],
+        ),
+        (
+            40,
+            [
+                ("-4000000000000000", "4000000000000000"),
+                ("0", "6000000000000000"),
+            ],
+        ),
+    ];
+    let mut corr = 0;
+    for (start, kernels) in calls {
+        ev.push(x("cpu_op", "f", 1, 1, &start.to_string(), "20", ""));
+        ev.push(x("cpu_op", "g", 1, 1, &(start + 1).to_string(), "1", ""));
+        for (k, (ts, dur)) in kernels.into_iter().enumerate() {
+            corr += 1;
+            let a = format!("\"correlation\":{corr}");
+            let at = (start + 2 + k).to_string();
+            ev.push(x("cuda_runtime", "cudaLaunchKernel", 1, 1, &at, "1", &a));
+            ev.push(x("kernel", "k", 0, 7, ts, dur, &a));
+        }
+    }
+    let opts = HierarchyOptions::new(&["f>g".into()], &[], false, 5, Selector::Auto).unwrap();
+    let plan = Plan::new(Selector::Auto).with(opts);
+    let mut r = analyze_reader("wide", doc(&ev).as_bytes(), &plan);
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let h = r.take::<Hierarchy>().unwrap();
+    let f = &h.chains[0].functions[0];
+    assert_eq!((f.calls, f.outermost_calls), (2, 2));
+    let gpu = f.gpu.as_ref().unwrap();
+    assert_eq!(gpu.kernels, 4);
+    assert_eq!(gpu.gpu_busy_sum_ns, 20_000_000_000_000_000_000 - 1_000_000);
+    // (2·10¹⁹ − 10⁶) / 2 ns = 9 999 999 999 999.5 ms.
+    assert_eq!(gpu.gpu_busy_median_ms, Some(9_999_999_999_999.5));
+}

@@ -310,3 +310,65 @@ fn ops_names_the_sums_that_pass_i64() {
         "{err}"
     );
 }
+
+/// Every correlation id moved past i128 (10³⁹ + id: 40 digits; Kineto
+/// writes u64 ids): read as no id, exactly as `"correlation": null` is —
+/// `kernels` and `ops` give that trace's figures — but never silently:
+/// the reader counts them, and one note per trace says how many.
+#[test]
+fn correlation_ids_past_i128_are_noted_and_read_as_none() {
+    let t = tempfile::tempdir().unwrap();
+    let (past_dir, null_dir) = (t.path().join("past"), t.path().join("null"));
+    std::fs::create_dir_all(&past_dir).unwrap();
+    std::fs::create_dir_all(&null_dir).unwrap();
+    let (past, n) = edited(&past_dir, r#""correlation": (\d+)"#, |c| {
+        format!(r#""correlation": 1{:0>39}"#, &c[1])
+    });
+    let (null, m) = edited(&null_dir, r#""correlation": (\d+)"#, |_| {
+        r#""correlation": null"#.to_string()
+    });
+    // Every launch call (1 614) and GPU activity (3 616) of the real trace.
+    assert_eq!((n, m), (5230, 5230));
+    let (past, null) = (past.to_str().unwrap(), null.to_str().unwrap());
+    let note = "5230 event(s) carry an args.correlation past i128";
+    let (a, b) = (one("kernels", null), one("kernels", past));
+    for k in [
+        "contexts",
+        "kernels",
+        "launches",
+        "graph_launches",
+        "gpu_busy_ms",
+        "timeline",
+    ] {
+        assert_eq!(a[k], b[k], "{k}");
+    }
+    let notes = |v: &Value| -> Vec<String> {
+        v["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect()
+    };
+    let said: Vec<String> = notes(&b)
+        .into_iter()
+        .filter(|n| n.contains("past i128"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].starts_with(note), "{said:?}");
+    assert!(!notes(&a).iter().any(|n| n.contains("past i128")));
+    // `ops`: the same figures, and the note on stderr once.
+    let ops = |p: &str| {
+        let out = bin().args(["ops", "-f", "json", p]).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(matches!(out.status.code(), Some(0 | 1)), "{err}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["traces"][0].clone(), err)
+    };
+    let ((a, a_err), (b, b_err)) = (ops(null), ops(past));
+    assert_eq!(a["summary"], b["summary"]);
+    assert_eq!(a["ops"], b["ops"]);
+    assert_eq!(b["summary"]["activities_linked"], 0);
+    assert_eq!(b_err.matches(note).count(), 1, "{b_err}");
+    assert!(!a_err.contains("past i128"), "{a_err}");
+}

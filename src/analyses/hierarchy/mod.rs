@@ -525,13 +525,15 @@ impl Collector {
             })
             .collect();
         // Folded as they come: no `Work` per call is kept.
-        let mut busy: Vec<Ns> = Vec::with_capacity(queries.len());
+        // Each call's busy exactly (a union of i64 times can pass i64,
+        // issue 59): the median is of these, never of clamped values.
+        let mut busy: Vec<i128> = Vec::with_capacity(queries.len());
         let (mut kernels, mut with_work, mut sum) = (0u64, 0u64, 0i128);
         let overlaps = attribution::attribute_each(ledger, &queries, |_, w| {
             kernels += w.kernels;
             with_work += u64::from(w.has_gpu_work());
             sum += w.busy;
-            busy.push(Ns(i64::try_from(w.busy).unwrap_or(i64::MAX)));
+            busy.push(w.busy);
         });
         drop(queries);
         let calls = busy.len() as u64;
@@ -539,7 +541,7 @@ impl Collector {
             calls_with_gpu_work: with_work,
             kernels,
             kernels_per_call: (calls > 0).then(|| kernels as f64 / calls as f64),
-            gpu_busy_median_ms: ExactSummary::of(&busy).map(|s| s.median.ms()),
+            gpu_busy_median_ms: crate::stats::median_wide(&mut busy).map(|m| m.ms()),
             gpu_busy_sum_ns: sum,
             gpu_busy_per_token_ms: None,
             partially_overlapping_calls: overlaps.partial,

@@ -24,10 +24,9 @@
 use super::{round_ratio, Idle, Part, StepRow, TraceIdle};
 use crate::analysis::Results;
 use crate::campaign::{Campaign, InBatch, Match, Section, SectionFile};
-use crate::model::Ns;
 use crate::plot::{series_color, BarGroup, Segment, StackedBar, StackedBars};
 use crate::report::{self, Cell, Table};
-use crate::stats::{Exact, ExactSummary};
+use crate::stats::{mean_wide, median_wide, Exact};
 use serde::Deserialize;
 use std::collections::BTreeSet;
 
@@ -57,21 +56,29 @@ pub(crate) struct LoopPerToken {
     pub gpu_idle_ms: Option<f64>,
 }
 
-/// One iteration's figures.
+/// One iteration's figures: its sums of ns are i128, as `iterations`
+/// keeps them (an iteration's GPU span can pass i64, issue 59).
 #[derive(Debug, Clone, Deserialize)]
 pub(crate) struct IterationRow {
     pub start_ns: i64,
-    pub wall_ns: Option<i64>,
+    pub wall_ns: Option<i128>,
     pub closed: bool,
-    pub gpu_busy_ns: i64,
-    pub gpu_idle_ns: Option<i64>,
+    pub gpu_busy_ns: i128,
+    pub gpu_idle_ns: Option<i128>,
 }
 
 /// The decode iterations of a trace's results, when `iterations` ran.
+/// Through JSON text, never `serde_json::Value`: a Value holds no integer
+/// past u64, so one wide row lost the whole trace's iterations (issue 59).
 fn decode_loop(results: &Results) -> Option<TraceIterations> {
     let (_, out) = results.iter().find(|(k, _)| *k == DECODE_KEY)?;
-    let v = crate::record::with_internals(|| serde_json::to_value(out)).ok()?;
-    serde_json::from_value(v).ok()
+    let text = crate::record::with_internals(|| serde_json::to_vec(out)).ok()?;
+    parse_loop(&text)
+}
+
+/// [`decode_loop`]'s reading of `iterations`' serialized figures.
+fn parse_loop(text: &[u8]) -> Option<TraceIterations> {
+    serde_json::from_slice(text).ok()
 }
 
 /// The CSV of the headline figures (one row per match and side).
@@ -125,22 +132,28 @@ impl<'c> Side<'c> {
     }
 
     /// Mean and median over the closed iterations of a figure (µs).
-    fn per_iteration_us(&self, f: fn(&IterationRow) -> i64) -> (Option<f64>, Option<f64>) {
-        let v: Vec<Ns> = self.closed.iter().map(|r| Ns(f(r))).collect();
-        match ExactSummary::of(&v) {
-            Some(s) => (Some(us(s.mean)), Some(us(s.median))),
-            None => (None, None),
-        }
+    fn per_iteration_us(&self, f: fn(&IterationRow) -> i128) -> (Option<f64>, Option<f64>) {
+        per_iteration_us(&self.closed, f)
     }
 }
 
+/// Mean and median of a figure over `rows` (µs), exact in i128 until the
+/// conversion.
+fn per_iteration_us(
+    rows: &[IterationRow],
+    f: fn(&IterationRow) -> i128,
+) -> (Option<f64>, Option<f64>) {
+    let mut v: Vec<i128> = rows.iter().map(f).collect();
+    (mean_wide(&v).map(us), median_wide(&mut v).map(us))
+}
+
 /// Wall of a closed iteration.
-fn wall(r: &IterationRow) -> i64 {
+fn wall(r: &IterationRow) -> i128 {
     r.wall_ns.unwrap_or(0)
 }
 
 /// GPU idle of an iteration (0 without GPU work, as `iterations` sums it).
-fn idle(r: &IterationRow) -> i64 {
+fn idle(r: &IterationRow) -> i128 {
     r.gpu_idle_ns.unwrap_or(0)
 }
 
@@ -637,5 +650,49 @@ impl InBatch for Idle {
     /// The headline figures (`idle_idle_pct`, `idle_host_wait_share_pct`, …).
     fn trace_columns(_: &[&Self::Output]) -> Vec<crate::views::Column<Self::Output>> {
         super::view::columns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `iterations`' figures with rows past i64 (and past u64) are read
+    /// whole and exactly (issue 59: the rows were i64 here, so one wide row
+    /// lost the trace's decode iterations from the section).
+    #[test]
+    fn wide_iteration_rows_are_read_exactly() {
+        let big = u128::from(u64::MAX); // 2^64 - 1: past i64 and at u64's end
+        let text = format!(
+            r#"{{"contexts": 3, "iterations_closed": 2, "tokens_per_iteration": 1.0,
+                "completion_tokens": 3, "per_token": {{"wall_ms": 1.0, "gpu_busy_ms": 0.5, "gpu_idle_ms": 0.5}},
+                "rows": [
+                  {{"start_ns": 10, "wall_ns": {w1}, "closed": true, "gpu_busy_ns": 7, "gpu_idle_ns": {i1}}},
+                  {{"start_ns": 20, "wall_ns": 1000, "closed": true, "gpu_busy_ns": {b2}, "gpu_idle_ns": 100}},
+                  {{"start_ns": 30, "wall_ns": null, "closed": false, "gpu_busy_ns": 1, "gpu_idle_ns": null}}
+                ]}}"#,
+            w1 = big + 5,
+            i1 = big * 4,
+            b2 = i128::from(i64::MAX) + 1,
+        );
+        let it = parse_loop(text.as_bytes()).expect("read");
+        assert_eq!(it.rows.len(), 3);
+        assert_eq!(it.rows[0].wall_ns, Some((big + 5) as i128));
+        assert_eq!(it.rows[1].gpu_busy_ns, i128::from(i64::MAX) + 1);
+        let closed: Vec<IterationRow> = it.rows.into_iter().filter(|r| r.closed).collect();
+        // Wall: mean = median of two = (2^64 + 4 + 1000) / 2 ns.
+        let (mean, median) = per_iteration_us(&closed, wall);
+        let exact = Exact {
+            num: (big + 5) as i128 + 1000,
+            den: 2,
+        };
+        assert_eq!(mean, Some(us(exact)));
+        assert_eq!(median, mean);
+        assert_eq!(mean, Some(9_223_372_036_854_776.0));
+        // Idle: (4 · (2^64 − 1) + 100) / 2 ns, exact past u64.
+        let (mean, _) = per_iteration_us(&closed, idle);
+        assert_eq!(mean, Some(3.689_348_814_741_91e16));
+        let (mean, _) = per_iteration_us(&closed, |r| r.gpu_busy_ns);
+        assert_eq!(mean, Some(4_611_686_018_427_388.0));
     }
 }

@@ -137,6 +137,7 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
         ops: out_rows,
         graphs,
         names_cut: names.cut() as u64,
+        reader_notes: Vec::new(),
     }
 }
 

@@ -207,6 +207,7 @@ impl Analysis for Ops {
         let caps = self.capture.load(trace.path, trace.file);
         let mut out = measure::measure(self, &caps);
         out.path = trace.path.to_string();
+        out.reader_notes = trace.meta.notes.clone();
         if let Some(e) = trace.error_text() {
             out.complete = false;
             out.error = Some(e);
@@ -374,12 +375,17 @@ pub struct TraceOps {
     /// Names stored cut (over 4 KiB), for a note.
     #[serde(default, skip_serializing_if = "crate::record::public")]
     pub names_cut: u64,
+    /// The reader's notes on the trace (`Meta::notes`: a second
+    /// `traceEvents` key, correlation ids past i128), said with its own.
+    #[serde(default, skip_serializing_if = "crate::record::public")]
+    pub reader_notes: Vec<String>,
 }
 
 impl TraceOps {
     /// The notes its bad-input counts make (each counted, never a panic).
     pub fn notes(&self) -> Vec<String> {
-        let mut v = self.input.notes(self.names_cut);
+        let mut v = self.reader_notes.clone();
+        v.extend(self.input.notes(self.names_cut));
         v.extend(self.graphs.said());
         v.extend(at_the_limit(self));
         v

@@ -152,13 +152,90 @@ pub fn parse_event_into<'a>(
     at: EventPos,
     ev: &mut Event<'a>,
 ) -> Result<(), ReadError> {
+    parse_event_into_counting(raw, at, ev, &mut 0)
+}
+
+/// [`parse_event_into`], adding 1 to `past` for an event whose
+/// `args.correlation` is an integer past i128, which is read as no id
+/// (issue 59; the reader says how many in a note, never silently). Only
+/// the generic path meets one (the extractor hands it every id of 39 or
+/// more digits), so an event the extractor reads costs nothing more.
+pub fn parse_event_into_counting<'a>(
+    raw: &'a [u8],
+    at: EventPos,
+    ev: &mut Event<'a>,
+    past: &mut u64,
+) -> Result<(), ReadError> {
     match super::extract::extract_into(raw, ev) {
         Some(()) => check_end(ev, at),
         None => {
             *ev = parse_event_generic(raw, at)?;
+            *past += u64::from(ev.args.correlation.is_none() && correlation_past_i128(raw));
             Ok(())
         }
     }
+}
+
+/// [`parse_event`], counting in `past` as [`parse_event_into_counting`].
+pub fn parse_event_counting<'r>(
+    raw: &'r [u8],
+    at: EventPos,
+    past: &mut u64,
+) -> Result<Event<'r>, ReadError> {
+    match super::extract::extract(raw) {
+        Some(ev) => check_end(&ev, at).map(|()| ev),
+        None => {
+            let ev = parse_event_generic(raw, at)?;
+            *past += u64::from(ev.args.correlation.is_none() && correlation_past_i128(raw));
+            Ok(ev)
+        }
+    }
+}
+
+/// Whether the event `raw` (already parsed by the generic path) has an
+/// `args.correlation` that is an integer past i128: a JSON integer, or a
+/// string of one (which [`lenient_i128`] reads too), of 39 or more digits
+/// beyond i128's ends. Kineto writes u64 ids, so such an id is read as no
+/// id; this says that it was there. Events whose bytes hold neither the
+/// key nor an escape (which could spell it) are passed at once.
+pub(crate) fn correlation_past_i128(raw: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        args: Option<ProbeArgs<'a>>,
+    }
+    #[derive(Deserialize)]
+    struct ProbeArgs<'a> {
+        #[serde(borrow, default)]
+        correlation: Option<&'a RawValue>,
+    }
+    if memchr::memmem::find(raw, b"correlation").is_none() && memchr::memchr(b'\\', raw).is_none() {
+        return false;
+    }
+    let Ok(Probe {
+        args: Some(ProbeArgs {
+            correlation: Some(v),
+        }),
+    }) = serde_json::from_slice::<Probe>(raw)
+    else {
+        return false;
+    };
+    integer_past_i128(v.get())
+}
+
+/// Whether a JSON value's text is an integer (or a string holding one,
+/// trimmed, as [`lenient_i128`] reads it) that i128 cannot hold.
+fn integer_past_i128(text: &str) -> bool {
+    let s: Cow<'_, str> = match text.starts_with('"') {
+        true => match serde_json::from_str::<String>(text) {
+            Ok(s) => Cow::Owned(s),
+            Err(_) => return false,
+        },
+        false => Cow::Borrowed(text),
+    };
+    let t = s.trim();
+    let digits = t.strip_prefix(['-', '+']).unwrap_or(t);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) && t.parse::<i128>().is_err()
 }
 
 /// [`parse_event`] by serde_json alone: the generic path, also the

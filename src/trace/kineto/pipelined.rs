@@ -92,6 +92,9 @@ struct Batch {
     parsed: Vec<Parsed>,
     /// The event after the last of `parsed`, and its parse error.
     failure: Option<(EventPos, ReadError)>,
+    /// Set by a worker: how many of `parsed` have an `args.correlation`
+    /// past i128 (`event::parse_event_into_counting`).
+    past_i128: u64,
 }
 
 impl Batch {
@@ -103,6 +106,7 @@ impl Batch {
         self.parsed.clear();
         self.on_worker = false;
         self.failure = None;
+        self.past_i128 = 0;
     }
 
     /// The bytes back from `text` (the allocation kept).
@@ -237,7 +241,9 @@ pub fn read_with_workers<R: Read + Send>(
                     .spawn_scoped(s, move || work(&rx, &tx))
             })
             .collect();
-        let outcome = consume(&mut fanin, &spent_tx, meta, on_event);
+        let mut past_i128 = 0u64;
+        let outcome = consume(&mut fanin, &spent_tx, meta, on_event, &mut past_i128);
+        super::note_past_i128(meta, past_i128);
         // Unblocks a scanner or worker still sending, or a scanner waiting
         // for a big batch (after a parse error).
         drop(fanin);
@@ -302,9 +308,11 @@ fn parse_batch(batch: &mut Batch) {
     batch.on_worker = true;
     batch.parsed.clear();
     batch.parsed.reserve(batch.events.len());
+    batch.past_i128 = 0;
     let mut ev = Event::empty();
     for (at, range) in &batch.events {
-        match event::parse_event_into(&batch.bytes[range.clone()], *at, &mut ev) {
+        let raw = &batch.bytes[range.clone()];
+        match event::parse_event_into_counting(raw, *at, &mut ev, &mut batch.past_i128) {
             Ok(()) => batch.parsed.push(Parsed::of(&ev, &batch.bytes)),
             Err(e) => {
                 batch.failure = Some((*at, e));
@@ -435,6 +443,7 @@ fn consume(
     spent: &SyncSender<Batch>,
     meta: &mut Meta,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+    past_i128: &mut u64,
 ) -> Option<Result<ReadStats, ReadError>> {
     let mut parsed = 0u64;
     let mut source_failed = false;
@@ -444,9 +453,9 @@ fn consume(
             Msg::SourceFailed => source_failed = true,
             Msg::Events(mut batch) => {
                 let delivered = if batch.on_worker {
-                    deliver_parsed(&mut batch, &mut parsed, on_event)
+                    deliver_parsed(&mut batch, &mut parsed, on_event, past_i128)
                 } else {
-                    parse_and_deliver(&batch, &mut parsed, on_event)
+                    parse_and_deliver(&batch, &mut parsed, on_event, past_i128)
                 };
                 match delivered {
                     Ok(()) => give_back(batch, spent),
@@ -472,11 +481,13 @@ fn parse_and_deliver(
     batch: &Batch,
     parsed: &mut u64,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+    past_i128: &mut u64,
 ) -> Delivered {
     // One event, filled in place for each (`event::parse_event_into`).
     let mut ev = Event::empty();
     for (at, range) in &batch.events {
-        event::parse_event_into(&batch.bytes[range.clone()], *at, &mut ev).map_err(|e| (*at, e))?;
+        let raw = &batch.bytes[range.clone()];
+        event::parse_event_into_counting(raw, *at, &mut ev, past_i128).map_err(|e| (*at, e))?;
         *parsed += 1;
         on_event(&ev, *at);
     }
@@ -488,6 +499,7 @@ fn deliver_parsed(
     batch: &mut Batch,
     parsed: &mut u64,
     on_event: &mut dyn FnMut(&Event<'_>, EventPos),
+    past_i128: &mut u64,
 ) -> Delivered {
     let Batch {
         bytes,
@@ -495,8 +507,10 @@ fn deliver_parsed(
         events,
         parsed: ps,
         failure,
+        past_i128: counted,
         ..
     } = batch;
+    *past_i128 += std::mem::take(counted);
     let src = Src::of(text, bytes);
     // One parsed event per event, in order, from the first.
     for (p, &(at, ref range)) in ps.iter().zip(&*events) {
@@ -623,6 +637,63 @@ mod tests {
         assert_eq!(serial.1, 60_000);
         for w in [1, 2, 3, 8, 100] {
             assert_eq!(names(w, &data), serial, "{w} workers");
+        }
+    }
+
+    /// Correlation ids past i128 (a 40-digit integer, ±, as a number or a
+    /// string, the key spelled with an escape) are read as no id and
+    /// counted in one note, by the serial reader and the pipelined one
+    /// with and without workers alike; i128's own ends, `null`, a small id
+    /// and a float are not counted. Many events, so that workers get
+    /// batches.
+    #[test]
+    fn correlations_past_i128_are_counted_in_one_note() {
+        let ids = [
+            "1000000000000000000000000000000000000007",
+            "-1000000000000000000000000000000000000007",
+            "\"1000000000000000000000000000000000000007\"",
+            "170141183460469231731687303715884105727",
+            "-170141183460469231731687303715884105728",
+            "null",
+            "5",
+            "1e40",
+        ];
+        let mut d = String::from("{\"traceEvents\": [");
+        for i in 0..40_000 {
+            let key = if i % 16 == 8 {
+                "\\u0063orrelation"
+            } else {
+                "correlation"
+            };
+            let id = ids[i % ids.len()];
+            d.push_str(&format!(
+                "{{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"k\", \"ts\": {i}, \"dur\": 1, \"args\": {{\"{key}\": {id}}}}},"
+            ));
+        }
+        d.push_str("{}]}");
+        // Counted: ids 0, 1 and 2 of every eight events.
+        let note = "15000 event(s) carry an args.correlation past i128";
+        let read = |workers: Option<usize>| {
+            let mut meta = Meta::default();
+            let mut none = 0u64;
+            let mut on =
+                |ev: &Event<'_>, _: EventPos| none += u64::from(ev.args.correlation.is_none());
+            let f = Prefilter::all();
+            let o = ReadOptions::default();
+            match workers {
+                None => super::super::read(d.as_bytes(), &o, &f, &mut meta, &mut on),
+                Some(w) => read_with_workers(d.as_bytes(), &o, &f, &mut meta, &mut on, w),
+            }
+            .unwrap();
+            (meta.notes, none)
+        };
+        let serial = read(None);
+        assert_eq!(serial.0.len(), 1, "{:?}", serial.0);
+        assert!(serial.0[0].starts_with(note), "{:?}", serial.0);
+        // Past i128, null, 1e40 and the last `{}`: no id.
+        assert_eq!(serial.1, 25_001);
+        for w in [0, 1, 3] {
+            assert_eq!(read(Some(w)), serial, "{w} workers");
         }
     }
 

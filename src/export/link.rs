@@ -240,6 +240,62 @@ fn lane_ints(lanes: &LaneTable) -> (Vec<LaneInts>, u64) {
     (v, text)
 }
 
+/// A trace's counts before any table is written.
+fn counted(
+    path: &str,
+    acts: &Records<Linked>,
+    calls: &Records<Linked>,
+    host_ops: usize,
+) -> TracePart {
+    TracePart {
+        path: path.to_string(),
+        complete: true,
+        activities: acts.len() as u64,
+        activities_dur_ns: acts.iter().map(|a| a.dur).fold(0i64, i64::saturating_add),
+        runtime_calls: calls.len() as u64,
+        host_ops: host_ops as u64,
+        ..TracePart::default()
+    }
+}
+
+/// Phase 2's links: each activity's owning call (C3), what each call
+/// launched, the graph replays' numbers, and the replays' captured
+/// launches (issue 57).
+struct Launches {
+    own: launch::Owners,
+    launched: Vec<launch::Launch>,
+    replay: Vec<u32>,
+    replays: u32,
+    caps: crate::graphs::Captures,
+    captured: crate::graphs::linked::Matched,
+}
+
+/// [`Launches`] of one trace; the owners' counts go into `counts`. The
+/// captures come from beside the trace (or `--capture`).
+fn launches(
+    (calls, acts): (&Records<Linked>, &Records<Linked>),
+    (names, lanes): (&Interner, &LaneTable),
+    trace: &Finished<'_>,
+    config: &ExportConfig,
+    counts: &mut InputCounts,
+) -> Launches {
+    let (own, dup) = launch::owners(|| calls.iter().map(|c| c.corr), acts.iter());
+    counts.duplicate_runtime_correlation = dup;
+    counts.unlinked_activities = own.unowned();
+    let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, names);
+    let (replay, replays) = replay_numbers(&launched);
+    let caps = config.capture.load(trace.path, trace.file);
+    let captured = captured_launches(&caps, (acts, &own, &launched), calls, names, lanes, trace);
+    Launches {
+        own,
+        launched,
+        replay,
+        replays,
+        caps,
+        captured,
+    }
+}
+
 /// Links one trace's kept events and writes its asked tables into the
 /// temporary folder (part `n`), phase by phase (see the module docs).
 pub(crate) fn export_trace(
@@ -272,15 +328,7 @@ pub(crate) fn export_trace(
         compression: config.compression,
     };
     let file = |t: Table| config.parts.join(format!("{n}.{}", t.file_name()));
-    let mut part = TracePart {
-        path: trace.path.to_string(),
-        complete: true,
-        activities: acts.len() as u64,
-        activities_dur_ns: acts.iter().map(|a| a.dur).fold(0i64, i64::saturating_add),
-        runtime_calls: calls.len() as u64,
-        host_ops: ops.len() as u64,
-        ..TracePart::default()
-    };
+    let mut part = counted(trace.path, &acts, &calls, ops.len());
     let done = |part: &mut TracePart, table: Table, r| record(part, table, &file(table), r);
 
     // Phase 1: steps and containment; the ops table; the host ops dropped.
@@ -301,30 +349,22 @@ pub(crate) fn export_trace(
     drop((ops, parent, depth, texts));
 
     // Phase 2: owners and launch figures; the other tables.
-    let (own, dup) = launch::owners(|| calls.iter().map(|c| c.corr), acts.iter());
-    counts.duplicate_runtime_correlation = dup;
-    counts.unlinked_activities = own.unowned();
-    let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, &names);
-    let (replay, replays) = replay_numbers(&launched);
-    // Inside the graphs (issue 57): each replayed activity's captured
-    // launch, from the captures beside the trace (or `--capture`).
-    let caps = config.capture.load(trace.path, trace.file);
-    let captured = captured_launches(
-        &caps,
-        (&acts, &own, &launched),
-        &calls,
-        &names,
-        &lanes,
+    let lk = launches(
+        (&calls, &acts),
+        (&names, &lanes),
         trace,
+        config,
+        &mut counts,
     );
-    let graph_notes = captured.summary.said();
-    part.launches_with_activities = launched.iter().filter(|x| x.first().is_some()).count() as u64;
-    part.graph_launches = u64::from(replays);
+    let graph_notes = lk.captured.summary.said();
+    part.launches_with_activities =
+        lk.launched.iter().filter(|x| x.first().is_some()).count() as u64;
+    part.graph_launches = u64::from(lk.replays);
     part.steps = steps.len() as u64;
     part.step_grammar = grammar.clone();
     let links = CallLinks {
         names: calls.iter().map(|c| c.name).collect(),
-        replay,
+        replay: lk.replay,
         launcher,
         top,
         step,
@@ -337,12 +377,12 @@ pub(crate) fn export_trace(
         let r = match table {
             Table::Activities => {
                 let inside = super::write::Inside {
-                    caps: &caps,
-                    given: &captured.given,
+                    caps: &lk.caps,
+                    given: &lk.captured.given,
                 };
-                tables.activities(&path, &acts, &configs, &own, &links, &inside)
+                tables.activities(&path, &acts, &configs, &lk.own, &links, &inside)
             }
-            Table::Launches => tables.launches(&path, &calls, &launched, &links),
+            Table::Launches => tables.launches(&path, &calls, &lk.launched, &links),
             _ => tables.steps(&path, &steps, &step_ends, grammar.as_deref()),
         };
         ok = done(&mut part, table, r);

@@ -138,7 +138,7 @@ fn lead(rows: &[Row]) -> String {
             "- **{w}**: {mode} takes {mw} µs of wall time per generated token, AR {aw} µs: S_wall = {sw} ({mode} {verdict} end to end). \
              Per step context's GPU span, S_context = {sc}; {mode} makes {mt} tokens per iteration, AR {at} (P = {p}), \
              and its iteration costs {ic} AR's wall. Where {mode}'s wall time per token goes (µs): GPU busy {mb} ({mph}), \
-             GPU idle {mi}, none of its GPU work in flight {mr}; AR: busy {ab} ({aph}), idle {ai}, {ar}.\n",
+             GPU idle {mi}, none of its GPU work in flight {mr}; AR: busy {ab} ({aph}), idle {ai}, none in flight {ar}.\n",
             w = r.m.workload,
             mw = us(r.mtp.per_token.wall_ms),
             aw = us(r.ar.per_token.wall_ms),

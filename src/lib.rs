@@ -74,6 +74,7 @@ pub mod figures;
 pub mod graphs;
 pub mod hostops;
 pub mod ledger;
+pub mod memory;
 pub mod model;
 pub(crate) mod parallel;
 pub mod plot;

@@ -33,9 +33,15 @@ where
         }
     };
     std::thread::scope(|s| {
+        // A thread that cannot be started (a process at its thread or
+        // address-space limit) leaves its jobs to the others, and to this
+        // thread when none started: slower, never an error.
         let running: Vec<_> = (0..threads.clamp(1, n.max(1)))
-            .map(|_| s.spawn(work))
+            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, work).ok())
             .collect();
+        if running.is_empty() {
+            work();
+        }
         for h in running {
             h.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
         }

@@ -290,7 +290,7 @@ fn a_member_over_its_budget_costs_only_its_own_row() {
     let csv = std::fs::read_to_string(out.join("traces.csv")).unwrap();
     assert!(csv.contains("over its memory budget"), "{csv}");
     assert!(out.join("report.md").exists());
-    // Without the flag (the machine's memory shared by the threads) every
+    // Without the flag (the memory the process may use, shared) every
     // member is read whole.
     let whole = std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"))
         .args(["-q", "batch", "--no-figures", "-o"])
@@ -342,4 +342,162 @@ fn a_batch_member_keeps_at_most_the_budget_per_event_fed() {
     // The steps are the cheaper shape per event: a stream's state is kept
     // once per activity.
     assert!(steps < streams, "{steps} vs {streams}");
+}
+
+/// Runs `torchtrace -q batch --no-figures ARGS -o OUT DIR`, under an
+/// address-space limit of `address_space` bytes when given.
+fn batch_run(
+    args: &[&str],
+    out: &Path,
+    dir: &Path,
+    address_space: Option<u64>,
+) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"));
+    cmd.args(["-q", "batch", "--no-figures"])
+        .args(args)
+        .arg("-o")
+        .arg(out)
+        .arg(dir);
+    if let Some(bytes) = address_space {
+        // SAFETY: setrlimit is async-signal-safe and touches only the
+        // child's own limit between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let lim = libc::rlimit {
+                    rlim_cur: bytes,
+                    rlim_max: bytes,
+                };
+                if libc::setrlimit(libc::RLIMIT_AS, &lim) == 0 {
+                    Ok(())
+                } else {
+                    Err(std::io::Error::last_os_error())
+                }
+            });
+        }
+    }
+    cmd.output().unwrap()
+}
+
+/// Each trace's (status, error) in `results.json`, by path.
+fn statuses(out: &Path) -> Vec<(String, String, Option<String>)> {
+    let text = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let results: serde_json::Value = serde_json::from_str(&text).unwrap();
+    results["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["path"].as_str().unwrap().to_string(),
+                t["status"].as_str().unwrap().to_string(),
+                t["error"].as_str().map(str::to_string),
+            )
+        })
+        .collect()
+}
+
+/// The memory the campaign may use is shared by the traces read at
+/// once, not divided by `-j`: at `-j 16` under 1 GiB, a member of 60 000
+/// events fed (which the worst-case rule, 4 KiB an event of 1 GiB / 16,
+/// refused past 16 384 events) is read whole with the others.
+#[test]
+fn a_trace_that_fits_is_read_at_any_j() {
+    // Its child's output buffers would count in another test's peak.
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    campaign(&dir, 3);
+    write(
+        &dir,
+        "dp0_pp0_tp0_dcp0_ep0_rank9.9999.pt.trace.json",
+        &steps_trace(20_000),
+    );
+    let out = tmp.path().join("out");
+    let run = batch_run(&["-j", "16", "--memory", "1G"], &out, &dir, None);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(0), "{stderr}");
+    let rows = statuses(&out);
+    assert_eq!(rows.len(), 4);
+    for (path, status, error) in rows {
+        assert_eq!((status.as_str(), error), ("ok", None), "{path}");
+    }
+}
+
+/// A member that cannot fit while read alone becomes its own error row,
+/// with what it was fed and the limit it met; the others are read whole
+/// and every output is written.
+#[test]
+fn a_member_that_cannot_fit_alone_costs_only_its_own_row() {
+    // Its child's output buffers would count in another test's peak.
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    campaign(&dir, 3);
+    write(
+        &dir,
+        "dp0_pp0_tp0_dcp0_ep0_rank9.9999.pt.trace.json",
+        &steps_trace(20_000),
+    );
+    let out = tmp.path().join("out");
+    // 4 MiB: less than the process holds before any trace is read. The
+    // tiny traces (9 events) end before the first check.
+    let run = batch_run(&["-j", "4", "--memory", "4M"], &out, &dir, None);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{stderr}");
+    for (path, status, error) in statuses(&out) {
+        if path.contains("rank9.") {
+            assert_eq!(status, "error");
+            let e = error.unwrap();
+            assert!(
+                e.contains("needs more memory than the process may use, 4 MiB (given)"),
+                "{e}"
+            );
+            assert!(e.contains("of the 60000 events they take"), "{e}");
+        } else {
+            assert_eq!((status.as_str(), error), ("ok", None), "{path}");
+        }
+    }
+    for f in ["traces.csv", "report.md", "hierarchy.csv"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+}
+
+/// Under an address-space limit (`prlimit --as`) the campaign never
+/// aborts: at each limit every output is written, and each trace is ok or
+/// names the limit it met.
+#[test]
+fn under_an_address_space_limit_every_output_is_written() {
+    // Its child's output buffers would count in another test's peak.
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("c");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample_traces");
+    for run in ["text_ar", "text_mtp"] {
+        let d = dir.join(run);
+        std::fs::create_dir_all(&d).unwrap();
+        for e in std::fs::read_dir(root.join(run)).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with("dp0_") {
+                std::fs::copy(e.path(), d.join(&name)).unwrap();
+            }
+        }
+    }
+    for mib in [150u64, 200, 400] {
+        let out = tmp.path().join(format!("out{mib}"));
+        let run = batch_run(&["-j", "4"], &out, &dir, Some(mib << 20));
+        let stderr = String::from_utf8_lossy(&run.stderr);
+        assert!(
+            matches!(run.status.code(), Some(0 | 1)),
+            "{mib} MiB: {:?} {stderr}",
+            run.status
+        );
+        for f in ["results.json", "traces.csv", "report.md"] {
+            assert!(out.join(f).exists(), "{mib} MiB: {f}");
+        }
+        for (path, status, error) in statuses(&out) {
+            let named = error.as_deref().is_some_and(|e| e.contains("RLIMIT_AS"));
+            assert!(status == "ok" || named, "{mib} MiB: {path} {error:?}");
+        }
+    }
 }

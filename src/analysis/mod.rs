@@ -107,21 +107,30 @@ pub trait Analysis: Send + Sized + 'static {
     fn set_tokens(_output: &mut Self::Output, _tokens: Option<u64>, _source: Option<&str>) {}
     /// How its figures appear in each trace entry of `batch`'s
     /// `results.json`: by default under its [`Analysis::KEY`], less what
-    /// the entry says already (`path`, `complete`, `error`).
+    /// the entry says already (`path`, `complete`, `error`), as JSON text
+    /// (a JSON value of a trace of 400 k steps took 4.5 times its text).
     fn in_results(output: &Self::Output) -> InResults {
-        let mut v = serde_json::to_value(output).unwrap_or(serde_json::Value::Null);
-        if let Some(m) = v.as_object_mut() {
-            for k in ["path", "complete", "error"] {
-                m.remove(k);
-            }
+        match serde_json::to_string(output) {
+            Ok(json) => InResults::Text {
+                json,
+                without: &["path", "complete", "error"],
+            },
+            Err(_) => InResults::Nested(serde_json::Value::Null),
         }
-        InResults::Nested(v)
     }
 }
 
 /// An analysis's figures in a trace entry of `results.json`.
 #[derive(Debug, Clone, PartialEq)]
 pub enum InResults {
+    /// Under its key, written from its compact JSON text with every
+    /// object's keys in the order a JSON value keeps them (sorted), less
+    /// the top-level keys `without`: the bytes of the value, without the
+    /// value.
+    Text {
+        json: String,
+        without: &'static [&'static str],
+    },
     /// Under its key.
     Nested(serde_json::Value),
     /// Its keys among the entry's own (`pair`'s, as the entry has always
@@ -153,9 +162,78 @@ pub struct Finished<'a> {
     pub events: u64,
     /// The read error, if the trace could not be read to its end.
     pub error: Option<&'a ReadError>,
+    /// What the finishes share, built at most once per trace
+    /// ([`Finished::shared`]).
+    pub slots: &'a Shared,
+}
+
+/// Per-trace values that several finishes need (a trace's capture
+/// regions, its replays matched to them), built at most once per trace by
+/// whichever finish asks first and handed to the others — the ledger's
+/// pattern for what the engine does not know of, as tracing-subscriber's
+/// registry keeps its layers' data. A slot is found by its value's type
+/// and a key (the options it was built with); finishes running side by
+/// side wait for the one building it.
+///
+/// ```text
+///  finish kernels ─ shared(spec, load) ─┬─ slot empty: load, keep ─► Arc<Captures>
+///  finish ops ───── shared(spec, load) ─┴─ slot full (or being filled: wait) ─► same Arc
+/// ```
+#[derive(Default)]
+pub struct Shared {
+    slots: std::sync::Mutex<Vec<SharedSlot>>,
+}
+
+/// One slot: its key and its cell (`Arc<OnceLock<Arc<T>>>`), both typed
+/// behind `Any`.
+struct SharedSlot {
+    key: Box<dyn std::any::Any + Send + Sync>,
+    cell: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Shared {
+    /// The value of type `T` made for `key`, made now by `make` if no
+    /// finish made it before.
+    pub fn get_or_make<K, T>(&self, key: K, make: impl FnOnce() -> T) -> Arc<T>
+    where
+        K: PartialEq + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        type Cell<T> = Arc<std::sync::OnceLock<Arc<T>>>;
+        let cell: Cell<T> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let found = slots.iter().find_map(|s| {
+                let same = s.key.downcast_ref::<K>() == Some(&key);
+                same.then(|| s.cell.downcast_ref::<Cell<T>>().cloned())
+                    .flatten()
+            });
+            match found {
+                Some(c) => c,
+                None => {
+                    let c: Cell<T> = Arc::default();
+                    slots.push(SharedSlot {
+                        key: Box::new(key),
+                        cell: Box::new(c.clone()),
+                    });
+                    c
+                }
+            }
+        };
+        // Outside the lock: a `make` may ask for another slot.
+        cell.get_or_init(|| Arc::new(make())).clone()
+    }
 }
 
 impl Finished<'_> {
+    /// [`Shared::get_or_make`] on this trace's slots.
+    pub fn shared<K, T>(&self, key: K, make: impl FnOnce() -> T) -> Arc<T>
+    where
+        K: PartialEq + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        self.slots.get_or_make(key, make)
+    }
+
     /// Whether the trace was read to its end.
     pub fn complete(&self) -> bool {
         self.error.is_none()
@@ -226,6 +304,10 @@ pub struct Plan {
     /// The most bytes one trace's analyses may keep (`batch
     /// --member-memory`); `None`: no limit. See [`MemoryBudget`].
     pub budget: Option<u64>,
+    /// The memory the traces read at once share (`batch`: the limit the
+    /// process runs under, or `--memory`); `None`: not watched. See
+    /// [`crate::memory`].
+    pub pool: Option<Arc<crate::memory::Pool>>,
     analyses: Vec<Arc<dyn Configured>>,
     order: Order,
 }
@@ -248,6 +330,7 @@ impl Plan {
             selector,
             read: ReadOptions::default(),
             budget: None,
+            pool: None,
             analyses: Vec::new(),
             order,
         }
@@ -262,6 +345,13 @@ impl Plan {
     /// from the events fed them: [`MemoryBudget`]).
     pub fn budgeted(mut self, bytes: Option<u64>) -> Plan {
         self.budget = bytes;
+        self
+    }
+
+    /// The plan, its traces read at once sharing `pool` (a trace that
+    /// cannot fit while read alone ends with [`ReadError::OverMemory`]).
+    pub fn pooled(mut self, pool: Option<Arc<crate::memory::Pool>>) -> Plan {
+        self.pool = pool;
         self
     }
 
@@ -354,11 +444,13 @@ pub fn analyze_file(
     progress: Arc<AtomicU64>,
     plan: &Plan,
 ) -> TraceResult {
+    let file = (path != Path::new("-")).then_some(path);
     let read = |ledger: bool, progress: Arc<AtomicU64>| {
-        let file = (path != Path::new("-")).then_some(path);
-        drive(label, file, plan, ledger, |filter, meta, on_event| {
-            trace::read_path_with(path, &plan.read, filter, progress, meta, on_event)
-                .map_err(|e| e.kind)
+        in_pool(label, plan, file.is_some(), |member| {
+            drive(label, file, plan, ledger, member, |filter, meta, on_event| {
+                trace::read_path_with(path, &plan.read, filter, progress.clone(), meta, on_event)
+                    .map_err(|e| e.kind)
+            })
         })
     };
     match plan.ledger() {
@@ -376,13 +468,43 @@ pub fn analyze_file(
     }
 }
 
+/// One read in the plan's memory pool, if it has one: admitted in turn;
+/// a read asked to give way (`None` from `drive`) is done again alone,
+/// and a member alone is never asked to. `rereadable`: the source can be
+/// read again (a file on disk); one that cannot is never asked to.
+fn in_pool(
+    label: &str,
+    plan: &Plan,
+    rereadable: bool,
+    mut read: impl FnMut(Option<&crate::memory::Member>) -> Option<TraceResult>,
+) -> TraceResult {
+    let member = plan.pool.as_ref().map(|p| p.join(rereadable));
+    if let Some(done) = read(member.as_ref()) {
+        return done;
+    }
+    drop(member);
+    let alone = plan.pool.as_ref().map(|p| p.join_alone());
+    read(alone.as_ref()).unwrap_or_else(|| TraceResult {
+        path: label.to_string(),
+        meta: Meta::default(),
+        events: 0,
+        error: None,
+        contexts: Contexts::select(label, &Steps::default(), &plan.selector),
+        results: Results::in_order(plan.order),
+    })
+}
+
 /// Reads a trace from any byte source (an archive member, say), labelled
 /// `label`, and runs every analysis of `plan` over it. The source is read
 /// once: an analysis that needs the ledger on demand gets it.
 pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult {
     let ledger = plan.ledger() != Need::No;
-    drive(label, None, plan, ledger, |filter, meta, on_event| {
-        trace::read_stream_with(src, &plan.read, filter, meta, on_event)
+    let mut src = Some(src);
+    in_pool(label, plan, false, |member| {
+        let src = src.take()?;
+        drive(label, None, plan, ledger, member, |filter, meta, on_event| {
+            trace::read_stream_with(src, &plan.read, filter, meta, on_event)
+        })
     })
 }
 
@@ -510,18 +632,34 @@ impl MemoryBudget {
     }
 }
 
+/// Why the driver stopped feeding the analyses before the read's end.
+enum Stop {
+    /// The plan's [`MemoryBudget`] was spent.
+    Budget,
+    /// The pool asked this read to give way: it is done again alone.
+    Yield,
+    /// The process held `used` bytes, past the pool's mark, with this
+    /// trace read alone.
+    Memory { used: u64, limit: crate::memory::Limit },
+}
+
 /// The driver: one read with the union of the prefilters, then selection,
-/// the ledger, and every analysis's finish.
+/// the ledger, and every analysis's finish. With a pool `member`, it
+/// checks the pool every [`crate::memory::CHECK_EVERY`] events fed; `None`
+/// when the pool asked it to yield (nothing finished: the caller reads it
+/// again).
 fn drive<F>(
     label: &str,
     file: Option<&Path>,
     plan: &Plan,
     with_ledger: bool,
+    member: Option<&crate::memory::Member>,
     read: F,
-) -> TraceResult
+) -> Option<TraceResult>
 where
     F: FnOnce(&Prefilter, &mut Meta, &mut OnEvent<'_>) -> Result<trace::ReadStats, ReadError>,
 {
+    use crate::memory::{Verdict, CHECK_EVERY};
     let mut stages = plan.start();
     let mut collector = with_ledger.then(ledger::Collector::default);
     let base = match collector {
@@ -533,13 +671,27 @@ where
     let mut meta = Meta::default();
     let budget = plan.budget.map(|bytes| MemoryBudget { bytes });
     let limit = budget.map_or(u64::MAX, |b| b.events());
-    let mut fed = 0u64;
+    let (mut fed, mut kept) = (0u64, 0u64);
+    let mut stop: Option<Stop> = None;
     let read = read(&filter, &mut meta, &mut |ev, at| {
-        if fed >= limit {
-            fed = fed.saturating_add(1);
+        fed = fed.saturating_add(1);
+        if stop.is_none() && kept >= limit {
+            stop = Some(Stop::Budget);
+        }
+        if stop.is_none() && kept > 0 && kept % CHECK_EVERY == 0 {
+            stop = match member.map_or(Verdict::Go, crate::memory::Member::check) {
+                Verdict::Go => None,
+                Verdict::Yield => Some(Stop::Yield),
+                Verdict::Over { used } => member.map(|m| Stop::Memory {
+                    used,
+                    limit: m.limit(),
+                }),
+            };
+        }
+        if stop.is_some() {
             return;
         }
-        fed += 1;
+        kept += 1;
         steps.push(ev, at);
         if let Some(c) = collector.as_mut() {
             c.push(ev, at);
@@ -552,17 +704,31 @@ where
         Ok(st) => (st.events, None),
         Err(e) => (e.events_read(), Some(e)),
     };
-    if let Some(b) = budget.filter(|_| fed > limit) {
-        events = events.min(limit);
-        error = Some(ReadError::OverBudget {
-            events: limit,
-            budget: b.bytes,
-            per_event: MemoryBudget::PER_EVENT,
-            wanted: fed,
-        });
+    match stop {
+        None => {}
+        Some(Stop::Yield) => return None,
+        Some(Stop::Budget) => {
+            events = events.min(kept);
+            error = Some(ReadError::OverBudget {
+                events: kept,
+                budget: budget.map_or(0, |b| b.bytes),
+                per_event: MemoryBudget::PER_EVENT,
+                wanted: fed,
+            });
+        }
+        Some(Stop::Memory { used, limit }) => {
+            events = events.min(kept);
+            error = Some(ReadError::OverMemory {
+                events: kept,
+                wanted: fed,
+                used,
+                limit: limit.to_string(),
+            });
+        }
     }
     let contexts = Contexts::select(label, &steps, &plan.selector);
     let ledger = collector.map(ledger::Collector::finish);
+    let slots = Shared::default();
     let finished = Finished {
         path: label,
         file,
@@ -572,9 +738,10 @@ where
         ledger: ledger.as_ref(),
         events,
         error: error.as_ref(),
+        slots: &slots,
     };
     let results = finish_all(stages, &finished, plan.order);
-    TraceResult {
+    Some(TraceResult {
         path: label.to_string(),
         meta: meta.clone(),
         events,
@@ -584,7 +751,7 @@ where
         }),
         contexts,
         results,
-    }
+    })
 }
 
 #[cfg(test)]

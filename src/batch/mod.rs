@@ -65,24 +65,6 @@ impl BatchOptions {
     }
 }
 
-/// The default memory budget of one trace (`batch --member-memory`,
-/// issue 59): the machine's memory (`MemTotal`) shared by the traces read
-/// at once (rayon's threads); `None` where the total is unknown (no
-/// `/proc/meminfo`).
-pub fn member_budget_default() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = info
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))?
-        .trim()
-        .strip_suffix("kB")?
-        .trim()
-        .parse()
-        .ok()?;
-    let at_once = rayon::current_num_threads().max(1) as u64;
-    Some(kb.saturating_mul(1024) / at_once)
-}
-
 /// What became of one input file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -135,6 +135,9 @@ impl CampaignOptions {
             let opts = analyses.get(entry.name).unwrap_or(&none);
             plan = add(plan, opts, &selector).map_err(|e| RecordError::Options(e.to_string()))?;
         }
+        // The traces read at once share the memory this process may use
+        // (`crate::memory`); `batch --memory` sets another pool.
+        let plan = plan.pooled(crate::memory::Pool::process());
         Ok(BatchOptions {
             selector,
             plan: std::sync::Arc::new(plan),

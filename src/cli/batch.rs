@@ -103,17 +103,38 @@ pub struct BatchArgs {
     /// `mode` (null where unknown). DIR may be inside OUTDIR.
     #[arg(long, value_name = "DIR", requires = "out", conflicts_with = "shard")]
     pub tables: Option<PathBuf>,
-    /// The most memory one trace's analyses may keep (e.g. 2G, with
-    /// K/M/G/T; `none`: no limit). Checked from the events read
-    /// (`analysis::MemoryBudget`): a trace past it becomes an error row,
-    /// "over its memory budget", with the figures of its events before,
-    /// and every other trace's results are kept. Default: the machine's
-    /// memory shared by the traces read at once (-j).
+    /// The memory the campaign may use (e.g. 8G, with K/M/G/T; `none`:
+    /// not watched). Default: the limit the process runs under, whichever
+    /// binds first: its cgroup's memory limit, RLIMIT_AS, RLIMIT_DATA or
+    /// the machine's memory, each compared with what the kernel counts the
+    /// process holding. The traces read at once share it: a new one starts
+    /// only while less than half is held; past three quarters the youngest
+    /// trace read gives way and is read again alone later. A trace that
+    /// needs more than three quarters while read alone becomes an error
+    /// row ("needs more memory than the process may use") with the figures
+    /// of its events before; every other trace's results are kept.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// A worst-case cap on one trace instead (e.g. 2G; `none`): its
+    /// analyses are fed at most SIZE / 4096 events (the costliest shape
+    /// measured keeps 3.65 KB per event; real traces 58-250 B), the rest
+    /// "over its memory budget". Off unless given.
     #[arg(long, value_name = "SIZE")]
     pub member_memory: Option<String>,
     /// Parquet compression of --tables.
     #[arg(long, value_enum, default_value_t = torchtrace::export::Compression::Zstd, requires = "tables")]
     pub tables_compression: torchtrace::export::Compression,
+}
+
+/// A size flag: `None` when absent or `none`.
+fn size_arg(flag: &str, value: Option<&str>) -> anyhow::Result<Option<u64>> {
+    match value {
+        None | Some("none") => Ok(None),
+        Some(s) => match torchtrace::trace::parse_size(s) {
+            Some(b) if b > 0 => Ok(Some(b)),
+            _ => anyhow::bail!("{flag} {s:?}: not a size (e.g. 512M, 2G, or none)"),
+        },
+    }
 }
 
 pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
@@ -152,15 +173,12 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     if let Some(t) = &tables {
         opts.plan = std::sync::Arc::new(t.plan(opts.plan()));
     }
-    let budget = match args.member_memory.as_deref() {
-        None => batch::member_budget_default(),
-        Some("none") => None,
-        Some(s) => match torchtrace::trace::parse_size(s) {
-            Some(b) if b > 0 => Some(b),
-            _ => anyhow::bail!("--member-memory {s:?}: not a size (e.g. 512M, 2G, or none)"),
-        },
+    let budget = size_arg("--member-memory", args.member_memory.as_deref())?;
+    let pool = match size_arg("--memory", args.memory.as_deref())? {
+        _ if args.memory.as_deref() == Some("none") => None,
+        given => torchtrace::memory::Pool::detected(given),
     };
-    opts.plan = std::sync::Arc::new(opts.plan().clone().budgeted(budget));
+    opts.plan = std::sync::Arc::new(opts.plan().clone().budgeted(budget).pooled(pool));
     let header =
         records::plan_campaign(&args.paths, campaign, opts.exclude.as_deref())?.for_shard(shard);
     let mut files = records::map(&header, shard, &opts);

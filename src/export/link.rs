@@ -266,7 +266,7 @@ struct Launches {
     launched: Vec<launch::Launch>,
     replay: Vec<u32>,
     replays: u32,
-    caps: crate::graphs::Captures,
+    caps: std::sync::Arc<crate::graphs::Captures>,
     captured: crate::graphs::linked::Matched,
 }
 
@@ -284,7 +284,7 @@ fn launches(
     counts.unlinked_activities = own.unowned();
     let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, names);
     let (replay, replays) = replay_numbers(&launched);
-    let caps = config.capture.load(trace.path, trace.file);
+    let caps = config.capture.of(trace);
     let captured = captured_launches(&caps, (acts, &own, &launched), calls, names, lanes, trace);
     Launches {
         own,

@@ -199,6 +199,13 @@ pub struct CaptureSpec {
 }
 
 impl CaptureSpec {
+    /// The captures of a finished trace, read once per trace and spec
+    /// however many finishes ask ([`crate::analysis::Finished::shared`]):
+    /// a `batch` opens each capture file once per trace.
+    pub fn of(&self, trace: &crate::analysis::Finished<'_>) -> std::sync::Arc<Captures> {
+        trace.shared(self.clone(), || self.load(trace.path, trace.file))
+    }
+
     /// The captures of the trace labelled `path`, read from `file` (the
     /// file on disk: `capture_traces/` is looked for beside it). Without
     /// a file (stdin, an archive member: `batch`'s label is not a path on

@@ -61,6 +61,21 @@ fn code(k: Kind) -> u8 {
     }
 }
 
+/// The captures of a finished trace (`spec`) and the driver's ledger's
+/// graph launches matched to them: each made once per trace, however many
+/// finishes ask (`kernels`, `iterations` and `diff` in one `batch`).
+pub fn of_trace(
+    trace: &crate::analysis::Finished<'_>,
+    ledger: &Ledger,
+    spec: &super::CaptureSpec,
+) -> (std::sync::Arc<Captures>, std::sync::Arc<Replays>) {
+    let caps = spec.of(trace);
+    // The driver's ledger, or an empty one where the plan kept none.
+    let key = (spec.clone(), trace.ledger.is_some());
+    let replays = trace.shared(key, || of_ledger(ledger, trace.steps, &caps));
+    (caps, replays)
+}
+
 /// Matches every graph launch of `ledger` to `caps`; `steps`: the trace's
 /// annotations (the step and `proposer.propose` spans that tell a
 /// replay's batch and subsystem).

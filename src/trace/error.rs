@@ -97,6 +97,17 @@ pub enum ReadError {
         /// end of the read): what the whole trace needs.
         wanted: u64,
     },
+    /// The process held more than three quarters of the memory it may
+    /// use (`limit`, measured as the kernel counts it: `crate::memory`)
+    /// while this trace was the only one read: it cannot fit. Its
+    /// analyses were fed its first `events` events.
+    #[error("needs more memory than the process may use, {limit}: it held {} when its analyses had been fed {events} of the {wanted} events they take; the figures are those of the events before (batch --memory SIZE sets the limit)", size(*used))]
+    OverMemory {
+        events: u64,
+        wanted: u64,
+        used: u64,
+        limit: String,
+    },
 }
 
 impl ReadError {
@@ -111,7 +122,8 @@ impl ReadError {
             | ReadError::EventTooLarge { events, .. }
             | ReadError::ValueTooLarge { events, .. }
             | ReadError::TrailingData { events, .. }
-            | ReadError::OverBudget { events, .. } => *events,
+            | ReadError::OverBudget { events, .. }
+            | ReadError::OverMemory { events, .. } => *events,
             ReadError::BadEvent { index, .. } => *index,
             _ => 0,
         }
@@ -136,7 +148,8 @@ impl ReadError {
             | ReadError::OnlyWhitespace { .. }
             | ReadError::NotTrace { .. }
             | ReadError::NoTraceEvents
-            | ReadError::OverBudget { .. } => None,
+            | ReadError::OverBudget { .. }
+            | ReadError::OverMemory { .. } => None,
         }
     }
 
@@ -152,7 +165,8 @@ impl ReadError {
             | ReadError::EventTooLarge { events, .. }
             | ReadError::ValueTooLarge { events, .. }
             | ReadError::TrailingData { events, .. }
-            | ReadError::OverBudget { events, .. } => *events = n,
+            | ReadError::OverBudget { events, .. }
+            | ReadError::OverMemory { events, .. } => *events = n,
             _ => {}
         }
         self

@@ -289,8 +289,7 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     let (in_scope, with_work) = scope_mask(trace, ledger, spec, &mut notes);
     let rows = name_rows(ledger, &in_scope, config);
     let (graph_replays, signatures) = replay_signatures(ledger, &in_scope, &rows.index);
-    let caps = spec.capture.load(trace.path, trace.file);
-    let replays = crate::graphs::replay::of_ledger(ledger, trace.steps, &caps);
+    let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger, &spec.capture);
     let inside_graphs = crate::graphs::replay::GraphView::of(&caps, ledger, &replays, |r| {
         !r.positions.is_empty() && in_scope.get(r.positions.start)
     });

@@ -282,8 +282,7 @@ impl Analysis for Iterations {
         ranges.sort_unstable_by_key(|r| (r.lane, r.start));
         let mut out = measure(trace, ledger, &self.lanes, &ranges, self.spec.graph);
         // Inside the graphs (issue 57): the replays of closed iterations.
-        let caps = self.spec.capture.load(trace.path, trace.file);
-        let replays = crate::graphs::replay::of_ledger(ledger, trace.steps, &caps);
+        let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger, &self.spec.capture);
         let closed = sweep::closed_windows(trace, ledger);
         out.inside_graphs = crate::graphs::replay::GraphView::of(&caps, ledger, &replays, |r| {
             closed.holds(r.lane, r.ts)

@@ -129,8 +129,7 @@ impl Analysis for Kernels {
         let ledger = trace.ledger.unwrap_or(&empty);
         let mut k = summarize(trace, ledger, self.top, self.scope);
         // Inside the graphs (issue 57): every replay of the trace.
-        let caps = self.capture.load(trace.path, trace.file);
-        let replays = crate::graphs::replay::of_ledger(ledger, trace.steps, &caps);
+        let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger, &self.capture);
         k.inside_graphs = GraphView::of(&caps, ledger, &replays, |_| true);
         if let Some(g) = &k.inside_graphs {
             k.notes.extend(g.summary.said());

@@ -204,7 +204,7 @@ impl Analysis for Ops {
         // The graphs' capture traces (issue 57): `--capture`, else
         // `capture_traces/` beside the trace file (none for stdin or an
         // archive member: `batch`'s label is not a path on disk).
-        let caps = self.capture.load(trace.path, trace.file);
+        let caps = self.capture.of(trace);
         let mut out = measure::measure(self, &caps);
         out.path = trace.path.to_string();
         out.reader_notes = trace.meta.notes.clone();

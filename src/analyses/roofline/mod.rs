@@ -213,7 +213,7 @@ impl Analysis for Roofline {
     fn finish(self, trace: &Finished<'_>) -> TraceRoofline {
         // The graphs' capture traces (issue 57), as `ops` finds them:
         // `--capture`, else `capture_traces/` beside the trace file.
-        let caps = self.spec.capture.load(trace.path, trace.file);
+        let caps = self.spec.capture.of(trace);
         let mut out = measure::measure(self, &trace.meta.devices, &caps);
         out.path = trace.path.to_string();
         out.totals = RoofTotals::of(&out.rows);

@@ -6,67 +6,97 @@
 use crate::analysis::InResults;
 use crate::batch::{BatchResult, Record};
 use serde::Serialize;
-use serde_json::{Map, Value};
 
-/// One entry of `results.json`'s `traces`.
-#[derive(Serialize)]
-struct TraceJson<'a> {
-    path: &'a str,
-    status: &'static str,
-    error: Option<&'a str>,
-    kind: &'static str,
-    mode: Option<&'a str>,
-    mode_source: Option<&'static str>,
-    workload: Option<&'a str>,
-    workload_source: Option<&'static str>,
-    speculative_depth: Option<u64>,
-    size_bytes: u64,
-    /// Each analysis's figures under its key (`hierarchy`, `kernels`, …),
-    /// in registry order, when read.
-    #[serde(flatten)]
-    nested: Nested,
-    /// The analyses whose keys are the entry's own (`pair`'s: `contexts`,
-    /// `gpu_span_ms`, …).
-    #[serde(flatten)]
-    flattened: Map<String, Value>,
-}
+/// One entry of `results.json`'s `traces`: the file and its run
+/// information, then each analysis's figures under its key (`hierarchy`,
+/// `kernels`, …) in registry order, then the keys of the analyses whose
+/// keys are the entry's own (`pair`'s: `contexts`, `gpu_span_ms`, …).
+/// Each analysis's JSON value is made as it is written and dropped after
+/// ([`crate::analysis::Results::each_in_results`]).
+struct TraceJson<'a>(&'a Record);
 
-/// (key, figures) pairs written as map entries, in their order.
-struct Nested(Vec<(&'static str, Value)>);
-
-impl Serialize for Nested {
+impl Serialize for TraceJson<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
-        let mut m = s.serialize_map(Some(self.0.len()))?;
-        for (k, v) in &self.0 {
-            m.serialize_entry(k, v)?;
+        let r = self.0;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("path", &r.file.path)?;
+        m.serialize_entry("status", r.file.status.as_str())?;
+        m.serialize_entry("error", &r.file.error)?;
+        m.serialize_entry("kind", r.file.kind.as_str())?;
+        m.serialize_entry("mode", &r.run.mode())?;
+        m.serialize_entry("mode_source", &r.run.mode.as_ref().map(|m| m.source.kind()))?;
+        m.serialize_entry("workload", &r.run.workload())?;
+        let source = r.run.workload.as_ref().map(|w| w.source.kind());
+        m.serialize_entry("workload_source", &source)?;
+        m.serialize_entry("speculative_depth", &r.run.speculative_depth)?;
+        m.serialize_entry("size_bytes", &r.file.size)?;
+        for (key, figures) in r.file.results.each_in_results() {
+            match figures {
+                InResults::Nested(v) => m.serialize_entry(key, &v)?,
+                InResults::Text { json, without } => {
+                    m.serialize_entry(key, &Sorted::top(&json, without))?
+                }
+                InResults::Flattened(_) => {}
+            }
+        }
+        for (_, figures) in r.file.results.each_in_results() {
+            if let InResults::Flattened(own) = figures {
+                for (k, v) in &own {
+                    m.serialize_entry(k, v)?;
+                }
+            }
         }
         m.end()
     }
 }
 
-fn trace_json(r: &Record) -> TraceJson<'_> {
-    let mut nested = Vec::new();
-    let mut flattened = Map::new();
-    for (key, figures) in r.file.results.in_results() {
-        match figures {
-            InResults::Nested(v) => nested.push((key, v)),
-            InResults::Flattened(m) => flattened.extend(m),
+/// JSON text written as the JSON value it parses to would be: every
+/// object's keys sorted (as `serde_json::Map` keeps them), the last of a
+/// repeated key kept, scalars as they are; at the top level less the keys
+/// `without`. Only one object's or array's member list is held at a time,
+/// as slices of the text.
+struct Sorted<'a> {
+    text: &'a str,
+    without: &'static [&'static str],
+}
+
+impl<'a> Sorted<'a> {
+    fn top(text: &'a str, without: &'static [&'static str]) -> Sorted<'a> {
+        Sorted { text, without }
+    }
+
+    fn inner(raw: &'a serde_json::value::RawValue) -> Sorted<'a> {
+        Sorted {
+            text: raw.get(),
+            without: &[],
         }
     }
-    TraceJson {
-        path: &r.file.path,
-        status: r.file.status.as_str(),
-        error: r.file.error.as_deref(),
-        kind: r.file.kind.as_str(),
-        mode: r.run.mode(),
-        mode_source: r.run.mode.as_ref().map(|m| m.source.kind()),
-        workload: r.run.workload(),
-        workload_source: r.run.workload.as_ref().map(|w| w.source.kind()),
-        speculative_depth: r.run.speculative_depth,
-        size_bytes: r.file.size,
-        nested: Nested(nested),
-        flattened,
+}
+
+impl Serialize for Sorted<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        use serde_json::value::RawValue;
+        use std::collections::BTreeMap;
+        let text = self.text.trim_start();
+        if text.starts_with('{') {
+            let mut members: BTreeMap<String, &RawValue> =
+                serde_json::from_str(text).map_err(S::Error::custom)?;
+            members.retain(|k, _| !self.without.contains(&k.as_str()));
+            let mut m = s.serialize_map(Some(members.len()))?;
+            for (k, v) in &members {
+                m.serialize_entry(k, &Sorted::inner(v))?;
+            }
+            m.end()
+        } else if text.starts_with('[') {
+            let items: Vec<&RawValue> = serde_json::from_str(text).map_err(S::Error::custom)?;
+            s.collect_seq(items.into_iter().map(Sorted::inner))
+        } else {
+            // A scalar is written the same by any writer: its text.
+            let raw: &RawValue = serde_json::from_str(text).map_err(S::Error::custom)?;
+            raw.serialize(s)
+        }
     }
 }
 
@@ -77,7 +107,7 @@ struct Traces<'a>(&'a [Record]);
 
 impl Serialize for Traces<'_> {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(trace_json))
+        s.collect_seq(self.0.iter().map(TraceJson))
     }
 }
 

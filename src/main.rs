@@ -7,6 +7,13 @@
 
 mod cli;
 
+/// The system allocator with a reserve for an allocation that fails under
+/// an address-space or data limit (`torchtrace::memory::Reserving`): the
+/// trace being read is reported as too large instead of the process
+/// aborting.
+#[global_allocator]
+static ALLOCATOR: torchtrace::memory::Reserving = torchtrace::memory::Reserving;
+
 use clap::Parser;
 use cli::{run, Cli};
 use std::process::ExitCode;

@@ -35,6 +35,130 @@ use std::time::Duration;
 /// How often (in events fed) a reading member checks the pool.
 pub const CHECK_EVERY: u64 = 16_384;
 
+/// Allocations that failed and were then served from the reserve
+/// ([`Reserving`]): a member read while this count rose is read again
+/// alone, and one read alone while it rose cannot fit.
+static FAILED_ALLOCATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many allocations have failed (and were served from the reserve).
+pub fn failed_allocations() -> u64 {
+    FAILED_ALLOCATIONS.load(Ordering::Acquire)
+}
+
+/// A global allocator for binaries (the `torchtrace` binary installs it):
+/// the system's, with a reserve of [`Reserving::RESERVE`] bytes of
+/// address space taken at the first allocation. When an allocation fails
+/// (a process at its `RLIMIT_AS` or `RLIMIT_DATA`), the reserve is given
+/// back, the failure counted ([`failed_allocations`]) and the allocation
+/// tried again, so the finish that asked for it goes on instead of the
+/// process aborting; the driver then drops that trace's figures and reads
+/// it again alone, or reports it as too large ([`Pool`]). The reserve is
+/// taken again once a trace has ended ([`rearm`]). A limit enforced by
+/// killing the process (a cgroup's) is watched by the pool alone.
+pub struct Reserving;
+
+static RESERVE: std::sync::atomic::AtomicPtr<u8> =
+    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+/// Whether [`Reserving`] is the global allocator (set at its first call).
+static INSTALLED: AtomicBool = AtomicBool::new(false);
+
+impl Reserving {
+    /// 32 MiB: the finishes' largest single steps on real traces fit in it.
+    pub const RESERVE: usize = 32 << 20;
+
+    fn layout() -> std::alloc::Layout {
+        // A valid layout: the size is far below isize::MAX, the alignment 4096.
+        std::alloc::Layout::from_size_align(Self::RESERVE, 4096)
+            .unwrap_or_else(|_| std::alloc::Layout::new::<u8>())
+    }
+
+    /// Gives the reserve back; whether there was one.
+    fn release() -> bool {
+        let p = RESERVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
+        if p.is_null() {
+            return false;
+        }
+        // SAFETY: `p` came from `System.alloc(Self::layout())` in `rearm`
+        // and was swapped out, so it is freed once.
+        unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, p, Self::layout()) };
+        true
+    }
+
+    /// After a failed allocation: the reserve given back and the
+    /// allocation tried again by `again`.
+    fn retry(again: impl FnOnce() -> *mut u8) -> *mut u8 {
+        if !Self::release() {
+            return std::ptr::null_mut();
+        }
+        FAILED_ALLOCATIONS.fetch_add(1, Ordering::AcqRel);
+        again()
+    }
+}
+
+/// Takes the reserve again where it was given back (or never taken),
+/// when [`Reserving`] is the global allocator.
+pub fn rearm() {
+    if !INSTALLED.load(Ordering::Relaxed) || !RESERVE.load(Ordering::Acquire).is_null() {
+        return;
+    }
+    // SAFETY: a non-zero layout; the block is only ever freed by `release`.
+    let p = unsafe { std::alloc::GlobalAlloc::alloc(&std::alloc::System, Reserving::layout()) };
+    if p.is_null() {
+        return;
+    }
+    if RESERVE
+        .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        // SAFETY: `p` was just allocated with this layout and is not shared.
+        unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, p, Reserving::layout()) };
+    }
+}
+
+// SAFETY: every call is the system allocator's, with the same layout; a
+// failed one is tried once more after the reserve (a block of the same
+// allocator) is freed.
+unsafe impl std::alloc::GlobalAlloc for Reserving {
+    unsafe fn alloc(&self, l: std::alloc::Layout) -> *mut u8 {
+        if !INSTALLED.swap(true, Ordering::Relaxed) {
+            rearm();
+        }
+        // SAFETY: forwarded as given.
+        let p = unsafe { std::alloc::System.alloc(l) };
+        if p.is_null() {
+            // SAFETY: forwarded as given.
+            return Reserving::retry(|| unsafe { std::alloc::System.alloc(l) });
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, l: std::alloc::Layout) -> *mut u8 {
+        // SAFETY: forwarded as given.
+        let p = unsafe { std::alloc::System.alloc_zeroed(l) };
+        if p.is_null() {
+            // SAFETY: forwarded as given.
+            return Reserving::retry(|| unsafe { std::alloc::System.alloc_zeroed(l) });
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, p: *mut u8, l: std::alloc::Layout) {
+        // SAFETY: forwarded as given.
+        unsafe { std::alloc::System.dealloc(p, l) }
+    }
+
+    unsafe fn realloc(&self, p: *mut u8, l: std::alloc::Layout, new: usize) -> *mut u8 {
+        // SAFETY: forwarded as given.
+        let q = unsafe { std::alloc::System.realloc(p, l, new) };
+        if q.is_null() {
+            // SAFETY: forwarded as given; `p` is still valid after a
+            // failed realloc.
+            return Reserving::retry(|| unsafe { std::alloc::System.realloc(p, l, new) });
+        }
+        q
+    }
+}
+
 /// What a limit is compared with: the kernel's count it is enforced on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Measure {
@@ -162,7 +286,7 @@ fn rlimit(which: Rlimit) -> Option<u64> {
     };
     // SAFETY: getrlimit writes into the struct it is given.
     let ok = unsafe { libc::getrlimit(resource, &mut lim) } == 0;
-    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur as u64)
+    (ok && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
 }
 
 /// The tightest memory limit of this process's cgroup and its parents
@@ -368,6 +492,7 @@ impl Pool {
             pool: self.clone(),
             ticket,
             yield_now,
+            failed_at_join: failed_allocations(),
         }
     }
 }
@@ -378,6 +503,9 @@ pub struct Member {
     pool: Arc<Pool>,
     ticket: u64,
     yield_now: Arc<AtomicBool>,
+    /// [`failed_allocations`] when it joined: a failure since counts as
+    /// memory past the mark.
+    failed_at_join: u64,
 }
 
 impl Member {
@@ -387,7 +515,8 @@ impl Member {
             return Verdict::Yield;
         }
         let used = self.pool.limit.used().unwrap_or(0);
-        if used <= self.pool.high_mark() {
+        let failed = failed_allocations() != self.failed_at_join;
+        if !failed && used <= self.pool.high_mark() {
             return Verdict::Go;
         }
         let st = self.pool.lock();
@@ -420,6 +549,9 @@ impl Drop for Member {
         let mut st = self.pool.lock();
         st.running.retain(|r| r.ticket != self.ticket);
         drop(st);
+        // Its memory is freed by now: take the reserve again if an
+        // allocation used it.
+        rearm();
         self.pool.wake.notify_all();
     }
 }
@@ -482,6 +614,7 @@ mod tests {
                     pool: pool.clone(),
                     ticket: t,
                     yield_now: y,
+                    failed_at_join: 0,
                 }
             };
             st.next = 2;

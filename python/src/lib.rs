@@ -179,9 +179,11 @@ fn run(
 
 /// `torchtrace export`: the Parquet tables of every trace in `paths`
 /// written into `out` (`tables`: names, `compression`: `zstd`, `snappy`
-/// or `none`); returns the report as JSON text, with the notes.
+/// or `none`; `capture`: capture traces, files or folders, else
+/// `capture_traces/` beside each trace); returns the report as JSON text,
+/// with the notes.
 #[pyfunction]
-#[pyo3(signature = (paths, out, tables, compression="zstd", progress=false))]
+#[pyo3(signature = (paths, out, tables, compression="zstd", progress=false, capture=Vec::new()))]
 fn export(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -189,9 +191,10 @@ fn export(
     tables: Vec<String>,
     compression: &str,
     progress: bool,
+    capture: Vec<PathBuf>,
 ) -> PyResult<Answer> {
     use torchtrace::export::{ExportError, ExportOptions};
-    let json = serde_json::json!({"out": out, "tables": tables, "compression": compression});
+    let json = serde_json::json!({"out": out, "tables": tables, "compression": compression, "capture": capture});
     let options: ExportOptions =
         serde_json::from_value(json).map_err(|e| PyValueError::new_err(format!("export: {e}")))?;
     let common = api::Common {

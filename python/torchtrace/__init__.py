@@ -47,6 +47,7 @@ from .commands import (
     ops,
     pair,
     ranks,
+    roofline,
 )
 from .errors import TorchtraceWarning, TraceError
 from .frames import (
@@ -73,6 +74,7 @@ __all__ = [
     "ranks",
     "idle",
     "idle_frames",
+    "roofline",
     "roofline_frame",
     "export",
     "EXPORT_TABLES",

@@ -34,9 +34,12 @@ def export(
     tables: Sequence[str],
     compression: str = "zstd",
     progress: bool = False,
+    capture: Sequence[str] = ...,
 ) -> Answer:
     """``torchtrace export PATHS -o OUT --tables ... -f json``: the Parquet
-    tables written into ``out``; the answer's document lists the files."""
+    tables written into ``out`` (``capture``: capture traces, else
+    ``capture_traces/`` beside each trace); the answer's document lists the
+    files."""
 
 def analyses() -> List[Tuple[str, bool]]:
     """``(name, is_subcommand)`` of every analysis, in registry order."""

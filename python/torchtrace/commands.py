@@ -25,7 +25,15 @@ __all__ = [
     "hierarchy",
     "diff",
     "ranks",
+    "roofline",
 ]
+
+
+def _captures(capture: Strings) -> Optional[list]:
+    """``capture=`` as the native options take it: a list of paths (a file
+    or a folder each), or ``None`` for ``capture_traces/`` beside each
+    trace."""
+    return None if capture is None else _strings(capture)
 
 
 def pair(
@@ -65,6 +73,8 @@ def kernels(
     top: Optional[int] = None,
     per_context: bool = False,
     progress: bool = False,
+    *,
+    capture: Strings = None,
 ) -> Dict[str, Any]:
     """Follow each step context's launch calls to the GPU work they caused
     (by correlation, CUDA graphs included), as ``torchtrace kernels -f json``
@@ -76,6 +86,10 @@ def kernels(
         context, context_regex, tokens, summaries, per_context, progress: as
             for :func:`~torchtrace.run`.
         top: how many kernels to list per trace (default: the native one, 10).
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``); default: ``capture_traces/`` beside
+            each trace. Graph replays are attributed to the ops, modules and
+            shapes that captured them.
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
@@ -83,7 +97,8 @@ def kernels(
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
         raise ValueError(f"top must be a non-negative integer, not {top!r}")
     return run("kernels", paths, context=context, context_regex=context_regex, tokens=tokens,
-               summaries=summaries, per_context=per_context, progress=progress, top=top)
+               summaries=summaries, per_context=per_context, progress=progress, top=top,
+               capture=_captures(capture))
 
 
 def iterations(
@@ -98,6 +113,7 @@ def iterations(
     sample_names: Optional[Sequence[str]] = None,
     draft_names: Optional[Sequence[str]] = None,
     graph: Optional[int] = None,
+    capture: Strings = None,
 ) -> Dict[str, Any]:
     """Where each generated token's time goes over the whole decode loop, by
     phase (forward, sample, draft, other), with CUDA-graph facts, as
@@ -112,6 +128,10 @@ def iterations(
         sample_names, draft_names: the range names of the sample and draft
             phases (``--sample-name``, ``--draft-name``; default: the CLI's).
         graph: the repeating graph's number (``--graph``), instead of the rule's.
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``); default: ``capture_traces/`` beside
+            each trace. Graph replays are attributed to the ops, modules and
+            shapes that captured them.
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
@@ -119,7 +139,7 @@ def iterations(
     return run("iterations", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_iteration, progress=progress,
                sample_names=_strings(sample_names), draft_names=_strings(draft_names),
-               graph=graph)
+               graph=graph, capture=_captures(capture))
 
 
 def ops(
@@ -129,6 +149,8 @@ def ops(
     top: Optional[int] = None,
     sort: Optional[str] = None,
     progress: bool = False,
+    *,
+    capture: Strings = None,
 ) -> Dict[str, Any]:
     """Which CPU operator launched which GPU work, and whether the run is
     launch-bound (docs/VIEWS.md O1-O10), as ``torchtrace ops -f json``
@@ -142,12 +164,16 @@ def ops(
         top, sort: the CLI's table options (``"gpu_self"``, the default,
             ``"gpu_top"``, ``"host"``, ``"calls"``; ``top`` defaults to the
             native 20); the document has every row regardless.
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``); default: ``capture_traces/`` beside
+            each trace. Graph replays are attributed to the ops, modules and
+            shapes that captured them.
 
     Returns:
         ``{"traces": [{"summary": {...}, "ops": [...], ...}], "comparison": {...} or None}``.
     """
     return run("ops", paths, tokens=tokens, summaries=summaries, progress=progress,
-               top=top, sort=sort)
+               top=top, sort=sort, capture=_captures(capture))
 
 
 def idle(
@@ -187,6 +213,8 @@ def export(
     out: Optional[PathLike] = None,
     compression: str = "zstd",
     progress: bool = False,
+    *,
+    capture: Strings = None,
 ) -> Dict[str, Any]:
     """Every linked event as Apache Arrow tables, as ``torchtrace export``
     writes them (int64 ns, exact; README.md defines every column).
@@ -199,6 +227,10 @@ def export(
             default: a temporary one, removed once the tables are read.
         compression: ``"zstd"``, ``"snappy"`` or ``"none"``.
         progress: progress bars on stderr.
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``); default: ``capture_traces/`` beside
+            each trace. Graph replays are attributed to the ops, modules and
+            shapes that captured them.
 
     Returns:
         ``{table name: pyarrow.Table}`` (needs pyarrow: ``pip install
@@ -213,7 +245,8 @@ def export(
     names = list(EXPORT_TABLES) if tables is None else _strings(tables) or []
 
     def write(directory: str) -> Dict[str, Any]:
-        answer = _native.export(_paths(paths), directory, names, compression, progress)
+        answer = _native.export(_paths(paths), directory, names, compression, progress,
+                                _captures(capture) or [])
         _finish(answer)
         # Read into memory: the files may be removed afterwards.
         return {
@@ -279,6 +312,7 @@ def diff(
     top: Optional[int] = None,
     families: Strings = None,
     launch_scope: Optional[str] = None,
+    capture: Strings = None,
 ) -> Dict[str, Any]:
     """What changed between two runs, kernel by kernel and per generated
     token, as ``torchtrace diff BASELINE CANDIDATE -f json`` prints it:
@@ -294,6 +328,10 @@ def diff(
         launch_scope: which launch calls a step context holds (``--launch-scope``):
             ``"auto"`` (the default), ``"thread"`` (its own thread's) or
             ``"process"`` (any thread of its process).
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``); default: ``capture_traces/`` beside
+            each trace. Graph replays are attributed to the ops, modules and
+            shapes that captured them.
 
     Returns:
         ``{"baseline": {...}, "candidate": {...}, "scope", "normalisation",
@@ -301,7 +339,8 @@ def diff(
     """
     return run("diff", [baseline, candidate], context=context, context_regex=context_regex,
                tokens=tokens, summaries=summaries, progress=progress, scope=scope, top=top,
-               families=_strings(families), launch_scope=launch_scope)
+               families=_strings(families), launch_scope=launch_scope,
+               capture=_captures(capture))
 
 
 def ranks(
@@ -347,3 +386,39 @@ def ranks(
                collectives=_strings(collectives), align=align, threshold_us=threshold_us,
                mad_k=mad_k, floor_us=floor_us, floor_step_pct=floor_step_pct, tokens=tokens,
                launch_scope=launch_scope)
+
+
+def roofline(
+    paths: Paths,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    progress: bool = False,
+    *,
+    top: Optional[int] = None,
+    peak_tflops: Optional[float] = None,
+    peak_tbps: Optional[float] = None,
+    capture: Strings = None,
+) -> Dict[str, Any]:
+    """How close each op with recorded shapes came to the device's roof:
+    FLOPs and bytes by its model, the GPU time of the kernels it launched,
+    TFLOP/s, TB/s and the bound, as ``torchtrace roofline -f json`` prints
+    it: ``run("roofline", ...)``.
+
+    Args:
+        paths: one trace; two: baseline then candidate, compared; or more.
+        tokens, summaries, progress: as for :func:`~torchtrace.run`
+            (per-token sums).
+        top: table rows (the CLI's ``--top``); the document has every row.
+        peak_tflops, peak_tbps: the device's peaks, replacing the device
+            table's (``--peak-tflops``, ``--peak-tbps``).
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``); default: ``capture_traces/`` beside
+            each trace. Graph replays are attributed to the ops, modules and
+            shapes that captured them.
+
+    Returns:
+        ``{"traces": [{"rows": [...], "totals": {...}, ...}], "comparison": {...} or None}``.
+    """
+    return run("roofline", paths, tokens=tokens, summaries=summaries, progress=progress,
+               top=top, peak_tflops=peak_tflops, peak_tbps=peak_tbps,
+               capture=_captures(capture))

@@ -447,10 +447,24 @@ pub fn analyze_file(
     let file = (path != Path::new("-")).then_some(path);
     let read = |ledger: bool, progress: Arc<AtomicU64>| {
         in_pool(label, plan, file.is_some(), |member| {
-            drive(label, file, plan, ledger, member, |filter, meta, on_event| {
-                trace::read_path_with(path, &plan.read, filter, progress.clone(), meta, on_event)
+            drive(
+                label,
+                file,
+                plan,
+                ledger,
+                member,
+                |filter, meta, on_event| {
+                    trace::read_path_with(
+                        path,
+                        &plan.read,
+                        filter,
+                        progress.clone(),
+                        meta,
+                        on_event,
+                    )
                     .map_err(|e| e.kind)
-            })
+                },
+            )
         })
     };
     match plan.ledger() {
@@ -502,9 +516,16 @@ pub fn analyze_reader<R: Read>(label: &str, src: R, plan: &Plan) -> TraceResult 
     let mut src = Some(src);
     in_pool(label, plan, false, |member| {
         let src = src.take()?;
-        drive(label, None, plan, ledger, member, |filter, meta, on_event| {
-            trace::read_stream_with(src, &plan.read, filter, meta, on_event)
-        })
+        drive(
+            label,
+            None,
+            plan,
+            ledger,
+            member,
+            |filter, meta, on_event| {
+                trace::read_stream_with(src, &plan.read, filter, meta, on_event)
+            },
+        )
     })
 }
 
@@ -640,7 +661,10 @@ enum Stop {
     Yield,
     /// The process held `used` bytes, past the pool's mark, with this
     /// trace read alone.
-    Memory { used: u64, limit: crate::memory::Limit },
+    Memory {
+        used: u64,
+        limit: crate::memory::Limit,
+    },
 }
 
 /// The driver: one read with the union of the prefilters, then selection,

@@ -15,6 +15,7 @@ use crate::graphs::place::Place;
 use crate::graphs::Captures;
 use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
 use crate::hostops::launch::{end_of, launches, owners, Launch};
+use crate::hostops::runs::Runs;
 use crate::hostops::{HostLinks, Linked};
 use crate::model::{Interner, Sym};
 use crate::store::pack::Records;
@@ -123,25 +124,27 @@ impl Visitor for Give<'_> {
 
 /// Sweeps one thread: `which` picks the ops it visits.
 fn sweep(
-    ops: &[Op],
-    order: &[u32],
+    ops: Option<&Runs<Op>>,
     call_ts: &[i64],
     give: &mut Give<'_>,
     which: impl Fn(&Op) -> bool,
 ) {
-    let visits = order.iter().filter_map(|&i| {
-        let o = &ops[i as usize];
-        which(o).then(|| Visit {
-            pos: i,
-            ts: o.ts,
-            end: end_of(o.ts, o.dur),
-            scope: true,
-            tag: Tag {
-                row: o.key,
+    // C4's key order: (ts, −end, file order), merged from the runs.
+    let visits = ops
+        .into_iter()
+        .flat_map(Runs::in_key_order)
+        .filter_map(|o| {
+            which(&o).then(|| Visit {
+                pos: o.pos,
                 ts: o.ts,
-            },
-        })
-    });
+                end: end_of(o.ts, o.dur),
+                scope: true,
+                tag: Tag {
+                    row: o.key,
+                    ts: o.ts,
+                },
+            })
+        });
     let by_start = call_ts.iter().enumerate().map(|(k, &t)| (k as u32, t));
     sweep_thread(visits, by_start, give);
 }
@@ -429,7 +432,7 @@ fn encloser(caps: &Captures, launcher: u32) -> (u32, u8) {
 /// encloses goes to the pseudo-row.
 fn claim(
     by_lane: Vec<Vec<(i64, Call)>>,
-    ops: &[Vec<Op>],
+    ops: &[Runs<Op>],
     launched: &[Launch],
     mut claimed: Vec<bool>,
     n_keys: usize,
@@ -440,14 +443,7 @@ fn claim(
         cs.sort_by_key(|c| c.0);
         let call_ts: Vec<i64> = cs.iter().map(|c| c.0).collect();
         let cs: Vec<Call> = cs.into_iter().map(|c| c.1).collect();
-        let empty = Vec::new();
-        let lane_ops = ops.get(lane).unwrap_or(&empty);
-        // C4's key order: (ts, −end, file order).
-        let mut order: Vec<u32> = (0..lane_ops.len() as u32).collect();
-        order.sort_by_key(|&i| {
-            let o = &lane_ops[i as usize];
-            (o.ts, std::cmp::Reverse(end_of(o.ts, o.dur)), i)
-        });
+        let lane_ops = ops.get(lane);
         // Composites first, then every modelled op, then every op.
         for (pass, rest) in [(2u8, false), (1, false), (0, true)] {
             let mut give = Give {
@@ -458,7 +454,7 @@ fn claim(
                 rest,
                 no_op: &mut no_op,
             };
-            sweep(lane_ops, &order, &call_ts, &mut give, |o| o.class >= pass);
+            sweep(lane_ops, &call_ts, &mut give, |o| o.class >= pass);
         }
     }
     (got, no_op)

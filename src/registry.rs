@@ -222,6 +222,8 @@ pub struct Entry {
     plot_options: Option<PlotOptionsFn>,
     plot_notes: Option<PlotNotesFn>,
     input_note: Option<InputNoteFn>,
+    /// The files its batch section may write ([`InBatch::BATCH_FILES`]).
+    outputs: &'static [&'static str],
     /// Its subcommand: flags, help and run (`src/analyses/<name>/cli.rs`).
     #[cfg(feature = "cli")]
     cli: Option<crate::cli_kit::CliLine>,
@@ -249,6 +251,7 @@ impl Entry {
             plot_options: None,
             plot_notes: None,
             input_note: None,
+            outputs: &[],
             #[cfg(feature = "cli")]
             cli: None,
         }
@@ -271,6 +274,7 @@ impl Entry {
         e.section = Some(A::batch_section);
         e.stdout = Some(A::batch_stdout);
         e.listed = A::BATCH_LISTED;
+        e.outputs = A::BATCH_FILES;
         e.trace_columns = Some(trace_columns::<A>);
         e.report_columns = Some(report_columns::<A>);
         e.facts = Some(facts_of::<A>);
@@ -351,6 +355,11 @@ impl Entry {
     /// [`InBatch::BATCH_LISTED`].
     pub fn batch_listed(&self) -> Option<&'static str> {
         self.listed
+    }
+
+    /// The files its batch section may write ([`InBatch::BATCH_FILES`]).
+    pub fn batch_files(&self) -> &'static [&'static str] {
+        self.outputs
     }
 
     /// What it prints on `batch`'s stdout, if it runs in batch:

@@ -21,6 +21,12 @@ pub trait InBatch: Analysis {
     /// / [workloads.md](workloads.md) (Table 8)`); `None` (the default): its
     /// files are linked from its own section only.
     const BATCH_LISTED: Option<&'static str> = None;
+    /// The names of every file its section may write beside `report.md`
+    /// (its [`Section`]'s files): `batch` refuses a file not named here,
+    /// and removes a file of these names that an earlier run left in
+    /// OUTDIR and this run did not write (a campaign without graphs has
+    /// no `graphs.csv`), so OUTDIR never mixes two runs' outputs.
+    const BATCH_FILES: &'static [&'static str] = &[];
     /// Its section of a campaign's outputs: Markdown for `report.md`, CSV
     /// files and figures, from the campaign's traces as batch grouped and
     /// matched them ([`crate::campaign`]). `None` (the default): nothing

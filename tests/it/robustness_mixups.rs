@@ -649,3 +649,117 @@ fn a_reader_note_survives_the_records_round_trip() {
     let back: Results = serde_json::from_str(&text).unwrap();
     assert!(back == r.results);
 }
+
+/// Every file `batch` writes beside report.md is named in the code
+/// (`sections::all_files`: the fixed files and each analysis's
+/// `BATCH_FILES`), and a run over OUTDIR removes an earlier run's outputs
+/// that it does not write itself: the graph campaign's `graphs.csv` does
+/// not stay beside a campaign without graphs.
+#[test]
+fn an_earlier_runs_outputs_never_stay_beside_a_new_run() {
+    let known = torchtrace::batch::output::sections::all_files();
+    let mut unique = known.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(
+        unique.len(),
+        known.len(),
+        "a name declared twice: {known:?}"
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    let graphs = Path::new(SAMPLES);
+    let (code, _, err) = run(
+        dir,
+        &[
+            "-q",
+            "batch",
+            graphs.join("text_graphs_ar").to_str().unwrap(),
+            graphs.join("text_graphs_mtp").to_str().unwrap(),
+            "-o",
+            "out",
+            "--no-figures",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let out = dir.join("out");
+    let names = |out: &Path| -> Vec<String> {
+        let mut v: Vec<String> = fs::read_dir(out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "figures")
+            .collect();
+        v.sort();
+        v
+    };
+    let first = names(&out);
+    for n in &first {
+        assert!(known.contains(&n.as_str()), "{n} is not named in the code");
+    }
+    assert!(first.contains(&"graphs.csv".to_string()), "{first:?}");
+    copy_runs(dir, &["text_ar", "text_mtp"]);
+    let (code, _, err) = run(
+        dir,
+        &[
+            "-q",
+            "batch",
+            "text_ar",
+            "text_mtp",
+            "-o",
+            "out",
+            "--no-figures",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let second = names(&out);
+    assert!(!second.contains(&"graphs.csv".to_string()), "{second:?}");
+    // What the second run wrote is what a run into an empty folder writes.
+    let (code, _, err) = run(
+        dir,
+        &[
+            "-q",
+            "batch",
+            "text_ar",
+            "text_mtp",
+            "-o",
+            "fresh",
+            "--no-figures",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(second, names(&dir.join("fresh")));
+}
+
+/// A write that fails (here the file-size limit, with SIGXFSZ ignored, as
+/// a shell's `ulimit -f` under some supervisors) names the output it was
+/// writing, not a temporary folder and not the system's words alone.
+#[test]
+fn a_failed_write_names_its_output() {
+    use std::os::unix::process::CommandExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    copy_runs(dir, &["text_ar"]);
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_torchtrace"));
+    cmd.current_dir(dir)
+        .args(["-q", "batch", "text_ar", "-o", "out", "--no-figures"]);
+    // SAFETY: setrlimit and signal are async-signal-safe and touch only
+    // the child between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let lim = libc::rlimit {
+                rlim_cur: 16 << 10,
+                rlim_max: 16 << 10,
+            };
+            libc::setrlimit(libc::RLIMIT_FSIZE, &lim);
+            Ok(())
+        });
+    }
+    let o = cmd.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    // OUTDIR as given (`-o out`), with the file.
+    assert!(err.contains("out/results.json: cannot write"), "{err}");
+    assert!(err.contains("File too large"), "{err}");
+    assert!(!err.contains(".torchtrace-tmp"), "{err}");
+}

@@ -433,6 +433,7 @@ fn figure(rows: &[Row]) -> StackedBars {
 }
 
 impl InBatch for Diff {
+    const BATCH_FILES: &'static [&'static str] = &[CSV, FAMILIES_CSV, KERNELS_CSV];
     /// Each trace's per-name table travels in records; the section
     /// compares each workload's AR and MTP tables (`section`).
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {

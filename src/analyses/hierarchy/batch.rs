@@ -209,6 +209,7 @@ pub fn containment_table(c: &Campaign<'_>) -> Table {
 }
 
 impl InBatch for Hierarchy {
+    const BATCH_FILES: &'static [&'static str] = &["hierarchy.csv", "hierarchy.md"];
     const LEGACY_TRACE_KEYS: bool = true;
     const BATCH_LISTED: Option<&'static str> = Some(LISTED);
 

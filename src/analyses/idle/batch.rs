@@ -641,6 +641,7 @@ fn figure(rows: &[Row]) -> StackedBars {
 }
 
 impl InBatch for Idle {
+    const BATCH_FILES: &'static [&'static str] = &[DECODE_CSV, CSV];
     /// report.md's "Where the GPU waits", idle_decode.csv, idle_steps.csv
     /// and figure 11.
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {

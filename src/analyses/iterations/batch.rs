@@ -484,6 +484,7 @@ fn figure(rows: &[Row]) -> StackedBars {
 }
 
 impl InBatch for Iterations {
+    const BATCH_FILES: &'static [&'static str] = &[CSV];
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

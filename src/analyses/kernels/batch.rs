@@ -144,6 +144,7 @@ pub fn timeline_table(c: &Campaign<'_>) -> Table {
 }
 
 impl InBatch for Kernels {
+    const BATCH_FILES: &'static [&'static str] = &["gpu_work.csv", "gpu_work.md"];
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

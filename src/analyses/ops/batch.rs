@@ -385,6 +385,7 @@ fn figure(rows: &[Row]) -> StackedBars {
 }
 
 impl InBatch for Ops {
+    const BATCH_FILES: &'static [&'static str] = &[CSV, super::graphs_batch::CSV];
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

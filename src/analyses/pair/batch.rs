@@ -146,6 +146,7 @@ pub fn workloads_table(c: &Campaign<'_>, machine: bool) -> Table {
 }
 
 impl InBatch for Pair {
+    const BATCH_FILES: &'static [&'static str] = &["workloads.csv", "workloads.md"];
     const LEGACY_TRACE_KEYS: bool = true;
     const BATCH_LISTED: Option<&'static str> = Some(LISTED);
 

@@ -290,6 +290,7 @@ impl Picture for RunFigure {
 }
 
 impl InBatch for Ranks {
+    const BATCH_FILES: &'static [&'static str] = &[RUNS_CSV, RANKS_CSV, STRAGGLERS_CSV];
     /// The campaign's rank files grouped into runs (`section`).
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)

@@ -279,6 +279,7 @@ fn csv_table(traces: &[(&crate::campaign::CampaignTrace<'_>, &TraceRoofline)]) -
 }
 
 impl InBatch for Roofline {
+    const BATCH_FILES: &'static [&'static str] = &[CSV];
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
     }

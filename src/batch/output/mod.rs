@@ -41,6 +41,9 @@ pub enum OutputError {
     Write { path: String, error: std::io::Error },
     #[error("{path}: cannot move into place: {error}")]
     Move { path: String, error: std::io::Error },
+    /// An earlier run's output that this run does not write.
+    #[error("{path}: cannot remove an earlier run's output: {error}")]
+    Remove { path: String, error: std::io::Error },
     /// Another process holds OUTDIR's lock.
     #[error("{path}: another torchtrace batch or merge is writing this output directory: wait for it to finish, or use another -o")]
     Locked { path: String },
@@ -55,6 +58,29 @@ pub enum OutputError {
     OutdirIsFile { path: String },
     #[error("{0}")]
     Json(serde_json::Error),
+}
+
+impl OutputError {
+    /// The same error naming `dir`'s file where it named the temporary
+    /// directory's (`write_all_atomic` writes there first): a user is told
+    /// of the output, not of a folder that is gone when they look.
+    fn under(self, tmp: &Path, dir: &Path) -> OutputError {
+        let moved = |path: String| match Path::new(&path).strip_prefix(tmp) {
+            Ok(rest) => dir.join(rest).display().to_string(),
+            Err(_) => path,
+        };
+        match self {
+            OutputError::Create { path, error } => OutputError::Create {
+                path: moved(path),
+                error,
+            },
+            OutputError::Write { path, error } => OutputError::Write {
+                path: moved(path),
+                error,
+            },
+            other => other,
+        }
+    }
 }
 
 /// `path: cannot create: …` for [`OutputError::Create`].
@@ -119,8 +145,10 @@ pub fn write_all(
         error,
     };
     let mut file = std::io::BufWriter::new(std::fs::File::create(&p).map_err(io_error)?);
+    // A failed write (a full disk, the file-size limit) names the file:
+    // serde_json's error alone says "File too large (os error 27)".
     serde_json::to_writer_pretty(&mut file, &results_json(res, context))
-        .map_err(OutputError::Json)?;
+        .map_err(|e| io_error(std::io::Error::from(e)))?;
     std::io::Write::write_all(&mut file, b"\n")
         .and_then(|()| std::io::Write::flush(&mut file))
         .map_err(io_error)?;
@@ -277,7 +305,9 @@ pub fn write_all_atomic(
     if tmp.exists() {
         let _ = std::fs::remove_dir_all(&tmp);
     }
-    let written = write_all(res, &tmp, context, figures).and_then(|w| commit(&tmp, dir, w));
+    let written = write_all(res, &tmp, context, figures)
+        .map_err(|e| e.under(&tmp, dir))
+        .and_then(|w| commit(&tmp, dir, w));
     let _ = std::fs::remove_dir_all(&tmp);
     written
 }
@@ -311,6 +341,18 @@ fn commit(tmp: &Path, dir: &Path, w: Written) -> Result<Written, OutputError> {
             error,
         })
     };
+    // An earlier run's outputs that this run does not write (a campaign
+    // without graphs writes no graphs.csv): gone before the new ones come,
+    // so OUTDIR never holds two runs' files side by side.
+    for stale in sections::all_files() {
+        let p = dir.join(stale);
+        if p.is_file() && !files.iter().any(|f| f == Path::new(stale)) {
+            std::fs::remove_file(&p).map_err(|error| OutputError::Remove {
+                path: p.display().to_string(),
+                error,
+            })?;
+        }
+    }
     if has_figures {
         let old = tmp.join("figures.old");
         let moved = figs.is_dir();

@@ -59,6 +59,17 @@ pub fn listed() -> impl Iterator<Item = &'static str> {
         .filter_map(|e| e.batch_listed())
 }
 
+/// Every file `batch` may write beside `report.md`, from the code: the
+/// fixed ones, then each registry entry's section files, in registry
+/// order. `figures/` is replaced as a whole.
+pub fn all_files() -> Vec<&'static str> {
+    let mut v: Vec<&'static str> = FIXED_FILES.to_vec();
+    for e in crate::registry::REGISTRY {
+        v.extend(e.batch_files().iter().copied());
+    }
+    v
+}
+
 /// Every registry entry's section, in registry order; a section with an
 /// unsafe or taken file or figure name loses that file or figure, with a
 /// warning.
@@ -75,12 +86,14 @@ pub fn sections(res: &BatchResult, warnings: &mut Vec<String>) -> Vec<Section> {
             continue;
         };
         s.files.retain(|f| {
-            let ok = safe_name(&f.name) && !taken.contains(&f.name);
+            let ok = safe_name(&f.name)
+                && !taken.contains(&f.name)
+                && e.batch_files().contains(&f.name.as_str());
             if ok {
                 taken.push(f.name.clone());
             } else {
                 warnings.push(format!(
-                    "{}: batch file name {:?} refused (not a plain fixed name, or taken)",
+                    "{}: batch file name {:?} refused (not a plain fixed name, taken, or not among its BATCH_FILES)",
                     e.name, f.name
                 ));
             }

@@ -133,17 +133,16 @@ fn sweep(
     let visits = ops
         .into_iter()
         .flat_map(Runs::in_key_order)
-        .filter_map(|o| {
-            which(&o).then(|| Visit {
-                pos: o.pos,
+        .filter(|o| which(o))
+        .map(|o| Visit {
+            pos: o.pos,
+            ts: o.ts,
+            end: end_of(o.ts, o.dur),
+            scope: true,
+            tag: Tag {
+                row: o.key,
                 ts: o.ts,
-                end: end_of(o.ts, o.dur),
-                scope: true,
-                tag: Tag {
-                    row: o.key,
-                    ts: o.ts,
-                },
-            })
+            },
         });
     let by_start = call_ts.iter().enumerate().map(|(k, &t)| (k as u32, t));
     sweep_thread(visits, by_start, give);

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A stand-in for GNU time's `-v -o FILE CMD...` where /usr/bin/time is absent
+"""A stand-in for GNU time's `-v -o FILE CMD...` (and `-f "%U %S %M"`) where /usr/bin/time is absent
 (bench/ledger.sh's TIME=): runs CMD, writes the lines ledger.sh reads
 (user, system time and peak RSS of the children, from getrusage)."""
 import resource
@@ -8,14 +8,24 @@ import sys
 
 args = sys.argv[1:]
 out = None
-if args and args[0] == "-v":
-    args = args[1:]
-if len(args) >= 2 and args[0] == "-o":
-    out, args = args[1], args[2:]
+fmt = None
+while args and args[0] in ("-v", "-o", "-f"):
+    if args[0] == "-v":
+        args = args[1:]
+    elif args[0] == "-o" and len(args) >= 2:
+        out, args = args[1], args[2:]
+    elif args[0] == "-f" and len(args) >= 2:
+        fmt, args = args[1], args[2:]
+    else:
+        break
 rc = subprocess.call(args)
 r = resource.getrusage(resource.RUSAGE_CHILDREN)
-text = (f"User time (seconds): {r.ru_utime:.2f}\nSystem time (seconds): {r.ru_stime:.2f}\n"
-        f"Maximum resident set size (kbytes): {r.ru_maxrss}\n")
+if fmt is not None:  # GNU time's -f: %U user s, %S system s, %M peak RSS KB
+    text = (fmt.replace("%U", f"{r.ru_utime:.2f}").replace("%S", f"{r.ru_stime:.2f}")
+            .replace("%M", str(r.ru_maxrss))) + "\n"
+else:
+    text = (f"User time (seconds): {r.ru_utime:.2f}\nSystem time (seconds): {r.ru_stime:.2f}\n"
+            f"Maximum resident set size (kbytes): {r.ru_maxrss}\n")
 if out:
     with open(out, "w") as f:
         f.write(text)

@@ -23,7 +23,7 @@ FILE="$DIR/dp0_pp0_tp0_dcp0_ep0_rank0.1.pt.trace.json.gz"
 mkdir -p "$DIR"
 if [ ! -e "$FILE" ]; then
     echo "bench: building $FILE ($COPIES copies of $SRC)..." >&2
-    python3 bench/scale_parallel.py "$SRC" "$FILE.tmp.gz" --copies "$COPIES" --jobs 2
+    python3 bench/scale_parallel.py "$SRC" "$FILE.tmp.gz" --copies "$COPIES" --jobs "${JOBS:-2}"
     mv "$FILE.tmp.gz" "$FILE"
 fi
 TIME=/usr/bin/time
@@ -33,7 +33,7 @@ one() { # NAME CMD… → appends "NAME cpu rss" to $DATA/runs
     local name=$1; shift
     $TIME -f "%U %S %M" -o "$DATA/t" "$@" >/dev/null 2>"$DATA/err" || true
     read -r u s m < <(tail -n 1 "$DATA/t")
-    echo "$name $(echo "$u + $s" | bc) $m" >>"$DATA/runs"
+    echo "$name $u $s $m" >>"$DATA/runs"
 }
 
 : >"$DATA/runs"
@@ -52,8 +52,8 @@ python3 - "$DATA/runs" <<'EOF'
 import statistics, sys
 runs = {}
 for line in open(sys.argv[1]):
-    name, cpu, rss = line.split()
-    runs.setdefault(name, []).append((float(cpu), int(rss)))
+    name, user, system, rss = line.split()
+    runs.setdefault(name, []).append((float(user) + float(system), int(rss)))
 med = {k: (statistics.median(c for c, _ in v), statistics.median(r for _, r in v)) for k, v in runs.items()}
 singles = ["kernels", "iterations", "ops", "idle", "roofline"]
 cpu_max = max(med[a][0] for a in singles)

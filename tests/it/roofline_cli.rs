@@ -231,3 +231,31 @@ fn batch_section_and_records_round_trip() {
         rows
     );
 }
+
+/// A peak outside any physical range (a typo, a unit mistake: 1e-320
+/// TB/s made every rate `inf`) is refused, exit 2, with the range.
+#[test]
+fn a_peak_outside_its_physical_range_is_refused_with_the_range() {
+    for (flag, v, range) in [
+        ("--peak-tbps", "1e-320", "between 0.001 and 10000 TB/s"),
+        ("--peak-tbps", "0", "between 0.001 and 10000 TB/s"),
+        ("--peak-tbps", "NaN", "between 0.001 and 10000 TB/s"),
+        ("--peak-tflops", "1e9", "between 0.001 and 1000000 TFLOP/s"),
+    ] {
+        let o = Command::cargo_bin("torchtrace")
+            .unwrap()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(["roofline", BERT, flag, v])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{flag} {v}: {err}");
+        assert!(
+            err.contains(&format!("{flag} must be {range}, not")),
+            "{err}"
+        );
+    }
+    // The edges of the ranges are accepted.
+    let edges = ["-q", "roofline", "-f", "json", BERT, "--peak-tbps", "0.001"];
+    json(&[&edges[..], &["--peak-tflops", "1000000"]].concat(), 0);
+}

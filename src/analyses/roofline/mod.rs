@@ -59,10 +59,12 @@ pub struct RooflineSpec {
     /// Rows shown in the tables, by GPU time (JSON has every row).
     #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = 20))]
     pub top: usize,
-    /// Peak TFLOP/s for every precision, replacing the device table's.
+    /// Peak TFLOP/s for every precision, replacing the device table's
+    /// (0.001 to 1000000).
     #[cfg_attr(feature = "cli", arg(long, value_name = "TFLOPS"))]
     pub peak_tflops: Option<f64>,
-    /// Peak memory bandwidth in TB/s (10¹² B/s), replacing the table's.
+    /// Peak memory bandwidth in TB/s (10¹² B/s), replacing the table's
+    /// (0.001 to 10000).
     #[cfg_attr(feature = "cli", arg(long, value_name = "TBPS"))]
     pub peak_tbps: Option<f64>,
     /// `--capture` (issue 57): a graph replay's kernels go to the ops that

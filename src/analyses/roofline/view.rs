@@ -9,6 +9,11 @@ use crate::report::{self, Cell, Format, Table};
 use serde::Serialize;
 use std::io::{self, Write};
 
+/// `--peak-tflops`' accepted range: 1 GFLOP/s to 1 EFLOP/s.
+pub const PEAK_TFLOPS: (f64, f64) = (0.001, 1e6);
+/// `--peak-tbps`' accepted range: 1 GB/s to 10 PB/s.
+pub const PEAK_TBPS: (f64, f64) = (0.001, 1e4);
+
 /// The document `roofline` prints (`-f json`: every row).
 #[derive(Debug, Serialize)]
 pub struct RooflineReport {
@@ -98,14 +103,16 @@ impl Command for Roofline {
                 "roofline: --top must be at least 1".into(),
             ));
         }
-        for (flag, v) in [
-            ("--peak-tflops", options.peak_tflops),
-            ("--peak-tbps", options.peak_tbps),
+        // Physical ranges: a peak outside them is a typo or a unit
+        // mistake (1e-320 TB/s made every rate `inf`).
+        for (flag, v, (lo, hi), unit) in [
+            ("--peak-tflops", options.peak_tflops, PEAK_TFLOPS, "TFLOP/s"),
+            ("--peak-tbps", options.peak_tbps, PEAK_TBPS, "TB/s"),
         ] {
             if let Some(v) = v {
-                if !(v.is_finite() && v > 0.0) {
+                if !(v.is_finite() && (lo..=hi).contains(&v)) {
                     return Err(ApiError::Arguments(format!(
-                        "roofline: {flag} must be a positive number, not {v}"
+                        "roofline: {flag} must be between {lo} and {hi} {unit}, not {v}"
                     )));
                 }
             }

@@ -381,6 +381,19 @@ fn lead(m: &Match, c: &GraphsComparison) -> String {
     )
 }
 
+/// MTP − AR per token of one module or op: a side without it counts 0
+/// only where that side's per-token figures are known (its tokens, its
+/// replays attributed); a side unknown (refused, unmatched, no tokens)
+/// leaves the difference unknown, never −AR.
+fn difference(p: &NamePair, c: &GraphsComparison) -> Option<f64> {
+    let known = |v: Option<f64>, side: &GraphSide| {
+        v.or_else(|| side.completion_tokens.filter(|&t| t > 0).map(|_| 0.0))
+    };
+    let ar = known(p.baseline_per_token_ns, &c.baseline)?;
+    let mtp = known(p.candidate_per_token_ns, &c.candidate)?;
+    Some(mtp - ar)
+}
+
 /// The top modules (or launcher ops) inside the graphs per token.
 fn names_table(rows: &[&Row<'_>], modules: bool) -> Table {
     let what = if modules { "modules" } else { "launcher ops" };
@@ -398,10 +411,7 @@ fn names_table(rows: &[&Row<'_>], modules: bool) -> Table {
     for Row { m, c, .. } in rows.iter().copied() {
         let list = if modules { &c.modules } else { &c.ops };
         for p in list.iter().take(TOP) {
-            let diff = match (p.baseline_per_token_ns, p.candidate_per_token_ns) {
-                (None, None) => None,
-                (x, y) => Some(y.unwrap_or(0.0) - x.unwrap_or(0.0)),
-            };
+            let diff = difference(p, c);
             t.row(vec![
                 m.workload.clone().into(),
                 p.subsystem.clone().into(),
@@ -507,7 +517,57 @@ pub fn columns() -> Vec<Column<TraceOps>> {
 
 #[cfg(test)]
 mod tests {
-    use super::module_class;
+    use super::{difference, module_class, GraphSide, GraphsComparison, NamePair};
+
+    fn side(tokens: Option<u64>) -> GraphSide {
+        GraphSide {
+            path: String::new(),
+            completion_tokens: tokens,
+            captures: 0,
+            regions: 0,
+            replays: 0,
+            replays_matched: 0,
+            replays_ambiguous: 0,
+            replays_unmatched: 0,
+            first_unmatched: None,
+            gpu_graph_ns: 0,
+            gpu_graph_per_token_ns: None,
+            decoder_ns: 0,
+            decoder_per_token_ns: None,
+            speculator_ns: 0,
+            speculator_per_token_ns: None,
+            speculator_share: None,
+        }
+    }
+
+    /// Unknown stays unknown: a module AR has (2 µs a token) and MTP
+    /// lacks is −2 µs only where MTP's figures are known; where MTP was
+    /// refused or matched nothing (no tokens) the difference is unknown,
+    /// not a fake saving of −2 µs.
+    #[test]
+    fn a_side_unknown_leaves_the_difference_unknown() {
+        let p = NamePair {
+            subsystem: "decoder".into(),
+            name: "Linear".into(),
+            baseline_ns: Some(136_000),
+            candidate_ns: None,
+            baseline_per_token_ns: Some(2_000.0),
+            candidate_per_token_ns: None,
+        };
+        let pair = |mtp: Option<u64>| GraphsComparison {
+            baseline: side(Some(68)),
+            candidate: side(mtp),
+            modules: Vec::new(),
+            ops: Vec::new(),
+        };
+        assert_eq!(difference(&p, &pair(Some(68))), Some(-2_000.0));
+        assert_eq!(difference(&p, &pair(None)), None);
+        let both = NamePair {
+            candidate_per_token_ns: Some(2_500.0),
+            ..p.clone()
+        };
+        assert_eq!(difference(&both, &pair(Some(68))), Some(500.0));
+    }
 
     /// Real module paths of `sample_traces/text_graphs_mtp/`'s captures
     /// (torch's `nn.Module: <class>_<n>` frames), and names that keep

@@ -144,6 +144,19 @@ fn has_uncontained(v: &Value) -> bool {
         .any(|l| l["uncontained"].as_u64().unwrap() > 0)
 }
 
+/// A chain none of whose functions occurs in a trace checked nothing:
+/// exit 1, never a vacuous "holds" (the default vLLM chain on another
+/// engine's trace).
+fn checked_nothing(v: &Value) -> bool {
+    v["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|t| t["chains"].as_array().unwrap())
+        .map(|c| c["functions"].as_array().unwrap())
+        .any(|f| !f.is_empty() && f.iter().all(|f| f["calls"].as_u64() == Some(0)))
+}
+
 #[test]
 fn commands_md_lists_the_hierarchy_expectations() {
     let cs = cases();
@@ -183,7 +196,8 @@ fn figures_equal_the_reference() {
                 let got: Value = serde_json::from_str(&out)
                     .unwrap_or_else(|e| panic!("{}: {e}\n{out}\n{err}", case.expected));
                 compare(&got, &want, &case.expected);
-                let expect_code = if has_uncontained(&want) { 1 } else { 0 };
+                let problem = has_uncontained(&want) || checked_nothing(&want);
+                let expect_code = if problem { 1 } else { 0 };
                 assert_eq!(code, expect_code, "{}: exit status; {err}", case.expected);
             })
         })
@@ -352,4 +366,24 @@ fn golden_tables() {
         assert!(out.status.success());
         common::golden(name, &String::from_utf8(out.stdout).unwrap());
     }
+}
+
+/// `--chain` with names that occur nowhere: a problem (exit 1) that says
+/// the chain checked nothing, not zeros and "holds: yes".
+#[test]
+fn a_chain_that_occurs_nowhere_is_exit_1() {
+    let (code, _, err) = torchtrace(
+        &[
+            "--chain".into(),
+            "foo>bar".into(),
+            "sample_traces/text_ar/dp0_pp0_tp0_dcp0_ep0_rank0.1795968150792732928.pt.trace.json.gz"
+                .into(),
+        ],
+        "1",
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("none of foo > bar occurs in the trace: the chain checked nothing"),
+        "{err}"
+    );
 }

@@ -170,6 +170,20 @@ impl Command for Hierarchy {
             );
             said.notes.push(text);
         }
+        // A chain none of whose functions occurs checked nothing: its
+        // zeros and "holds" would read as a success (a chain of another
+        // engine's names, a typo).
+        for c in t
+            .chains
+            .iter()
+            .filter(|c| !c.functions.is_empty() && c.functions.iter().all(|f| f.calls == 0))
+        {
+            said.problems.push(format!(
+                "{}: none of {} occurs in the trace: the chain checked nothing (give --chain with names the trace has)",
+                t.path,
+                c.chain.join(" > ")
+            ));
+        }
         for l in t.chains.iter().flat_map(|c| &c.links).filter(|l| !l.holds) {
             said.problems.push(format!(
                 "{}: {} of {} {} not inside {}",

@@ -316,3 +316,15 @@ def test_idle_matches_cli_and_gives_tables():
     assert list(frames) == ["devices", "streams", "steps"]
     assert len(frames["steps"]) == len(rows["steps"])
     assert frames["devices"]["busy_ns"].iloc[0] == ar["devices"][0]["busy_ns"]
+
+
+def test_every_analysis_of_the_registry_has_a_wrapper():
+    """A new registry entry without a typed wrapper fails here; the
+    wrappers of the analyses that attribute graph replays take
+    ``capture=``."""
+    for name in torchtrace.analyses():
+        fn = getattr(torchtrace, name, None)
+        assert callable(fn), f"torchtrace.{name} is missing"
+        assert name in torchtrace.__all__, name
+    for name in ["kernels", "iterations", "diff", "ops", "roofline", "export"]:
+        assert "capture" in inspect.signature(getattr(torchtrace, name)).parameters, name

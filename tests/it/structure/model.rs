@@ -10,8 +10,10 @@
 //!        └──────────────── edge ────────────►┘  (analyses/ops → command)
 //! ```
 //!
-//! Test code is not an import: a `tests.rs` file, and everything from the
-//! `#[cfg(test)] mod tests` line on, is left out.
+//! Test code is not an import: a `tests.rs` file, and each item a
+//! `#[cfg(test)]` attribute gates (a `mod tests { … }`, a `mod tests;`
+//! line, a test helper), wherever it stands, are left out; every other
+//! line is read, also the lines after an early `#[cfg(test)] mod tests;`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -23,10 +25,10 @@ pub struct File {
     pub rel: String,
     /// Its module path (`["analyses", "ops", "view"]`).
     pub module: Vec<String>,
-    /// Its code before its tests, comments and strings removed.
+    /// Its code outside test items, comments and strings removed.
     pub code: String,
-    /// Its lines before the `#[cfg(test)] mod tests` item (all if none).
-    pub lines_before_tests: usize,
+    /// Its lines outside the items `#[cfg(test)]` gates.
+    pub code_lines: usize,
     /// The module paths its code refers to (resolved to `crate`).
     pub refs: Vec<Vec<String>>,
 }
@@ -101,13 +103,7 @@ pub fn root_exports(files: &[File]) -> BTreeMap<String, String> {
 
 fn read(path: &Path, rel: String) -> File {
     let text = fs::read_to_string(path).expect("read a source file");
-    let lines_before_tests = lines_before_tests(&text);
-    let before: String = text
-        .lines()
-        .take(lines_before_tests)
-        .collect::<Vec<_>>()
-        .join("\n");
-    let code = strip(&before);
+    let (code, code_lines) = outside_tests(&text);
     let module = module_of(&rel);
     let mut refs = use_paths(&code, &module);
     refs.extend(inline_paths(&code, &module));
@@ -118,30 +114,85 @@ fn read(path: &Path, rel: String) -> File {
         rel,
         module,
         code,
-        lines_before_tests,
+        code_lines,
         refs,
     }
 }
 
-/// The number of lines before the `#[cfg(test)]` attribute of the
-/// `mod tests` item (inline or in its own file); a `#[cfg(test)]` helper
-/// before it counts as code.
-pub fn lines_before_tests(text: &str) -> usize {
-    let lines: Vec<&str> = text.lines().collect();
-    for (i, l) in lines.iter().enumerate() {
-        if l.trim() != "#[cfg(test)]" {
+/// `text` with comments and strings removed ([`strip`]) and every item a
+/// `#[cfg(test)]` attribute gates left out — the attribute, the item's
+/// other attributes, and the item to its `;` or its closing brace — and
+/// the number of the file's lines outside those items.
+///
+/// ```text
+///  fn a() {}              kept
+///  #[cfg(test)]           ┐
+///  mod tests;             ┘ left out (one line item)
+///  use crate::api::x;     kept: read, though after `mod tests;`
+///  #[cfg(test)]           ┐
+///  mod more {             │ left out to its closing brace
+///  }                      ┘
+/// ```
+pub fn outside_tests(text: &str) -> (String, usize) {
+    let stripped = strip(text);
+    let lines: Vec<&str> = stripped.split('\n').collect();
+    let mut keep = vec![true; lines.len()];
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i].trim();
+        let Some(rest) = l.strip_prefix("#[cfg(test)]") else {
+            i += 1;
             continue;
+        };
+        // The item: from the rest of this line, else the next line that
+        // is neither empty nor another attribute.
+        let mut j = i;
+        let mut item = rest.trim().to_string();
+        while item.is_empty() || item.starts_with("#[") {
+            j += 1;
+            match lines.get(j) {
+                Some(next) => item = next.trim().to_string(),
+                None => break,
+            }
         }
-        let next = lines[i + 1..]
-            .iter()
-            .map(|l| l.trim())
-            .find(|l| !l.is_empty() && !l.starts_with("#[") && !l.starts_with("//"));
-        let item = next.unwrap_or_default();
-        if item.starts_with("mod tests") || item.starts_with("pub(crate) mod tests") {
-            return i;
+        let end = item_end(&lines, j);
+        for k in keep.iter_mut().take(end + 1).skip(i) {
+            *k = false;
+        }
+        i = end + 1;
+    }
+    let code: Vec<&str> = lines
+        .iter()
+        .zip(&keep)
+        .map(|(l, &k)| if k { *l } else { "" })
+        .collect();
+    let total = text.lines().count();
+    let outside = keep.iter().take(total).filter(|k| **k).count();
+    (code.join("\n"), outside)
+}
+
+/// The last line of the item starting at line `j`: the line of its `;`
+/// when it ends before any brace, else the line where its braces close.
+fn item_end(lines: &[&str], j: usize) -> usize {
+    let mut depth = 0i64;
+    let mut opened = false;
+    for (k, l) in lines.iter().enumerate().skip(j) {
+        for c in l.chars() {
+            match c {
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' => depth -= 1,
+                ';' if !opened && depth == 0 => return k,
+                _ => {}
+            }
+            if opened && depth == 0 {
+                return k;
+            }
         }
     }
-    lines.len()
+    lines.len().saturating_sub(1)
 }
 
 /// The module path of a file (`analyses/ops/mod.rs` → `analyses::ops`).
@@ -187,13 +238,18 @@ pub fn strip(text: &str) -> String {
                 i += 1;
             }
         } else if rest.starts_with(b"/*") {
-            i = skip_block_comment(b, i);
+            let end = skip_block_comment(b, i);
+            newlines(&b[i..end.min(b.len())], &mut out);
+            i = end;
         } else if let Some(end) = raw_string_end(b, i) {
             out.extend_from_slice(b"\"\"");
+            newlines(&b[i..end.min(b.len())], &mut out);
             i = end;
         } else if b[i] == b'"' {
-            i = skip_string(b, i + 1);
+            let end = skip_string(b, i + 1);
             out.extend_from_slice(b"\"\"");
+            newlines(&b[i..end.min(b.len())], &mut out);
+            i = end;
         } else if let Some(end) = char_literal_end(b, i) {
             out.extend_from_slice(b"' '");
             i = end;
@@ -203,6 +259,12 @@ pub fn strip(text: &str) -> String {
         }
     }
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The newlines of a removed comment or string, kept so that the stripped
+/// text's lines are the file's.
+fn newlines(removed: &[u8], out: &mut Vec<u8>) {
+    out.extend(removed.iter().filter(|&&c| c == b'\n'));
 }
 
 fn skip_block_comment(b: &[u8], mut i: usize) -> usize {

@@ -483,7 +483,7 @@ fn under_an_address_space_limit_every_output_is_written() {
             }
         }
     }
-    for mib in [150u64, 200, 400] {
+    for mib in [200u64, 300, 500] {
         let out = tmp.path().join(format!("out{mib}"));
         let run = batch_run(&["-j", "4"], &out, &dir, Some(mib << 20));
         let stderr = String::from_utf8_lossy(&run.stderr);

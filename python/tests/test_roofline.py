@@ -28,12 +28,13 @@ def test_run_roofline_and_its_frame():
 
 
 def test_capture_given_to_every_wrapper(tmp_path):
-    """``capture=``: the trace alone in a folder, its capture traces named
+    """``capture=``: the trace (and its summary) in a folder of its own, its capture traces named
     explicitly, gives what the trace gets from ``capture_traces/`` beside
     it (30 of 30 replays matched, 4 766 446 ns of graph GPU time); without
     them, none is matched."""
+    for f in AR.parent.glob("dp0_*"):  # the trace and its run summary
+        (tmp_path / f.name).write_bytes(f.read_bytes())
     alone = tmp_path / AR.name
-    alone.write_bytes(AR.read_bytes())
     caps = AR.parent / "capture_traces"
     beside = torchtrace.ops(AR)["traces"][0]["graphs"]
     given = torchtrace.ops(alone, capture=caps)["traces"][0]["graphs"]

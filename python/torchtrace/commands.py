@@ -29,11 +29,15 @@ __all__ = [
 ]
 
 
-def _captures(capture: Strings) -> Optional[list]:
+def _captures(capture: Optional[Paths]) -> Optional[list]:
     """``capture=`` as the native options take it: a list of paths (a file
-    or a folder each), or ``None`` for ``capture_traces/`` beside each
-    trace."""
-    return None if capture is None else _strings(capture)
+    or a folder each; one path or several), or ``None`` for
+    ``capture_traces/`` beside each trace."""
+    if capture is None:
+        return None
+    if isinstance(capture, (str, os.PathLike)):
+        return [os.fspath(capture)]
+    return [os.fspath(p) for p in capture]
 
 
 def pair(
@@ -74,7 +78,7 @@ def kernels(
     per_context: bool = False,
     progress: bool = False,
     *,
-    capture: Strings = None,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """Follow each step context's launch calls to the GPU work they caused
     (by correlation, CUDA graphs included), as ``torchtrace kernels -f json``
@@ -113,7 +117,7 @@ def iterations(
     sample_names: Optional[Sequence[str]] = None,
     draft_names: Optional[Sequence[str]] = None,
     graph: Optional[int] = None,
-    capture: Strings = None,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """Where each generated token's time goes over the whole decode loop, by
     phase (forward, sample, draft, other), with CUDA-graph facts, as
@@ -150,7 +154,7 @@ def ops(
     sort: Optional[str] = None,
     progress: bool = False,
     *,
-    capture: Strings = None,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """Which CPU operator launched which GPU work, and whether the run is
     launch-bound (docs/VIEWS.md O1-O10), as ``torchtrace ops -f json``
@@ -214,7 +218,7 @@ def export(
     compression: str = "zstd",
     progress: bool = False,
     *,
-    capture: Strings = None,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """Every linked event as Apache Arrow tables, as ``torchtrace export``
     writes them (int64 ns, exact; README.md defines every column).
@@ -312,7 +316,7 @@ def diff(
     top: Optional[int] = None,
     families: Strings = None,
     launch_scope: Optional[str] = None,
-    capture: Strings = None,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """What changed between two runs, kernel by kernel and per generated
     token, as ``torchtrace diff BASELINE CANDIDATE -f json`` prints it:
@@ -397,7 +401,7 @@ def roofline(
     top: Optional[int] = None,
     peak_tflops: Optional[float] = None,
     peak_tbps: Optional[float] = None,
-    capture: Strings = None,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """How close each op with recorded shapes came to the device's roof:
     FLOPs and bytes by its model, the GPU time of the kernels it launched,

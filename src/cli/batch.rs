@@ -342,6 +342,7 @@ pub fn write_outputs(
     let mut stdout = super::stdout();
     batch::output::write_stdout(&mut stdout, res, context, output.format.into())?;
     stdout.flush()?;
+    note(global, &where_it_went(out, &written));
     let table = out.join("traces.csv");
     let analysed = res.records.iter().filter(|r| is_analysed(&r.file)).count();
     if analysed == 0 {
@@ -352,6 +353,26 @@ pub fn write_outputs(
         res.attempted(),
         Some(&table),
     ))
+}
+
+/// Where the outputs went, the report first: what a user opens next
+/// (stdout holds only the headline table).
+fn where_it_went(out: &std::path::Path, w: &batch::output::Written) -> String {
+    let fixed = ["report.md", "results.json", "traces.csv"];
+    let tables = w
+        .files
+        .iter()
+        .filter_map(|f| f.file_name().and_then(|n| n.to_str()))
+        .filter(|n| !fixed.contains(n))
+        .count();
+    let figures = match w.figures.len() {
+        0 => String::new(),
+        n => format!(", {n} figures in {}", out.join("figures").display()),
+    };
+    format!(
+        "outputs in {}: report.md (start here: every section, figures linked), results.json (every figure), traces.csv (one row per file), {tables} tables{figures}",
+        out.display()
+    )
 }
 
 /// A worker trace that was read (to its end or not): what a batch is for.

@@ -140,3 +140,25 @@ pub fn results_json<'a>(res: &'a BatchResult, context: &'a str) -> ResultsDoc<'a
         notes: &res.notes,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Sorted;
+
+    /// The text written through `Sorted` is the bytes of the JSON value
+    /// it parses to, less the top-level keys left out: nested objects in
+    /// arrays, a repeated key (the last kept), escapes, floats, big
+    /// integers and empty containers.
+    #[test]
+    fn sorted_text_writes_what_the_json_value_writes() {
+        let text = r#"{"z":1,"path":"p","a":{"y":[{"b":2.5,"a":-0.0}],"x":"é\"\n"},"m":{"10":1,"9":2,"10":3},"e":[],"o":{},"u":18446744073709551615,"f":1e-7,"error":null}"#;
+        let mut want: serde_json::Value = serde_json::from_str(text).unwrap();
+        want.as_object_mut().unwrap().remove("path");
+        want.as_object_mut().unwrap().remove("error");
+        let want = serde_json::to_string_pretty(&want).unwrap();
+        let got = serde_json::to_string_pretty(&Sorted::top(text, &["path", "error"])).unwrap();
+        assert_eq!(got, want);
+        let scalar = serde_json::to_string_pretty(&Sorted::top("  42", &[])).unwrap();
+        assert_eq!(scalar, "42");
+    }
+}

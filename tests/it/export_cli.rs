@@ -289,7 +289,7 @@ fn every_trace_agrees_with_ops() {
         let t = &e.report.traces[0];
         let what = p.display().to_string();
         assert_eq!(t.activities, s.activities, "{what}");
-        assert_eq!(t.activities_dur_ns, s.gpu_ns, "{what}");
+        assert_eq!(i128::from(t.activities_dur_ns), s.gpu_ns, "{what}");
         assert_eq!(t.launches_with_activities, s.launches, "{what}");
         assert_eq!(t.graph_launches, s.graph_launches, "{what}");
         assert_eq!(t.host_ops, s.host_ops, "{what}");
@@ -303,7 +303,7 @@ fn every_trace_agrees_with_ops() {
             .filter(|(_, o)| o.is_some())
             .map(|(d, _)| d.unwrap())
             .sum();
-        assert_eq!(linked, s.gpu_linked_ns, "{what}");
+        assert_eq!(i128::from(linked), s.gpu_linked_ns, "{what}");
         let launches = read(&dir.path().join("launches.parquet"));
         assert_eq!(rows(&launches) as u64, s.runtime_calls, "{what}");
         let n = ints(&launches, "activities")

@@ -104,8 +104,12 @@ fn o4_invariants_hold_on_every_trace() {
         let self_sum: i64 = t.ops.iter().map(|r| r.gpu_self_ns).sum();
         let top_sum: i64 = t.ops.iter().map(|r| r.gpu_top_ns).sum();
         let at = p.display();
-        assert_eq!(self_sum, s.gpu_linked_ns, "{at}: Σ gpu_self (O4)");
-        assert_eq!(top_sum, s.gpu_linked_ns, "{at}: Σ gpu_top (O4)");
+        assert_eq!(
+            i128::from(self_sum),
+            s.gpu_linked_ns,
+            "{at}: Σ gpu_self (O4)"
+        );
+        assert_eq!(i128::from(top_sum), s.gpu_linked_ns, "{at}: Σ gpu_top (O4)");
         assert_eq!(s.gpu_linked_ns + s.gpu_unlinked_ns, s.gpu_ns, "{at}");
         assert_eq!(
             t.ops.iter().map(|r| r.launches_self).sum::<u64>(),

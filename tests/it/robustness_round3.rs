@@ -344,3 +344,64 @@ fn staggered_overlapping_calls_each_keep_their_kernels_in_hierarchy() {
     );
     assert_eq!(gpu.partially_overlapping_calls, N - 1);
 }
+
+/// `ops`' summary sums are exact past i64 (they saturated at
+/// 9 223 372 036 854 775 807 without a word): two steps of 5·10¹⁸ ns on
+/// one launching thread, from −5·10¹⁸ to 5·10¹⁸ ns, make a host window of
+/// 10¹⁹ ns; a stream whose two kernels stand as far apart makes a GPU idle
+/// and host wait of 10¹⁹ − 200 ns.
+#[test]
+fn ops_summary_sums_are_exact_past_i64() {
+    let e18 = "5000000000000000.000";
+    let mut ev = String::new();
+    for (k, ts) in [(1, format!("-{e18}")), (2, "0.000".to_string())] {
+        let _ = write!(
+            ev,
+            r#"{{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":{ts},"dur":{e18},"args":{{"External id":{k}}}}},"#
+        );
+    }
+    for (k, at, gpu) in [
+        (1, format!("-{e18}"), format!("-{e18}")),
+        (
+            2,
+            "4999999999999999.000".to_string(),
+            "4999999999999999.800".to_string(),
+        ),
+    ] {
+        let a = format!("\"correlation\":{k},\"External id\":{k}");
+        let _ = write!(
+            ev,
+            r#"{{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":{at},"dur":0.010,"args":{{{a}}}}},"#
+        );
+        let _ = write!(
+            ev,
+            r#"{{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":{gpu},"dur":0.100,"args":{{{a}}}}},"#
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let p = tmp.path().join("wide.json");
+    std::fs::write(&p, doc(&ev)).unwrap();
+    let o = bin()
+        .args(["-q", "ops", "-f", "json"])
+        .arg(&p)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{e}: {text} {}", String::from_utf8_lossy(&o.stderr)));
+    let s = &v["traces"][0]["summary"];
+    assert_eq!(
+        s["host_window_ns"].to_string(),
+        "10000000000000000000",
+        "{s}"
+    );
+    assert_eq!(s["host_busy_ns"].to_string(), "10000000000000000000", "{s}");
+    // The second kernel starts at 5·10¹⁸ − 200 ns, 10¹⁹ − 300 ns after the
+    // first one's end (−5·10¹⁸ + 100).
+    assert_eq!(s["gpu_idle_ns"].to_string(), "9999999999999999700", "{s}");
+    assert_eq!(
+        s["gpu_host_wait_ns"].to_string(),
+        "9999999999999999700",
+        "{s}"
+    );
+}

@@ -32,8 +32,9 @@ pub struct StreamAct {
 /// Σ over every stream of the gaps (I2) and of the host-wait gaps (I3).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Idle {
-    pub idle_ns: i64,
-    pub host_wait_ns: i64,
+    /// Exact in i128: the sum of a trace's gaps can pass i64.
+    pub idle_ns: i128,
+    pub host_wait_ns: i128,
     /// Gaps > 0.
     pub gaps: u64,
     pub host_wait_gaps: u64,
@@ -61,12 +62,12 @@ pub fn idle_grouped(acts: &mut [Timed], seg: &[usize]) -> Idle {
         let Some(first) = it.next() else { continue };
         let mut prev_end = first.end;
         for a in it {
-            let gap = a.start.saturating_sub(prev_end).max(0);
+            let gap = (i128::from(a.start) - i128::from(prev_end)).max(0);
             if gap > 0 {
-                out.idle_ns = out.idle_ns.saturating_add(gap);
+                out.idle_ns += gap;
                 out.gaps += 1;
                 if a.call_ts > prev_end {
-                    out.host_wait_ns = out.host_wait_ns.saturating_add(gap);
+                    out.host_wait_ns += gap;
                     out.host_wait_gaps += 1;
                 }
             }
@@ -85,9 +86,8 @@ pub fn idle_grouped(acts: &mut [Timed], seg: &[usize]) -> Idle {
 /// writes each stream's activities in order (the vLLM samples: every
 /// stream), so the finish needs no 24 B per activity for them.
 ///
-/// The sums are of gaps ≥ 0, so summing per stream and adding the streams
-/// up, clamped at the end, is what [`idle_grouped`]'s saturating running
-/// sum gives.
+/// The sums are of gaps ≥ 0 in i128, so summing per stream and adding the
+/// streams up is what [`idle_grouped`]'s running sum gives, exactly.
 #[derive(Debug, Default)]
 pub struct InOrder {
     streams: Vec<Running>,
@@ -121,12 +121,13 @@ impl InOrder {
         if key < last {
             r.out_of_order = true;
         }
-        let gap = a.start.saturating_sub(prev_end).max(0);
+        // One gap alone can pass i64 (−5·10¹⁸ to 5·10¹⁸ ns).
+        let gap = (i128::from(a.start) - i128::from(prev_end)).max(0);
         if gap > 0 {
-            r.idle += i128::from(gap);
+            r.idle += gap;
             r.gaps += 1;
             if a.call_ts > prev_end {
-                r.wait += i128::from(gap);
+                r.wait += gap;
                 r.waits += 1;
             }
         }
@@ -152,7 +153,7 @@ impl InOrder {
     }
 }
 
-/// [`Idle`]'s sums before they are clamped to i64.
+/// [`Idle`]'s sums as they are kept while streams come in order.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Sums {
     idle: i128,
@@ -162,12 +163,11 @@ pub struct Sums {
 }
 
 impl Sums {
-    /// These and `other` (from [`idle_grouped`]), clamped as it clamps.
+    /// These and `other` (from [`idle_grouped`]), exact.
     pub fn with(self, other: Idle) -> Idle {
-        let clamp = |v: i128| v.min(i128::from(i64::MAX)) as i64;
         Idle {
-            idle_ns: clamp(self.idle + i128::from(other.idle_ns)),
-            host_wait_ns: clamp(self.wait + i128::from(other.host_wait_ns)),
+            idle_ns: self.idle + other.idle_ns,
+            host_wait_ns: self.wait + other.host_wait_ns,
             gaps: self.gaps + other.gaps,
             host_wait_gaps: self.waits + other.host_wait_gaps,
         }
@@ -229,7 +229,7 @@ mod tests {
     }
 
     /// [`InOrder`] equals [`idle_grouped`] on streams in order, hands back
-    /// those out of order, and clamps as the saturating sum does.
+    /// those out of order, and both stay exact past i64.
     #[test]
     fn in_order_equals_grouped() {
         let t = |start: i64, end: i64, call_ts: i64| Timed {
@@ -269,7 +269,10 @@ mod tests {
         let (_, sums) = o.finish();
         let got = sums.with(Idle::default());
         assert_eq!(got, idle_grouped(&mut far.to_vec(), &[0, 3]));
-        assert_eq!((got.idle_ns, got.gaps), (i64::MAX, 2));
+        // Exact past i64 (it was clamped to i64::MAX without a word): the
+        // gaps (MAX − 10) − (MIN + 2) and (MAX − 5) − (MAX − 9) = 4.
+        let want = (i128::from(i64::MAX) - 10) - (i128::from(i64::MIN) + 2) + 4;
+        assert_eq!((got.idle_ns, got.gaps), (want, 2));
     }
 
     /// Streams are apart; unlinked activities are never host waits;

@@ -319,19 +319,21 @@ pub struct OpsSummary {
     pub memsets: u64,
     pub graph_kernels: u64,
     pub launches_without_op: u64,
-    pub gpu_ns: i64,
-    pub gpu_linked_ns: i64,
-    pub gpu_unlinked_ns: i64,
+    /// Exact in i128, as the host and idle sums below.
+    pub gpu_ns: i128,
+    pub gpu_linked_ns: i128,
+    pub gpu_unlinked_ns: i128,
     pub launch_stats: LaunchStats,
     pub launch_stats_by_kind: ByKind,
     pub launch_bound_gpu_share: Option<f64>,
     pub launch_bound_top_ops: Vec<String>,
-    pub host_window_ns: i64,
-    pub host_blocked_ns: i64,
-    pub host_busy_ns: i64,
+    /// Exact in i128 (sums over threads and streams can pass i64).
+    pub host_window_ns: i128,
+    pub host_blocked_ns: i128,
+    pub host_busy_ns: i128,
     pub host_busy_per_gpu: Option<f64>,
-    pub gpu_idle_ns: i64,
-    pub gpu_host_wait_ns: i64,
+    pub gpu_idle_ns: i128,
+    pub gpu_host_wait_ns: i128,
     pub host_wait_share_of_idle: Option<f64>,
     /// `"launch-bound"`, `"not launch-bound"`, or null without GPU work.
     pub verdict: Option<String>,
@@ -392,9 +394,9 @@ impl TraceOps {
     }
 }
 
-/// Issue 59: `ops` adds its sums of ns (rows' CPU, GPU, runtime and
-/// launch-delay sums; the summary's GPU, host-window, idle and launch
-/// statistics) in i64 with saturation. A figure at i64's limit is a sum
+/// `ops` adds some sums of ns (rows' CPU, GPU, runtime and launch-delay
+/// sums; the summary's launch statistics) in i64 with saturation (the
+/// summary's GPU, host-window and idle sums are exact i128). A figure at i64's limit is a sum
 /// that passed it (or landed exactly on it): one note names each (its
 /// path in the JSON, a row by its name), never a silent clamp.
 fn at_the_limit(t: &TraceOps) -> Option<String> {
@@ -422,10 +424,16 @@ fn at_the_limit(t: &TraceOps) -> Option<String> {
             _ => {}
         }
     }
-    let v = serde_json::to_value((&t.summary, &t.ops)).ok()?;
+    // The summary's GPU, host and idle sums are exact in i128; its launch
+    // statistics and the rows still saturate. Each part on its own, so a
+    // summary past u64 (no JSON value holds it) keeps the rows' note.
     let mut hits = Vec::new();
-    walk(&v[0], "summary", &mut hits);
-    walk(&v[1], "ops", &mut hits);
+    if let Ok(v) = serde_json::to_value(&t.summary) {
+        walk(&v, "summary", &mut hits);
+    }
+    if let Ok(v) = serde_json::to_value(&t.ops) {
+        walk(&v, "ops", &mut hits);
+    }
     let first = hits.first()?;
     let more = match hits.len() {
         1 => String::new(),

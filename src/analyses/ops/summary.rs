@@ -3,7 +3,7 @@
 //! (window, blocked, busy), GPU idle and host wait, and the verdict.
 
 use super::acts::ActFacts;
-use super::exact::{ratio6, sat};
+use super::exact::ratio6;
 use super::measure::Call;
 use super::tally::Tally;
 use super::{OpRow, OpsSummary};
@@ -42,9 +42,9 @@ pub(super) fn summarize(mut f: Facts<'_>) -> OpsSummary {
     };
     let (gpu, linked) = (f.acts.gpu, f.acts.gpu_linked);
     s.activities_unlinked = s.activities - s.activities_linked;
-    s.gpu_ns = sat(gpu);
-    s.gpu_linked_ns = sat(linked);
-    s.gpu_unlinked_ns = sat(gpu - linked);
+    s.gpu_ns = gpu;
+    s.gpu_linked_ns = linked;
+    s.gpu_unlinked_ns = gpu - linked;
     let mut all = Tally::default();
     for t in &f.by_kind {
         all.absorb(t);
@@ -72,10 +72,10 @@ pub(super) fn summarize(mut f: Facts<'_>) -> OpsSummary {
     let idle = f.acts.idle;
     s.gpu_idle_ns = idle.idle_ns;
     s.gpu_host_wait_ns = idle.host_wait_ns;
-    s.host_wait_share_of_idle = ratio6(i128::from(idle.host_wait_ns), i128::from(idle.idle_ns));
+    s.host_wait_share_of_idle = ratio6(idle.host_wait_ns, idle.idle_ns);
     s.verdict = (s.activities > 0).then(|| {
         let busy = s.host_busy_ns > s.gpu_linked_ns;
-        let waits = 2 * i128::from(idle.host_wait_ns) > i128::from(idle.idle_ns);
+        let waits = 2 * idle.host_wait_ns > idle.idle_ns;
         if busy && waits {
             "launch-bound"
         } else {
@@ -122,8 +122,8 @@ fn host_side(f: &Facts<'_>, s: &mut OpsSummary) {
         .into_iter()
         .map(|v| crate::ledger::intervals::length(&crate::ledger::intervals::union(v)))
         .sum();
-    s.host_window_ns = sat(window);
-    s.host_blocked_ns = sat(blocked);
-    s.host_busy_ns = sat(window - blocked);
-    s.host_busy_per_gpu = ratio6(window - blocked, i128::from(s.gpu_linked_ns));
+    s.host_window_ns = window;
+    s.host_blocked_ns = blocked;
+    s.host_busy_ns = window - blocked;
+    s.host_busy_per_gpu = ratio6(window - blocked, s.gpu_linked_ns);
 }

@@ -86,7 +86,7 @@ fn the_vllm_shape_by_hand() {
     assert_eq!(row(&t, "aten::topk").gpu_total_ns, 5 * us);
     assert_eq!(row(&t, "step").gpu_top_ns, 117 * us);
     assert_eq!(row(&t, "replay").gpu_top_ns, 0);
-    assert_eq!(t.summary.gpu_linked_ns, 117 * us);
+    assert_eq!(t.summary.gpu_linked_ns, i128::from(117 * us));
     // O5: the step's children are enter, rf, exit, replay, copy_ (topk's
     // parent is rf): |∪| = 200 + 100 + 200.
     assert_eq!(row(&t, "step").cpu_self_ns, 500 * us);
@@ -116,18 +116,18 @@ fn the_vllm_shape_by_hand() {
     assert_eq!(s.launch_stats_by_kind.memcpy.launches, 1);
     assert_eq!(row(&t, "aten::sort").first_launch_delay_ns_sum, 10 * us);
     // O9: window 0..1150, blocked 180 + 50.
-    assert_eq!(s.host_window_ns, 1150 * us);
-    assert_eq!(s.host_blocked_ns, 230 * us);
-    assert_eq!(s.host_busy_ns, 920 * us);
+    assert_eq!(s.host_window_ns, i128::from(1150 * us));
+    assert_eq!(s.host_blocked_ns, i128::from(230 * us));
+    assert_eq!(s.host_busy_ns, i128::from(920 * us));
     // I2–I3 on stream 7: gaps 255 (host wait), 5 (not), 168 (host wait).
-    assert_eq!(s.gpu_idle_ns, 428 * us);
-    assert_eq!(s.gpu_host_wait_ns, 423 * us);
+    assert_eq!(s.gpu_idle_ns, i128::from(428 * us));
+    assert_eq!(s.gpu_host_wait_ns, i128::from(423 * us));
     assert_eq!(s.host_wait_share_of_idle, Some(0.988318));
     assert_eq!(s.verdict.as_deref(), Some("launch-bound"));
     assert_eq!(s.host_busy_per_gpu, Some(7.863248));
     // Σ gpu_self = Σ gpu_top = gpu_linked (O4).
     let self_sum: i64 = t.ops.iter().map(|r| r.gpu_self_ns).sum();
-    assert_eq!(self_sum, s.gpu_linked_ns);
+    assert_eq!(i128::from(self_sum), s.gpu_linked_ns);
 }
 
 /// O10: without host ops every launch is in the pseudo-row (verdict still

@@ -313,24 +313,24 @@ pub fn columns() -> Vec<Figure> {
             t.summary.graph_kernels.into()
         }),
         fig("gpu_linked_ns", "GPU linked (ns)", |t| {
-            int(t.summary.gpu_linked_ns)
+            Cell::wide(t.summary.gpu_linked_ns)
         }),
         fig("host_window_ns", "host window (ns)", |t| {
-            int(t.summary.host_window_ns)
+            Cell::wide(t.summary.host_window_ns)
         }),
         fig("host_blocked_ns", "host blocked on sync (ns)", |t| {
-            int(t.summary.host_blocked_ns)
+            Cell::wide(t.summary.host_blocked_ns)
         }),
         fig("host_busy_ns", "host busy (ns)", |t| {
-            int(t.summary.host_busy_ns)
+            Cell::wide(t.summary.host_busy_ns)
         }),
         fig("gpu_idle_ns", "GPU idle (ns)", |t| {
-            int(t.summary.gpu_idle_ns)
+            Cell::wide(t.summary.gpu_idle_ns)
         }),
         fig(
             "gpu_host_wait_ns",
             "GPU idle waiting for the host (ns)",
-            |t| int(t.summary.gpu_host_wait_ns),
+            |t| Cell::wide(t.summary.gpu_host_wait_ns),
         ),
         fig(
             "launch_bound_gpu_share",

@@ -81,13 +81,13 @@ pub struct OpsSpec {
     /// The tables' row order: gpu_self (O1's order), gpu_top, host, calls.
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::default()))]
     pub sort: SortBy,
-    /// `--capture` (issue 57: graph replays attributed to the ops that
-    /// captured them).
+    /// `--capture`: graph replays attributed to the ops that captured
+    /// them.
     #[cfg_attr(feature = "cli", command(flatten))]
     pub capture: crate::graphs::CaptureSpec,
     /// The op table's rows: `op` (one per host op), or `module`: the graph
     /// replays' GPU time by the nn.Module path that captured it (from the
-    /// capture traces' stacks, issue 57).
+    /// capture traces' stacks).
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = GroupBy::default()))]
     pub by: GroupBy,
 }

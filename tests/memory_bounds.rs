@@ -397,14 +397,9 @@ fn statuses(out: &Path) -> Vec<(String, String, Option<String>)> {
         .collect()
 }
 
-/// The memory the campaign may use is shared by the traces read at
-/// once, not divided by `-j`: at `-j 16` under 1 GiB, a member of 60 000
-/// events fed (which the worst-case rule, 4 KiB an event of 1 GiB / 16,
-/// refused past 16 384 events) is read whole with the others.
-#[test]
-fn a_trace_that_fits_is_read_at_any_j() {
-    // Its child's output buffers would count in another test's peak.
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+/// Three tiny traces and a member of 20 000 steps (60 000 events fed),
+/// in `TMP/c`.
+fn campaign_with_a_big_member() -> (tempfile::TempDir, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c");
     campaign(&dir, 3);
@@ -413,6 +408,18 @@ fn a_trace_that_fits_is_read_at_any_j() {
         "dp0_pp0_tp0_dcp0_ep0_rank9.9999.pt.trace.json",
         &steps_trace(20_000),
     );
+    (tmp, dir)
+}
+
+/// The memory the campaign may use is shared by the traces read at
+/// once, not divided by `-j`: at `-j 16` under 1 GiB, a member of 60 000
+/// events fed (which the worst-case rule, 4 KiB an event of 1 GiB / 16,
+/// refused past 16 384 events) is read whole with the others.
+#[test]
+fn a_trace_that_fits_is_read_at_any_j() {
+    // Its child's output buffers would count in another test's peak.
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, dir) = campaign_with_a_big_member();
     let out = tmp.path().join("out");
     let run = batch_run(&["-j", "16", "--memory", "1G"], &out, &dir, None);
     let stderr = String::from_utf8_lossy(&run.stderr);
@@ -431,14 +438,7 @@ fn a_trace_that_fits_is_read_at_any_j() {
 fn a_member_that_cannot_fit_alone_costs_only_its_own_row() {
     // Its child's output buffers would count in another test's peak.
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("c");
-    campaign(&dir, 3);
-    write(
-        &dir,
-        "dp0_pp0_tp0_dcp0_ep0_rank9.9999.pt.trace.json",
-        &steps_trace(20_000),
-    );
+    let (tmp, dir) = campaign_with_a_big_member();
     let out = tmp.path().join("out");
     // 4 MiB: less than the process holds before any trace is read. The
     // tiny traces (9 events) end before the first check.

@@ -25,9 +25,14 @@
 //! names no analysis and none of the layers above it: the registry, the
 //! subcommands, `batch`, the figures, the command line.
 
+mod gate;
 mod results;
+mod shared;
 
 pub use results::{AnyOutput, Kind, Order, Results, ResultsSeed};
+pub use shared::Shared;
+
+use gate::Gate;
 
 use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
 use crate::ledger::{self, Ledger};
@@ -165,63 +170,6 @@ pub struct Finished<'a> {
     /// What the finishes share, built at most once per trace
     /// ([`Finished::shared`]).
     pub slots: &'a Shared,
-}
-
-/// Per-trace values that several finishes need (a trace's capture
-/// regions, its replays matched to them), built at most once per trace by
-/// whichever finish asks first and handed to the others — the ledger's
-/// pattern for what the engine does not know of, as tracing-subscriber's
-/// registry keeps its layers' data. A slot is found by its value's type
-/// and a key (the options it was built with); finishes running side by
-/// side wait for the one building it.
-///
-/// ```text
-///  finish kernels ─ shared(spec, load) ─┬─ slot empty: load, keep ─► Arc<Captures>
-///  finish ops ───── shared(spec, load) ─┴─ slot full (or being filled: wait) ─► same Arc
-/// ```
-#[derive(Default)]
-pub struct Shared {
-    slots: std::sync::Mutex<Vec<SharedSlot>>,
-}
-
-/// One slot: its key and its cell (`Arc<OnceLock<Arc<T>>>`), both typed
-/// behind `Any`.
-struct SharedSlot {
-    key: Box<dyn std::any::Any + Send + Sync>,
-    cell: Box<dyn std::any::Any + Send + Sync>,
-}
-
-impl Shared {
-    /// The value of type `T` made for `key`, made now by `make` if no
-    /// finish made it before.
-    pub fn get_or_make<K, T>(&self, key: K, make: impl FnOnce() -> T) -> Arc<T>
-    where
-        K: PartialEq + Send + Sync + 'static,
-        T: Send + Sync + 'static,
-    {
-        type Cell<T> = Arc<std::sync::OnceLock<Arc<T>>>;
-        let cell: Cell<T> = {
-            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
-            let found = slots.iter().find_map(|s| {
-                let same = s.key.downcast_ref::<K>() == Some(&key);
-                same.then(|| s.cell.downcast_ref::<Cell<T>>().cloned())
-                    .flatten()
-            });
-            match found {
-                Some(c) => c,
-                None => {
-                    let c: Cell<T> = Arc::default();
-                    slots.push(SharedSlot {
-                        key: Box::new(key),
-                        cell: Box::new(c.clone()),
-                    });
-                    c
-                }
-            }
-        };
-        // Outside the lock: a `make` may ask for another slot.
-        cell.get_or_init(|| Arc::new(make())).clone()
-    }
 }
 
 impl Finished<'_> {
@@ -655,20 +603,6 @@ impl MemoryBudget {
     }
 }
 
-/// Why the driver stopped feeding the analyses before the read's end.
-enum Stop {
-    /// The plan's [`MemoryBudget`] was spent.
-    Budget,
-    /// The pool asked this read to give way: it is done again alone.
-    Yield,
-    /// The process held `used` bytes, past the pool's mark, with this
-    /// trace read alone.
-    Memory {
-        used: u64,
-        limit: crate::memory::Limit,
-    },
-}
-
 /// The driver: one read with the union of the prefilters, then selection,
 /// the ledger, and every analysis's finish. With a pool `member`, it
 /// checks the pool every [`crate::memory::CHECK_EVERY`] events fed; `None`
@@ -685,7 +619,6 @@ fn drive<F>(
 where
     F: FnOnce(&Prefilter, &mut Meta, &mut OnEvent<'_>) -> Result<trace::ReadStats, ReadError>,
 {
-    use crate::memory::{Verdict, CHECK_EVERY};
     let mut stages = plan.start();
     let mut collector = with_ledger.then(ledger::Collector::default);
     let base = match collector {
@@ -695,29 +628,11 @@ where
     let filter = stages.iter().fold(base, |f, a| f.union(&a.prefilter()));
     let mut steps = Steps::default();
     let mut meta = Meta::default();
-    let budget = plan.budget.map(|bytes| MemoryBudget { bytes });
-    let limit = budget.map_or(u64::MAX, |b| b.events());
-    let (mut fed, mut kept) = (0u64, 0u64);
-    let mut stop: Option<Stop> = None;
+    let mut gate = Gate::new(plan.budget.map(|bytes| MemoryBudget { bytes }), member);
     let read = read(&filter, &mut meta, &mut |ev, at| {
-        fed = fed.saturating_add(1);
-        if stop.is_none() && kept >= limit {
-            stop = Some(Stop::Budget);
-        }
-        if stop.is_none() && kept > 0 && kept % CHECK_EVERY == 0 {
-            stop = match member.map_or(Verdict::Go, crate::memory::Member::check) {
-                Verdict::Go => None,
-                Verdict::Yield => Some(Stop::Yield),
-                Verdict::Over { used } => member.map(|m| Stop::Memory {
-                    used,
-                    limit: m.limit(),
-                }),
-            };
-        }
-        if stop.is_some() {
+        if !gate.admit() {
             return;
         }
-        kept += 1;
         steps.push(ev, at);
         if let Some(c) = collector.as_mut() {
             c.push(ev, at);
@@ -726,32 +641,11 @@ where
             a.push(ev, at);
         }
     });
-    let (mut events, mut error) = match read {
+    let (events, error) = match read {
         Ok(st) => (st.events, None),
         Err(e) => (e.events_read(), Some(e)),
     };
-    match stop {
-        None => {}
-        Some(Stop::Yield) => return None,
-        Some(Stop::Budget) => {
-            events = events.min(kept);
-            error = Some(ReadError::OverBudget {
-                events: kept,
-                budget: budget.map_or(0, |b| b.bytes),
-                per_event: MemoryBudget::PER_EVENT,
-                wanted: fed,
-            });
-        }
-        Some(Stop::Memory { used, limit }) => {
-            events = events.min(kept);
-            error = Some(ReadError::OverMemory {
-                events: kept,
-                wanted: fed,
-                used,
-                limit: limit.to_string(),
-            });
-        }
-    }
+    let (events, error) = gate.outcome(events, error)?;
     let contexts = Contexts::select(label, &steps, &plan.selector);
     let ledger = collector.map(ledger::Collector::finish);
     let slots = Shared::default();

@@ -698,35 +698,26 @@ fn an_earlier_runs_outputs_never_stay_beside_a_new_run() {
     }
     assert!(first.contains(&"graphs.csv".to_string()), "{first:?}");
     copy_runs(dir, &["text_ar", "text_mtp"]);
-    let (code, _, err) = run(
-        dir,
-        &[
-            "-q",
-            "batch",
-            "text_ar",
-            "text_mtp",
-            "-o",
-            "out",
-            "--no-figures",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    let text_pair = |outdir: &str| {
+        let (code, _, err) = run(
+            dir,
+            &[
+                "-q",
+                "batch",
+                "text_ar",
+                "text_mtp",
+                "-o",
+                outdir,
+                "--no-figures",
+            ],
+        );
+        assert_eq!(code, 0, "{err}");
+    };
+    text_pair("out");
     let second = names(&out);
     assert!(!second.contains(&"graphs.csv".to_string()), "{second:?}");
     // What the second run wrote is what a run into an empty folder writes.
-    let (code, _, err) = run(
-        dir,
-        &[
-            "-q",
-            "batch",
-            "text_ar",
-            "text_mtp",
-            "-o",
-            "fresh",
-            "--no-figures",
-        ],
-    );
-    assert_eq!(code, 0, "{err}");
+    text_pair("fresh");
     assert_eq!(second, names(&dir.join("fresh")));
 }
 

@@ -1,0 +1,61 @@
+//! The finished trace's shared slots ([`Shared`]): per-trace values built
+//! once by whichever finish asks first.
+
+use std::sync::Arc;
+
+/// Per-trace values that several finishes need (a trace's capture
+/// regions, its replays matched to them), built at most once per trace by
+/// whichever finish asks first and handed to the others — the ledger's
+/// pattern for what the engine does not know of, as tracing-subscriber's
+/// registry keeps its layers' data. A slot is found by its value's type
+/// and a key (the options it was built with); finishes running side by
+/// side wait for the one building it.
+///
+/// ```text
+///  finish kernels ─ shared(spec, load) ─┬─ slot empty: load, keep ─► Arc<Captures>
+///  finish ops ───── shared(spec, load) ─┴─ slot full (or being filled: wait) ─► same Arc
+/// ```
+#[derive(Default)]
+pub struct Shared {
+    slots: std::sync::Mutex<Vec<SharedSlot>>,
+}
+
+/// One slot: its key and its cell (`Arc<OnceLock<Arc<T>>>`), both typed
+/// behind `Any`.
+struct SharedSlot {
+    key: Box<dyn std::any::Any + Send + Sync>,
+    cell: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Shared {
+    /// The value of type `T` made for `key`, made now by `make` if no
+    /// finish made it before.
+    pub fn get_or_make<K, T>(&self, key: K, make: impl FnOnce() -> T) -> Arc<T>
+    where
+        K: PartialEq + Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        type Cell<T> = Arc<std::sync::OnceLock<Arc<T>>>;
+        let cell: Cell<T> = {
+            let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+            let found = slots.iter().find_map(|s| {
+                let same = s.key.downcast_ref::<K>() == Some(&key);
+                same.then(|| s.cell.downcast_ref::<Cell<T>>().cloned())
+                    .flatten()
+            });
+            match found {
+                Some(c) => c,
+                None => {
+                    let c: Cell<T> = Arc::default();
+                    slots.push(SharedSlot {
+                        key: Box::new(key),
+                        cell: Box::new(c.clone()),
+                    });
+                    c
+                }
+            }
+        };
+        // Outside the lock: a `make` may ask for another slot.
+        cell.get_or_init(|| Arc::new(make())).clone()
+    }
+}

@@ -7,7 +7,8 @@
 #
 # Compares, for every trace under 60 MB in tests/data, sample_traces and
 # ../shared/traces (damaged and expected-output fixtures left out):
-# `kernels` and `iterations` (table and -f json) and `hierarchy -f json`,
+# `kernels`, `iterations`, `ops` and `roofline` (table and -f json),
+# `hierarchy -f json` and `idle -f json`,
 # with their exit status; `diff` in both scopes on the text_ar/text_mtp
 # samples; `ranks -f json` on the TP=2 run; `pair --gpu-span correlation`;
 # and `batch` (every output file, figures included) on sample_traces and the
@@ -41,7 +42,8 @@ same() { # label, command args...
 }
 while IFS= read -r f; do
     for c in "kernels" "kernels -f json" "iterations" "iterations -f json" "hierarchy -f json" \
-        "pair --gpu-span correlation -f json"; do
+        "pair --gpu-span correlation -f json" "ops -f json" "ops" "roofline -f json" "roofline" \
+        "idle -f json"; do
         # shellcheck disable=SC2086
         same "$c $f" $c "$f"
     done

@@ -25,10 +25,12 @@
 //! names no analysis and none of the layers above it: the registry, the
 //! subcommands, `batch`, the figures, the command line.
 
+mod collect;
 mod gate;
 mod results;
 mod shared;
 
+pub use collect::{Collected, Collector, Collects, Use};
 pub use results::{AnyOutput, Kind, Order, Results, ResultsSeed};
 pub use shared::Shared;
 
@@ -93,6 +95,12 @@ pub trait Analysis: Send + Sized + 'static {
     /// Whether it needs the ledger (handed over in [`Finished::ledger`]).
     fn ledger(_config: &Self::Config) -> Need {
         Need::No
+    }
+    /// The collector it reads besides its own state (the host store:
+    /// `crate::hostops::store`), taken once in its finish with
+    /// [`Finished::collected`].
+    fn collects(_config: &Self::Config) -> Option<Use> {
+        None
     }
     /// The raw-bytes test for the events [`Analysis::push`] needs; it must
     /// never reject one of them.
@@ -163,6 +171,8 @@ pub struct Finished<'a> {
     /// The launch calls and GPU activities, when an analysis of the plan
     /// asked for them.
     pub ledger: Option<&'a Ledger>,
+    /// What the analyses' collectors kept ([`Analysis::collects`]).
+    pub collected: &'a Collected,
     /// Elements of `traceEvents` read (intact ones, on a read error).
     pub events: u64,
     /// The read error, if the trace could not be read to its end.
@@ -173,6 +183,13 @@ pub struct Finished<'a> {
 }
 
 impl Finished<'_> {
+    /// The sealed collector of type `T`, taken once by each analysis
+    /// that uses it ([`Analysis::collects`]); `None` when the plan has
+    /// none.
+    pub fn collected<T: std::any::Any + Send + Sync>(&self) -> Option<Arc<T>> {
+        self.collected.take::<T>()
+    }
+
     /// [`Shared::get_or_make`] on this trace's slots.
     pub fn shared<K, T>(&self, key: K, make: impl FnOnce() -> T) -> Arc<T>
     where
@@ -217,6 +234,7 @@ trait Configured: Send + Sync {
     fn name(&self) -> &'static str;
     fn start(&self) -> Box<dyn Stage>;
     fn ledger(&self) -> Need;
+    fn collects(&self) -> Option<Use>;
     fn wants_ledger(&self, results: &Results) -> bool;
 }
 
@@ -231,6 +249,9 @@ impl<A: Analysis> Configured for ConfigOf<A> {
     }
     fn ledger(&self) -> Need {
         A::ledger(&self.0)
+    }
+    fn collects(&self) -> Option<Use> {
+        A::collects(&self.0)
     }
     fn wants_ledger(&self, results: &Results) -> bool {
         results
@@ -330,8 +351,12 @@ impl Plan {
             .unwrap_or_default()
     }
 
-    fn start(&self) -> Vec<Box<dyn Stage>> {
-        self.analyses.iter().map(|a| a.start()).collect()
+    /// A fresh state of every analysis, with the collector it uses.
+    fn start(&self) -> Vec<(Box<dyn Stage>, Option<Use>)> {
+        self.analyses
+            .iter()
+            .map(|a| (a.start(), a.collects()))
+            .collect()
     }
 
     fn wants_ledger(&self, results: &Results) -> bool {
@@ -503,10 +528,17 @@ type OnEvent<'a> = dyn FnMut(&Event<'_>, EventPos) + 'a;
 /// (BENCHMARKS.md, sixth lease).
 pub const MAX_FINISHING: usize = 3;
 
-fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>, order: Order) -> Results {
-    let finish = |a: Box<dyn Stage>| {
+fn finish_all(
+    stages: Vec<(Box<dyn Stage>, Option<Use>)>,
+    finished: &Finished<'_>,
+    order: Order,
+) -> Results {
+    let stages = jobs(stages);
+    let finish = |job: Vec<Box<dyn Stage>>| {
         let mut r = Results::in_order(order);
-        a.finish(finished, &mut r);
+        for a in job {
+            a.finish(finished, &mut r);
+        }
         r
     };
     // Finishes side by side gain nothing past the cores there are, and
@@ -527,6 +559,26 @@ fn finish_all(stages: Vec<Box<dyn Stage>>, finished: &Finished<'_>, order: Order
         results.absorb(part);
     }
     results
+}
+
+/// The finishes as jobs run side by side: the collectors' users in one
+/// job, one after another — readers first, then the one that may consume
+/// what was collected — so that at most one of them holds its working
+/// memory beside the collected store, and the last frees it as it goes
+/// (issue 64: `ops` and `roofline` side by side held 63 + 64 MB of
+/// working memory over their shared 29 MB at the 1.28 GB benchmark
+/// trace); every other stage a job of its own. The users' job comes
+/// first: it is the longest.
+fn jobs(stages: Vec<(Box<dyn Stage>, Option<Use>)>) -> Vec<Vec<Box<dyn Stage>>> {
+    let (mut users, others): (Vec<_>, Vec<_>) = stages.into_iter().partition(|s| s.1.is_some());
+    // Stable: readers in plan order, then consumers.
+    users.sort_by_key(|s| s.1.is_some_and(|u| u.consumes));
+    let users: Vec<Box<dyn Stage>> = users.into_iter().map(|s| s.0).collect();
+    (!users.is_empty())
+        .then_some(users)
+        .into_iter()
+        .chain(others.into_iter().map(|s| vec![s.0]))
+        .collect()
 }
 
 /// `finish` of every stage on at most `threads` scoped threads
@@ -621,11 +673,16 @@ where
 {
     let mut stages = plan.start();
     let mut collector = with_ledger.then(ledger::Collector::default);
+    let uses: Vec<Use> = stages.iter().filter_map(|s| s.1).collect();
+    let mut collectors = collect::start(&uses);
     let base = match collector {
         Some(_) => annotation_prefilter().union(&ledger::prefilter()),
         None => annotation_prefilter(),
     };
-    let filter = stages.iter().fold(base, |f, a| f.union(&a.prefilter()));
+    let base = collectors
+        .iter()
+        .fold(base, |f, c| f.union(&c.2.prefilter()));
+    let filter = stages.iter().fold(base, |f, a| f.union(&a.0.prefilter()));
     let mut steps = Steps::default();
     let mut meta = Meta::default();
     let mut gate = Gate::new(plan.budget.map(|bytes| MemoryBudget { bytes }), member);
@@ -637,8 +694,11 @@ where
         if let Some(c) = collector.as_mut() {
             c.push(ev, at);
         }
+        for c in collectors.iter_mut() {
+            c.2.push(ev, at);
+        }
         for a in stages.iter_mut() {
-            a.push(ev, at);
+            a.0.push(ev, at);
         }
     });
     let (events, error) = match read {
@@ -649,6 +709,7 @@ where
     let contexts = Contexts::select(label, &steps, &plan.selector);
     let ledger = collector.map(ledger::Collector::finish);
     let slots = Shared::default();
+    let collected = Collected::of(collectors);
     let finished = Finished {
         path: label,
         file,
@@ -656,6 +717,7 @@ where
         contexts: &contexts,
         meta: &meta,
         ledger: ledger.as_ref(),
+        collected: &collected,
         events,
         error: error.as_ref(),
         slots: &slots,

@@ -15,6 +15,8 @@
 pub(crate) mod contain;
 pub(crate) mod launch;
 pub(crate) mod runs;
+pub mod spans;
+pub mod store;
 
 use crate::model::{Interner, LaneTable, Sym};
 use crate::store::pack::{Fields, Packed, Record, Records};
@@ -200,6 +202,17 @@ pub struct HostLinks {
     pub(crate) calls: Records<Linked>,
     pub(crate) acts: Records<Linked>,
     pub(crate) counts: InputCounts,
+    /// C1's counts of the device activities alone (`idle`'s).
+    pub(crate) act_counts: ActCounts,
+}
+
+/// C1's counts among the device activities.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct ActCounts {
+    /// Without `ts`: skipped.
+    pub no_ts: u64,
+    /// `dur < 0`: clamped to 0.
+    pub negative_dur_clamped: u64,
 }
 
 /// What [`HostLinks::keep`] found an event to be.
@@ -266,12 +279,15 @@ impl HostLinks {
         }
         let class = class_of(&ev.cat)?;
         // C1: an event without ts is skipped; dur < 0 is clamped to 0.
+        let act = matches!(class, Class::Activity(_));
         let Some(ts) = ev.ts else {
             self.counts.no_ts += 1;
+            self.act_counts.no_ts += u64::from(act);
             return None;
         };
         if ev.dur.is_some_and(|d| d.0 < 0) {
             self.counts.negative_dur_clamped += 1;
+            self.act_counts.negative_dur_clamped += u64::from(act);
         }
         let dur = ev.dur_or_zero().0;
         // C2: an activity's device and stream are its args' (else pid/tid).

@@ -428,14 +428,14 @@ const BLOCK: usize = 8192;
 /// merging thread   merge → [8192 ops] ─► [8192 ops] ─►   (blocks reused, ≤ 3 in flight)
 /// sweep (caller)                 ◄── visit each op, its calls, its rows
 /// ```
-pub(crate) fn prefetched<'scope, R>(
+pub(crate) fn prefetched<'scope, R, I>(
     s: &'scope std::thread::Scope<'scope, '_>,
-    slot: &'scope std::sync::Mutex<Option<Merged<R>>>,
+    slot: &'scope std::sync::Mutex<Option<I>>,
     big: bool,
-) -> Prefetched<R>
+) -> Prefetched<R, I>
 where
-    R: RunRecord + Send + 'static,
-    R::Prev: Send,
+    R: Copy + Send + 'static,
+    I: Iterator<Item = R> + Send,
 {
     let take = || slot.lock().ok().and_then(|mut m| m.take());
     if big {
@@ -467,8 +467,8 @@ where
 }
 
 /// [`prefetched`]'s records.
-pub(crate) enum Prefetched<R: RunRecord> {
-    Inline(Option<Merged<R>>),
+pub(crate) enum Prefetched<R, I> {
+    Inline(Option<I>),
     Remote {
         blocks: std::sync::mpsc::Receiver<Vec<R>>,
         back: std::sync::mpsc::SyncSender<Vec<R>>,
@@ -477,7 +477,7 @@ pub(crate) enum Prefetched<R: RunRecord> {
     },
 }
 
-impl<R: RunRecord> Iterator for Prefetched<R> {
+impl<R: Copy, I: Iterator<Item = R>> Iterator for Prefetched<R, I> {
     type Item = R;
 
     fn next(&mut self) -> Option<R> {

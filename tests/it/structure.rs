@@ -451,10 +451,24 @@ fn each_subcommand_is_its_flags_and_one_per_trace_line() {
 #[test]
 fn export_and_ops_share_the_host_links_through_a_neutral_module() {
     // `export` writes ops' links as tables; both build on src/hostops/
-    // (C1–C5, O6) and keep ops' C1–C2 through `HostLinks::keep`.
-    let ops = fs::read_to_string(src("analyses/ops/mod.rs")).expect("read ops");
-    assert!(ops.contains("links: HostLinks,"));
-    assert!(ops.contains("self.links.keep(ev, at)"));
+    // (C1–C5, O6) and keep ops' C1–C2 through `HostLinks::keep`: `ops`
+    // (with `roofline` and `idle`) through the per-trace host store, the
+    // engine's collector, which none of them keeps a copy of.
+    let store = fs::read_to_string(src("hostops/store.rs")).expect("read the host store");
+    assert!(store.contains("links: HostLinks,"));
+    assert!(store.contains("self.links.keep(ev, at)"));
+    assert!(store.contains("impl Collector for HostStore"));
+    for a in ["ops", "roofline", "idle"] {
+        let code = fs::read_to_string(src(&format!("analyses/{a}/mod.rs"))).expect("read");
+        assert!(
+            code.contains("Use::of::<HostStore>"),
+            "{a} uses the host store"
+        );
+        assert!(
+            !code.contains("links: HostLinks"),
+            "{a} keeps host links of its own"
+        );
+    }
     let export = fs::read_to_string(src("export/mod.rs")).expect("read export");
     assert!(export.contains("links: HostLinks,"));
     assert!(export.contains("self.links.keep(ev, at)"));
@@ -492,11 +506,11 @@ fn the_shared_bodies_are_not_copied() {
         copied.is_empty(),
         "Document::completeness re-implemented: {copied:#?}"
     );
-    // One per-thread op-run store (hostops/runs.rs): ops and export keep
-    // their records in it, and no other file grows doubling chunks of
-    // records (`CHUNK_MAX`) of its own.
+    // One per-thread op-run store (hostops/runs.rs): the host store (for
+    // ops and roofline) and export keep their records in it, and no other
+    // file grows doubling chunks of records (`CHUNK_MAX`) of its own.
     for (file, record) in [
-        ("analyses/ops/threads.rs", "impl RunRecord for Op"),
+        ("hostops/store.rs", "impl RunRecord for Formed"),
         ("export/lanes.rs", "impl RunRecord for Op"),
     ] {
         let f = files().iter().find(|f| f.rel == file).expect(file);

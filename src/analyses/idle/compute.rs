@@ -10,13 +10,15 @@
 use super::queue::{self, Instants};
 use super::sweep::{self, overlap, DevAcc, Iv, PartAcc, StreamAcc, Walked};
 use super::{
-    classify, lane_labels, mean6, pct, Call, Class, Counts, DeviceTimeline, Idle, Part, Queue,
+    classify, lane_labels, mean6, pct, Class, Counts, DeviceTimeline, Idle, Part, Queue,
     QueueBrief, StepIdle, StepRow, StreamIdle, Thresholds, TraceIdle, QUEUE_LIMIT,
 };
 use crate::analysis::Finished;
 use crate::hostops::launch::{end_of, FirstCall};
+use crate::hostops::Linked;
 use crate::ledger::Kind;
 use crate::model::{LaneTable, ThreadPart};
+use crate::store::pack::Records;
 use rayon::iter::Either;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -112,16 +114,11 @@ fn step_annotations(trace: &Finished<'_>, idle: &Idle) -> (Option<String>, Vec<W
 /// C3: the runtime calls in file order, each call's start and thread, and
 /// the owners of the correlations: the first call in file order owning
 /// each (the later ones counted).
-fn link_calls(
-    kept: crate::store::pack::Records<Call>,
-    counts: &mut Counts,
-) -> (Vec<i64>, Vec<u32>, FirstCall) {
-    let mut calls = kept.into_vec();
-    calls.sort_by_key(|c| c.index);
-    let (by_corr, dup) = FirstCall::build(|| calls.iter().map(|c| Some(c.corr)));
+fn link_calls(kept: &Records<Linked>, counts: &mut Counts) -> (Vec<i64>, Vec<u32>, FirstCall) {
+    let (by_corr, dup) = FirstCall::build(|| kept.iter().map(|c| c.corr));
     counts.duplicate_runtime_correlation += dup;
-    let ts = calls.iter().map(|c| c.ts).collect();
-    let lanes = calls.iter().map(|c| c.lane).collect();
+    let ts = kept.iter().map(|c| c.ts).collect();
+    let lanes = kept.iter().map(|c| c.lane).collect();
     (ts, lanes, by_corr)
 }
 
@@ -166,14 +163,19 @@ struct Grouped {
 /// (C3) and classed (C6), then each stream sorted by (ts, end, file
 /// order) (I1).
 fn group_acts(
-    kept: crate::store::pack::Records<crate::hostops::Linked>,
+    kept: Result<Records<Linked>, &Records<Linked>>,
     lanes: &LaneTable,
     names: &crate::model::Interner,
     by_corr: &FirstCall,
     counts: &mut Counts,
 ) -> Grouped {
     let mut per_lane = vec![0usize; lanes.len()];
-    for a in kept.iter() {
+    let seen = match &kept {
+        Ok(k) => k,
+        Err(k) => *k,
+    };
+    let n = seen.len();
+    for a in seen.iter() {
         per_lane[a.lane as usize] += 1;
     }
     let mut lane_of_stream: Vec<u32> = (0..lanes.len() as u32)
@@ -188,10 +190,15 @@ fn group_acts(
     }
     drop(per_lane);
     let mut next = seg[..lane_of_stream.len()].to_vec();
-    let mut recs = vec![Rec::default(); kept.len()];
+    let mut recs = vec![Rec::default(); n];
     // C6 once per (name, kind): a slot per interned name, no hashing.
     let mut class_of: Vec<[Option<Class>; 3]> = vec![[None; 3]; names.len()];
-    for a in kept.drain() {
+    // Decoded and freed as they land when the store is this finish's.
+    let decoded: Box<dyn Iterator<Item = Linked> + '_> = match kept {
+        Ok(k) => Box::new(k.drain()),
+        Err(k) => Box::new(k.iter()),
+    };
+    for a in decoded {
         let s = stream_of_lane[a.lane as usize];
         let at = next[s];
         next[s] += 1;
@@ -235,18 +242,41 @@ fn devices_of(lanes: &LaneTable, lane_of_stream: &[u32]) -> (Vec<ThreadPart>, Ve
     (sorted, of_stream)
 }
 
-pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
-    let mut counts = std::mem::take(&mut idle.counts);
+pub(super) fn measure(idle: Idle, trace: &Finished<'_>) -> TraceIdle {
+    // The store is this finish's alone when no other analysis reads it
+    // (`idle` by itself): its activities are then freed as they are
+    // grouped, as when `idle` kept its own.
+    let mut store = std::sync::Arc::try_unwrap(
+        trace
+            .collected::<crate::hostops::store::HostStore>()
+            .unwrap_or_default(),
+    );
+    let owned_acts = match &mut store {
+        Ok(s) => Some(std::mem::take(&mut s.links.acts)),
+        Err(_) => None,
+    };
+    let links = match &store {
+        Ok(s) => &s.links,
+        Err(shared) => &shared.links,
+    };
+    // C1's counts are the activities' alone; C2's lane_from_args counts
+    // only activities.
+    let mut counts = Counts {
+        no_ts: links.act_counts.no_ts,
+        negative_dur_clamped: links.act_counts.negative_dur_clamped,
+        lane_from_args: links.counts.lane_from_args,
+        ..Counts::default()
+    };
     let (grammar, wins) = step_annotations(trace, &idle);
     let n_rows = wins.len();
-    let (ts, call_lanes, by_corr) = link_calls(std::mem::take(&mut idle.calls), &mut counts);
-    let part = call_parts(&call_lanes, &ts, &idle.lanes, &wins);
+    let (ts, call_lanes, by_corr) = link_calls(&links.calls, &mut counts);
+    let part = call_parts(&call_lanes, &ts, &links.lanes, &wins);
     drop(call_lanes);
     let calls = Calls { ts, part };
-    let kept = std::mem::take(&mut idle.acts);
-    let g = group_acts(kept, &idle.lanes, &idle.names, &by_corr, &mut counts);
+    let acts = owned_acts.ok_or(&links.acts);
+    let g = group_acts(acts, &links.lanes, &links.names, &by_corr, &mut counts);
     drop(by_corr);
-    let (devices_sorted, dev_of_stream) = devices_of(&idle.lanes, &g.lane_of_stream);
+    let (devices_sorted, dev_of_stream) = devices_of(&links.lanes, &g.lane_of_stream);
     let input = sweep::Input {
         recs: &g.recs,
         seg: &g.seg,
@@ -263,7 +293,7 @@ pub(super) fn measure(mut idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     let ends = crate::windows::window_ends(&wins);
     let (streams, briefs) = streams(
         &g,
-        &idle.lanes,
+        &links.lanes,
         accs,
         &used,
         &calls,

@@ -33,11 +33,12 @@ pub mod view;
 
 pub use ratios::{mean6, pct, round_ratio};
 
+use crate::analysis::Use;
 use crate::analysis::{Analysis, Configures, Finished};
-use crate::hostops::Linked;
+use crate::hostops::store::{HostStore, HostUse};
 use crate::ledger::Kind;
 use crate::model::{Interner, Lane, LaneTable, Sym, ThreadPart};
-use crate::store::pack::{Fields, Packed, Record, Records};
+use crate::store::pack::{Fields, Packed, Record};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -101,43 +102,6 @@ pub fn classify(kind: Kind, name: &str) -> Class {
     }
 }
 
-/// A runtime call with a correlation (C2, C3).
-#[derive(Debug, Clone, Copy)]
-struct Call {
-    ts: i64,
-    /// Exact past i64 (issue 59).
-    corr: i128,
-    index: u64,
-    /// Its (pid, tid).
-    lane: u32,
-}
-
-impl Record for Call {
-    type Prev = (i64, i128, i64);
-
-    fn write(&self, prev: &mut (i64, i128, i64), p: &mut Packed) {
-        p.delta(self.ts, prev.0);
-        p.delta_wide(self.corr, prev.1);
-        p.delta(self.index as i64, prev.2);
-        p.u(u64::from(self.lane));
-        *prev = (self.ts, self.corr, self.index as i64);
-    }
-
-    fn read(prev: &mut (i64, i128, i64), f: &mut impl Fields) -> Call {
-        let ts = f.delta(prev.0);
-        let corr = f.delta_wide(prev.1);
-        let index = f.delta(prev.2);
-        let lane = f.u() as u32;
-        *prev = (ts, corr, index);
-        Call {
-            ts,
-            corr,
-            index: index as u64,
-            lane,
-        }
-    }
-}
-
 /// A `ProfilerStep#<n>` CPU op (C8's fallback grammar, when it is not a
 /// user annotation and so not in the step index).
 #[derive(Debug, Clone, Copy)]
@@ -149,15 +113,14 @@ struct OpStep {
     name: Sym,
 }
 
-/// The streaming state.
+/// The streaming state: the `ProfilerStep#` ops (C8's fallback) with
+/// their names and lanes. The runtime calls and device activities are the
+/// per-trace host store's ([`crate::hostops::store`]), read at the finish.
 pub struct Idle {
     spec: IdleSpec,
     names: Interner,
     lanes: LaneTable,
-    acts: Records<Linked>,
-    calls: Records<Call>,
     op_steps: Vec<OpStep>,
-    counts: Counts,
 }
 
 /// Input the rules had to correct or leave out, counted (C1, C3, I2, I5,
@@ -189,6 +152,12 @@ pub struct Counts {
     pub lane_from_args: u64,
 }
 
+/// What it asks of the host store.
+static IDLE_HOST: HostUse = HostUse {
+    host_ops: false,
+    shapes: None,
+};
+
 impl Analysis for Idle {
     const NAME: &'static str = "idle";
     const KEY: &'static str = "idle";
@@ -200,28 +169,25 @@ impl Analysis for Idle {
             spec: config.clone(),
             names: Interner::new(),
             lanes: LaneTable::default(),
-            acts: Records::default(),
-            calls: Records::default(),
             op_steps: Vec::new(),
-            counts: Counts::default(),
         }
     }
 
-    /// Launch calls and activities (the ledger's needles) and
-    /// `ProfilerStep#` ops.
+    /// Reads the host store's runtime calls and activities.
+    fn collects(_spec: &IdleSpec) -> Option<Use> {
+        Some(Use::of::<HostStore>(&IDLE_HOST, false))
+    }
+
+    /// `ProfilerStep#` ops (the host store admits the rest).
     fn prefilter(&self) -> Prefilter {
-        crate::ledger::prefilter().union(&Prefilter::any_of(&["ProfilerStep#"]))
+        Prefilter::any_of(&["ProfilerStep#"])
     }
 
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
         if ev.ph != "X" {
             return;
         }
-        if let Some(kind) = Kind::of_category(&ev.cat) {
-            self.push_activity(ev, at, kind);
-        } else if crate::ledger::LAUNCH_CATEGORIES.contains(&&*ev.cat) {
-            self.push_call(ev, at);
-        } else if matches!(&*ev.cat, "cpu_op" | "Operator") && is_profiler_step(&ev.name) {
+        if matches!(&*ev.cat, "cpu_op" | "Operator") && is_profiler_step(&ev.name) {
             let Some(ts) = ev.ts else { return };
             self.op_steps.push(OpStep {
                 start: ts.0,
@@ -244,47 +210,6 @@ impl Analysis for Idle {
             out.error = Some(e);
         }
         out
-    }
-}
-
-impl Idle {
-    /// C1: `dur < 0` → 0 (counted), no `ts` → skipped (counted).
-    fn push_activity(&mut self, ev: &Event<'_>, at: EventPos, kind: Kind) {
-        let Some(ts) = ev.ts else {
-            self.counts.no_ts += 1;
-            return;
-        };
-        if ev.dur.is_some_and(|d| d.0 < 0) {
-            self.counts.negative_dur_clamped += 1;
-        }
-        // C2: the device and stream are the args' (else pid/tid).
-        self.counts.lane_from_args += u64::from(ev.lane_differs());
-        self.acts.push(&Linked {
-            lane: self.lanes.intern(ev.activity_lane()),
-            ts: ts.0,
-            dur: ev.dur_or_zero().0,
-            index: at.index,
-            name: self.names.intern(&ev.name),
-            code: match kind {
-                Kind::Kernel => 0,
-                Kind::Memcpy => 1,
-                Kind::Memset => 2,
-            },
-            corr: ev.args.correlation,
-        });
-    }
-
-    /// C2/C3: a runtime call counts for linking only with a correlation.
-    fn push_call(&mut self, ev: &Event<'_>, at: EventPos) {
-        let (Some(ts), Some(corr)) = (ev.ts, ev.args.correlation) else {
-            return;
-        };
-        self.calls.push(&Call {
-            ts: ts.0,
-            corr,
-            index: at.index,
-            lane: self.lanes.intern(ev.lane()),
-        });
     }
 }
 

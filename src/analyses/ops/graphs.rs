@@ -13,7 +13,6 @@ use crate::graphs::linked::match_replays;
 use crate::graphs::place::Place;
 use crate::graphs::{Captures, GraphsSummary, ModuleOp};
 use crate::hostops::launch::{Launch, Owners};
-use crate::hostops::HostOp;
 use crate::hostops::Linked;
 use crate::model::Interner;
 use crate::store::pack::Records;
@@ -22,13 +21,6 @@ use std::collections::BTreeMap;
 /// Step and `proposer.propose` spans (`crate::graphs::place`): a graph
 /// launch's batch and subsystem.
 pub(super) type Contexts = crate::graphs::place::Spans;
-
-/// Keeps `o` in `contexts` when it is a step or `proposer.propose`
-/// annotation.
-pub(super) fn observe(contexts: &mut Contexts, o: &HostOp, names: &Interner) {
-    let end = crate::hostops::launch::end_of(o.ts, o.dur);
-    contexts.observe(o.lane, o.ts, end, names.resolve(o.name));
-}
 
 /// The replays' outcomes and, per attributed activity, its launcher op
 /// in the capture (`None`: no op enclosed the captured launch) and dur.

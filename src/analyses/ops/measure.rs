@@ -5,14 +5,17 @@
 //! decimals, means and medians to a whole ns (C1, `exact`).
 
 use super::acts::act_facts;
+use super::rowset::RowSet;
 use super::rowset::{inclusive_totals, sort_rows};
 use super::summary::{summarize, Facts};
-use super::sweep::{sweep_threads, Swept};
-use super::threads::Thread;
-use super::{OpRow, Ops, Thresholds, TraceOps};
+use super::sweep::{sweep_threads, Swept, ThreadOps};
+use super::{OpRow, Thresholds, TraceOps};
 use crate::hostops::launch::{launches, owners};
-use crate::hostops::{HostLinks, Linked};
-use crate::model::Sym;
+use crate::hostops::store::{Form, HostStore};
+use crate::hostops::{HostLinks, InputCounts, Linked};
+use crate::model::{Interner, Sym};
+use crate::store::pack::Records;
+use std::sync::Arc;
 
 /// A runtime call as the finish keeps it (24 B; the kept record decodes to
 /// 56 B with its correlation and file index, which the links need once).
@@ -24,12 +27,11 @@ pub(super) struct Call {
     pub(super) name: Sym,
 }
 
-/// The kept runtime calls, in file order, and their correlations (C3),
-/// the records freed as they are decoded.
-fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Option<i128>>) {
-    let mut corrs = Vec::with_capacity(kept.len());
-    let mut calls = Vec::with_capacity(kept.len());
-    for c in kept.drain() {
+/// The kept runtime calls, in file order, and their correlations (C3).
+fn decode_calls(kept: impl Iterator<Item = Linked>, n: usize) -> (Vec<Call>, Vec<Option<i128>>) {
+    let mut corrs = Vec::with_capacity(n);
+    let mut calls = Vec::with_capacity(n);
+    for c in kept {
         corrs.push(c.corr);
         calls.push(Call {
             ts: c.ts,
@@ -41,26 +43,138 @@ fn decode_calls(kept: crate::store::pack::Records<Linked>) -> (Vec<Call>, Vec<Op
     (calls, corrs)
 }
 
-/// The figures of one trace from what was kept.
-pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
-    // Rows of every op (O1) and threads as sorted runs (C4), made while
-    // reading.
-    let Ops {
-        links,
-        mut threads,
-        mut rows,
-        mut contexts,
-        ..
-    } = st;
-    let HostLinks {
+/// A part of the host store, owned (freed as it is used) or borrowed
+/// (another finish holds the store).
+enum Held<'a, T> {
+    Owned(T),
+    Borrowed(&'a T),
+}
+
+impl<T> std::ops::Deref for Held<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        match self {
+            Held::Owned(t) => t,
+            Held::Borrowed(t) => t,
+        }
+    }
+}
+
+/// What the finish reads of the host store: the names (extended by the
+/// capture traces' ops), the lanes' count, the calls decoded, the packed
+/// activities, C1–C3's counts, each thread's ops in C4's key order, and
+/// the rows of the store's forms (O1).
+struct Parts<'a> {
+    names: Interner,
+    lanes: usize,
+    calls: (Vec<Call>, Vec<Option<i128>>),
+    acts: Held<'a, Records<Linked>>,
+    counts: InputCounts,
+    threads: Vec<ThreadOps<'a>>,
+    rows: RowSet,
+    form_rows: Vec<u32>,
+    contexts: super::graphs::Contexts,
+}
+
+/// The rows of the forms (O1's (name, category)), made in form order:
+/// the order the rows were made in when `ops` kept its own ops.
+fn rows_of(forms: &[Form], names: &Interner) -> (RowSet, Vec<u32>) {
+    let mut rows = RowSet::default();
+    let form_rows = forms
+        .iter()
+        .map(|f| rows.of_form(f.name, f.cat, names))
+        .collect();
+    (rows, form_rows)
+}
+
+impl<'a> Parts<'a> {
+    /// The store consumed: calls freed as decoded, each thread's chunks
+    /// as merged.
+    fn owned(store: HostStore) -> Parts<'a> {
+        let HostStore {
+            links,
+            threads,
+            forms,
+            spans,
+            ..
+        } = store;
+        let HostLinks {
+            names,
+            lanes,
+            calls,
+            acts,
+            counts,
+            ..
+        } = links;
+        let n = calls.len();
+        let (rows, form_rows) = rows_of(&forms, &names);
+        Parts {
+            lanes: lanes.len(),
+            calls: decode_calls(calls.drain(), n),
+            acts: Held::Owned(acts),
+            counts,
+            threads: threads
+                .into_iter()
+                .map(|t| ThreadOps {
+                    len: t.len(),
+                    ops: Box::new(t.into_merged()),
+                })
+                .collect(),
+            rows,
+            form_rows,
+            contexts: spans,
+            names,
+        }
+    }
+
+    /// The store read, another finish holding it too.
+    fn borrowed(store: &'a HostStore) -> Parts<'a> {
+        let links = &store.links;
+        let (rows, form_rows) = rows_of(&store.forms, &links.names);
+        Parts {
+            names: links.names.clone(),
+            lanes: links.lanes.len(),
+            calls: decode_calls(links.calls.iter(), links.calls.len()),
+            acts: Held::Borrowed(&links.acts),
+            counts: links.counts,
+            threads: store
+                .threads
+                .iter()
+                .map(|t| ThreadOps {
+                    len: t.len(),
+                    ops: Box::new(t.in_key_order()),
+                })
+                .collect(),
+            rows,
+            form_rows,
+            contexts: store.spans.clone(),
+        }
+    }
+}
+
+/// The figures of one trace from the host store: consumed when this
+/// finish holds the only reference (`ops` alone, or the last of `batch`'s
+/// users), read otherwise.
+pub(super) fn measure(store: Arc<HostStore>, caps: &crate::graphs::Captures) -> TraceOps {
+    match Arc::try_unwrap(store) {
+        Ok(store) => measure_parts(Parts::owned(store), caps),
+        Err(shared) => measure_parts(Parts::borrowed(&shared), caps),
+    }
+}
+
+fn measure_parts(parts: Parts<'_>, caps: &crate::graphs::Captures) -> TraceOps {
+    let Parts {
         mut names,
         lanes,
-        calls,
+        calls: (calls, corrs),
         acts,
         mut counts,
-    } = links;
-    threads.resize_with(lanes.len(), Thread::default);
-    let (calls, corrs) = decode_calls(calls);
+        mut threads,
+        mut rows,
+        form_rows,
+        mut contexts,
+    } = parts;
+    threads.resize_with(lanes.max(threads.len()), ThreadOps::empty);
     // The activities stay packed (≈ 10 B each), decoded as each pass needs them.
     let (own, dup) = owners(|| corrs.iter().copied(), acts.iter());
     drop(corrs);
@@ -93,9 +207,9 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
         super::graphs::replays(caps, &acts, &own, &launched, &names, &calls, &mut contexts);
     drop(acts);
     drop(own);
-    let host_ops = threads.iter().map(|t| t.len() as u64).sum();
+    let host_ops = threads.iter().map(|t| t.len as u64).sum();
     // Each thread's call indices, allocated to size (no growth slack).
-    let mut per_lane = vec![0usize; lanes.len()];
+    let mut per_lane = vec![0usize; threads.len()];
     for c in &calls {
         per_lane[c.lane as usize] += 1;
     }
@@ -103,8 +217,14 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
     for (i, c) in calls.iter().enumerate() {
         calls_by_lane[c.lane as usize].push(i as u32);
     }
-    let (swept, attributed) =
-        sweep_threads(threads, &calls, &launched, &mut calls_by_lane, &mut rows);
+    let (swept, attributed) = sweep_threads(
+        threads,
+        &form_rows,
+        &calls,
+        &launched,
+        &mut calls_by_lane,
+        &mut rows,
+    );
 
     let Swept { sums, op_spans, .. } = swept;
     inclusive_totals(&sums, &mut rows);
@@ -120,7 +240,7 @@ pub(super) fn measure(st: Ops, caps: &crate::graphs::Captures) -> TraceOps {
         launched: &launched,
         by_kind: attributed.by_kind,
         rows: &out_rows,
-        lanes: lanes.len(),
+        lanes,
         without_op: attributed.without_op,
         graph_kernels: attributed.graph_kernels,
     });
@@ -154,7 +274,7 @@ pub(super) struct Limits {
 impl Limits {
     const DEFAULT: Limits = Limits {
         side_min: 1 << 16,
-        big_min: super::threads::PREFETCH_MIN,
+        big_min: crate::hostops::runs::PREFETCH_MIN,
     };
     /// One core to use (`-j 1`): everything on the finishing thread.
     const NONE: Limits = Limits {

@@ -43,7 +43,6 @@ mod rowset;
 mod summary;
 mod sweep;
 mod tally;
-mod threads;
 pub mod view;
 
 #[cfg(feature = "cli")]
@@ -51,8 +50,9 @@ pub mod cli;
 #[cfg(test)]
 mod tests;
 
+use crate::analysis::Use;
 use crate::analysis::{Analysis, Configures, Finished, InResults};
-use crate::hostops::{HostLinks, Kept};
+use crate::hostops::store::{HostStore, HostUse};
 pub use crate::hostops::{InputCounts, HOST_CATEGORIES, RUNTIME_CATEGORIES};
 use crate::trace::{Event, EventPos, Prefilter};
 pub use modules::GroupBy;
@@ -133,21 +133,23 @@ impl Configures for OpsSpec {
     type Analysis = Ops;
 }
 
-/// The streaming state of one trace: the host side's links
-/// ([`HostLinks`], shared with `export`: runtime calls and activities),
-/// and the host ops as each thread's sorted runs with their rows (O1),
-/// made as they are read.
+/// The state of one trace: nothing of its own while reading. The host
+/// side — runtime calls, activities, host ops as each thread's sorted
+/// runs, the step spans — is the per-trace host store's
+/// ([`crate::hostops::store`]), held once for every analysis of the plan;
+/// `ops` finishes last among its users and consumes it when no other
+/// holds it.
 #[derive(Debug, Default)]
 pub struct Ops {
-    links: HostLinks,
-    threads: Vec<threads::Thread>,
-    rows: rowset::RowSet,
     /// `--capture` (issue 57).
     capture: crate::graphs::CaptureSpec,
-    /// Step and `proposer.propose` annotations: a graph replay's batch
-    /// and subsystem (issue 57).
-    contexts: graphs::Contexts,
 }
+
+/// What it asks of the host store.
+static OPS_HOST: HostUse = HostUse {
+    host_ops: true,
+    shapes: None,
+};
 
 impl Analysis for Ops {
     const NAME: &'static str = "ops";
@@ -158,27 +160,21 @@ impl Analysis for Ops {
     fn start(spec: &OpsSpec) -> Self {
         Ops {
             capture: spec.capture.clone(),
-            ..Ops::default()
         }
     }
 
+    /// The host store's, consumed when no other finish holds it.
+    fn collects(_spec: &OpsSpec) -> Option<Use> {
+        Some(Use::of::<HostStore>(&OPS_HOST, true))
+    }
+
+    /// The host store's events (C2): the store keeps them.
     fn prefilter(&self) -> Prefilter {
-        self.links.prefilter()
+        crate::hostops::store::prefilter()
     }
 
-    /// C1–C2 (`HostLinks::keep`); a host op goes to its thread's runs
-    /// under its row.
-    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        if let Some(Kept::Host(o)) = self.links.keep(ev, at) {
-            let row = self.rows.of_op(&o, &self.links.names);
-            graphs::observe(&mut self.contexts, &o, &self.links.names);
-            let l = o.lane as usize;
-            if self.threads.len() <= l {
-                self.threads.resize_with(l + 1, threads::Thread::default);
-            }
-            self.threads[l].push(&threads::Op::kept(o.ts, o.dur, row));
-        }
-    }
+    /// Nothing: the host store keeps what `ops` reads (C1–C2).
+    fn push(&mut self, _ev: &Event<'_>, _at: EventPos) {}
 
     fn set_tokens(out: &mut TraceOps, tokens: Option<u64>, source: Option<&str>) {
         out.completion_tokens = tokens;
@@ -205,7 +201,10 @@ impl Analysis for Ops {
         // `capture_traces/` beside the trace file (none for stdin or an
         // archive member: `batch`'s label is not a path on disk).
         let caps = self.capture.of(trace);
-        let mut out = measure::measure(self, &caps);
+        let mut out = match trace.collected::<HostStore>() {
+            Some(store) => measure::measure(store, &caps),
+            None => measure::measure(Default::default(), &caps),
+        };
         out.path = trace.path.to_string();
         out.reader_notes = trace.meta.notes.clone();
         if let Some(e) = trace.error_text() {

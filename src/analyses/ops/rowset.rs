@@ -5,7 +5,7 @@
 use super::exact::{median, sat};
 use super::inclusive::WEIGHTS;
 use super::{OpRow, HOST_CATEGORIES, NO_OP};
-use crate::hostops::HostOp;
+use crate::model::Sym;
 
 /// Row accumulators beside the public row.
 #[derive(Debug, Default)]
@@ -27,10 +27,10 @@ pub(super) struct RowSet {
 }
 
 impl RowSet {
-    /// The row of `o`'s (name, cat), made when new (O1).
-    pub(super) fn of_op(&mut self, o: &HostOp, names: &crate::model::Interner) -> u32 {
+    /// The row of an op's (name, cat), made when new (O1).
+    pub(super) fn of_form(&mut self, name: Sym, cat: u8, names: &crate::model::Interner) -> u32 {
         let next = self.rows.len() as u32;
-        let k = o.name.0 as usize * 4 + usize::from(o.cat & 3);
+        let k = name.0 as usize * 4 + usize::from(cat & 3);
         if self.ids.len() <= k {
             self.ids.resize(k + 1, u32::MAX);
         }
@@ -41,13 +41,13 @@ impl RowSet {
         if id == next {
             self.rows.push(Acc {
                 row: OpRow {
-                    cat: Some(HOST_CATEGORIES[o.cat as usize % 4].to_string()),
-                    name: names.resolve(o.name).to_string(),
+                    cat: Some(HOST_CATEGORIES[cat as usize % 4].to_string()),
+                    name: names.resolve(name).to_string(),
                     ..OpRow::default()
                 },
                 latencies: Vec::new(),
             });
-            self.scope.push(o.cat != 2);
+            self.scope.push(cat != 2);
         }
         id
     }
@@ -61,15 +61,7 @@ impl RowSet {
         names: &mut crate::model::Interner,
     ) -> u32 {
         let sym = names.intern(name);
-        let o = HostOp {
-            lane: 0,
-            ts: 0,
-            dur: 0,
-            index: 0,
-            name: sym,
-            cat,
-        };
-        self.of_op(&o, names)
+        self.of_form(sym, cat, names)
     }
 
     /// A row's GPU time replayed from a graph (issue 57).

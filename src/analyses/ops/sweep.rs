@@ -8,9 +8,9 @@ use super::inclusive::{Instance, Instances, Online, Point, Sums, WEIGHTS};
 use super::measure::{limits, Call};
 use super::rowset::RowSet;
 use super::tally::{attribute_call, Attributed};
-use super::threads::Thread;
 use crate::hostops::contain::{Sweep, Tag, Visit};
 use crate::hostops::launch::{end_of, Launch};
+use crate::hostops::store::Formed;
 use std::sync::mpsc::{Receiver, SyncSender};
 
 /// What the threads' sweeps give: per row its inclusive sums (O3, O5's
@@ -19,6 +19,24 @@ use std::sync::mpsc::{Receiver, SyncSender};
 pub(super) struct Swept {
     pub(super) sums: Vec<[i128; WEIGHTS]>,
     pub(super) op_spans: Vec<Option<(i64, i64)>>,
+}
+
+/// One thread's host ops as the sweep reads them: how many, and the ops
+/// in C4's key order (the host store's runs merged, freed as they are
+/// read when the store is consumed).
+pub(super) struct ThreadOps<'a> {
+    pub(super) len: usize,
+    pub(super) ops: Box<dyn Iterator<Item = Formed> + Send + 'a>,
+}
+
+impl ThreadOps<'_> {
+    /// A thread without ops.
+    pub(super) fn empty() -> Self {
+        ThreadOps {
+            len: 0,
+            ops: Box::new(std::iter::empty()),
+        }
+    }
 }
 
 /// One thread's sweep state for [`sweep_threads`].
@@ -217,7 +235,8 @@ impl crate::hostops::contain::Visitor for ThreadRows<'_> {
 /// (O5), launchers (O2), top-level ops (O4), calls, CPU total/self time
 /// (O5) and first-launch delays (O7) into the rows.
 pub(super) fn sweep_threads(
-    threads: Vec<Thread>,
+    threads: Vec<ThreadOps<'_>>,
+    form_rows: &[u32],
     calls: &[Call],
     launched: &[Launch],
     calls_by_lane: &mut [Vec<u32>],
@@ -240,8 +259,8 @@ pub(super) fn sweep_threads(
         cs.sort_by_key(|&ci| calls[ci as usize].ts);
         let cs: &[u32] = cs;
         let mut span: Option<(i64, i64)> = None;
-        let big = thread.len() >= limits().big_min;
-        let slot = std::sync::Mutex::new(Some(thread.into_merged()));
+        let big = thread.len >= limits().big_min;
+        let slot = std::sync::Mutex::new(Some(thread.ops));
         let point = |ci: u32| point_of(ci, calls, launched);
         let remote = std::thread::scope(|s| {
             // A big thread's O3 answers on a thread of their own; inline
@@ -269,9 +288,10 @@ pub(super) fn sweep_threads(
                 incl,
                 attributed: &mut attributed,
             };
-            let visits = super::threads::prefetched(s, &slot, big)
+            let visits = crate::hostops::runs::prefetched(s, &slot, big)
                 .enumerate()
                 .map(|(q, o)| {
+                    let row = form_rows[o.form as usize];
                     let end = end_of(o.ts, o.dur);
                     // Key order: the first op starts first; the last end is a max.
                     span = Some(span.map_or((o.ts, end), |(a, b)| (a, b.max(end))));
@@ -279,11 +299,8 @@ pub(super) fn sweep_threads(
                         pos: q as u32,
                         ts: o.ts,
                         end,
-                        scope: scope[o.row as usize],
-                        tag: Tag {
-                            row: o.row,
-                            ts: o.ts,
-                        },
+                        scope: scope[row as usize],
+                        tag: Tag { row, ts: o.ts },
                     }
                 });
             let by_start = cs.iter().map(|&ci| (ci, calls[ci as usize].ts));

@@ -171,13 +171,8 @@ fn ratios_and_means_round_half_to_even() {
     assert_eq!(ratio6(1, 0), None);
 }
 
-/// The finish's threads (the activities' figures beside the launches', a big
-/// thread's merge and O3 answers beside its sweep) give what the inline
-/// finish gives, on every sample trace and real fixture: forced on for
-/// every thread and trace, then off.
-#[test]
-fn threaded_finish_equals_inline() {
-    use super::measure::{Limits, LIMITS};
+/// Every sample trace and real fixture of the repository.
+fn fixture_paths() -> Vec<std::path::PathBuf> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
     for dir in ["sample_traces", "tests/data"] {
@@ -195,6 +190,71 @@ fn threaded_finish_equals_inline() {
     }
     paths.sort();
     assert!(paths.len() >= 15, "{paths:?}");
+    paths
+}
+
+/// The host store (`crate::hostops::store`), shared by `ops`, `roofline`
+/// and `idle` in one plan, gives each the figures it gives alone; and
+/// `ops` gives the same figures whether it consumes the store (alone, or
+/// the last of its users) or reads it while another holds it.
+#[test]
+fn the_shared_host_store_changes_no_figure() {
+    use crate::analyses::{idle::IdleSpec, roofline::RooflineSpec};
+    use crate::hostops::store::HostStore;
+    use std::sync::Arc;
+    let run = |p: &std::path::Path, plan: &Plan| {
+        crate::analysis::analyze_path(p, Default::default(), plan)
+    };
+    let all = Plan::new(Selector::default())
+        .with(OpsSpec::default())
+        .with(RooflineSpec::default())
+        .with(IdleSpec::default());
+    let mut launches = 0;
+    for p in fixture_paths() {
+        let mut together = run(&p, &all);
+        let alone = |plan: Plan| run(&p, &plan);
+        let mut ops = alone(Plan::new(Selector::default()).with(OpsSpec::default()));
+        let mut roof = alone(Plan::new(Selector::default()).with(RooflineSpec::default()));
+        let mut idle = alone(Plan::new(Selector::default()).with(IdleSpec::default()));
+        let shown = p.display();
+        assert_eq!(together.take::<Ops>(), ops.take::<Ops>(), "{shown}");
+        assert_eq!(
+            together.take::<crate::analyses::roofline::Roofline>(),
+            roof.take::<crate::analyses::roofline::Roofline>(),
+            "{shown}"
+        );
+        assert_eq!(
+            together.take::<crate::analyses::idle::Idle>(),
+            idle.take::<crate::analyses::idle::Idle>(),
+            "{shown}"
+        );
+        // The store read whole, then measured consumed and read.
+        let mut store = <HostStore as crate::analysis::Collects>::make(&[&super::OPS_HOST]);
+        let mut meta = crate::trace::Meta::default();
+        let filter = store.prefilter();
+        crate::trace::read_path(&p, &filter, Default::default(), &mut meta, &mut |ev, at| {
+            store.push(ev, at)
+        })
+        .expect("a fixture reads");
+        let store = Arc::new(store.sealed());
+        let caps = crate::graphs::Captures::default();
+        let held = store.clone();
+        let read = super::measure::measure(held, &caps);
+        let consumed = super::measure::measure(store, &caps);
+        assert_eq!(read, consumed, "{shown}");
+        launches += consumed.summary.launches;
+    }
+    assert!(launches > 10_000, "{launches}");
+}
+
+/// The finish's side threads (the activities' figures beside the
+/// launches', a big thread's merge and O3 answers beside its sweep) give
+/// what the inline finish gives, on every sample trace and real fixture:
+/// forced on for every thread and trace, then off.
+#[test]
+fn threaded_finish_equals_inline() {
+    use super::measure::{Limits, LIMITS};
+    let paths = fixture_paths();
     let plan = Plan::new(Selector::default()).with(OpsSpec::default());
     let run_with = |p: &std::path::Path, l: Limits| {
         LIMITS.with(|c| c.set(Some(l)));

@@ -7,7 +7,7 @@ use super::args::{ArgsError, OpArgs};
 use super::devices::Device;
 use super::models::{self, Unfit};
 use super::{
-    Bound, Key, Op, RoofCounts, RoofRow, RoofSummary, Roofline, TraceRoofline, UnmodelledRow, NONE,
+    Bound, Key, RoofCounts, RoofRow, RoofSummary, RooflineSpec, TraceRoofline, UnmodelledRow, NONE,
     NO_OP,
 };
 use crate::graphs::linked::match_replays;
@@ -16,7 +16,8 @@ use crate::graphs::Captures;
 use crate::hostops::contain::{sweep_thread, Sweep, Tag, Visit, Visitor};
 use crate::hostops::launch::{end_of, launches, owners, Launch};
 use crate::hostops::runs::Runs;
-use crate::hostops::{HostLinks, Linked};
+use crate::hostops::store::{Form, Formed, HostStore};
+use crate::hostops::Linked;
 use crate::model::{Interner, Sym};
 use crate::store::pack::Records;
 use std::collections::{BTreeMap, HashMap};
@@ -122,27 +123,37 @@ impl Visitor for Give<'_> {
     }
 }
 
-/// Sweeps one thread: `which` picks the ops it visits.
+/// A form's row key and class (0 no model, 1 a model, 2 a composite's).
+#[derive(Debug, Clone, Copy)]
+struct Keyed {
+    key: u32,
+    class: u8,
+}
+
+/// Sweeps one thread: the ops whose class is at least `pass`.
 fn sweep(
-    ops: Option<&Runs<Op>>,
+    ops: Option<&Runs<Formed>>,
+    form_keys: &[Keyed],
     call_ts: &[i64],
     give: &mut Give<'_>,
-    which: impl Fn(&Op) -> bool,
+    pass: u8,
 ) {
     // C4's key order: (ts, −end, file order), merged from the runs.
     let visits = ops
         .into_iter()
         .flat_map(Runs::in_key_order)
-        .filter(|o| which(o))
-        .map(|o| Visit {
-            pos: o.pos,
-            ts: o.ts,
-            end: end_of(o.ts, o.dur),
-            scope: true,
-            tag: Tag {
-                row: o.key,
+        .filter_map(|o| {
+            let k = form_keys[o.form as usize];
+            (k.class >= pass).then_some(Visit {
+                pos: o.pos,
                 ts: o.ts,
-            },
+                end: end_of(o.ts, o.dur),
+                scope: true,
+                tag: Tag {
+                    row: k.key,
+                    ts: o.ts,
+                },
+            })
         });
     let by_start = call_ts.iter().enumerate().map(|(k, &t)| (k as u32, t));
     sweep_thread(visits, by_start, give);
@@ -206,25 +217,49 @@ fn calls_by_lane(calls: &Records<Linked>, lanes: usize) -> Vec<Vec<(i64, Call)>>
     by_lane
 }
 
-/// The figures of one trace from what was kept.
-pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> TraceRoofline {
-    let Roofline {
-        spec,
-        links,
-        mut texts,
-        keys: mut key_ids,
-        rows: mut keys,
-        ops,
-        mut contexts,
-        ..
-    } = st;
-    let HostLinks {
-        mut names,
-        lanes,
-        calls,
-        acts,
-        mut counts,
-    } = links;
+/// The row keys of the host store's forms, in form order (the order the
+/// rows were made in when `roofline` kept its own ops): a modelled op's
+/// key holds its shapes, any other's its name alone.
+fn keys_of(forms: &[Form], names: &Interner) -> (HashMap<Key, u32>, Vec<Key>, Vec<Keyed>) {
+    let mut ids: HashMap<Key, u32> = HashMap::new();
+    let mut keys: Vec<Key> = Vec::new();
+    let mut classes: HashMap<Sym, u8> = HashMap::new();
+    let form_keys = forms
+        .iter()
+        .map(|f| {
+            let class = *classes
+                .entry(f.name)
+                .or_insert_with(|| class_of(names.resolve(f.name)));
+            let k = if class > 0 {
+                (f.name, f.dims, f.types, f.concrete)
+            } else {
+                (f.name, NONE, NONE, NONE)
+            };
+            let next = keys.len() as u32;
+            let key = *ids.entry(k).or_insert(next);
+            if key == next {
+                keys.push(k);
+            }
+            Keyed { key, class }
+        })
+        .collect();
+    (ids, keys, form_keys)
+}
+
+/// The figures of one trace from the host store.
+pub(super) fn measure(
+    spec: &RooflineSpec,
+    store: &HostStore,
+    devices: &[String],
+    caps: &Captures,
+) -> TraceRoofline {
+    let links = &store.links;
+    let (calls, acts) = (&links.calls, &links.acts);
+    let mut names = links.names.clone();
+    let mut texts = store.texts.clone();
+    let mut counts = links.counts;
+    let mut contexts = store.spans.clone();
+    let (mut key_ids, mut keys, form_keys) = keys_of(&store.forms, &names);
     let mut rc = RoofCounts::default();
     // C3: owners by correlation, what each call launched.
     let corrs: Vec<Option<i128>> = calls.iter().map(|c| c.corr).collect();
@@ -241,14 +276,13 @@ pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> Trac
     // The graph replays to their captures (issue 57), as `ops` matches
     // them, while the packed activities and their owners are here.
     let call_at: Vec<(u32, i64)> = calls.iter().map(|c| (c.lane, c.ts)).collect();
-    let matched = match_replays(caps, &acts, &own, &launched, &names, |k| {
+    let matched = match_replays(caps, acts, &own, &launched, &names, |k| {
         call_at
             .get(k as usize)
             .map_or(Place::Outside, |&(lane, ts)| contexts.place(lane, ts))
     });
     drop(call_at);
     let replayed = Replayed::of(matched, &own);
-    drop(acts);
     drop(own);
     // An attributed replay's graph launch is claimed already: its
     // activities go to the captured ops, not to the launch's encloser.
@@ -259,8 +293,14 @@ pub(super) fn measure(st: Roofline, devices: &[String], caps: &Captures) -> Trac
         }
     }
 
-    let by_lane = calls_by_lane(&calls, lanes.len().max(ops.len()));
-    let (mut got, mut no_op) = claim(by_lane, &ops, &launched, claimed, keys.len());
+    let by_lane = calls_by_lane(calls, links.lanes.len().max(store.threads.len()));
+    let (mut got, mut no_op) = claim(
+        by_lane,
+        (&store.threads, &form_keys),
+        &launched,
+        claimed,
+        keys.len(),
+    );
     let mut book = Book {
         names: &mut names,
         texts: &mut texts,
@@ -431,7 +471,7 @@ fn encloser(caps: &Captures, launcher: u32) -> (u32, u8) {
 /// encloses goes to the pseudo-row.
 fn claim(
     by_lane: Vec<Vec<(i64, Call)>>,
-    ops: &[Runs<Op>],
+    (ops, form_keys): (&[Runs<Formed>], &[Keyed]),
     launched: &[Launch],
     mut claimed: Vec<bool>,
     n_keys: usize,
@@ -453,7 +493,7 @@ fn claim(
                 rest,
                 no_op: &mut no_op,
             };
-            sweep(lane_ops, &call_ts, &mut give, |o| o.class >= pass);
+            sweep(lane_ops, form_keys, &call_ts, &mut give, pass);
         }
     }
     (got, no_op)

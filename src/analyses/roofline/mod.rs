@@ -38,12 +38,12 @@ pub mod cli;
 #[cfg(test)]
 mod tests;
 
+use crate::analysis::Use;
 use crate::analysis::{Analysis, Configures, Finished};
-use crate::hostops::{HostLinks, Kept};
-use crate::model::{Interner, Sym};
+use crate::hostops::store::{HostStore, HostUse};
+use crate::model::Sym;
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 
 pub use devices::Device;
 pub use models::Category;
@@ -89,115 +89,32 @@ impl Configures for RooflineSpec {
 }
 
 /// "No text" in a row key.
-const NONE: u32 = u32::MAX;
+/// A shape text not recorded (the host store's [`crate::hostops::store::NO_TEXT`]).
+const NONE: u32 = crate::hostops::store::NO_TEXT;
 
-/// A host op as kept: its range, its row key and whether its name has a
-/// model; its place among its thread's ops in file order is given when it
-/// is read back. Kept per thread in `hostops::runs` (C4-sorted varint runs,
-/// ≈ 7 B an op; a `Vec` of these and a sort order took 28 B and more:
-/// 139 MB of the 1.28 GB reasoning trace).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Op {
-    ts: i64,
-    dur: i64,
-    key: u32,
-    /// 0 no model, 1 a model, 2 a composite's model (attention,
-    /// convolution: see `measure`).
-    class: u8,
-    pos: u32,
-}
-
-impl crate::hostops::runs::RunRecord for Op {
-    type Prev = i64;
-    /// Three varints.
-    const MAX_BYTES: usize = 30;
-    const FIRST_CHUNK: usize = 64;
-
-    fn ts(&self) -> i64 {
-        self.ts
-    }
-
-    fn dur(&self) -> i64 {
-        self.dur
-    }
-
-    fn pos(&self) -> u32 {
-        self.pos
-    }
-
-    #[inline]
-    fn write(&self, prev: &mut i64, out: &mut Vec<u8>) {
-        use crate::store::pack::{push_varint, zigzag};
-        push_varint(out, zigzag(self.ts.wrapping_sub(*prev)));
-        push_varint(out, zigzag(self.dur));
-        push_varint(out, u64::from(self.key) * 4 + u64::from(self.class & 3));
-        *prev = self.ts;
-    }
-
-    #[inline]
-    fn read(prev: &mut i64, bytes: &[u8], at: &mut usize, pos: u32) -> Op {
-        use crate::store::pack::{unzigzag, varint};
-        let ts = prev.wrapping_add(unzigzag(varint(bytes, at)));
-        let dur = unzigzag(varint(bytes, at));
-        let kc = varint(bytes, at);
-        *prev = ts;
-        Op {
-            ts,
-            dur,
-            key: (kc / 4) as u32,
-            class: (kc % 4) as u8,
-            pos,
-        }
-    }
-}
-
-/// A row key: the name and, for a modelled op, its three texts.
+/// A row's key: the op's name and, for a modelled op, its `Input Dims`,
+/// `Input type` and `Concrete Inputs` texts (else [`NONE`]).
 type Key = (Sym, u32, u32, u32);
 
-/// The streaming state of one trace.
+/// The state of one trace: nothing of its own while reading. The host
+/// side — runtime calls, activities, host ops with the shapes of the
+/// modelled ones, the step spans — is the per-trace host store's
+/// ([`crate::hostops::store`]), which `roofline` reads at its finish.
 #[derive(Debug, Default)]
 pub struct Roofline {
     spec: RooflineSpec,
-    links: HostLinks,
-    /// `Input Dims`, `Input type`, `Concrete Inputs` texts.
-    texts: Interner,
-    keys: HashMap<Key, u32>,
-    rows: Vec<Key>,
-    /// Per name symbol: its class (`Op::class`; `u8::MAX`: not yet known).
-    modelled: Vec<u8>,
-    /// Per thread, its host ops (C4-sorted runs).
-    ops: Vec<crate::hostops::runs::Runs<Op>>,
-    /// Step and `proposer.propose` annotations: a graph replay's batch
-    /// and subsystem (issue 57).
-    contexts: crate::graphs::place::Spans,
 }
 
-impl Roofline {
-    /// The class of a name: 0 no model, 1 a model, 2 a composite's.
-    fn class(&mut self, name: Sym) -> u8 {
-        let i = name.0 as usize;
-        if self.modelled.len() <= i {
-            self.modelled.resize(i + 1, u8::MAX);
-        }
-        if self.modelled[i] == u8::MAX {
-            self.modelled[i] = match models::category_of(self.links.names.resolve(name)) {
-                None => 0,
-                Some(c) if c.composite() => 2,
-                Some(_) => 1,
-            };
-        }
-        self.modelled[i]
-    }
-
-    fn key(&mut self, k: Key) -> u32 {
-        let next = self.rows.len() as u32;
-        let id = *self.keys.entry(k).or_insert(next);
-        if id == next {
-            self.rows.push(k);
-        }
-        id
-    }
+/// Whether the host store records an op's shapes: its name has a model.
+fn modelled(name: &str) -> bool {
+    models::category_of(name).is_some()
 }
+
+/// What it asks of the host store.
+static ROOFLINE_HOST: HostUse = HostUse {
+    host_ops: true,
+    shapes: Some(modelled),
+};
 
 impl Analysis for Roofline {
     const NAME: &'static str = "roofline";
@@ -206,53 +123,21 @@ impl Analysis for Roofline {
     type Output = TraceRoofline;
 
     fn start(spec: &RooflineSpec) -> Self {
-        Roofline {
-            spec: spec.clone(),
-            ..Roofline::default()
-        }
+        Roofline { spec: spec.clone() }
     }
 
+    /// Reads the host store, with the shapes of the modelled ops.
+    fn collects(_spec: &RooflineSpec) -> Option<Use> {
+        Some(Use::of::<HostStore>(&ROOFLINE_HOST, false))
+    }
+
+    /// The host store's events (C2): the store keeps them.
     fn prefilter(&self) -> Prefilter {
-        self.links.prefilter()
+        crate::hostops::store::prefilter()
     }
 
-    /// C1–C2 (`HostLinks::keep`); a host op is kept on its thread with
-    /// its row key (a modelled op's shapes in it).
-    fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        let Some(Kept::Host(o)) = self.links.keep(ev, at) else {
-            return;
-        };
-        let end = crate::hostops::launch::end_of(o.ts, o.dur);
-        self.contexts
-            .observe(o.lane, o.ts, end, self.links.names.resolve(o.name));
-        let class = self.class(o.name);
-        let key = if class > 0 {
-            let a = &ev.args;
-            let mut text = |t: &Option<std::borrow::Cow<'_, str>>| {
-                t.as_deref().map_or(NONE, |t| self.texts.intern(t).0)
-            };
-            let k = (
-                o.name,
-                text(&a.input_dims),
-                text(&a.input_type),
-                text(&a.concrete_inputs),
-            );
-            self.key(k)
-        } else {
-            self.key((o.name, NONE, NONE, NONE))
-        };
-        let l = o.lane as usize;
-        if self.ops.len() <= l {
-            self.ops.resize_with(l + 1, Default::default);
-        }
-        self.ops[l].push(&Op {
-            ts: o.ts,
-            dur: o.dur,
-            key,
-            class,
-            pos: 0,
-        });
-    }
+    /// Nothing: the host store keeps what `roofline` reads (C1–C2).
+    fn push(&mut self, _ev: &Event<'_>, _at: EventPos) {}
 
     /// Per-token sums once the run's completion tokens are known.
     fn set_tokens(out: &mut TraceRoofline, tokens: Option<u64>, source: Option<&str>) {
@@ -265,7 +150,8 @@ impl Analysis for Roofline {
         // The graphs' capture traces (issue 57), as `ops` finds them:
         // `--capture`, else `capture_traces/` beside the trace file.
         let caps = self.spec.capture.of(trace);
-        let mut out = measure::measure(self, &trace.meta.devices, &caps);
+        let store = trace.collected::<HostStore>().unwrap_or_default();
+        let mut out = measure::measure(&self.spec, &store, &trace.meta.devices, &caps);
         out.path = trace.path.to_string();
         out.totals = RoofTotals::of(&out.rows);
         let steps = trace

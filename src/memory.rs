@@ -542,6 +542,29 @@ impl Member {
     pub fn limit(&self) -> Limit {
         self.pool.limit
     }
+
+    /// Whether an allocation failed (and was served from the reserve)
+    /// since it joined: the reserve is spent until it ends.
+    pub fn allocation_failed(&self) -> bool {
+        failed_allocations() != self.failed_at_join
+    }
+
+    /// Whether it is the only member running.
+    pub fn alone(&self) -> bool {
+        self.pool.lock().running.len() <= 1
+    }
+
+    /// Whether the process holds half its limit or more now (the mark
+    /// below which new members start): its finishes then run one at a
+    /// time, each adding its working memory alone.
+    pub fn tight(&self) -> bool {
+        self.used() >= self.pool.admit_mark()
+    }
+
+    /// What the process holds now, as the limit counts it.
+    pub fn used(&self) -> u64 {
+        self.pool.limit.used().unwrap_or(0)
+    }
 }
 
 impl Drop for Member {

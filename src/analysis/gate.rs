@@ -73,6 +73,14 @@ impl<'m> Gate<'m> {
         true
     }
 
+    /// Whether the read went to its end through the gate with the pool
+    /// checked on the way (it is every [`crate::memory::CHECK_EVERY`]
+    /// events let through): a trace smaller than that holds too little to
+    /// be asked about, and one the gate stopped has its answer.
+    pub(super) fn checked(&self) -> bool {
+        self.stop.is_none() && self.kept >= crate::memory::CHECK_EVERY
+    }
+
     /// The read's events and error once the gate stopped it, if it did;
     /// `None` when the pool asked the read to yield.
     pub(super) fn outcome(

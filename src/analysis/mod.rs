@@ -532,11 +532,16 @@ fn finish_all(
     stages: Vec<(Box<dyn Stage>, Option<Use>)>,
     finished: &Finished<'_>,
     order: Order,
+    stop: &(dyn Fn() -> bool + Sync),
+    one_at_a_time: bool,
 ) -> Results {
     let stages = jobs(stages);
     let finish = |job: Vec<Box<dyn Stage>>| {
         let mut r = Results::in_order(order);
         for a in job {
+            if stop() {
+                break;
+            }
             a.finish(finished, &mut r);
         }
         r
@@ -547,7 +552,7 @@ fn finish_all(
     let threads = rayon::current_num_threads()
         .min(std::thread::available_parallelism().map_or(1, usize::from))
         .min(MAX_FINISHING);
-    let alone = (stages.len() > 1 && threads > 1)
+    let alone = (stages.len() > 1 && threads > 1 && !one_at_a_time)
         .then(ParallelFinish::take)
         .flatten();
     let parts: Vec<Results> = match alone {
@@ -705,7 +710,27 @@ where
         Ok(st) => (st.events, None),
         Err(e) => (e.events_read(), Some(e)),
     };
-    let (events, error) = gate.outcome(events, error)?;
+    let checked = gate.checked();
+    let (events, mut error) = gate.outcome(events, error)?;
+    // The end of a read the pool was checked in is one more check: a
+    // member past the mark gives way or, alone, is refused before its
+    // finishes add their working memory to what it holds.
+    let over = |m: &crate::memory::Member| ReadError::OverMemoryFinishing {
+        events,
+        used: m.used(),
+        limit: m.limit().to_string(),
+    };
+    let mut finishing = true;
+    if let Some(m) = member.filter(|_| checked) {
+        match m.check() {
+            crate::memory::Verdict::Go => {}
+            crate::memory::Verdict::Yield => return None,
+            crate::memory::Verdict::Over { .. } => {
+                error = Some(over(m));
+                finishing = false;
+            }
+        }
+    }
     let contexts = Contexts::select(label, &steps, &plan.selector);
     let ledger = collector.map(ledger::Collector::finish);
     let slots = Shared::default();
@@ -722,7 +747,25 @@ where
         error: error.as_ref(),
         slots: &slots,
     };
-    let results = finish_all(stages, &finished, plan.order);
+    // A failed allocation (served from the reserve, which is then spent)
+    // stops the finishes between two analyses, and the trace is read again
+    // alone or, alone, refused with its figures dropped: the process was
+    // at its limit, and what it would still do with the figures (the
+    // campaign's outputs) could not be served.
+    let failed = || member.is_some_and(crate::memory::Member::allocation_failed);
+    let one_at_a_time = member.is_some_and(crate::memory::Member::tight);
+    let mut results = if finishing {
+        finish_all(stages, &finished, plan.order, &failed, one_at_a_time)
+    } else {
+        Results::in_order(plan.order)
+    };
+    if let Some(m) = member.filter(|m| m.allocation_failed()) {
+        if !m.alone() {
+            return None;
+        }
+        error = Some(over(m));
+        results = Results::in_order(plan.order);
+    }
     Some(TraceResult {
         path: label.to_string(),
         meta: meta.clone(),

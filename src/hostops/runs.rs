@@ -1,7 +1,7 @@
 //! One thread's host ops, kept between the read and the thread's sweep as
 //! compact varint records in file order, cut into the runs that are sorted
 //! in C4's key order `(ts, −end, file order)` (docs/VIEWS.md), and read
-//! back by merging the runs. `ops` (`analyses/ops/threads.rs`) and `export`
+//! back by merging the runs. The host store (`store.rs`, for `ops` and `roofline`) and `export`
 //! (`export/lanes.rs`) keep their own record ([`RunRecord`]: what it
 //! holds, how it is coded) in this one store.
 //!

@@ -108,6 +108,15 @@ pub enum ReadError {
         used: u64,
         limit: String,
     },
+    /// Read whole, alone, its finishes met the limit (an allocation
+    /// failed, or the process held past three quarters of it once the
+    /// read ended): its figures are dropped.
+    #[error("needs more memory than the process may use, {limit}: its {events} events were read, and its analyses' finishes met the limit (it held {} then); no figures are kept (batch --memory SIZE sets the limit)", size(*used))]
+    OverMemoryFinishing {
+        events: u64,
+        used: u64,
+        limit: String,
+    },
 }
 
 impl ReadError {
@@ -123,7 +132,8 @@ impl ReadError {
             | ReadError::ValueTooLarge { events, .. }
             | ReadError::TrailingData { events, .. }
             | ReadError::OverBudget { events, .. }
-            | ReadError::OverMemory { events, .. } => *events,
+            | ReadError::OverMemory { events, .. }
+            | ReadError::OverMemoryFinishing { events, .. } => *events,
             ReadError::BadEvent { index, .. } => *index,
             _ => 0,
         }
@@ -149,7 +159,8 @@ impl ReadError {
             | ReadError::NotTrace { .. }
             | ReadError::NoTraceEvents
             | ReadError::OverBudget { .. }
-            | ReadError::OverMemory { .. } => None,
+            | ReadError::OverMemory { .. }
+            | ReadError::OverMemoryFinishing { .. } => None,
         }
     }
 
@@ -166,7 +177,8 @@ impl ReadError {
             | ReadError::ValueTooLarge { events, .. }
             | ReadError::TrailingData { events, .. }
             | ReadError::OverBudget { events, .. }
-            | ReadError::OverMemory { events, .. } => *events = n,
+            | ReadError::OverMemory { events, .. }
+            | ReadError::OverMemoryFinishing { events, .. } => *events = n,
             _ => {}
         }
         self

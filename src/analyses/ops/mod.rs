@@ -13,12 +13,15 @@
 //!            each get L2's kernel once (aten::topk through aten::sort)
 //! ```
 //!
-//! What is kept while reading: the host side's links
-//! ([`crate::hostops::HostLinks`], shared with `export`: C1–C2), every
-//! runtime call with its correlation and every device activity with its
-//! (device, stream) and correlation, ≈ 10 B an event; and every host op
-//! (`cpu_op`, `user_annotation`, `python_function`, `Operator`) as its
-//! thread's sorted runs under its row (`threads.rs`, ≈ 7 B an op). The ledger is not
+//! What is kept while reading is the per-trace host store's
+//! ([`crate::hostops::store`], held once for `ops`, `roofline` and `idle`;
+//! C1–C2 through [`crate::hostops::HostLinks`], shared with `export`):
+//! every runtime call with its correlation and every device activity with
+//! its (device, stream) and correlation, ≈ 10 B an event; and every host
+//! op (`cpu_op`, `user_annotation`, `python_function`, `Operator`) as its
+//! thread's sorted runs under its form (≈ 7 B an op), each form mapped to
+//! its row (O1) at the finish. `ops` finishes last among the store's users
+//! and consumes it when no other holds it. The ledger is not
 //! used: it keeps neither an activity's stream (I2–I3 need it) nor the
 //! runtime calls that launch nothing (O5's runtime and sync times need
 //! them). Kineto writes an activity's `pid`/`tid` as its `args.device` /

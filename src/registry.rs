@@ -150,6 +150,9 @@ pub type BatchSection = fn(&Campaign<'_>) -> Option<Section>;
 /// Gives what an analysis prints on `batch`'s stdout.
 pub type BatchStdout = fn(&Campaign<'_>) -> Option<Headline>;
 
+/// An analysis's answer printed first on `batch`'s stdout.
+pub type BatchAnswer = fn(&Campaign<'_>) -> Option<String>;
+
 /// An analysis's `traces.csv` columns over a campaign: given every file's
 /// results (path order), its headers and a writer of one file's cells.
 pub type TraceColumnsFn = fn(&[&Results]) -> TraceColumns;
@@ -210,6 +213,7 @@ pub struct Entry {
     add_to: Option<AddTo>,
     section: Option<BatchSection>,
     stdout: Option<BatchStdout>,
+    answer: Option<BatchAnswer>,
     listed: Option<&'static str>,
     trace_columns: Option<TraceColumnsFn>,
     report_columns: Option<TraceColumnsFn>,
@@ -240,6 +244,7 @@ impl Entry {
             add_to: None,
             section: None,
             stdout: None,
+            answer: None,
             listed: None,
             trace_columns: None,
             report_columns: None,
@@ -273,6 +278,7 @@ impl Entry {
         e.add_to = Some(crate::command::add_json::<A>);
         e.section = Some(A::batch_section);
         e.stdout = Some(A::batch_stdout);
+        e.answer = Some(A::batch_answer);
         e.listed = A::BATCH_LISTED;
         e.outputs = A::BATCH_FILES;
         e.trace_columns = Some(trace_columns::<A>);
@@ -366,6 +372,12 @@ impl Entry {
     /// [`InBatch::batch_stdout`].
     pub fn batch_stdout_fn(&self) -> Option<BatchStdout> {
         self.stdout
+    }
+
+    /// Its answer printed first on `batch`'s stdout, if it runs in batch:
+    /// [`InBatch::batch_answer`].
+    pub fn batch_answer_fn(&self) -> Option<BatchAnswer> {
+        self.answer
     }
 
     /// Its section of a campaign's outputs (`batch`'s report, files and

@@ -39,6 +39,12 @@ pub trait InBatch: Analysis {
     fn batch_stdout(_campaign: &Campaign<'_>) -> Option<Headline> {
         None
     }
+    /// The answer `batch` prints first on stdout, before the headline
+    /// table (Markdown: a heading and a line per workload); every registry
+    /// entry's, in registry order. `None` (the default): none.
+    fn batch_answer(_campaign: &Campaign<'_>) -> Option<String> {
+        None
+    }
     /// Its columns in `batch`'s `traces.csv` (one row per input file),
     /// after the fixed ones, each key prefixed with `NAME_` (unless
     /// [`InBatch::LEGACY_TRACE_KEYS`]); `outputs` are its figures of every

@@ -26,7 +26,8 @@
 //!
 //! More hooks: [`InBatch::BATCH_LISTED`] (its files' entry in report.md's
 //! opening `Files:` line), [`InBatch::batch_stdout`] (what `batch` prints,
-//! [`Headline`]), [`InBatch::trace_columns`] (its `traces.csv` columns) and
+//! [`Headline`]), [`InBatch::batch_answer`] (what it prints first: the
+//! answer per workload), [`InBatch::trace_columns`] (its `traces.csv` columns) and
 //! [`InBatch::report_columns`] (report.md's), [`InBatch::trace_facts`]
 //! (matching), [`InBatch::batch_compare`] / [`InBatch::batch_pool`]
 //! (`results.json`'s comparisons), [`InBatch::batch_defaults`] (options

@@ -470,6 +470,17 @@ fn golden_stdout_and_report() {
     let report = fs::read_to_string(out.join("report.md")).unwrap();
     let outdir = out.display().to_string();
     assert!(!stdout.contains(&outdir) && !report.contains(&outdir));
+    // The answer first: S_wall per workload and why, before Table 8.
+    let answer = stdout
+        .find("### The answer: wall time per generated token")
+        .unwrap();
+    assert!(answer < stdout.find("### Table 8").unwrap());
+    assert!(stdout.contains(
+        "- **tool_calling**: MTP is slower end to end, S_wall = 0.86× (712 µs of wall per token, AR 613 µs)."
+    ));
+    assert!(stdout.contains(
+        "- **text_graphs**: MTP is faster end to end, S_wall = 1.37× (554 µs of wall per token, AR 761 µs)."
+    ));
     common::golden("batch_sample.stdout.md", &stdout);
     common::golden("batch_sample.report.md", &report);
 }

@@ -37,16 +37,7 @@ struct Row<'c> {
 
 /// The section: `None` when no match has iterations figures on both sides.
 pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
-    let rows: Vec<Row> = campaign
-        .matched::<Iterations>()
-        .into_iter()
-        .map(|(m, ar, mtp)| Row {
-            m,
-            ar,
-            mtp,
-            c: compare(ar, mtp),
-        })
-        .collect();
+    let rows = rows_of(campaign);
     if rows.is_empty() {
         return None;
     }
@@ -75,6 +66,71 @@ pub fn section(campaign: &Campaign<'_>) -> Option<Section> {
         figures: figures(&rows),
         lead: lead(&rows),
     })
+}
+
+/// Every match with iterations figures on both sides.
+fn rows_of<'c>(campaign: &'c Campaign<'_>) -> Vec<Row<'c>> {
+    campaign
+        .matched::<Iterations>()
+        .into_iter()
+        .map(|(m, ar, mtp)| Row {
+            m,
+            ar,
+            mtp,
+            c: compare(ar, mtp),
+        })
+        .collect()
+}
+
+/// `batch`'s first words on stdout: per workload, is the candidate faster
+/// end to end (S_wall, wall time per generated token, AR / candidate), and
+/// why in one sentence — tokens per iteration against the iteration's
+/// cost, then per token the GPU's forward work, the drafter's work and
+/// the GPU's idle time, each `torchtrace iterations`' own figure.
+fn answer(rows: &[Row]) -> String {
+    let us = |ms: Option<f64>| ms.map_or("n/a".to_string(), |v| format!("{:.0}", v * 1e3));
+    let x = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.2}×"));
+    let tpi = |t: &TraceIterations| {
+        t.tokens_per_iteration
+            .map_or("n/a".to_string(), |v| format!("{v:.2}"))
+    };
+    let phase = |t: &TraceIterations, p: Phase| us(t.per_token.phases.get(p).gpu_busy_ms);
+    let mut s = String::from(
+        "### The answer: wall time per generated token, end to end
+
+",
+    );
+    for r in rows {
+        let mode = crate::runinfo::Mode::display(&r.m.candidate_mode);
+        let verdict = match r.c.s_wall {
+            Some(v) if v > 1.0 => "faster",
+            Some(v) if v < 1.0 => "slower",
+            Some(_) => "as fast",
+            None => "not comparable",
+        };
+        s.push_str(&format!(
+            "- **{w}**: {mode} is {verdict} end to end, S_wall = {sw} ({mw} µs of wall per token, AR {aw} µs). \
+             Why: it makes {mt} tokens per iteration (AR {at}) but an iteration costs {ic} AR's; per token its GPU \
+             forward work is {mf} µs (AR {af}), the drafter adds {md} µs, and the GPU idles {mi} µs (AR {ai}).\n",
+            w = r.m.workload,
+            sw = x(r.c.s_wall),
+            mw = us(r.mtp.per_token.wall_ms),
+            aw = us(r.ar.per_token.wall_ms),
+            mt = tpi(r.mtp),
+            at = tpi(r.ar),
+            ic = x(r.c.iteration_cost_ratio),
+            mf = phase(r.mtp, Phase::Forward),
+            af = phase(r.ar, Phase::Forward),
+            md = phase(r.mtp, Phase::Draft),
+            mi = us(r.mtp.per_token.gpu_idle_ms),
+            ai = us(r.ar.per_token.gpu_idle_ms),
+        ));
+    }
+    s.push_str(
+        "\nS_wall = AR's wall time per generated token ÷ the candidate's, over the decode iterations \
+         (`torchtrace iterations`). S_context below is token progress per step context on the GPU, not speed.\n\n",
+    );
+    s
 }
 
 /// The summary table's title: its heading, and the lead's link target.
@@ -487,6 +543,12 @@ impl InBatch for Iterations {
     const BATCH_FILES: &'static [&'static str] = &[CSV];
     fn batch_section(c: &Campaign<'_>) -> Option<Section> {
         section(c)
+    }
+
+    /// S_wall per workload and why, in a sentence each: the answer first.
+    fn batch_answer(c: &Campaign<'_>) -> Option<String> {
+        let rows = rows_of(c);
+        (!rows.is_empty()).then(|| answer(&rows))
     }
 
     /// Every per-trace figure (`iterations_wall_per_token_ms`, …).

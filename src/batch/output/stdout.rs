@@ -20,6 +20,17 @@ fn headline(res: &BatchResult) -> Option<Headline> {
         .find_map(|f| f(&c))
 }
 
+/// The answer first: every registry entry's (`iterations`' S_wall and
+/// why, per workload), in registry order.
+fn answers(res: &BatchResult) -> String {
+    let c = super::sections::campaign(res);
+    crate::registry::REGISTRY
+        .iter()
+        .filter_map(|e| e.batch_answer_fn())
+        .filter_map(|f| f(&c))
+        .collect()
+}
+
 /// The Markdown summary printed on stdout.
 pub fn stdout_markdown(res: &BatchResult) -> String {
     let workers = res
@@ -34,6 +45,7 @@ pub fn stdout_markdown(res: &BatchResult) -> String {
         super::count(res.comparisons.len(), "comparison"),
         res.failed().count()
     );
+    s.push_str(&answers(res));
     if let Some(h) = headline(res) {
         s.push_str(&report::markdown::to_string(&h.human));
     }
@@ -60,6 +72,7 @@ pub fn write_stdout<W: Write>(
             report::csv::write(out, &tables)
         }
         Format::Table => {
+            out.write_all(answers(res).as_bytes())?;
             let mut tables: Vec<Table> = headline(res).map(|h| h.human).into_iter().collect();
             let failed = problems_table(res, false);
             if !failed.rows.is_empty() {

@@ -166,7 +166,7 @@ def ops(
         tokens, summaries, progress: as for :func:`~torchtrace.run`
             (per-token figures).
         top, sort: the CLI's table options (``"gpu_self"``, the default,
-            ``"gpu_top"``, ``"host"``, ``"calls"``; ``top`` defaults to the
+            ``"gpu_top"``, ``"host"``, ``"calls"``, ``"cpu_self"``; ``top`` defaults to the
             native 20); the document has every row regardless.
         capture: capture traces of the CUDA/HIP graphs (a file or a folder,
             or several; ``--capture``); default: ``capture_traces/`` beside

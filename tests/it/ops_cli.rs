@@ -585,3 +585,43 @@ fn ops_by_module_on_the_real_pair() {
         "{table}"
     );
 }
+
+/// `--sort cpu_self`: the op rows by their own CPU time (O5's
+/// `cpu_self_ns`), largest first — on the text AR sample the cuDNN
+/// attention's first calls (805.5 ms, compile-time warm-up) lead, as the
+/// JSON's rows sorted by hand say.
+#[test]
+fn sort_by_cpu_self_puts_the_hosts_own_time_first() {
+    let ar = sample("text_ar");
+    let d = run_json(&["-q", "ops", "-f", "json", &ar], 0);
+    let mut rows: Vec<(String, i64)> = d["traces"][0]["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_string(),
+                r["cpu_self_ns"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(r.1));
+    assert_eq!(
+        rows[0],
+        ("aten::_cudnn_attention_forward".to_string(), 805_535_524)
+    );
+    assert_eq!(rows[1], ("aten::mm".to_string(), 40_024_377));
+    let o = bin()
+        .args([
+            "-q", "ops", "--sort", "cpu_self", "--top", "2", "-f", "csv", &ar,
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let first = csv
+        .find("aten::_cudnn_attention_forward,16,806498519,805535524")
+        .unwrap();
+    let second = csv.find("aten::mm,132,41914367,40024377").unwrap();
+    assert!(first < second, "{csv}");
+}

@@ -81,7 +81,8 @@ pub struct OpsSpec {
     /// every row).
     #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = DEFAULT_TOP))]
     pub top: usize,
-    /// The tables' row order: gpu_self (O1's order), gpu_top, host, calls.
+    /// The tables' row order: gpu_self (O1's order), gpu_top, host, calls,
+    /// cpu_self (the host ops' own CPU time).
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::default()))]
     pub sort: SortBy,
     /// `--capture`: graph replays attributed to the ops that captured
@@ -118,6 +119,9 @@ pub enum SortBy {
     GpuTop,
     Host,
     Calls,
+    /// CPU self time (O5's `cpu_self_ns`): where the host's own time goes.
+    #[cfg_attr(feature = "cli", value(name = "cpu_self"))]
+    CpuSelf,
 }
 
 impl SortBy {
@@ -128,6 +132,7 @@ impl SortBy {
             SortBy::GpuTop => "gpu_top",
             SortBy::Host => "host",
             SortBy::Calls => "calls",
+            SortBy::CpuSelf => "cpu_self",
         }
     }
 }

@@ -368,6 +368,7 @@ pub fn sorted(rows: &[OpRow], by: SortBy) -> Vec<&OpRow> {
         SortBy::GpuTop => v.sort_by_key(|r| std::cmp::Reverse(r.gpu_top_ns)),
         SortBy::Host => v.sort_by_key(|r| std::cmp::Reverse(r.host_ns)),
         SortBy::Calls => v.sort_by_key(|r| std::cmp::Reverse(r.calls)),
+        SortBy::CpuSelf => v.sort_by_key(|r| std::cmp::Reverse(r.cpu_self_ns)),
     }
     v
 }

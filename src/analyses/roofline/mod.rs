@@ -51,13 +51,16 @@ pub use models::Category;
 /// The name of the pseudo-row of calls no op encloses.
 pub const NO_OP: &str = "(no enclosing op)";
 
+/// The tables' rows by default (`--top`, Python's `top`): defined once.
+pub const DEFAULT_TOP: usize = 20;
+
 /// Options of the roofline analysis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "cli", derive(clap::Args))]
 #[serde(default, deny_unknown_fields)]
 pub struct RooflineSpec {
     /// Rows shown in the tables, by GPU time (JSON has every row).
-    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = 20))]
+    #[cfg_attr(feature = "cli", arg(long, value_name = "N", default_value_t = DEFAULT_TOP))]
     pub top: usize,
     /// Peak TFLOP/s for every precision, replacing the device table's
     /// (0.001 to 1000000).
@@ -76,7 +79,7 @@ pub struct RooflineSpec {
 impl Default for RooflineSpec {
     fn default() -> Self {
         RooflineSpec {
-            top: 20,
+            top: DEFAULT_TOP,
             peak_tflops: None,
             peak_tbps: None,
             capture: crate::graphs::CaptureSpec::default(),

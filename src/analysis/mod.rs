@@ -660,6 +660,33 @@ impl MemoryBudget {
     }
 }
 
+/// The end of a read the pool was checked in is one more check: a member
+/// past the mark gives way (`None`) or, alone, is refused before its
+/// finishes add their working memory to what it holds (`Some(Some(…))`);
+/// `Some(None)`: it finishes.
+fn at_end_of_read(
+    member: Option<&crate::memory::Member>,
+    events: u64,
+) -> Option<Option<ReadError>> {
+    let Some(m) = member else {
+        return Some(None);
+    };
+    match m.check() {
+        crate::memory::Verdict::Go => Some(None),
+        crate::memory::Verdict::Yield => None,
+        crate::memory::Verdict::Over { .. } => Some(Some(over_finishing(m, events))),
+    }
+}
+
+/// A trace read whole whose finishes met the pool's limit.
+fn over_finishing(m: &crate::memory::Member, events: u64) -> ReadError {
+    ReadError::OverMemoryFinishing {
+        events,
+        used: m.used(),
+        limit: m.limit().to_string(),
+    }
+}
+
 /// The driver: one read with the union of the prefilters, then selection,
 /// the ledger, and every analysis's finish. With a pool `member`, it
 /// checks the pool every [`crate::memory::CHECK_EVERY`] events fed; `None`
@@ -712,25 +739,9 @@ where
     };
     let checked = gate.checked();
     let (events, mut error) = gate.outcome(events, error)?;
-    // The end of a read the pool was checked in is one more check: a
-    // member past the mark gives way or, alone, is refused before its
-    // finishes add their working memory to what it holds.
-    let over = |m: &crate::memory::Member| ReadError::OverMemoryFinishing {
-        events,
-        used: m.used(),
-        limit: m.limit().to_string(),
-    };
-    let mut finishing = true;
-    if let Some(m) = member.filter(|_| checked) {
-        match m.check() {
-            crate::memory::Verdict::Go => {}
-            crate::memory::Verdict::Yield => return None,
-            crate::memory::Verdict::Over { .. } => {
-                error = Some(over(m));
-                finishing = false;
-            }
-        }
-    }
+    let refused = at_end_of_read(member.filter(|_| checked), events)?;
+    let finishing = refused.is_none();
+    error = refused.or(error);
     let contexts = Contexts::select(label, &steps, &plan.selector);
     let ledger = collector.map(ledger::Collector::finish);
     let slots = Shared::default();
@@ -763,7 +774,7 @@ where
         if !m.alone() {
             return None;
         }
-        error = Some(over(m));
+        error = Some(over_finishing(m, events));
         results = Results::in_order(plan.order);
     }
     Some(TraceResult {

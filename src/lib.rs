@@ -58,6 +58,7 @@
 //! assert_eq!(parse_us("5106297913320.790"), Ok(Ns(5_106_297_913_320_790)));
 //! ```
 
+pub mod allocator;
 pub mod analyses;
 pub mod analysis;
 pub mod api;

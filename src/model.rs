@@ -355,6 +355,11 @@ impl LaneTable {
         &self.lanes[id as usize]
     }
 
+    /// The id of `lane`, if it was interned.
+    pub fn get(&self, lane: &Lane) -> Option<u32> {
+        self.map.get(lane).copied()
+    }
+
     pub fn len(&self) -> usize {
         self.lanes.len()
     }

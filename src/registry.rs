@@ -22,7 +22,9 @@
 //! Adding an analysis = its folder under `src/analyses/` + one line here.
 //! The registry's order is the order of results in records and documents.
 
-use crate::analyses::{diff, hierarchy, idle, iterations, kernels, ops, pair, ranks, roofline};
+use crate::analyses::{
+    diff, hierarchy, idle, iterations, kernels, memory, ops, pair, ranks, roofline,
+};
 use crate::analysis::{Analysis, Kind, Order, Plan, Results};
 use crate::campaign::{
     Campaign, CampaignOptions, Compared, Figures, Headline, InBatch, Pooled, Section, TraceFacts,
@@ -76,6 +78,7 @@ const ENTRIES: &[Entry] = &[
         Entry::in_batch::<roofline::Roofline>(),
         roofline::cli::RooflineArgs
     ),
+    cli!(Entry::in_batch::<memory::Memory>(), memory::cli::MemoryCli),
 ];
 
 /// The registry's kinds, in its order: the [`Order`] of torchtrace's plans

@@ -5,6 +5,7 @@
 //! and converted to milliseconds only at the end.
 
 mod multiset;
+pub mod ratios;
 
 pub use multiset::Multiset;
 

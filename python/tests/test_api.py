@@ -36,7 +36,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle", "roofline"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle", "roofline", "memory"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
@@ -328,3 +328,27 @@ def test_every_analysis_of_the_registry_has_a_wrapper():
         assert name in torchtrace.__all__, name
     for name in ["kernels", "iterations", "diff", "ops", "roofline", "export"]:
         assert "capture" in inspect.signature(getattr(torchtrace, name)).parameters, name
+
+
+MEMORY = ROOT / "tests/data/tracelens_h100_bert_small.json.gz"
+
+
+def test_memory_matches_cli_and_gives_tables():
+    doc = torchtrace.memory(MEMORY)
+    assert doc == cli_json("memory", str(MEMORY))
+    d = {x["device"]: x for x in doc["traces"][0]["devices"]}
+    # The allocator's own figures of the TraceLens H100 trace (VIEWS.md M2).
+    assert d["cuda:0"]["peak_allocated_bytes"] == 101305344
+    assert d["cuda:0"]["peak_reserved_bytes"] == 121634816
+    assert d["cuda:0"]["at_peak"][0]["name"] == "aten::addmm"
+    tables = torchtrace.memory_frames(doc, kind="rows")
+    assert [r["device"] for r in tables["devices"]] == ["cpu", "cuda:0"]
+    assert sum(r["bytes"] for r in tables["at_peak"] if r["by"] == "op" and r["device"] == "cuda:0") \
+        == d["cuda:0"]["held_at_peak_bytes"]
+    assert "at_peak" not in tables["devices"][0]
+
+
+def test_memory_without_memory_events_warns():
+    with pytest.warns(torchtrace.TorchtraceWarning, match="no \\[memory\\] events"):
+        doc = torchtrace.memory(AR)
+    assert doc["traces"][0]["devices"] == []

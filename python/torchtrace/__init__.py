@@ -19,12 +19,12 @@ The package, by module (every public name is here, at the top):
   and :class:`TorchtraceWarning`;
 - :mod:`torchtrace.commands`: :func:`pair`, :func:`kernels`,
   :func:`iterations`, :func:`ops`, :func:`idle`, :func:`hierarchy`,
-  :func:`diff`, :func:`ranks`, :func:`export`, each option an explicit
+  :func:`diff`, :func:`ranks`, :func:`roofline`, :func:`memory`, :func:`export`, each option an explicit
   keyword whose default (``None``) is the native module's; :func:`run` and
   :func:`analyses` (the generic entry, in ``torchtrace._core``);
 - :mod:`torchtrace.frames`: documents as pandas DataFrames or pyarrow
   Tables (:func:`to_frame`, :func:`pair_frame`, :func:`kernels_frame`,
-  :func:`ops_frame`, :func:`idle_frames`, :func:`contexts`), both optional
+  :func:`ops_frame`, :func:`idle_frames`, :func:`memory_frames`, :func:`contexts`), both optional
   dependencies;
 - :mod:`torchtrace.campaigns`: :func:`analyze`, :func:`merge`, :func:`batch`
   (``torchtrace batch`` in this process);
@@ -44,6 +44,7 @@ from .commands import (
     idle,
     iterations,
     kernels,
+    memory,
     ops,
     pair,
     ranks,
@@ -54,6 +55,7 @@ from .frames import (
     contexts,
     idle_frames,
     kernels_frame,
+    memory_frames,
     ops_frame,
     pair_frame,
     roofline_frame,
@@ -76,6 +78,8 @@ __all__ = [
     "idle_frames",
     "roofline",
     "roofline_frame",
+    "memory",
+    "memory_frames",
     "export",
     "EXPORT_TABLES",
     "hierarchy",

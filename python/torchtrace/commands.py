@@ -26,6 +26,7 @@ __all__ = [
     "diff",
     "ranks",
     "roofline",
+    "memory",
 ]
 
 
@@ -207,8 +208,39 @@ def idle(
                kernel_wait_ns=kernel_wait_ns)
 
 
+def memory(
+    paths: Paths,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    progress: bool = False,
+    *,
+    timeline: Optional[int] = None,
+    top: Optional[int] = None,
+) -> Dict[str, Any]:
+    """The allocator timeline from a trace's ``[memory]`` events (recorded
+    with ``profile_memory=True``): per device the peak allocated and
+    reserved bytes and when, what holds the peak (by innermost host op and
+    by module), what is never freed, per step the high-water mark and the
+    churn, per token the bytes allocated, as ``torchtrace memory -f json``
+    does: ``run("memory", ...)`` (the step rows are always included).
+
+    Args:
+        paths: one trace; two: baseline (AR) then candidate (MTP), compared
+            per device; or more, side by side.
+        tokens, summaries, progress: as for :func:`~torchtrace.run`.
+        timeline: keep each device's levels over time in at most this many
+            points (default 0: none).
+        top: holders kept per list, the rest summed (default 20; 0: all).
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
+    """
+    return run("memory", paths, tokens=tokens, summaries=summaries, progress=progress,
+               timeline=timeline, top=top)
+
+
 #: The tables :func:`export` writes, in order.
-EXPORT_TABLES = ("activities", "launches", "ops", "steps")
+EXPORT_TABLES = ("activities", "launches", "ops", "steps", "memory")
 
 
 def export(

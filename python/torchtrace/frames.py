@@ -20,6 +20,7 @@ __all__ = [
     "ops_frame",
     "idle_frames",
     "roofline_frame",
+    "memory_frames",
 ]
 
 
@@ -140,6 +141,30 @@ def idle_frames(doc: Dict[str, Any], kind: str = "pandas") -> Dict[str, Any]:
             row["queue_in_flight_max"] = max((q["max"] for q in r["queue_in_flight"].values()), default=None)
             steps.append(row)
     tables = {"devices": devices, "streams": streams, "steps": steps}
+    if kind == "rows":
+        return tables
+    return {k: to_frame(v, kind=kind) for k, v in tables.items()}
+
+
+def memory_frames(doc_or_paths: Union[Dict[str, Any], Paths], kind: str = "pandas") -> Dict[str, Any]:
+    """A :func:`~torchtrace.memory` document (or the traces given) as four
+    tables, each row with its trace's ``path`` and ``device``: ``devices``
+    (the headline figures; the lists left out), ``at_peak`` and
+    ``never_freed`` (one row per holder, ``by`` = ``op`` or ``module`` for
+    ``at_peak``) and ``steps`` (every step row); pandas DataFrames
+    (``kind="pandas"``), ``pyarrow.Table`` s (``kind="arrow"``) or lists of
+    dicts (``kind="rows"``)."""
+    doc = doc_or_paths if isinstance(doc_or_paths, dict) else run("memory", doc_or_paths)
+    lists = ("at_peak", "at_peak_by_module", "never_freed", "steps", "timeline")
+    tables: Dict[str, List[Dict[str, Any]]] = {"devices": [], "at_peak": [], "never_freed": [], "steps": []}
+    for t in doc["traces"]:
+        for d in t["devices"]:
+            key = {"path": t["path"], "device": d["device"]}
+            tables["devices"].append({**key, **{k: v for k, v in d.items() if k not in lists}})
+            tables["at_peak"].extend({**key, "by": "op", **h} for h in d["at_peak"])
+            tables["at_peak"].extend({**key, "by": "module", **h} for h in d["at_peak_by_module"])
+            tables["never_freed"].extend({**key, **h} for h in d["never_freed"])
+            tables["steps"].extend({**key, **r} for r in d["steps"])
     if kind == "rows":
         return tables
     return {k: to_frame(v, kind=kind) for k, v in tables.items()}

@@ -10,6 +10,7 @@ pub mod hierarchy;
 pub mod idle;
 pub mod iterations;
 pub mod kernels;
+pub mod memory;
 pub mod ops;
 pub mod pair;
 pub mod ranks;

@@ -49,7 +49,7 @@ pub struct ExportArgs {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "activities,launches,ops,steps"
+        default_value = "activities,launches,ops,steps,memory"
     )]
     pub tables: Vec<Table>,
     /// Parquet compression.

@@ -309,6 +309,8 @@ pub(crate) fn export_trace(
         ops,
         texts,
         launch: configs,
+        mut memory,
+        memory_lanes,
         ..
     } = st;
     let HostLinks {
@@ -386,6 +388,18 @@ pub(crate) fn export_trace(
             _ => tables.steps(&path, &steps, &step_ends, grammar.as_deref()),
         };
         ok = done(&mut part, table, r);
+    }
+    part.memory_events = memory.events.len() as u64;
+    if ok && wants(Table::Memory) {
+        memory.sort();
+        let r = tables.memory(
+            &file(Table::Memory),
+            &memory,
+            &memory_lanes,
+            &steps,
+            &step_ends,
+        );
+        done(&mut part, Table::Memory, r);
     }
     part.parts.sort_by_key(|p| p.table);
     part.notes = notes(&counts, names.cut() as u64, steps.is_empty(), text_lanes);

@@ -41,9 +41,11 @@ mod write;
 #[cfg(test)]
 mod tests;
 
+use crate::allocator::{AllocEvents, MEMORY_EVENT};
 use crate::analysis::{Analysis, Finished, Plan};
 use crate::command::{self, ApiError, Common, Message, Outcome};
 use crate::hostops::{HostLinks, Kept};
+use crate::model::LaneTable;
 use crate::store::pack::{Fields, Packed, Record, Records};
 use crate::trace::{Event, EventPos, Prefilter};
 use serde::{Deserialize, Serialize};
@@ -67,10 +69,18 @@ pub enum Table {
     Ops,
     /// One row per step annotation (C8).
     Steps,
+    /// One row per `[memory]` event (VIEWS.md M1–M2, M5).
+    Memory,
 }
 
 impl Table {
-    pub const ALL: [Table; 4] = [Table::Activities, Table::Launches, Table::Ops, Table::Steps];
+    pub const ALL: [Table; 5] = [
+        Table::Activities,
+        Table::Launches,
+        Table::Ops,
+        Table::Steps,
+        Table::Memory,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -78,6 +88,7 @@ impl Table {
             Table::Launches => "launches",
             Table::Ops => "ops",
             Table::Steps => "steps",
+            Table::Memory => "memory",
         }
     }
 
@@ -322,6 +333,9 @@ pub struct Export {
     ops: lanes::LaneOps,
     texts: Texts,
     launch: Configs,
+    /// The `[memory]` events (the memory table) and their threads.
+    memory: AllocEvents,
+    memory_lanes: LaneTable,
 }
 
 impl Analysis for Export {
@@ -337,16 +351,24 @@ impl Analysis for Export {
             ops: lanes::LaneOps::default(),
             texts: Texts::default(),
             launch: Configs::default(),
+            memory: AllocEvents::default(),
+            memory_lanes: LaneTable::default(),
         }
     }
 
     fn prefilter(&self) -> Prefilter {
-        self.links.prefilter()
+        self.links
+            .prefilter()
+            .union(&Prefilter::any_of(&[MEMORY_EVENT]))
     }
 
     /// `ops`'s rules (C1–C2); a host op is kept with its External id and
     /// input texts, an activity with its launch configuration.
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if ev.name == MEMORY_EVENT {
+            let lane = self.memory_lanes.intern(ev.lane());
+            return self.memory.keep(ev, at, lane);
+        }
         let a = &ev.args;
         match self.links.keep(ev, at) {
             Some(Kept::Host(o)) => {

@@ -50,6 +50,9 @@ pub struct TracePart {
     pub graph_launches: u64,
     pub host_ops: u64,
     pub steps: u64,
+    /// `[memory]` events kept (VIEWS.md M1).
+    #[serde(default)]
+    pub memory_events: u64,
     /// `vllm`, `ProfilerStep` or null (C8).
     pub step_grammar: Option<String>,
     pub notes: Vec<String>,
@@ -100,6 +103,7 @@ impl ExportReport {
                 "graph_launches",
                 "host_ops",
                 "steps",
+                "memory_events",
             ],
         );
         for t in &self.traces {
@@ -112,6 +116,7 @@ impl ExportReport {
                 Cell::from(t.graph_launches),
                 Cell::from(t.host_ops),
                 Cell::from(t.steps),
+                Cell::from(t.memory_events),
             ]);
         }
         vec![files, traces]

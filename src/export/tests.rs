@@ -198,6 +198,14 @@ fn every_link_of_the_drawing() {
     assert_eq!(col(&s, "start_ns"), some(&[0, 200_000]));
     assert_eq!(col(&s, "iteration_end_ns"), vec![Some(200_000), None]);
     assert_eq!(col(&s, "generation_tokens"), some(&[1, 1]));
+    // memory: no `[memory]` event in the drawing, an empty table.
+    assert_eq!(
+        read(&at("memory"))
+            .iter()
+            .map(|b| b.num_rows())
+            .sum::<usize>(),
+        0
+    );
     // Nothing left beside the tables (the lock file is removed).
     let mut left: Vec<String> = std::fs::read_dir(&options.out)
         .unwrap()
@@ -209,6 +217,7 @@ fn every_link_of_the_drawing() {
         [
             "activities.parquet",
             "launches.parquet",
+            "memory.parquet",
             "ops.parquet",
             "steps.parquet"
         ]

@@ -11,9 +11,10 @@ use super::lanes::{LaneOps, Op};
 use super::link::Depths;
 use super::report::{TableFile, TracePart, WriteFailure};
 use super::{Compression, Configs, ExportError, Table, Texts};
+use crate::allocator::{absolute, device_label, levels, AllocEvent, AllocEvents};
 use crate::hostops::launch::{end_of, Launch};
 use crate::hostops::Linked;
-use crate::model::{Interner, Sym};
+use crate::model::{Interner, LaneTable, Sym, ThreadPart};
 use crate::store::pack::Records;
 use crate::windows::StepWindow;
 use arrow_array::builder::StringDictionaryBuilder;
@@ -157,6 +158,23 @@ pub fn schema(table: Table) -> SchemaRef {
             ("context_requests", N),
             ("generation_requests", N),
             ("generation_tokens", N),
+        ]),
+        Table::Memory => schema_of(&[
+            ("trace", D),
+            ("id", I),
+            ("device", D),
+            ("device_type", I),
+            ("device_id", I),
+            ("ts_ns", I),
+            ("bytes", I),
+            ("total_allocated", N),
+            ("total_reserved", N),
+            ("allocated_bytes", N),
+            ("addr", N),
+            ("pid", N),
+            ("tid", N),
+            ("step", N),
+            ("event_index", I),
         ]),
     }
 }
@@ -505,6 +523,64 @@ impl Tables<'_> {
                 v
             },
         )
+    }
+}
+
+/// The step window holding `ts` (M5: the latest step starting at or
+/// before it whose window has not closed), as a step id.
+fn step_at(steps: &[StepWindow], ends: &[Option<i64>], ts: i64) -> Option<i64> {
+    let k = steps.partition_point(|w| w.start <= ts);
+    (0..k)
+        .rev()
+        .find(|&j| ends[j].is_none_or(|e| ts < e))
+        .map(|j| j as i64)
+}
+
+impl Tables<'_> {
+    /// The memory table: one row per `[memory]` event in M1's order (by
+    /// device, then time), with the device's level after it (M2).
+    pub fn memory(
+        &self,
+        path: &Path,
+        mem: &AllocEvents,
+        lanes: &LaneTable,
+        steps: &[StepWindow],
+        ends: &[Option<i64>],
+    ) -> Result<u64, WriteFailure> {
+        let mut level: Vec<i128> = Vec::with_capacity(mem.events.len());
+        let mut labels: Vec<String> = Vec::with_capacity(mem.devices.len());
+        for &(t, id) in &mem.devices {
+            labels.push(device_label(t, id));
+        }
+        for (_, recs) in mem.by_device() {
+            level.extend(levels(recs, absolute(recs)));
+        }
+        let num = |p: &ThreadPart| match p {
+            ThreadPart::Num(n) => Some(*n),
+            ThreadPart::Str(_) => None,
+        };
+        let e = &mem.events;
+        write_table(path, Table::Memory, self.compression, e.len(), |lo, hi| {
+            let r = &e[lo..hi];
+            let dev = |x: &AllocEvent| mem.devices[x.device as usize];
+            let mut v = lead(self.trace, lo, hi).to_vec();
+            v.extend([
+                dict(r.iter().map(|x| Some(labels[x.device as usize].as_str()))),
+                ints(r.iter().map(|x| dev(x).0)),
+                ints(r.iter().map(|x| dev(x).1)),
+                ints(r.iter().map(|x| x.ts)),
+                ints(r.iter().map(|x| x.bytes)),
+                opts(r.iter().map(AllocEvent::total_allocated)),
+                opts(r.iter().map(AllocEvent::total_reserved)),
+                opts(level[lo..hi].iter().map(|&l| i64::try_from(l).ok())),
+                opts(r.iter().map(|x| narrow(x.addr))),
+                opts(r.iter().map(|x| num(&lanes.resolve(x.lane).pid))),
+                opts(r.iter().map(|x| num(&lanes.resolve(x.lane).tid))),
+                opts(r.iter().map(|x| step_at(steps, ends, x.ts))),
+                ints(r.iter().map(|x| x.index as i64)),
+            ]);
+            v
+        })
     }
 }
 

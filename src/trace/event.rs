@@ -53,6 +53,30 @@ pub struct Args<'a> {
     /// Its `Concrete Inputs` (the scalars' values: `roofline`'s causal flag
     /// and reduced dims), the same way.
     pub concrete_inputs: Option<Cow<'a, str>>,
+    /// A `[memory]` instant's allocator figures (`memory`, VIEWS.md M1).
+    pub memory: MemoryArgs,
+}
+
+/// The args of a `[memory]` instant event (Kineto's `profile_memory`):
+/// `Addr`, `Bytes` (> 0 an allocation, < 0 a free), `Total Allocated`,
+/// `Total Reserved`, `Device Type` (0 CPU, 1 CUDA, …) and `Device Id`.
+/// Integers only; anything else is absent.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryArgs {
+    /// Exact for any integer of at most 38 digits, as a correlation id.
+    pub addr: Option<i128>,
+    pub bytes: Option<i64>,
+    pub total_allocated: Option<i64>,
+    pub total_reserved: Option<i64>,
+    pub device_type: Option<i64>,
+    pub device_id: Option<i64>,
+}
+
+impl MemoryArgs {
+    /// Whether any of them is present.
+    pub fn any(&self) -> bool {
+        *self != MemoryArgs::default()
+    }
 }
 
 /// An event with its times resolved: what the analyses consume.
@@ -122,6 +146,7 @@ impl<'a> Event<'a> {
             concrete_inputs,
             device,
             stream,
+            memory,
         } = args;
         *external_id = None;
         *correlation = None;
@@ -137,6 +162,7 @@ impl<'a> Event<'a> {
         *input_strides = None;
         *kernel = None;
         *concrete_inputs = None;
+        *memory = MemoryArgs::default();
     }
 }
 
@@ -219,6 +245,14 @@ mod tests {
                 concrete_inputs: Some(Cow::Borrowed("[\"\"]")),
                 device: Some(0),
                 stream: Some(7),
+                memory: MemoryArgs {
+                    addr: Some(1),
+                    bytes: Some(-2),
+                    total_allocated: Some(3),
+                    total_reserved: Some(4),
+                    device_type: Some(1),
+                    device_id: Some(0),
+                },
             },
         };
         ev.reset();

@@ -49,7 +49,7 @@ pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
 }
 
 pub use error::{MemberChecksumError, ReadError, TraceError, MAX_EVENT_SIZE_ENV};
-pub use event::{Args, Event, EventPos};
+pub use event::{Args, Event, EventPos, MemoryArgs};
 pub use kineto::event::RawEvent;
 pub use prefilter::Prefilter;
 

@@ -342,7 +342,7 @@ fn several_traces_one_file_per_table_same_with_any_j() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    for table in ["activities", "launches", "ops", "steps"] {
+    for table in ["activities", "launches", "ops", "steps", "memory"] {
         let f = format!("{table}.parquet");
         let x = std::fs::read(d1.path().join(&f)).unwrap();
         let y = std::fs::read(d2.path().join(&f)).unwrap();
@@ -391,7 +391,7 @@ fn several_traces_one_file_per_table_same_with_any_j() {
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(names.len(), 4, "{names:?}");
+    assert_eq!(names.len(), 5, "{names:?}");
 }
 
 /// An unwritable directory, a damaged trace, no table: exit 2 with a
@@ -538,7 +538,7 @@ fn batch_tables_equal_export_and_results() {
         batch(dir.path(), &["--tables", t.to_str().unwrap()], j);
     }
     let tables = runs[0].path().join("tables");
-    for table in ["activities", "launches", "ops", "steps"] {
+    for table in ["activities", "launches", "ops", "steps", "memory"] {
         let f = format!("{table}.parquet");
         let x = std::fs::read(tables.join(&f)).unwrap();
         let y = std::fs::read(runs[1].path().join("tables").join(&f)).unwrap();
@@ -554,6 +554,7 @@ fn batch_tables_equal_export_and_results() {
         [
             "activities.parquet",
             "launches.parquet",
+            "memory.parquet",
             "ops.parquet",
             "steps.parquet"
         ]
@@ -697,5 +698,75 @@ fn batch_tables_needs_outdir_and_no_shard() {
             String::from_utf8_lossy(&o.stderr).contains("--tables"),
             "{args:?}"
         );
+    }
+}
+
+/// The memory table (VIEWS.md M1–M2, M5) against `memory`'s figures on the
+/// real TraceLens H100 and MI300X traces: one row per event, the level
+/// after each, its peak and final the analysis's, every event's step.
+#[test]
+fn the_memory_table_holds_every_event_and_its_level() {
+    for trace in [
+        "tests/data/tracelens_h100_bert_small.json.gz",
+        "tests/data/memory/tracelens_mi300_qwen_chat.json.gz",
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = bin()
+            .args(["-q", "export", "--tables", "memory", trace, "-o"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let m = read(&dir.path().join("memory.parquet"));
+        let doc = bin()
+            .args(["-q", "memory", "-f", "json", trace])
+            .output()
+            .unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&doc.stdout).unwrap();
+        let devices = strings(&m, "device");
+        let level = ints(&m, "allocated_bytes");
+        let ts = ints(&m, "ts_ns");
+        let step = ints(&m, "step");
+        let mut total = 0;
+        for d in doc["traces"][0]["devices"].as_array().unwrap() {
+            let name = d["device"].as_str().unwrap();
+            let rows: Vec<usize> = (0..devices.len())
+                .filter(|&i| devices[i].as_deref() == Some(name))
+                .collect();
+            assert_eq!(
+                rows.len() as u64,
+                d["events"].as_u64().unwrap(),
+                "{trace} {name}"
+            );
+            let peak = rows.iter().map(|&i| level[i].unwrap()).max().unwrap();
+            assert_eq!(
+                peak,
+                d["peak_allocated_bytes"].as_i64().unwrap(),
+                "{trace} {name}"
+            );
+            let last = *rows.last().unwrap();
+            assert_eq!(
+                level[last].unwrap(),
+                d["final_allocated_bytes"].as_i64().unwrap()
+            );
+            // Rows in time order within the device (M1).
+            assert!(rows.windows(2).all(|w| ts[w[0]] <= ts[w[1]]));
+            // Each step row's event count is its rows' (M5).
+            for (k, s) in d["steps"].as_array().unwrap().iter().enumerate() {
+                let n = rows.iter().filter(|&&i| step[i] == Some(k as i64)).count();
+                assert_eq!(
+                    n as u64,
+                    s["events"].as_u64().unwrap(),
+                    "{trace} {name} step {k}"
+                );
+            }
+            total += rows.len();
+        }
+        assert_eq!(total, devices.len(), "{trace}");
     }
 }

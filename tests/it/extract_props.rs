@@ -136,10 +136,17 @@ fn args() -> impl Strategy<Value = String> {
         "device",
         "stream",
         "External ID",
+        "Bytes",
+        "Addr",
+        "Total Allocated",
+        "Device Type",
     ]);
     let member = (key, value(), ws(), any::<bool>()).prop_map(|(k, v, w, kineto)| {
         let v = match (k, v.len() % 3) {
-            ("External id" | "correlation", 0) => (v.len() * 7919).to_string(),
+            ("External id" | "correlation" | "Bytes" | "Total Allocated", 0) => {
+                (v.len() * 7919).to_string()
+            }
+            ("Addr", 0) => format!("1{}", "2".repeat(v.len() % 30)),
             ("finished", 0) => "false".to_string(),
             _ => v,
         };

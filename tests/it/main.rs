@@ -23,6 +23,7 @@ mod hierarchy_cli;
 mod idle_cli;
 mod iterations_cli;
 mod kernels_cli;
+mod memory_cli;
 mod newcomer_cli;
 mod ops_cli;
 mod pair_cli;

@@ -135,7 +135,7 @@ fn parquet_rows(p: &Path) -> usize {
         .sum()
 }
 
-const TABLES: [&str; 4] = ["activities", "launches", "ops", "steps"];
+const TABLES: [&str; 5] = ["activities", "launches", "memory", "ops", "steps"];
 
 /// Links planted at every name the old export used in DIR (the partial
 /// files of a multi-trace export, and a final name) point outside it:

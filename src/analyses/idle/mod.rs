@@ -27,11 +27,10 @@
 pub(crate) mod batch;
 mod compute;
 mod queue;
-mod ratios;
 mod sweep;
 pub mod view;
 
-pub use ratios::{mean6, pct, round_ratio};
+pub use crate::stats::ratios::{mean6, pct, round_ratio};
 
 use crate::analysis::Use;
 use crate::analysis::{Analysis, Configures, Finished};

@@ -6,7 +6,7 @@
 //! inside the event.
 
 use super::super::error::ReadError;
-use super::super::event::{Args, Event, EventPos};
+use super::super::event::{Args, Event, EventPos, MemoryArgs};
 use super::super::message::tidy;
 use super::super::time::{parse_us, TimeError};
 use crate::model::{Ns, ThreadPart};
@@ -69,6 +69,18 @@ struct KinetoArgs<'a> {
     kernel: Option<&'a RawValue>,
     #[serde(rename = "Concrete Inputs", borrow)]
     concrete_inputs: Option<&'a RawValue>,
+    #[serde(rename = "Addr", deserialize_with = "lenient_i128")]
+    addr: Option<i128>,
+    #[serde(rename = "Bytes", deserialize_with = "lenient_i64")]
+    bytes: Option<i64>,
+    #[serde(rename = "Total Allocated", deserialize_with = "lenient_i64")]
+    total_allocated: Option<i64>,
+    #[serde(rename = "Total Reserved", deserialize_with = "lenient_i64")]
+    total_reserved: Option<i64>,
+    #[serde(rename = "Device Type", deserialize_with = "lenient_i64")]
+    device_type: Option<i64>,
+    #[serde(rename = "Device Id", deserialize_with = "lenient_i64")]
+    device_id: Option<i64>,
 }
 
 /// `args` must be an object (or `null`): anything else — an array, a
@@ -105,6 +117,14 @@ impl<'de: 'a, 'a> Visitor<'de> for ArgsVisitor<'a> {
             input_strides: a.input_strides.map(|v| Cow::Borrowed(v.get())),
             kernel: a.kernel.map(|v| Cow::Borrowed(v.get())),
             concrete_inputs: a.concrete_inputs.map(|v| Cow::Borrowed(v.get())),
+            memory: MemoryArgs {
+                addr: a.addr,
+                bytes: a.bytes,
+                total_allocated: a.total_allocated,
+                total_reserved: a.total_reserved,
+                device_type: a.device_type,
+                device_id: a.device_id,
+            },
         })
     }
 }

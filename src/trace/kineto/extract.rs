@@ -116,7 +116,7 @@ impl Time<'_> {
 /// [`once`] for a field with a default (`ph`, `cat`, `name`, `pid`,
 /// `tid`): absent or `null` leaves the default.
 #[inline(always)]
-fn once_or_default<T>(slot: &mut T, seen: &mut u16, bit: u16, v: Option<T>) -> Option<()> {
+fn once_or_default<T>(slot: &mut T, seen: &mut u32, bit: u32, v: Option<T>) -> Option<()> {
     (*seen & bit == 0).then_some(())?;
     *seen |= bit;
     if let Some(v) = v {
@@ -128,7 +128,7 @@ fn once_or_default<T>(slot: &mut T, seen: &mut u16, bit: u16, v: Option<T>) -> O
 /// A known key seen twice is serde's "duplicate field" error: the generic
 /// path reports it.
 #[inline(always)]
-fn once<T>(slot: &mut Option<T>, seen: &mut u16, bit: u16, v: Option<T>) -> Option<()> {
+fn once<T>(slot: &mut Option<T>, seen: &mut u32, bit: u32, v: Option<T>) -> Option<()> {
     (*seen & bit == 0).then_some(())?;
     *seen |= bit;
     *slot = v;
@@ -262,7 +262,7 @@ const EVENT_KEYS: KeyOrder<8> =
 
 /// The `args` members read, in the order Kineto writes them where it
 /// writes several (a kernel's; the others go by their names).
-const ARGS_KEYS: KeyOrder<14> = KeyOrder::new([
+const ARGS_KEYS: KeyOrder<20> = KeyOrder::new([
     "kernel",
     "External id",
     "device",
@@ -277,6 +277,12 @@ const ARGS_KEYS: KeyOrder<14> = KeyOrder::new([
     "Input type",
     "Input Strides",
     "Concrete Inputs",
+    "Device Type",
+    "Device Id",
+    "Addr",
+    "Bytes",
+    "Total Allocated",
+    "Total Reserved",
 ]);
 
 struct Cursor<'a> {
@@ -528,7 +534,7 @@ impl<'a> Cursor<'a> {
     /// gives its times' text.
     fn event(&mut self, ev: &mut Event<'a>) -> Option<Times<'a>> {
         let mut t = Times::default();
-        let mut seen = 0u16;
+        let mut seen = 0u32;
         let borrowed = |s: Option<&'a str>| s.map(Cow::Borrowed);
         self.object(&EVENT_KEYS, |c, key| match key {
             "ph" => once_or_default(&mut ev.ph, &mut seen, 1, borrowed(c.text()?)),
@@ -630,7 +636,7 @@ impl<'a> Cursor<'a> {
         if self.peek()? == b'n' {
             return self.literal(b"null");
         }
-        let mut seen = 0u16;
+        let mut seen = 0u32;
         self.object(&ARGS_KEYS, |c, key| match key {
             "External id" => once(&mut a.external_id, &mut seen, 1, c.id()?),
             "correlation" => once(&mut a.correlation, &mut seen, 2, c.wide_id()?),
@@ -646,6 +652,12 @@ impl<'a> Cursor<'a> {
             "Input Strides" => once(&mut a.input_strides, &mut seen, 512, c.raw()?),
             "kernel" => once(&mut a.kernel, &mut seen, 1024, c.raw()?),
             "Concrete Inputs" => once(&mut a.concrete_inputs, &mut seen, 2048, c.raw()?),
+            "Device Type" => once(&mut a.memory.device_type, &mut seen, 1 << 14, c.id()?),
+            "Device Id" => once(&mut a.memory.device_id, &mut seen, 1 << 15, c.id()?),
+            "Addr" => once(&mut a.memory.addr, &mut seen, 1 << 16, c.wide_id()?),
+            "Bytes" => once(&mut a.memory.bytes, &mut seen, 1 << 17, c.id()?),
+            "Total Allocated" => once(&mut a.memory.total_allocated, &mut seen, 1 << 18, c.id()?),
+            "Total Reserved" => once(&mut a.memory.total_reserved, &mut seen, 1 << 19, c.id()?),
             _ => c.skip(2),
         })
     }

@@ -15,7 +15,7 @@
 //! `String` (without `unsafe`); a batch that is not all UTF-8 has each
 //! string checked again, as before.
 
-use super::super::event::{Args, Event};
+use super::super::event::{Args, Event, MemoryArgs};
 use crate::model::{Ns, ThreadPart};
 use std::borrow::Cow;
 use std::ops::Range;
@@ -217,6 +217,7 @@ impl Numbers {
             input_strides,
             kernel,
             concrete_inputs,
+            memory: rare.map(|r| r.memory).unwrap_or_default(),
         }
     }
 }
@@ -248,6 +249,8 @@ struct Extra {
     correlation: Option<i128>,
     device: Option<i64>,
     stream: Option<i64>,
+    /// A `[memory]` instant's figures.
+    memory: MemoryArgs,
 }
 
 impl Extra {
@@ -260,8 +263,10 @@ impl Extra {
             correlation: a.correlation.filter(|c| i64::try_from(*c).is_err()),
             device: a.device.filter(|d| ev.pid != ThreadPart::Num(*d)),
             stream: a.stream.filter(|s| ev.tid != ThreadPart::Num(*s)),
+            memory: a.memory,
         };
-        let any = x.texts.iter().any(Option::is_some)
+        let any = x.memory.any()
+            || x.texts.iter().any(Option::is_some)
             || x.correlation.is_some()
             || x.device.is_some()
             || x.stream.is_some();

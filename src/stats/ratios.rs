@@ -1,5 +1,6 @@
-//! `idle`'s exact ratios of integer ns: rounded half to even from i128
-//! sums (C1), as the figures and the campaign's tables print them.
+//! Exact ratios of integer sums (ns, bytes): rounded half to even from
+//! i128 sums (C1), as `idle`'s and `memory`'s figures and the campaign's
+//! tables print them.
 
 /// `num / den` rounded half to even to `decimals` places (C1), as f64;
 /// null when `den` is 0.

@@ -206,7 +206,7 @@ def test_the_campaign_tables_answer_per_workload(ran):
     assert len(got) == 8 and got[("text", "ar")] == (12638958, 68) and got[("text", "mtp")] == (11407576, 68)
     assert round(got[("text", "mtp")][0] / 68 / 1e3, 1) == 167.8
     assert sorted(p.name for p in (work / "campaign/tables").iterdir()) == [
-        "activities.parquet", "launches.parquet", "ops.parquet", "steps.parquet"]
+        "activities.parquet", "launches.parquet", "memory.parquet", "ops.parquet", "steps.parquet"]
 
 
 def test_the_shell_blocks_print_real_figures(ran):

@@ -20,6 +20,7 @@
 //! sorts the records and sweeps them: O(events log events).
 
 pub(crate) mod batch;
+#[cfg(feature = "cli")]
 pub mod cli;
 mod compute;
 mod figure;

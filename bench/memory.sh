@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Memory per unit of input (issue 59): peak RSS of every analysis on two sizes
 # of each hostile shape of bench/hostile_memory.py, and the slope between them
-# (bytes per step, per stream, per trace): what README's "Memory bounds" states.
+# (bytes per step, per stream, per trace): what docs/PERFORMANCE.md's "Memory bounds" states.
 #
 #   bench/memory.sh [BIN] [WORK]      BIN: torchtrace (default target/release/torchtrace)
 #   MEMBER_ONLY=1 bench/memory.sh     only the batch member's bytes per event fed (below)

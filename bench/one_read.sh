@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # One read, held once: CPU time and peak RSS of `batch` on one large trace
 # against the largest single analysis on the same trace, and `export`, beside
-# the inflate of the same file (`zcat`) in the same run: the ratios README's
-# "Memory bounds" and BENCHMARKS.md state.
+# the inflate of the same file (`zcat`) in the same run: the ratios
+# docs/PERFORMANCE.md's "Memory bounds" and BENCHMARKS.md state.
 #
 #   bench/one_read.sh [COPIES [RUNS [BIN]]]   defaults: 190 copies (~1.28 GB of JSON), 3 runs
 #

@@ -157,7 +157,7 @@ fn slope(dir: &Path, make: fn(u64) -> String, a: u64, b: u64) -> usize {
     y.saturating_sub(x) / (b - a) as usize
 }
 
-/// README, "Memory bounds": `idle` keeps at most 700 B per decode step
+/// docs/PERFORMANCE.md, "Memory bounds": `idle` keeps at most 700 B per decode step
 /// (was about 5 KB: a 1 KB row struct and the whole document as one JSON
 /// value) and 2.5 KB per single-activity stream (was about 9 KB).
 #[test]
@@ -212,7 +212,7 @@ fn campaign(dir: &Path, n: u64) {
     }
 }
 
-/// README, "Memory bounds": `batch` keeps at most 40 KB per tiny trace
+/// docs/PERFORMANCE.md, "Memory bounds": `batch` keeps at most 40 KB per tiny trace
 /// from its read to its outputs written (was about 190 KB: every trace's
 /// figures cloned in the merge, and every entry of results.json made as a
 /// JSON value at once).
@@ -321,7 +321,7 @@ fn member_peak(dir: &Path, name: &str, text: &str) -> usize {
 /// fed (`analysis::MemoryBudget::PER_EVENT`), on both hostile shapes: a
 /// decode step is 3 events fed (annotation, launch, kernel), a
 /// single-activity stream 2 (launch, kernel), the costliest per event
-/// (README, "Memory bounds": 3.65 KB of peak RSS per event fed).
+/// (docs/PERFORMANCE.md, "Memory bounds": 3.65 KB of peak RSS per event fed).
 #[test]
 fn a_batch_member_keeps_at_most_the_budget_per_event_fed() {
     let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());

@@ -253,7 +253,7 @@ def export(
     capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """Every linked event as Apache Arrow tables, as ``torchtrace export``
-    writes them (int64 ns, exact; README.md defines every column).
+    writes them (int64 ns, exact; docs/COMMANDS.md defines every column).
 
     Args:
         paths: one trace or several (their rows one after another, told

@@ -630,7 +630,7 @@ impl Drop for ParallelFinish {
 /// the ledger, each analysis's state while reading and at its finish, and
 /// its figures — grows at most [`MemoryBudget::PER_EVENT`] bytes per event
 /// that passes the prefilters (measured on the hostile shapes of
-/// `bench/hostile_memory.py`: README, "Memory bounds"), so a trace fed
+/// `bench/hostile_memory.py`: docs/PERFORMANCE.md, "Memory bounds"), so a trace fed
 /// `bytes / PER_EVENT` events stays within `bytes`. Past that the
 /// analyses are fed nothing more, the read goes on to the end (checked,
 /// held nowhere), and the trace ends with [`ReadError::OverBudget`]: its

@@ -19,8 +19,8 @@ use torchtrace::export::{self, Compression, ExportOptions, Table};
 /// file order, per trace. Every table has a `trace` column (the path as
 /// given); with several traces their rows follow one another in the order
 /// given, in one file per table (not a partitioned dataset). Files are
-/// written under a temporary name and renamed when complete. README.md
-/// defines every column.
+/// written under a temporary name and renamed when complete.
+/// docs/COMMANDS.md defines every column.
 ///
 /// As `batch`, it exports worker traces only: a frontend trace
 /// (`*.async_llm.*`), a capture trace, a run summary or a

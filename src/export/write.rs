@@ -70,7 +70,8 @@ fn schema_of(cols: &[(&str, C)]) -> SchemaRef {
     Arc::new(Schema::new(fields))
 }
 
-/// The columns of each table, in order (README's definitions).
+/// The columns of each table, in order (docs/COMMANDS.md, "torchtrace
+/// export", defines each).
 pub fn schema(table: Table) -> SchemaRef {
     use C::*;
     match table {

@@ -34,7 +34,7 @@ const EXAMPLES: &str = "Examples:\n  # What changed per token, AR → MTP, by ke
 /// come first, in the order given, then communication (nccl, rccl,
 /// cross_device_reduce, all_reduce, allgather, …), attention, GEMM/GEMV,
 /// sort/top-k, normalisation, gather/scatter/index, reduction, copy/fill,
-/// elementwise, other (the table: README, docs/DEFINITIONS.md; JSON
+/// elementwise, other (the table: docs/COMMANDS.md, docs/DEFINITIONS.md; JSON
 /// family_table). Families sum to the totals exactly.
 ///
 /// Graphs: replays = graph launch calls (cudaGraphLaunch, cuGraphLaunch,

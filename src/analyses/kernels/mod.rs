@@ -241,7 +241,8 @@ pub struct TopKernel {
     pub median_us: f64,
 }
 
-/// The kernels figures of one trace (JSON keys as documented in README).
+/// The kernels figures of one trace (JSON keys as docs/COMMANDS.md
+/// documents them).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TraceKernels {
     pub path: String,

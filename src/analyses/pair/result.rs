@@ -35,7 +35,7 @@ pub struct ContextRow {
     pub gpu_source: Option<SpanSource>,
 }
 
-/// The figures of one trace (JSON keys as documented in README).
+/// The figures of one trace (JSON keys as docs/COMMANDS.md documents them).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TracePairs {
     pub path: String,

@@ -3,8 +3,8 @@
 //!
 //! The formulas are TraceLens's (`TraceLens/PerfModel/perf_model.py`,
 //! AMD-AGI/TraceLens) where they are right, so that the figures equal its
-//! reports; where they differ, README ("torchtrace roofline", "Where we
-//! differ from TraceLens") says why. In short:
+//! reports; where they differ, docs/COMMANDS.md ("torchtrace roofline",
+//! "Against TraceLens") says why. In short:
 //!
 //! ```text
 //! GEMM   A[M,K]·B[K,N] (+C)       flops 2·M·N·K (+ M·N with a bias)

@@ -139,7 +139,7 @@ fn gemm_and_sdpa_equal_tracelens_on_every_reference_row() {
 }
 
 /// The rows where our figures differ from the reference reports, each for
-/// a reason README gives ("Where we differ from TraceLens").
+/// a reason docs/COMMANDS.md gives ("Against TraceLens").
 fn documented_difference(r: &Reference) -> Option<&'static str> {
     match (r.name.as_str(), r.dims.as_str()) {
         // The reports' Reduce sheet counts one output element whatever

@@ -294,9 +294,10 @@ fn batch_writes_the_memory_section_csv_and_figure() {
 /// more the allocator's `Total Allocated` already held.
 #[test]
 fn the_peak_agrees_with_pytorchs_memory_timeline() {
-    let text =
-        std::fs::read_to_string(root().join("tests/data/memory/hf_greedy_memory_timeline.json"))
-            .unwrap();
+    let text = std::fs::read_to_string(
+        root().join("tests/data/expected/pytorch_memory_timeline_hf_greedy.json"),
+    )
+    .unwrap();
     let (times, sizes): (Vec<i64>, Vec<Vec<i64>>) = serde_json::from_str(&text).unwrap();
     let total: Vec<i64> = sizes.iter().map(|c| c.iter().sum()).collect();
     let peak = *total.iter().max().unwrap();

@@ -98,6 +98,20 @@ fn panel(path: &str, mode: Option<String>, d: &DeviceMemory) -> Panel {
     }
 }
 
+/// A level holds until the next point: each point's value drawn flat to
+/// the next point's time, then up or down (a step line, never a slope that
+/// would show levels the allocator never had).
+fn stepped(points: impl IntoIterator<Item = (f64, f64)>) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for (x, y) in points {
+        if let Some(&(_, prev)) = out.last() {
+            out.push((x, prev));
+        }
+        out.push((x, y));
+    }
+    out
+}
+
 impl Picture for MemoryFigure {
     fn stem(&self) -> &str {
         super::batch::FIGURE
@@ -183,11 +197,11 @@ where
             RGBColor(170, 170, 170).stroke_width(th.upx(1.0)),
         )
     }))?;
-    let reserved: Vec<(f64, f64)> = p
-        .points
-        .iter()
-        .filter_map(|q| q.2.map(|r| (q.0, r / scale)))
-        .collect();
+    let reserved: Vec<(f64, f64)> = stepped(
+        p.points
+            .iter()
+            .filter_map(|q| q.2.map(|r| (q.0, r / scale))),
+    );
     if !reserved.is_empty() {
         chart.draw_series(DashedLineSeries::new(
             reserved,
@@ -197,7 +211,7 @@ where
         ))?;
     }
     chart.draw_series(LineSeries::new(
-        p.points.iter().map(|q| (q.0, q.1 / scale)),
+        stepped(p.points.iter().map(|q| (q.0, q.1 / scale))),
         col.stroke_width(th.upx(1.8)),
     ))?;
     let peak = (p.peak.0, p.peak.1 / scale);
@@ -275,5 +289,9 @@ mod tests {
         assert_eq!((p.steps.clone(), p.peak), (vec![1.0], (2.0, 2.0 * m)));
         assert_eq!(unit(4.0 * m), (m, "MiB"));
         assert_eq!(unit(16.0), (1.0, "B"));
+        assert_eq!(
+            stepped([(0.0, 1.0), (2.0, 3.0)]),
+            vec![(0.0, 1.0), (2.0, 1.0), (2.0, 3.0)]
+        );
     }
 }

@@ -112,7 +112,8 @@ impl Command for Roofline {
             if let Some(v) = v {
                 if !(v.is_finite() && (lo..=hi).contains(&v)) {
                     return Err(ApiError::Arguments(format!(
-                        "roofline: {flag} must be between {lo} and {hi} {unit}, not {v}"
+                        "roofline: {flag} must be between {lo} and {hi} {unit}, not {}",
+                        short_number(v)
                     )));
                 }
             }
@@ -406,4 +407,26 @@ fn comparison_table(sides: &[SideFigures]) -> Table {
         Cell::opt_f(s.gpu_ns_per_token, 0)
     });
     t
+}
+
+/// A number as a person reads it back: as written in plain form where that
+/// is short, else in scientific notation (`1e-320`, not 320 zeros).
+fn short_number(v: f64) -> String {
+    let a = v.abs();
+    if v != 0.0 && a.is_finite() && !(1e-4..1e7).contains(&a) {
+        format!("{v:e}")
+    } else {
+        format!("{v}")
+    }
+}
+
+#[cfg(test)]
+mod number_tests {
+    #[test]
+    fn out_of_range_peaks_are_written_short() {
+        assert_eq!(super::short_number(1e-320), "1e-320");
+        assert_eq!(super::short_number(1e300), "1e300");
+        assert_eq!(super::short_number(3.35), "3.35");
+        assert_eq!(super::short_number(f64::INFINITY), "inf");
+    }
 }

@@ -300,7 +300,14 @@ impl GraphsSummary {
     /// replays not attributed.
     pub fn said(&self) -> Vec<String> {
         let mut v: Vec<String> = self.notes.iter().map(|n| format!("graphs: {n}")).collect();
-        if self.replays_unmatched > 0 {
+        if self.replays_unmatched > 0 && self.captures.is_empty() && self.regions == 0 {
+            // No capture trace at all: one short line saying how to give one.
+            v.push(format!(
+                "graphs: {} graph replays counted under their graph launch (no capture traces: \
+                 give --capture, or put capture_traces/ beside the trace, to see the ops inside)",
+                self.replays_unmatched
+            ));
+        } else if self.replays_unmatched > 0 {
             let first = self.unmatched.iter().find(|u| u.status == "unmatched");
             v.push(format!(
                 "graphs: {} of {} graph replays unmatched: kept under their graph launch{}",

@@ -339,3 +339,22 @@ fn the_records_per_replay_and_per_attributed_activity() {
     assert_eq!(std::mem::size_of::<replay::Replay>(), 40);
     assert_eq!(std::mem::size_of::<linked::Given>(), 24);
 }
+
+/// A trace without any capture trace gets one short line saying how to
+/// give one, not a count of unmatched replays with a reason each.
+#[test]
+fn no_capture_at_all_is_one_short_note() {
+    let s = super::GraphsSummary {
+        replays: 64,
+        replays_unmatched: 64,
+        ..Default::default()
+    };
+    assert_eq!(
+        s.said(),
+        vec![
+            "graphs: 64 graph replays counted under their graph launch (no capture traces: give --capture, \
+             or put capture_traces/ beside the trace, to see the ops inside)"
+                .to_string()
+        ]
+    );
+}

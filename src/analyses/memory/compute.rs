@@ -65,6 +65,9 @@ pub(super) fn measure(m: Memory, trace: &Finished<'_>) -> TraceMemory {
         complete: true,
         ..TraceMemory::default()
     };
+    // Taken first, whatever follows: the store's last user (`ops`) owns it
+    // only once every user has taken its share.
+    let store = trace.collected::<HostStore>();
     let first_malformed = events.first_malformed;
     if let Some((index, why)) = first_malformed {
         out.notes.push(format!(
@@ -107,7 +110,6 @@ pub(super) fn measure(m: Memory, trace: &Finished<'_>) -> TraceMemory {
     }
     let recs = &events.events;
     // M4: the holders, one sweep per thread.
-    let store = trace.collected::<HostStore>();
     let holders = Holders::of(recs, &sweeps, &lanes, store.as_deref());
     for s in &mut sweeps {
         let f = &mut s.figures;

@@ -11,6 +11,8 @@
 //! ```
 
 use crate::contexts::Steps;
+use crate::model::{Interner, LaneTable, Sym};
+use crate::trace::{Event, EventPos};
 use std::collections::HashMap;
 
 /// One step annotation (C8).
@@ -63,6 +65,61 @@ pub(crate) fn step_windows(
     wins.sort_by_key(|w| (w.start, w.index));
     let grammar = (!wins.is_empty()).then(|| grammar.to_string());
     (grammar, wins)
+}
+
+/// C8's fallback steps kept while reading: the `ProfilerStep#<n>` CPU ops
+/// (a user annotation of that name is in the step index already), with
+/// their names and threads. `idle` and `memory` keep one each.
+#[derive(Debug, Default)]
+pub(crate) struct OpSteps {
+    steps: Vec<OpStep>,
+    names: Interner,
+    lanes: LaneTable,
+}
+
+/// One `ProfilerStep#<n>` CPU op.
+#[derive(Debug, Clone, Copy)]
+struct OpStep {
+    start: i64,
+    end: i64,
+    index: u64,
+    lane: u32,
+    name: Sym,
+}
+
+impl OpSteps {
+    /// Keeps `ev` when it is a `ProfilerStep#<n>` CPU op with a start.
+    pub fn push(&mut self, ev: &Event<'_>, at: EventPos) {
+        if ev.ph != "X" || !matches!(&*ev.cat, "cpu_op" | "Operator") || !is_profiler_step(&ev.name)
+        {
+            return;
+        }
+        let Some(ts) = ev.ts else { return };
+        self.steps.push(OpStep {
+            start: ts.0,
+            end: ts.0.saturating_add(ev.dur_or_zero().0),
+            index: at.index,
+            lane: self.lanes.intern(ev.lane()),
+            name: self.names.intern(&ev.name),
+        });
+    }
+
+    /// The ops as step windows, for [`step_windows`].
+    pub fn windows(&self) -> Vec<StepWindow> {
+        self.steps
+            .iter()
+            .map(|o| {
+                let l = self.lanes.resolve(o.lane);
+                StepWindow {
+                    name: self.names.resolve(o.name).to_string(),
+                    lane: (l.pid.to_string(), l.tid.to_string()),
+                    start: o.start,
+                    ann_end: o.end,
+                    index: o.index,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The windows of each thread, in start order.

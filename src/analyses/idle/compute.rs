@@ -94,21 +94,7 @@ type Win = crate::windows::StepWindow;
 /// C8: vLLM step annotations; if none, `ProfilerStep#<n>` (user
 /// annotation or CPU op); if none, no steps. Sorted by (start, index).
 fn step_annotations(trace: &Finished<'_>, idle: &Idle) -> (Option<String>, Vec<Win>) {
-    crate::windows::step_windows(trace.steps, || {
-        idle.op_steps
-            .iter()
-            .map(|o| {
-                let l = idle.lanes.resolve(o.lane);
-                Win {
-                    name: idle.names.resolve(o.name).to_string(),
-                    lane: (l.pid.to_string(), l.tid.to_string()),
-                    start: o.start,
-                    ann_end: o.end,
-                    index: o.index,
-                }
-            })
-            .collect()
-    })
+    crate::windows::step_windows(trace.steps, || idle.op_steps.windows())
 }
 
 /// C3: the runtime calls in file order, each call's start and thread, and

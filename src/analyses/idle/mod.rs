@@ -36,9 +36,10 @@ use crate::analysis::Use;
 use crate::analysis::{Analysis, Configures, Finished};
 use crate::hostops::store::{HostStore, HostUse};
 use crate::ledger::Kind;
-use crate::model::{Interner, Lane, LaneTable, Sym, ThreadPart};
+use crate::model::{Lane, ThreadPart};
 use crate::store::pack::{Fields, Packed, Record};
 use crate::trace::{Event, EventPos, Prefilter};
+use crate::windows::OpSteps;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -101,25 +102,12 @@ pub fn classify(kind: Kind, name: &str) -> Class {
     }
 }
 
-/// A `ProfilerStep#<n>` CPU op (C8's fallback grammar, when it is not a
-/// user annotation and so not in the step index).
-#[derive(Debug, Clone, Copy)]
-struct OpStep {
-    start: i64,
-    end: i64,
-    index: u64,
-    lane: u32,
-    name: Sym,
-}
-
 /// The streaming state: the `ProfilerStep#` ops (C8's fallback) with
 /// their names and lanes. The runtime calls and device activities are the
 /// per-trace host store's ([`crate::hostops::store`]), read at the finish.
 pub struct Idle {
     spec: IdleSpec,
-    names: Interner,
-    lanes: LaneTable,
-    op_steps: Vec<OpStep>,
+    op_steps: OpSteps,
 }
 
 /// Input the rules had to correct or leave out, counted (C1, C3, I2, I5,
@@ -166,9 +154,7 @@ impl Analysis for Idle {
     fn start(config: &IdleSpec) -> Self {
         Idle {
             spec: config.clone(),
-            names: Interner::new(),
-            lanes: LaneTable::default(),
-            op_steps: Vec::new(),
+            op_steps: OpSteps::default(),
         }
     }
 
@@ -183,19 +169,7 @@ impl Analysis for Idle {
     }
 
     fn push(&mut self, ev: &Event<'_>, at: EventPos) {
-        if ev.ph != "X" {
-            return;
-        }
-        if matches!(&*ev.cat, "cpu_op" | "Operator") && is_profiler_step(&ev.name) {
-            let Some(ts) = ev.ts else { return };
-            self.op_steps.push(OpStep {
-                start: ts.0,
-                end: ts.0.saturating_add(ev.dur_or_zero().0),
-                index: at.index,
-                lane: self.lanes.intern(ev.lane()),
-                name: self.names.intern(&ev.name),
-            });
-        }
+        self.op_steps.push(ev, at);
     }
 
     fn set_tokens(out: &mut TraceIdle, tokens: Option<u64>, source: Option<&str>) {

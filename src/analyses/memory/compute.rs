@@ -52,7 +52,6 @@ pub(super) fn measure(m: Memory, trace: &Finished<'_>) -> TraceMemory {
         spec,
         mut events,
         lanes,
-        names,
         op_steps,
     } = m;
     let mut out = TraceMemory {
@@ -76,21 +75,7 @@ pub(super) fn measure(m: Memory, trace: &Finished<'_>) -> TraceMemory {
         ));
     }
     // Step windows (C8), as `idle` takes them.
-    let (grammar, wins) = step_windows(trace.steps, || {
-        op_steps
-            .iter()
-            .map(|o| {
-                let l = lanes.resolve(o.lane);
-                StepWindow {
-                    name: names.resolve(o.name).to_string(),
-                    lane: (l.pid.to_string(), l.tid.to_string()),
-                    start: o.start,
-                    ann_end: o.end,
-                    index: o.index,
-                }
-            })
-            .collect()
-    });
+    let (grammar, wins) = step_windows(trace.steps, || op_steps.windows());
     out.step_grammar = grammar;
     if events.events.is_empty() {
         out.notes.push(format!(

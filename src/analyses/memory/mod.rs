@@ -31,8 +31,9 @@ pub mod view;
 use crate::allocator::AllocEvents;
 use crate::analysis::{Analysis, Configures, Finished, Use};
 use crate::hostops::store::{HostStore, HostUse};
-use crate::model::{Interner, LaneTable, Sym};
+use crate::model::LaneTable;
 use crate::trace::{Event, EventPos, Prefilter};
+use crate::windows::OpSteps;
 use serde::{Deserialize, Serialize};
 
 pub use crate::allocator::{device_label, MEMORY_EVENT};
@@ -76,24 +77,13 @@ impl Configures for MemorySpec {
     type Analysis = Memory;
 }
 
-/// A `ProfilerStep#` CPU op (C8's fallback grammar: the step windows).
-#[derive(Debug, Clone, Copy)]
-struct OpStep {
-    start: i64,
-    end: i64,
-    index: u64,
-    lane: u32,
-    name: Sym,
-}
-
 /// The streaming state: the memory events, the devices they name, and the
 /// `ProfilerStep#` ops (the host ops are the host store's).
 pub struct Memory {
     spec: MemorySpec,
     events: AllocEvents,
     lanes: LaneTable,
-    names: Interner,
-    op_steps: Vec<OpStep>,
+    op_steps: OpSteps,
 }
 
 /// Input M1 and M3 had to leave out or correct, counted; each non-zero
@@ -263,8 +253,7 @@ impl Analysis for Memory {
             spec: config.clone(),
             events: AllocEvents::default(),
             lanes: LaneTable::default(),
-            names: Interner::new(),
-            op_steps: Vec::new(),
+            op_steps: OpSteps::default(),
         }
     }
 
@@ -283,18 +272,8 @@ impl Analysis for Memory {
         if ev.name == MEMORY_EVENT {
             let lane = self.lanes.intern(ev.lane());
             self.events.keep(ev, at, lane);
-        } else if ev.ph == "X"
-            && matches!(&*ev.cat, "cpu_op" | "Operator")
-            && crate::windows::is_profiler_step(&ev.name)
-        {
-            let Some(ts) = ev.ts else { return };
-            self.op_steps.push(OpStep {
-                start: ts.0,
-                end: ts.0.saturating_add(ev.dur_or_zero().0),
-                index: at.index,
-                lane: self.lanes.intern(ev.lane()),
-                name: self.names.intern(&ev.name),
-            });
+        } else {
+            self.op_steps.push(ev, at);
         }
     }
 

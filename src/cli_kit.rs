@@ -46,6 +46,7 @@ impl GlobalArgs {
             given,
             quiet: self.quiet,
             read: self.read_options(),
+            capture: crate::tracefile::capture::CaptureSpec::default(),
         }
     }
 
@@ -418,6 +419,9 @@ pub trait PerTraceArgs: clap::Args + clap::FromArgMatches + Sized + 'static {
     const CONTEXTS: bool = true;
     /// Its run flags.
     const RUN: RunFlags = RunFlags::TokensAndSummary;
+    /// It takes `--capture` (its analysis attributes GPU work inside the
+    /// CUDA/HIP graphs: the capture traces are an input of the read).
+    const CAPTURES: bool = false;
     /// The analysis's options (its `Spec`, flattened into the flags).
     fn options(&self) -> &<Self::Command as command::Command>::Options;
     /// Whether the table lists every context / step / iteration.
@@ -443,6 +447,7 @@ pub struct PerTrace<A> {
     pub traces: Vec<std::path::PathBuf>,
     pub contexts: ContextArgs,
     pub run: RunArgs,
+    pub capture: crate::tracefile::capture::CaptureSpec,
     pub own: A,
     pub format: FormatArg,
 }
@@ -474,6 +479,9 @@ impl<A: PerTraceArgs> PerTrace<A> {
             RunFlags::Tokens => TokensArgs::augment_args(cmd),
             RunFlags::None => cmd,
         };
+        if A::CAPTURES {
+            cmd = crate::tracefile::capture::CaptureSpec::augment_args(cmd);
+        }
         FormatFlag::augment_args(A::augment_args(cmd))
     }
 
@@ -495,18 +503,29 @@ impl<A: PerTraceArgs> PerTrace<A> {
             },
             RunFlags::None => RunArgs::default(),
         };
+        let capture = match A::CAPTURES {
+            true => crate::tracefile::capture::CaptureSpec::from_arg_matches(m)?,
+            false => crate::tracefile::capture::CaptureSpec::default(),
+        };
         Ok(PerTrace {
             traces,
             contexts,
             run,
+            capture,
             own: A::from_arg_matches(m)?,
             format: FormatFlag::from_arg_matches(m)?.format,
         })
     }
 
-    /// Everything it reads: its traces and the run summaries given.
+    /// Everything it reads: its traces, the run summaries and the
+    /// capture traces given.
     pub fn inputs(&self) -> Vec<&std::path::PathBuf> {
-        self.traces.iter().chain(&self.run.summary).collect()
+        let caps = &self.capture.capture;
+        self.traces
+            .iter()
+            .chain(&self.run.summary)
+            .chain(caps)
+            .collect()
     }
 
     /// Runs the subcommand: the analysis over the traces, the report on
@@ -520,7 +539,8 @@ impl<A: PerTraceArgs> PerTrace<A> {
                 &self.run.summary,
             )?,
         };
-        let common = global.common(self.contexts.selector()?, given);
+        let mut common = global.common(self.contexts.selector()?, given);
+        common.capture = self.capture.clone();
         let how = (self.format, self.own.detail());
         let own = &self.own;
         run_command_then::<A::Command>(&self.traces, common, own.options(), how, global, |r| {

@@ -45,73 +45,106 @@ pub fn failed_allocations() -> u64 {
     FAILED_ALLOCATIONS.load(Ordering::Acquire)
 }
 
+/// Counts a failed allocation that its caller handled (a fallible
+/// reservation that failed: [`crate::analysis::Shared::short`]).
+pub fn count_failed_allocation() {
+    FAILED_ALLOCATIONS.fetch_add(1, Ordering::AcqRel);
+}
+
 /// A global allocator for binaries (the `torchtrace` binary installs it):
 /// the system's, with a reserve of [`Reserving::RESERVE`] bytes of
-/// address space taken at the first allocation. When an allocation fails
-/// (a process at its `RLIMIT_AS` or `RLIMIT_DATA`), the reserve is given
-/// back, the failure counted ([`failed_allocations`]) and the allocation
-/// tried again, so the finish that asked for it goes on instead of the
-/// process aborting; the driver then drops that trace's figures and reads
-/// it again alone, or reports it as too large ([`Pool`]). The reserve is
-/// taken again once a trace has ended ([`rearm`]). A limit enforced by
-/// killing the process (a cgroup's) is watched by the pool alone.
+/// address space taken at the first allocation, in [`Reserving::SLICES`]
+/// slices. When an allocation fails (a process at its `RLIMIT_AS` or
+/// `RLIMIT_DATA`), slices are given back one at a time until it succeeds,
+/// the failure is counted ([`failed_allocations`]), and the finish that
+/// asked for it goes on instead of the process aborting, with the slices
+/// left for its next failures; the driver then drops that trace's figures
+/// and reads it again alone, or reports it as too large ([`Pool`]). The
+/// reserve is taken again once a trace has ended ([`rearm`]). A limit
+/// enforced by killing the process (a cgroup's) is watched by the pool
+/// alone.
+///
+/// ```text
+///  reserve  [ s0 ][ s1 ][ s2 ][ s3 ]     4 × 8 MiB of address space
+///  fail 12 MiB → give s0, s1 → retry ok   [ s2 ][ s3 ] left for the next
+/// ```
 pub struct Reserving;
 
-static RESERVE: std::sync::atomic::AtomicPtr<u8> =
-    std::sync::atomic::AtomicPtr::new(std::ptr::null_mut());
+static RESERVE: [std::sync::atomic::AtomicPtr<u8>; Reserving::SLICES] =
+    [const { std::sync::atomic::AtomicPtr::new(std::ptr::null_mut()) }; Reserving::SLICES];
 /// Whether [`Reserving`] is the global allocator (set at its first call).
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
 impl Reserving {
     /// 32 MiB: the finishes' largest single steps on real traces fit in it.
     pub const RESERVE: usize = 32 << 20;
+    /// Given back a slice at a time: one failure takes what it needs, and
+    /// what is left serves the same finish's next failures (a 400 k-step
+    /// trace under `prlimit --as` met two in one finish).
+    pub const SLICES: usize = 4;
 
     fn layout() -> std::alloc::Layout {
         // A valid layout: the size is far below isize::MAX, the alignment 4096.
-        std::alloc::Layout::from_size_align(Self::RESERVE, 4096)
+        std::alloc::Layout::from_size_align(Self::RESERVE / Self::SLICES, 4096)
             .unwrap_or_else(|_| std::alloc::Layout::new::<u8>())
     }
 
-    /// Gives the reserve back; whether there was one.
+    /// Gives one slice of the reserve back; whether there was one.
     fn release() -> bool {
-        let p = RESERVE.swap(std::ptr::null_mut(), Ordering::AcqRel);
-        if p.is_null() {
-            return false;
+        for slot in &RESERVE {
+            let p = slot.swap(std::ptr::null_mut(), Ordering::AcqRel);
+            if !p.is_null() {
+                // SAFETY: `p` came from `System.alloc(Self::layout())` in
+                // `rearm` and was swapped out, so it is freed once.
+                unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, p, Self::layout()) };
+                return true;
+            }
         }
-        // SAFETY: `p` came from `System.alloc(Self::layout())` in `rearm`
-        // and was swapped out, so it is freed once.
-        unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, p, Self::layout()) };
-        true
+        false
     }
 
-    /// After a failed allocation: the reserve given back and the
-    /// allocation tried again by `again`.
-    fn retry(again: impl FnOnce() -> *mut u8) -> *mut u8 {
-        if !Self::release() {
-            return std::ptr::null_mut();
+    /// After a failed allocation: slices given back one at a time, the
+    /// allocation tried again by `again` after each.
+    fn retry(mut again: impl FnMut() -> *mut u8) -> *mut u8 {
+        let mut counted = false;
+        while Self::release() {
+            if !counted {
+                FAILED_ALLOCATIONS.fetch_add(1, Ordering::AcqRel);
+                counted = true;
+            }
+            let p = again();
+            if !p.is_null() {
+                return p;
+            }
         }
-        FAILED_ALLOCATIONS.fetch_add(1, Ordering::AcqRel);
-        again()
+        std::ptr::null_mut()
     }
 }
 
-/// Takes the reserve again where it was given back (or never taken),
-/// when [`Reserving`] is the global allocator.
+/// Takes the reserve's slices again where they were given back (or never
+/// taken), when [`Reserving`] is the global allocator.
 pub fn rearm() {
-    if !INSTALLED.load(Ordering::Relaxed) || !RESERVE.load(Ordering::Acquire).is_null() {
+    if !INSTALLED.load(Ordering::Relaxed) {
         return;
     }
-    // SAFETY: a non-zero layout; the block is only ever freed by `release`.
-    let p = unsafe { std::alloc::GlobalAlloc::alloc(&std::alloc::System, Reserving::layout()) };
-    if p.is_null() {
-        return;
-    }
-    if RESERVE
-        .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        // SAFETY: `p` was just allocated with this layout and is not shared.
-        unsafe { std::alloc::GlobalAlloc::dealloc(&std::alloc::System, p, Reserving::layout()) };
+    for slot in &RESERVE {
+        if !slot.load(Ordering::Acquire).is_null() {
+            continue;
+        }
+        // SAFETY: a non-zero layout; the block is only ever freed by `release`.
+        let p = unsafe { std::alloc::GlobalAlloc::alloc(&std::alloc::System, Reserving::layout()) };
+        if p.is_null() {
+            return;
+        }
+        if slot
+            .compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire)
+            .is_err()
+        {
+            // SAFETY: `p` was just allocated with this layout and is not shared.
+            unsafe {
+                std::alloc::GlobalAlloc::dealloc(&std::alloc::System, p, Reserving::layout())
+            };
+        }
     }
 }
 
@@ -554,11 +587,18 @@ impl Member {
         self.pool.lock().running.len() <= 1
     }
 
-    /// Whether the process holds half its limit or more now (the mark
-    /// below which new members start): its finishes then run one at a
-    /// time, each adding its working memory alone.
+    /// Whether its finishes should run one at a time, each adding its
+    /// working memory alone: the process holds half its limit or more
+    /// now (the mark below which new members start), or a quarter of a
+    /// limit that fails allocations rather than killing the process
+    /// (`RLIMIT_AS`, `RLIMIT_DATA`): there two finishes side by side that
+    /// both meet the limit would spend the reserve twice and abort.
     pub fn tight(&self) -> bool {
-        self.used() >= self.pool.admit_mark()
+        let mark = match self.pool.limit.measure {
+            Measure::Resident => self.pool.admit_mark(),
+            Measure::Virtual | Measure::Data => self.pool.limit.bytes / 4,
+        };
+        self.used() >= mark
     }
 
     /// What the process holds now, as the limit counts it.

@@ -483,6 +483,12 @@ fn under_an_address_space_limit_every_output_is_written() {
             }
         }
     }
+    // And a member whose finishes need more than the limit leaves (at
+    // 400 k steps under 300–500 MiB its finishes aborted the process:
+    // allocations of 16–77 MB, two finishes side by side).
+    std::fs::create_dir_all(dir.join("big")).unwrap();
+    let big = "dp0_pp0_tp0_dcp0_ep0_rank9.9999.pt.trace.json";
+    write(&dir.join("big"), big, &steps_trace(100_000));
     for mib in [200u64, 300, 500] {
         let out = tmp.path().join(format!("out{mib}"));
         let run = batch_run(&["-j", "4"], &out, &dir, Some(mib << 20));

@@ -148,10 +148,12 @@ fn answer<R: Document>(
 /// Any analysis of the registry as its subcommand with `-f json`:
 /// `name` (`pair`, `kernels`, `hierarchy`, …), its options as a JSON
 /// object (keys as the analysis defines them; missing ones take their
-/// defaults), and the options every subcommand takes.
+/// defaults), and the options every subcommand takes (`capture`: the
+/// capture traces of the CUDA/HIP graphs, files or folders, else
+/// `capture_traces/` beside each trace).
 #[pyfunction]
 #[pyo3(signature = (name, paths, options="{}", context=None, context_regex=None, tokens=None,
-                    summaries=None, per_context=false, progress=false))]
+                    summaries=None, per_context=false, progress=false, capture=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn run(
     py: Python<'_>,
@@ -164,6 +166,7 @@ fn run(
     summaries: Option<Vec<Option<PathBuf>>>,
     per_context: bool,
     progress: bool,
+    capture: Vec<PathBuf>,
 ) -> PyResult<Answer> {
     let options: serde_json::Value = serde_json::from_str(options)
         .map_err(|e| PyValueError::new_err(format!("options are not a JSON object: {e}")))?;
@@ -172,6 +175,7 @@ fn run(
         given: given(tokens, summaries),
         quiet: !progress,
         read: Default::default(),
+        capture: torchtrace::graphs::CaptureSpec { capture },
     };
     let outcome = run_detached(py, move || api::run_named(&name, &paths, &common, &options))?;
     answer(py, outcome, per_context)
@@ -194,11 +198,12 @@ fn export(
     capture: Vec<PathBuf>,
 ) -> PyResult<Answer> {
     use torchtrace::export::{ExportError, ExportOptions};
-    let json = serde_json::json!({"out": out, "tables": tables, "compression": compression, "capture": capture});
+    let json = serde_json::json!({"out": out, "tables": tables, "compression": compression});
     let options: ExportOptions =
         serde_json::from_value(json).map_err(|e| PyValueError::new_err(format!("export: {e}")))?;
     let common = api::Common {
         quiet: !progress,
+        capture: torchtrace::graphs::CaptureSpec { capture },
         ..api::Common::default()
     };
     let outcome = run_detached(py, move || {
@@ -245,6 +250,7 @@ fn campaign_options(
         chains: chains.unwrap_or_default(),
         manifest,
         analyses: Default::default(),
+        capture: Default::default(),
     };
     // Bad regexes and chains are argument errors, found before any read.
     options.batch_options(true).map_err(record_error)?;

@@ -51,3 +51,5 @@ def test_capture_given_to_every_wrapper(tmp_path):
     assert k["split"] == torchtrace.kernels(AR)["traces"][0]["inside_graphs"]["split"]
     it = torchtrace.iterations(alone, capture=caps)["traces"][0]["inside_graphs"]
     assert it == torchtrace.iterations(AR)["traces"][0]["inside_graphs"] | {"summary": it["summary"]}
+    # The one generic entry takes it too, an input of the read as the traces are.
+    assert torchtrace.run("ops", alone, capture=caps) == torchtrace.ops(alone, capture=caps)

@@ -62,6 +62,17 @@ def _strings(value: Strings) -> Optional[List[str]]:
     return [value] if isinstance(value, str) else list(value)
 
 
+def _captures(capture: Optional[Paths]) -> Optional[list]:
+    """``capture=`` as the native module takes it: a list of paths (a file
+    or a folder each; one path or several), or ``None`` for
+    ``capture_traces/`` beside each trace."""
+    if capture is None:
+        return None
+    if isinstance(capture, (str, os.PathLike)):
+        return [os.fspath(capture)]
+    return [os.fspath(p) for p in capture]
+
+
 def _finish(answer: Any) -> Dict[str, Any]:
     """The native answer (JSON text, problems, notes) as the document, with
     problems warned about and notes logged."""
@@ -89,6 +100,7 @@ def run(
     summaries: PerTracePath = None,
     per_context: bool = False,
     progress: bool = False,
+    capture: Optional[Paths] = None,
     **options: Any,
 ) -> Dict[str, Any]:
     """Run any analysis of the registry as its subcommand does with
@@ -110,6 +122,12 @@ def run(
             ``X.summary.json`` beside trace ``X.pt.trace.json.gz``).
         per_context: add each trace's ``per_context`` rows, where it has them.
         progress: draw progress bars on stderr (a terminal, large files only).
+        capture: capture traces of the CUDA/HIP graphs (a file or a folder,
+            or several; ``--capture``), an input of the read as the traces
+            are; default: ``capture_traces/`` beside each trace. Analyses
+            that attribute GPU work (``ops``, ``kernels``, ``iterations``,
+            ``diff``, ``roofline``) see the ops, modules and shapes inside
+            the graph replays; the others ignore it.
         **options: the analysis's own options, by the names it defines (the
             keys of its options in records; a missing one, or one given as
             ``None``, takes its default from the native module, an unknown
@@ -136,5 +154,6 @@ def run(
             summaries=_per_trace(summaries, "summaries", os.fsdecode),
             per_context=per_context,
             progress=progress,
+            capture=_captures(capture) or [],
         )
     )

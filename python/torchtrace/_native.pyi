@@ -24,9 +24,10 @@ def run(
     summaries: Optional[Sequence[Optional[str]]] = None,
     per_context: bool = False,
     progress: bool = False,
+    capture: Sequence[str] = ...,
 ) -> Answer:
     """Analysis ``name`` as ``torchtrace <name> -f json``; ``options``: its own
-    options as a JSON object."""
+    options as a JSON object; ``capture``: the graphs' capture traces."""
 
 def export(
     paths: Sequence[str],

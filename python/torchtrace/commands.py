@@ -12,7 +12,7 @@ import os
 from typing import Any, Dict, Optional, Sequence, Union
 
 from . import _native
-from ._core import PathLike, Paths, PerTrace, PerTracePath, Strings, _finish, _paths, _strings, run
+from ._core import PathLike, Paths, PerTrace, PerTracePath, Strings, _captures, _finish, _paths, _strings, run
 
 __all__ = [
     "pair",
@@ -28,17 +28,6 @@ __all__ = [
     "roofline",
     "memory",
 ]
-
-
-def _captures(capture: Optional[Paths]) -> Optional[list]:
-    """``capture=`` as the native options take it: a list of paths (a file
-    or a folder each; one path or several), or ``None`` for
-    ``capture_traces/`` beside each trace."""
-    if capture is None:
-        return None
-    if isinstance(capture, (str, os.PathLike)):
-        return [os.fspath(capture)]
-    return [os.fspath(p) for p in capture]
 
 
 def pair(
@@ -103,7 +92,7 @@ def kernels(
         raise ValueError(f"top must be a non-negative integer, not {top!r}")
     return run("kernels", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_context, progress=progress, top=top,
-               capture=_captures(capture))
+               capture=capture)
 
 
 def iterations(
@@ -144,7 +133,7 @@ def iterations(
     return run("iterations", paths, context=context, context_regex=context_regex, tokens=tokens,
                summaries=summaries, per_context=per_iteration, progress=progress,
                sample_names=_strings(sample_names), draft_names=_strings(draft_names),
-               graph=graph, capture=_captures(capture))
+               graph=graph, capture=capture)
 
 
 def ops(
@@ -178,7 +167,7 @@ def ops(
         ``{"traces": [{"summary": {...}, "ops": [...], ...}], "comparison": {...} or None}``.
     """
     return run("ops", paths, tokens=tokens, summaries=summaries, progress=progress,
-               top=top, sort=sort, capture=_captures(capture))
+               top=top, sort=sort, capture=capture)
 
 
 def idle(
@@ -376,7 +365,7 @@ def diff(
     return run("diff", [baseline, candidate], context=context, context_regex=context_regex,
                tokens=tokens, summaries=summaries, progress=progress, scope=scope, top=top,
                families=_strings(families), launch_scope=launch_scope,
-               capture=_captures(capture))
+               capture=capture)
 
 
 def ranks(
@@ -457,4 +446,4 @@ def roofline(
     """
     return run("roofline", paths, tokens=tokens, summaries=summaries, progress=progress,
                top=top, peak_tflops=peak_tflops, peak_tbps=peak_tbps,
-               capture=_captures(capture))
+               capture=capture)

@@ -108,3 +108,42 @@ impl<'m> Gate<'m> {
         Some((events.min(kept), Some(over)))
     }
 }
+
+/// The end of a read the pool was checked in is one more check: a member
+/// past the mark gives way (`None`) or, alone, is refused before its
+/// finishes add their working memory to what it holds (`Some(Some(…))`);
+/// `Some(None)`: it finishes.
+pub(super) fn at_end_of_read(
+    member: Option<&crate::memory::Member>,
+    events: u64,
+) -> Option<Option<ReadError>> {
+    let Some(m) = member else {
+        return Some(None);
+    };
+    match m.check() {
+        crate::memory::Verdict::Go => Some(None),
+        crate::memory::Verdict::Yield => None,
+        crate::memory::Verdict::Over { .. } => Some(Some(over_finishing(m, events))),
+    }
+}
+
+/// A trace read whole whose finishes met the pool's limit.
+pub(super) fn over_finishing(m: &crate::memory::Member, events: u64) -> ReadError {
+    ReadError::OverMemoryFinishing {
+        events,
+        used: m.used(),
+        limit: m.limit().to_string(),
+    }
+}
+
+/// A trace whose finish gave up for memory ([`super::Shared::short`])
+/// outside a pool (one command, the library): the limit that bound, as
+/// far as it can be read.
+pub(super) fn short_of_memory(events: u64) -> ReadError {
+    let limit = crate::memory::Limit::detect();
+    ReadError::OverMemoryFinishing {
+        events,
+        used: limit.and_then(|l| l.used()).unwrap_or(0),
+        limit: limit.map_or_else(|| "unknown".into(), |l| l.to_string()),
+    }
+}

@@ -123,12 +123,18 @@ pub trait Analysis: Send + Sized + 'static {
     /// the entry says already (`path`, `complete`, `error`), as JSON text
     /// (a JSON value of a trace of 400 k steps took 4.5 times its text).
     fn in_results(output: &Self::Output) -> InResults {
-        match serde_json::to_string(output) {
+        match crate::record::json_text(output) {
             Ok(json) => InResults::Text {
                 json,
                 without: &["path", "complete", "error"],
             },
-            Err(_) => InResults::Nested(serde_json::Value::Null),
+            Err(Some(bytes)) => InResults::Nested(serde_json::json!({
+                "error": format!(
+                    "its figures' JSON text ({}) did not fit in the memory left: not written",
+                    crate::memory::size(bytes)
+                )
+            })),
+            Err(None) => InResults::Nested(serde_json::Value::Null),
         }
     }
 }
@@ -180,6 +186,9 @@ pub struct Finished<'a> {
     /// What the finishes share, built at most once per trace
     /// ([`Finished::shared`]).
     pub slots: &'a Shared,
+    /// The plan's capture traces ([`Plan::capture`]), read by
+    /// `graphs::captures_of` once per trace.
+    pub capture: &'a crate::tracefile::capture::CaptureSpec,
 }
 
 impl Finished<'_> {
@@ -197,6 +206,13 @@ impl Finished<'_> {
         T: Send + Sync + 'static,
     {
         self.slots.get_or_make(key, make)
+    }
+
+    /// A finish that could not get the memory it needed says so here and
+    /// gives up: the trace's figures are then dropped and it is read again
+    /// alone or reported as too large ([`Shared::short`]).
+    pub fn short_of_memory(&self) {
+        self.slots.short();
     }
 
     /// Whether the trace was read to its end.
@@ -277,6 +293,10 @@ pub struct Plan {
     /// process runs under, or `--memory`); `None`: not watched. See
     /// [`crate::memory`].
     pub pool: Option<Arc<crate::memory::Pool>>,
+    /// The capture traces of the CUDA/HIP graphs (`--capture`): an input
+    /// of the read, as the trace is; empty: `capture_traces/` beside each
+    /// trace. Read once per trace (`graphs::captures_of`).
+    pub capture: crate::tracefile::capture::CaptureSpec,
     analyses: Vec<Arc<dyn Configured>>,
     order: Order,
 }
@@ -300,9 +320,16 @@ impl Plan {
             read: ReadOptions::default(),
             budget: None,
             pool: None,
+            capture: Default::default(),
             analyses: Vec::new(),
             order,
         }
+    }
+
+    /// The plan, its traces' graphs captured in `capture` (`--capture`).
+    pub fn capturing(mut self, capture: crate::tracefile::capture::CaptureSpec) -> Plan {
+        self.capture = capture;
+        self
     }
 
     /// The order results are kept in.
@@ -660,33 +687,6 @@ impl MemoryBudget {
     }
 }
 
-/// The end of a read the pool was checked in is one more check: a member
-/// past the mark gives way (`None`) or, alone, is refused before its
-/// finishes add their working memory to what it holds (`Some(Some(…))`);
-/// `Some(None)`: it finishes.
-fn at_end_of_read(
-    member: Option<&crate::memory::Member>,
-    events: u64,
-) -> Option<Option<ReadError>> {
-    let Some(m) = member else {
-        return Some(None);
-    };
-    match m.check() {
-        crate::memory::Verdict::Go => Some(None),
-        crate::memory::Verdict::Yield => None,
-        crate::memory::Verdict::Over { .. } => Some(Some(over_finishing(m, events))),
-    }
-}
-
-/// A trace read whole whose finishes met the pool's limit.
-fn over_finishing(m: &crate::memory::Member, events: u64) -> ReadError {
-    ReadError::OverMemoryFinishing {
-        events,
-        used: m.used(),
-        limit: m.limit().to_string(),
-    }
-}
-
 /// The driver: one read with the union of the prefilters, then selection,
 /// the ledger, and every analysis's finish. With a pool `member`, it
 /// checks the pool every [`crate::memory::CHECK_EVERY`] events fed; `None`
@@ -739,7 +739,7 @@ where
     };
     let checked = gate.checked();
     let (events, mut error) = gate.outcome(events, error)?;
-    let refused = at_end_of_read(member.filter(|_| checked), events)?;
+    let refused = gate::at_end_of_read(member.filter(|_| checked), events)?;
     let finishing = refused.is_none();
     error = refused.or(error);
     let contexts = Contexts::select(label, &steps, &plan.selector);
@@ -757,6 +757,7 @@ where
         events,
         error: error.as_ref(),
         slots: &slots,
+        capture: &plan.capture,
     };
     // A failed allocation (served from the reserve, which is then spent)
     // stops the finishes between two analyses, and the trace is read again
@@ -774,7 +775,12 @@ where
         if !m.alone() {
             return None;
         }
-        error = Some(over_finishing(m, events));
+        error = Some(gate::over_finishing(m, events));
+        results = Results::in_order(plan.order);
+    } else if slots.was_short() {
+        // No pool (one command, the library): the finish that gave up
+        // says so, and no figure of a finish cut short is kept.
+        error = Some(gate::short_of_memory(events));
         results = Results::in_order(plan.order);
     }
     Some(TraceResult {

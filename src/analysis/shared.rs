@@ -18,6 +18,8 @@ use std::sync::Arc;
 #[derive(Default)]
 pub struct Shared {
     slots: std::sync::Mutex<Vec<SharedSlot>>,
+    /// A finish could not get the memory it needed ([`Shared::short`]).
+    short: std::sync::atomic::AtomicBool,
 }
 
 /// One slot: its key and its cell (`Arc<OnceLock<Arc<T>>>`), both typed
@@ -28,6 +30,20 @@ struct SharedSlot {
 }
 
 impl Shared {
+    /// Marks the trace as short of memory: a finish could not allocate
+    /// what it needed (a fallible reservation failed) and gave up, so its
+    /// figures are not to be kept. Counted as a failed allocation too,
+    /// for the pool ([`crate::memory::Member::allocation_failed`]).
+    pub fn short(&self) {
+        self.short.store(true, std::sync::atomic::Ordering::Release);
+        crate::memory::count_failed_allocation();
+    }
+
+    /// Whether a finish gave up for memory ([`Shared::short`]).
+    pub fn was_short(&self) -> bool {
+        self.short.load(std::sync::atomic::Ordering::Acquire)
+    }
+
     /// The value of type `T` made for `key`, made now by `make` if no
     /// finish made it before.
     pub fn get_or_make<K, T>(&self, key: K, make: impl FnOnce() -> T) -> Arc<T>

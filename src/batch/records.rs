@@ -137,7 +137,9 @@ impl CampaignOptions {
         }
         // The traces read at once share the memory this process may use
         // (`crate::memory`); `batch --memory` sets another pool.
-        let plan = plan.pooled(crate::memory::Pool::process());
+        let plan = plan
+            .pooled(crate::memory::Pool::process())
+            .capturing(self.capture.clone());
         Ok(BatchOptions {
             selector,
             plan: std::sync::Arc::new(plan),
@@ -246,6 +248,9 @@ pub fn plan_campaign(
     options.batch_options(true)?;
     let inputs = super::resolve_inputs(paths);
     let mut plans: Vec<Plan> = inputs.iter().map(|i| run::plan(i, exclude)).collect();
+    if !options.capture.is_empty() {
+        one_run_for_captures(&inputs, &plans)?;
+    }
     let notes = super::dedup::mark(&inputs, &mut plans);
     let mut header = Header {
         schema: SCHEMA,
@@ -260,6 +265,56 @@ pub fn plan_campaign(
     };
     header.campaign = header.fingerprint();
     Ok(header)
+}
+
+/// `--capture` gives the same capture traces to every trace, so a campaign
+/// that takes it must be one run: its worker traces in one folder (the
+/// ranks of a run). Across runs, AR's captures would be offered to MTP's
+/// replays, and on CUDA, where a capture names no kernel, a replay of as
+/// many activities of the same kinds would match them.
+fn one_run_for_captures(inputs: &[Input], plans: &[Plan]) -> Result<(), RecordError> {
+    use crate::tracefile::inputs::{classify, Kind};
+    let mut folders: Vec<String> = Vec::new();
+    for (input, plan) in inputs.iter().zip(plans) {
+        let found: Vec<String> = match plan {
+            Plan::Directory(files, _) => files
+                .iter()
+                .filter(|f| f.kind() == Kind::Worker)
+                .map(|f| {
+                    let rel = f.rel.rsplit_once('/').map_or("", |(d, _)| d);
+                    format!("{}{rel}", input.path.trim_end_matches('/').to_string() + "/")
+                })
+                .collect(),
+            Plan::File { .. } if classify(&input.path, true) == Kind::Worker => {
+                let p = Path::new(&input.path).parent().unwrap_or(Path::new(""));
+                vec![format!("{}/", p.display())]
+            }
+            Plan::Tar { .. } | Plan::Zip(_) => {
+                return Err(RecordError::Options(format!(
+                    "--capture: {} is an archive; give the capture traces of one run with that run's folder \
+                     (or leave capture_traces/ beside the traces)",
+                    input.path
+                )))
+            }
+            _ => Vec::new(),
+        };
+        for f in found {
+            if !folders.contains(&f) {
+                folders.push(f);
+            }
+        }
+    }
+    if folders.len() > 1 {
+        folders.sort();
+        return Err(RecordError::Options(format!(
+            "--capture gives the same capture traces to every trace, so it takes one run (its worker traces in one \
+             folder); these inputs hold worker traces in {} folders ({}): leave each run's capture_traces/ beside \
+             its traces instead",
+            folders.len(),
+            folders.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// One unit of work with everything a worker needs to read it: the task a

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 /// What the analyses of a campaign need, in a form that travels to every
 /// shard and worker (the command line's `--context`, `--context-regex`,
-/// `--chain`, `--manifest`).
+/// `--chain`, `--manifest`, `--capture`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CampaignOptions {
     pub context: Option<String>,
@@ -23,4 +23,11 @@ pub struct CampaignOptions {
     /// analysis of the registry with options runs on every worker trace.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub analyses: BTreeMap<String, serde_json::Value>,
+    /// The capture traces of the CUDA/HIP graphs (`--capture`), the same
+    /// for every trace; empty: `capture_traces/` beside each trace.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::tracefile::capture::CaptureSpec::is_empty"
+    )]
+    pub capture: crate::tracefile::capture::CaptureSpec,
 }

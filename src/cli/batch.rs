@@ -86,6 +86,8 @@ pub struct BatchArgs {
     #[arg(long, value_name = "A>B>…")]
     pub chain: Vec<String>,
     #[command(flatten)]
+    pub capture: torchtrace::graphs::CaptureSpec,
+    #[command(flatten)]
     pub report: ReportArgs,
     /// Analyse only the K-th of N shares of the inputs (1 ≤ K ≤ N): the
     /// same inputs give the same shares on every machine (files balanced
@@ -160,6 +162,7 @@ pub fn run(args: BatchArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
         chains: args.chain.clone(),
         manifest: args.manifest.as_deref().map(Manifest::read).transpose()?,
         analyses: Default::default(),
+        capture: args.capture.clone(),
     };
     let mut opts = campaign
         .batch_options(global.quiet)?

@@ -55,7 +55,7 @@ pub struct ExportArgs {
     /// Parquet compression.
     #[arg(long, value_enum, default_value_t = Compression::Zstd)]
     pub compression: Compression,
-    /// `--capture` (issue 57).
+    /// The capture traces of the CUDA/HIP graphs (`--capture`).
     #[command(flatten)]
     pub capture: torchtrace::graphs::CaptureSpec,
     /// Export every file named, frontend (`*.async_llm.*`) and capture
@@ -69,12 +69,12 @@ pub struct ExportArgs {
 
 pub fn run(args: ExportArgs, global: &GlobalArgs) -> anyhow::Result<Exit> {
     use std::io::Write;
-    let common = global.common(Default::default(), Vec::new());
+    let mut common = global.common(Default::default(), Vec::new());
+    common.capture = args.capture;
     let options = ExportOptions {
         out: args.out,
         tables: args.tables,
         compression: args.compression,
-        capture: args.capture,
     };
     let traces = if args.all_traces {
         args.traces

@@ -203,6 +203,9 @@ pub struct Common {
     pub quiet: bool,
     /// How the traces are read (the limit on one event).
     pub read: crate::trace::ReadOptions,
+    /// The capture traces of the CUDA/HIP graphs (`--capture`), read with
+    /// each trace by the analyses that attribute GPU work.
+    pub capture: crate::tracefile::capture::CaptureSpec,
 }
 
 /// What one trace's figures make the subcommand say.

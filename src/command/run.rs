@@ -149,6 +149,7 @@ pub fn run<A: Command>(
     // (the registry's order is for plans of several, `batch`'s).
     let plan = Plan::in_order(common.selector.clone(), &[])
         .reading(common.read)
+        .capturing(common.capture.clone())
         .with_analysis::<A>(config.clone());
     let mut results = read_all_in(
         paths,

@@ -55,7 +55,6 @@ impl CampaignTables {
                 compression,
                 parts,
                 next: Arc::new(AtomicU64::new(0)),
-                capture: crate::graphs::CaptureSpec::default(),
             },
         })
     }

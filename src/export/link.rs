@@ -276,7 +276,6 @@ fn launches(
     (calls, acts): (&Records<Linked>, &Records<Linked>),
     (names, lanes): (&Interner, &LaneTable),
     trace: &Finished<'_>,
-    config: &ExportConfig,
     counts: &mut InputCounts,
 ) -> Launches {
     let (own, dup) = launch::owners(|| calls.iter().map(|c| c.corr), acts.iter());
@@ -284,7 +283,7 @@ fn launches(
     counts.unlinked_activities = own.unowned();
     let launched = launch::launches(calls.iter().map(|c| c.name), acts.iter(), &own, names);
     let (replay, replays) = replay_numbers(&launched);
-    let caps = config.capture.of(trace);
+    let caps = crate::graphs::captures_of(trace);
     let captured = captured_launches(&caps, (acts, &own, &launched), calls, names, lanes, trace);
     Launches {
         own,
@@ -351,13 +350,7 @@ pub(crate) fn export_trace(
     drop((ops, parent, depth, texts));
 
     // Phase 2: owners and launch figures; the other tables.
-    let lk = launches(
-        (&calls, &acts),
-        (&names, &lanes),
-        trace,
-        config,
-        &mut counts,
-    );
+    let lk = launches((&calls, &acts), (&names, &lanes), trace, &mut counts);
     let graph_notes = lk.captured.summary.said();
     part.launches_with_activities =
         lk.launched.iter().filter(|x| x.first().is_some()).count() as u64;

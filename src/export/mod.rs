@@ -118,9 +118,6 @@ pub struct ExportOptions {
     /// The tables to write (default: all four).
     pub tables: Vec<Table>,
     pub compression: Compression,
-    /// `--capture` (issue 57): the activities' captured op, module,
-    /// shapes and region.
-    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for ExportOptions {
@@ -129,7 +126,6 @@ impl Default for ExportOptions {
             out: PathBuf::new(),
             tables: Table::ALL.to_vec(),
             compression: Compression::Zstd,
-            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -173,8 +169,6 @@ pub struct ExportConfig {
     compression: Compression,
     parts: PathBuf,
     next: Arc<AtomicU64>,
-    /// `--capture` (issue 57).
-    capture: crate::graphs::CaptureSpec,
 }
 
 /// A host op's External id and its `Input Dims` / `Input type` texts (ids
@@ -586,7 +580,6 @@ pub fn run(
         compression: options.compression,
         parts: parts.clone(),
         next: Arc::new(AtomicU64::new(0)),
-        capture: options.capture.clone(),
     };
     let result = read_and_write(&paths, common, &config, &options.out);
     // The parts are gone whatever happened (renamed, copied, or partial).
@@ -606,6 +599,7 @@ fn read_and_write(
 ) -> Result<Outcome<ExportReport>, ExportError> {
     let plan = Plan::new(common.selector.clone())
         .reading(common.read)
+        .capturing(common.capture.clone())
         .with_analysis::<Export>(config.clone());
     let mut results = command::read_all(paths, common.quiet, |path, counter| {
         crate::analysis::analyze_path(path, counter, &plan)

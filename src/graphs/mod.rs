@@ -25,7 +25,8 @@
 //! - `replay`: the replays of the driver's ledger matched, and the split of
 //!   their GPU time by module class and launcher op (`kernels`,
 //!   `iterations`, `diff`); `linked`: the same from the host side's links
-//!   (`ops`, `export`). [`CaptureSpec`] is the one `--capture` flag.
+//!   (`ops`, `export`). `tracefile::capture::CaptureSpec` is the one `--capture` flag, the
+//!   plan's; the regions are read once per trace, in its shared slots.
 //!
 //! Memory: the regions' [`Captured`] launches (`size_of::<Captured>()`,
 //! 44 B each), the ops' names and shapes once per distinct op, the op
@@ -181,41 +182,28 @@ impl Captures {
     }
 }
 
-/// `--capture PATH`, declared once for every analysis that attributes
-/// GPU work (`ops`, `kernels`, `iterations`, `diff`; `export` takes the
-/// same flag): capture traces of the CUDA/HIP graphs, a file or a folder,
-/// repeatable; without it, `capture_traces/` beside each trace. In a
-/// spec's JSON it is the list of paths (`"capture": [...]`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "cli", derive(clap::Args))]
-#[serde(transparent)]
-pub struct CaptureSpec {
-    /// Capture traces of the CUDA/HIP graphs (a file or a folder,
-    /// repeatable); without it, capture_traces/ beside each trace (graph
-    /// replays attributed to the ops, modules and shapes that captured
-    /// them).
-    #[cfg_attr(feature = "cli", arg(long, value_name = "PATH"))]
-    pub capture: Vec<PathBuf>,
+/// `--capture`'s options, defined below the engine (the plan holds them);
+/// here for the library's users, with what reads the files.
+pub use crate::tracefile::capture::CaptureSpec;
+
+/// The captures of a finished trace (the plan's `--capture`, else
+/// `capture_traces/` beside the trace file), read once per trace however
+/// many finishes ask ([`crate::analysis::Finished::shared`]): a `batch`
+/// opens each capture file once per trace.
+pub fn captures_of(trace: &crate::analysis::Finished<'_>) -> std::sync::Arc<Captures> {
+    let spec = trace.capture;
+    trace.shared(spec.clone(), || load(spec, trace.path, trace.file))
 }
 
-impl CaptureSpec {
-    /// The captures of a finished trace, read once per trace and spec
-    /// however many finishes ask ([`crate::analysis::Finished::shared`]):
-    /// a `batch` opens each capture file once per trace.
-    pub fn of(&self, trace: &crate::analysis::Finished<'_>) -> std::sync::Arc<Captures> {
-        trace.shared(self.clone(), || self.load(trace.path, trace.file))
-    }
-
-    /// The captures of the trace labelled `path`, read from `file` (the
-    /// file on disk: `capture_traces/` is looked for beside it). Without
-    /// a file (stdin, an archive member: `batch`'s label is not a path on
-    /// disk) only `--capture`'s.
-    pub fn load(&self, path: &str, file: Option<&Path>) -> Captures {
-        match file {
-            Some(f) => Captures::load(&self.capture, f),
-            None if self.capture.is_empty() => Captures::default(),
-            None => Captures::load(&self.capture, Path::new(path)),
-        }
+/// The captures of the trace labelled `path`, read from `file` (the file
+/// on disk: `capture_traces/` is looked for beside it). Without a file
+/// (stdin, an archive member: `batch`'s label is not a path on disk) only
+/// `--capture`'s.
+pub fn load(spec: &CaptureSpec, path: &str, file: Option<&Path>) -> Captures {
+    match file {
+        Some(f) => Captures::load(&spec.capture, f),
+        None if spec.is_empty() => Captures::default(),
+        None => Captures::load(&spec.capture, Path::new(path)),
     }
 }
 

@@ -67,11 +67,10 @@ fn code(k: Kind) -> u8 {
 pub fn of_trace(
     trace: &crate::analysis::Finished<'_>,
     ledger: &Ledger,
-    spec: &super::CaptureSpec,
 ) -> (std::sync::Arc<Captures>, std::sync::Arc<Replays>) {
-    let caps = spec.of(trace);
+    let caps = super::captures_of(trace);
     // The driver's ledger, or an empty one where the plan kept none.
-    let key = (spec.clone(), trace.ledger.is_some());
+    let key = (trace.capture.clone(), trace.ledger.is_some());
     let replays = trace.shared(key, || of_ledger(ledger, trace.steps, &caps));
     (caps, replays)
 }

@@ -6,6 +6,7 @@
 //! (classifying and matching files) all name files this way; keeping it
 //! here lets `summary` stand without `runinfo`.
 
+pub mod capture;
 pub mod inputs;
 pub mod same;
 

@@ -543,3 +543,77 @@ fn graph_pair_in_an_archive_says_why_replays_are_unmatched() {
         (&"skipped".into(), &"other".into())
     );
 }
+
+/// `batch --capture PATH`: the capture traces are an input of the read,
+/// as for every per-trace subcommand. Given to a run whose trace has no
+/// `capture_traces/` beside it, every replay of the CUDA AR sample is
+/// matched (30 of 30, 4 766 446 ns, as with the folder beside it), and
+/// the capture files are listed once. A campaign of several runs is
+/// refused before anything is read (the same captures for every trace
+/// would give one run's graphs to another's replays), exit 2.
+#[test]
+fn capture_traces_given_to_a_run_of_one_folder() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    fs::create_dir_all(&run).unwrap();
+    let src = common::root().join("sample_traces/text_graphs_ar");
+    for e in fs::read_dir(&src).unwrap().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with("dp0_") {
+            fs::copy(e.path(), run.join(&name)).unwrap();
+        }
+    }
+    let caps = src.join("capture_traces");
+    let out = tmp.path().join("out");
+    let args = [
+        run.to_str().unwrap(),
+        "-q",
+        "--capture",
+        caps.to_str().unwrap(),
+    ];
+    let (code, _, stderr) = batch(&args, &out);
+    assert_eq!(code, 0, "{stderr}");
+    let v = results(&out);
+    let worker = v["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "worker")
+        .unwrap();
+    let g = &worker["ops"]["graphs"];
+    assert_eq!(
+        (&g["replays"], &g["replays_matched"]),
+        (&30.into(), &30.into())
+    );
+    assert_eq!(g["gpu_graph_ns"], 4_766_446);
+    assert_eq!(g["captures"].as_array().unwrap().len(), 3);
+    // Without it: none matched.
+    let (code, _, stderr) = batch(&[run.to_str().unwrap(), "-q"], &tmp.path().join("o2"));
+    assert_eq!(code, 0, "{stderr}");
+    let v = results(&tmp.path().join("o2"));
+    let worker = v["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["kind"] == "worker")
+        .unwrap();
+    assert_eq!(worker["ops"]["graphs"]["replays_matched"], 0);
+    // Several runs: refused, nothing written.
+    let samples = common::root().join("sample_traces");
+    let out3 = tmp.path().join("o3");
+    let (code, _, stderr) = batch(
+        &[
+            samples.to_str().unwrap(),
+            "--capture",
+            caps.to_str().unwrap(),
+        ],
+        &out3,
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("--capture gives the same capture traces to every trace"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("in 8 folders"), "{stderr}");
+    assert!(!out3.join("results.json").exists());
+}

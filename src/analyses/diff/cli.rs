@@ -73,6 +73,7 @@ pub struct DiffArgs {
 
 impl PerTraceArgs for DiffArgs {
     type Command = Diff;
+    const CAPTURES: bool = true;
     const TRACES: TracesArg = TracesArg {
         help: "BASELINE then CANDIDATE. `-` reads stdin (once)",
         value_names: &["BASELINE", "CANDIDATE"],

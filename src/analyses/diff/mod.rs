@@ -81,9 +81,6 @@ pub struct DiffSpec {
         arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
     )]
     pub launch_scope: LaunchScope,
-    /// `--capture` (issue 57): graph GPU time per captured op.
-    #[cfg_attr(feature = "cli", command(flatten))]
-    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for DiffSpec {
@@ -93,7 +90,6 @@ impl Default for DiffSpec {
             top: DEFAULT_TOP,
             families: Vec::new(),
             launch_scope: LaunchScope::Auto,
-            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -289,7 +285,7 @@ fn table(trace: &Finished<'_>, ledger: &Ledger, config: &DiffConfig) -> TraceDif
     let (in_scope, with_work) = scope_mask(trace, ledger, spec, &mut notes);
     let rows = name_rows(ledger, &in_scope, config);
     let (graph_replays, signatures) = replay_signatures(ledger, &in_scope, &rows.index);
-    let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger, &spec.capture);
+    let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger);
     let inside_graphs = crate::graphs::replay::GraphView::of(&caps, ledger, &replays, |r| {
         !r.positions.is_empty() && in_scope.get(r.positions.start)
     });

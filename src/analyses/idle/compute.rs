@@ -270,12 +270,19 @@ pub(super) fn measure(idle: Idle, trace: &Finished<'_>) -> TraceIdle {
         calls: &calls,
         kernel_wait_ns: idle.spec.kernel_wait_ns,
     };
-    let Walked {
+    let Some(Walked {
         streams: accs,
         devices: devs,
         parts,
         used,
-    } = sweep::walk(&input, n_rows + 2, devices_sorted.len(), &mut counts);
+    }) = sweep::walk(&input, n_rows + 2, devices_sorted.len(), &mut counts)
+    else {
+        trace.short_of_memory();
+        return TraceIdle {
+            path: trace.path.to_string(),
+            ..TraceIdle::default()
+        };
+    };
     let ends = crate::windows::window_ends(&wins);
     let (streams, briefs) = streams(
         &g,

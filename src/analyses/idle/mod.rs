@@ -207,7 +207,7 @@ fn lane_labels(l: &Lane) -> (String, String) {
 }
 
 /// The thresholds the figures were computed with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Thresholds {
     pub kernel_wait_ns: i64,
     pub queue_limit: i64,
@@ -536,7 +536,7 @@ pub struct PerToken {
 }
 
 /// The idle figures of one trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TraceIdle {
     pub path: String,
     pub units: String,

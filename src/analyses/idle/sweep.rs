@@ -126,17 +126,24 @@ pub(super) struct Walked {
 
 /// The walk: the streams' runs merged by (start, stream), each activity
 /// into its stream (gaps), its device (timeline) and its part (I6).
+/// `None` when its table of parts cannot be allocated (the caller gives
+/// up for memory).
 pub(super) fn walk(
     inp: &Input<'_>,
     n_parts: usize,
     n_devices: usize,
     counts: &mut Counts,
-) -> Walked {
+) -> Option<Walked> {
     let n_streams = inp.seg.len() - 1;
+    // The parts' accumulators (a few hundred bytes each: 77 MB at 400 k
+    // steps) are taken fallibly, as the table below.
+    let mut parts = Vec::new();
+    parts.try_reserve_exact(n_parts).ok()?;
+    parts.extend((0..n_parts).map(|_| PartAcc::default()));
     let mut out = Walked {
         streams: (0..n_streams).map(|_| StreamAcc::default()).collect(),
         devices: (0..n_devices).map(|_| DevAcc::default()).collect(),
-        parts: (0..n_parts).map(|_| PartAcc::default()).collect(),
+        parts,
         used: Vec::new(),
     };
     // Each stream's last part recorded in `used` (a stream's activities of
@@ -149,7 +156,12 @@ pub(super) fn walk(
         }
     }
     // Per (part, device): the three class unions of the part there.
+    // Sized once for one device per part (the usual case): no table of
+    // half the size beside it while it grows (issue 64: 59 MB at 400 k
+    // steps, the largest single allocation of `batch` there).
+    // `None` where it cannot be had: growing it would abort the process.
     let mut part_class: HashMap<(u32, u32), [Union; 3]> = HashMap::new();
+    part_class.try_reserve(n_parts).ok()?;
     let mut cursor: Vec<usize> = inp.seg[..n_streams].to_vec();
     let mut heap: BinaryHeap<Reverse<(i64, usize)>> = (0..n_streams)
         .filter(|&s| inp.seg[s] < inp.seg[s + 1])
@@ -183,7 +195,7 @@ pub(super) fn walk(
         w.comm_ns += u[1].len;
         w.memory_ns += u[2].len;
     }
-    out
+    Some(out)
 }
 
 fn on_device(d: &mut DevAcc, r: &Rec, class: Class) {
@@ -297,6 +309,26 @@ mod tests {
             u.add(s, e);
         }
         assert_eq!(u.len, 4);
+    }
+
+    /// A table of parts that cannot be allocated is `None` (the finish
+    /// gives up for memory), never an abort.
+    #[test]
+    fn parts_past_memory_give_up() {
+        let calls = Calls {
+            ts: Vec::new(),
+            part: Vec::new(),
+        };
+        let inp = Input {
+            recs: &[],
+            seg: &[0],
+            dev_of_stream: &[],
+            calls: &calls,
+            kernel_wait_ns: 0,
+        };
+        let mut counts = Counts::default();
+        assert!(walk(&inp, usize::MAX / 2, 0, &mut counts).is_none());
+        assert!(walk(&inp, 3, 0, &mut counts).is_some_and(|w| w.parts.len() == 3));
     }
 
     #[test]

@@ -64,6 +64,7 @@ pub struct IterationsArgs {
 
 impl PerTraceArgs for IterationsArgs {
     type Command = Iterations;
+    const CAPTURES: bool = true;
     const TRACES: TracesArg = TracesArg {
         help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side, e.g. the ranks of a run). `-` reads stdin",
         value_names: &["TRACE"],

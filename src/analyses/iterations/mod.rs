@@ -97,9 +97,6 @@ pub struct IterationsSpec {
     /// repeating graph, instead of the one chosen by the rule.
     #[cfg_attr(feature = "cli", arg(long, value_name = "N"))]
     pub graph: Option<u64>,
-    /// `--capture` (issue 57): the graphs' replays split by module and op.
-    #[cfg_attr(feature = "cli", command(flatten))]
-    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for IterationsSpec {
@@ -108,7 +105,6 @@ impl Default for IterationsSpec {
             sample_names: SAMPLE_NAMES.iter().map(|s| s.to_string()).collect(),
             draft_names: DRAFT_NAMES.iter().map(|s| s.to_string()).collect(),
             graph: None,
-            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -282,7 +278,7 @@ impl Analysis for Iterations {
         ranges.sort_unstable_by_key(|r| (r.lane, r.start));
         let mut out = measure(trace, ledger, &self.lanes, &ranges, self.spec.graph);
         // Inside the graphs (issue 57): the replays of closed iterations.
-        let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger, &self.spec.capture);
+        let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger);
         let closed = sweep::closed_windows(trace, ledger);
         out.inside_graphs = crate::graphs::replay::GraphView::of(&caps, ledger, &replays, |r| {
             closed.holds(r.lane, r.ts)

@@ -60,6 +60,7 @@ pub struct KernelsArgs {
 
 impl PerTraceArgs for KernelsArgs {
     type Command = kernels::Kernels;
+    const CAPTURES: bool = true;
     const TRACES: TracesArg = TracesArg {
         help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side, e.g. the ranks of a run). `-` reads stdin",
         value_names: &["TRACE"],

@@ -17,7 +17,6 @@ pub mod view;
 
 use crate::analysis::{Analysis, Configures, Finished, InResults, Need};
 use crate::graphs::replay::GraphView;
-use crate::graphs::CaptureSpec;
 use crate::ledger::attribution::{self, LaunchScope, Overlaps, Query};
 use crate::ledger::pack::{Fields, Packed, Record};
 use crate::ledger::{self, Kind, Ledger, Work};
@@ -49,9 +48,6 @@ pub struct KernelsSpec {
         arg(long, value_enum, default_value_t = LaunchScope::Auto, value_name = "SCOPE")
     )]
     pub launch_scope: LaunchScope,
-    /// `--capture` (issue 57): the graphs' replays split by module and op.
-    #[cfg_attr(feature = "cli", command(flatten))]
-    pub capture: CaptureSpec,
 }
 
 impl Default for KernelsSpec {
@@ -59,7 +55,6 @@ impl Default for KernelsSpec {
         KernelsSpec {
             top: DEFAULT_TOP,
             launch_scope: LaunchScope::Auto,
-            capture: CaptureSpec::default(),
         }
     }
 }
@@ -73,7 +68,6 @@ impl Configures for KernelsSpec {
 pub struct Kernels {
     top: usize,
     scope: LaunchScope,
-    capture: CaptureSpec,
 }
 
 impl Analysis for Kernels {
@@ -86,7 +80,6 @@ impl Analysis for Kernels {
         Kernels {
             top: config.top,
             scope: config.launch_scope,
-            capture: config.capture.clone(),
         }
     }
 
@@ -129,7 +122,7 @@ impl Analysis for Kernels {
         let ledger = trace.ledger.unwrap_or(&empty);
         let mut k = summarize(trace, ledger, self.top, self.scope);
         // Inside the graphs (issue 57): every replay of the trace.
-        let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger, &self.capture);
+        let (caps, replays) = crate::graphs::replay::of_trace(trace, ledger);
         k.inside_graphs = GraphView::of(&caps, ledger, &replays, |_| true);
         if let Some(g) = &k.inside_graphs {
             k.notes.extend(g.summary.said());

@@ -440,11 +440,9 @@ fn inside_graphs_with_a_capture_of_another_batch_size() {
     let bs4 = root.join(
         "sample_traces/text_graphs_mtp/capture_traces/graph_capture_rank_0.1796594516722073437.pt.trace.json.gz",
     );
-    let spec = KernelsSpec {
-        capture: crate::graphs::CaptureSpec { capture: vec![bs4] },
-        ..KernelsSpec::default()
-    };
-    let plan = Plan::new(Selector::Auto).with(spec);
+    let plan = Plan::new(Selector::Auto)
+        .capturing(crate::tracefile::capture::CaptureSpec { capture: vec![bs4] })
+        .with(KernelsSpec::default());
     let mut r = crate::analysis::analyze_path(&trace, Default::default(), &plan);
     let k = r.results.take::<Kernels>().expect("kernels ran");
     let g = k.inside_graphs.as_ref().expect("graphs");

@@ -61,6 +61,7 @@ pub struct OpsArgs {
 
 impl PerTraceArgs for OpsArgs {
     type Command = Ops;
+    const CAPTURES: bool = true;
     const TRACES: TracesArg = TracesArg {
         help: "Traces: one, or two (baseline AR, then candidate MTP: compared), or more (side by side). `-` reads stdin",
         value_names: &["TRACE"],

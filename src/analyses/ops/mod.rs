@@ -85,10 +85,6 @@ pub struct OpsSpec {
     /// cpu_self (the host ops' own CPU time).
     #[cfg_attr(feature = "cli", arg(long, value_enum, default_value_t = SortBy::default()))]
     pub sort: SortBy,
-    /// `--capture`: graph replays attributed to the ops that captured
-    /// them.
-    #[cfg_attr(feature = "cli", command(flatten))]
-    pub capture: crate::graphs::CaptureSpec,
     /// The op table's rows: `op` (one per host op), or `module`: the graph
     /// replays' GPU time by the nn.Module path that captured it (from the
     /// capture traces' stacks).
@@ -101,7 +97,6 @@ impl Default for OpsSpec {
         OpsSpec {
             top: DEFAULT_TOP,
             sort: SortBy::default(),
-            capture: crate::graphs::CaptureSpec::default(),
             by: GroupBy::default(),
         }
     }
@@ -148,10 +143,7 @@ impl Configures for OpsSpec {
 /// `ops` finishes last among its users and consumes it when no other
 /// holds it.
 #[derive(Debug, Default)]
-pub struct Ops {
-    /// `--capture` (issue 57).
-    capture: crate::graphs::CaptureSpec,
-}
+pub struct Ops;
 
 /// What it asks of the host store.
 static OPS_HOST: HostUse = HostUse {
@@ -165,10 +157,8 @@ impl Analysis for Ops {
     type Config = OpsSpec;
     type Output = TraceOps;
 
-    fn start(spec: &OpsSpec) -> Self {
-        Ops {
-            capture: spec.capture.clone(),
-        }
+    fn start(_spec: &OpsSpec) -> Self {
+        Ops
     }
 
     /// The host store's, consumed when no other finish holds it.
@@ -208,7 +198,7 @@ impl Analysis for Ops {
         // The graphs' capture traces (issue 57): `--capture`, else
         // `capture_traces/` beside the trace file (none for stdin or an
         // archive member: `batch`'s label is not a path on disk).
-        let caps = self.capture.of(trace);
+        let caps = crate::graphs::captures_of(trace);
         let mut out = match trace.collected::<HostStore>() {
             Some(store) => measure::measure(store, &caps),
             None => measure::measure(Default::default(), &caps),

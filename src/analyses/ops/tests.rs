@@ -291,11 +291,9 @@ fn graphs_run(trace: &str, capture: Vec<std::path::PathBuf>) -> TraceOps {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data/graphs")
         .join(trace);
-    let spec = OpsSpec {
-        capture: crate::graphs::CaptureSpec { capture },
-        ..OpsSpec::default()
-    };
-    let plan = Plan::new(Selector::default()).with(spec);
+    let plan = Plan::new(Selector::default())
+        .capturing(crate::tracefile::capture::CaptureSpec { capture })
+        .with(OpsSpec::default());
     let mut r = crate::analysis::analyze_path(&path, Default::default(), &plan);
     r.take::<Ops>().expect("ops ran")
 }
@@ -570,4 +568,63 @@ fn graphs_cuda_by_module_equals_the_python_check() {
         op(&mtp, "decoder", "aten::_cudnn_attention_forward"),
         351_422
     );
+}
+
+/// The replays are matched by one matcher (`graphs::matching`) whichever
+/// side gathers them — the host store's links for `ops`, the driver's
+/// ledger for `kernels` (and `iterations`, `diff`) — and the capture
+/// regions are read once per trace, in its shared slots: in one read
+/// of every graph fixture, `ops` and `kernels` give the same summary
+/// (capture files, regions, replays, matched, ambiguous, unmatched,
+/// activities and GPU ns, by subsystem and batch; `by_module` is `ops`'
+/// alone: `kernels` splits by module class).
+#[test]
+fn ops_and_kernels_match_the_same_replays() {
+    use crate::analyses::kernels::{Kernels, KernelsSpec};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let traces = [
+        "tests/data/graphs/sglang_decode/sglang_Qwen3-8B_decode.json.gz",
+        "tests/data/graphs/vllm_piecewise/graph_execution.json.gz",
+    ]
+    .map(|t| root.join(t))
+    .into_iter()
+    .chain(
+        ["text_graphs_ar", "text_graphs_mtp"]
+            .into_iter()
+            .flat_map(|d| {
+                std::fs::read_dir(root.join("sample_traces").join(d))
+                    .expect("sample dir")
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.to_string_lossy().ends_with(".pt.trace.json.gz"))
+                    .filter(|p| {
+                        p.file_name()
+                            .is_some_and(|n| n.to_string_lossy().starts_with("dp0_"))
+                    })
+            }),
+    );
+    let mut matched = 0;
+    for path in traces {
+        let plan = Plan::new(Selector::default())
+            .with(OpsSpec::default())
+            .with(KernelsSpec::default());
+        let mut r = crate::analysis::analyze_path(&path, Default::default(), &plan);
+        let ops = r.take::<Ops>().expect("ops ran").graphs;
+        let k = r.take::<Kernels>().expect("kernels ran");
+        let kg = k.inside_graphs.expect("graphs").summary;
+        let key = |g: &crate::graphs::GraphsSummary| {
+            (
+                g.captures.clone(),
+                g.regions,
+                (g.replays, g.replays_matched, g.replays_ambiguous),
+                (g.replays_ambiguous_attributed, g.replays_unmatched),
+                (g.graph_activities, g.gpu_graph_ns),
+                g.by_subsystem.clone(),
+            )
+        };
+        assert_eq!(key(&ops), key(&kg), "{}", path.display());
+        matched += ops.replays_matched;
+    }
+    // 30 + 52 replays of the CUDA pair, and the ROCm pairs'.
+    assert!(matched > 82, "{matched}");
 }

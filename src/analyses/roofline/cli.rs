@@ -43,6 +43,7 @@ pub struct RooflineArgs {
 
 impl PerTraceArgs for RooflineArgs {
     type Command = Roofline;
+    const CAPTURES: bool = true;
     const TRACES: TracesArg = TracesArg {
         help: "Traces, each reported on its own. `-` reads stdin",
         value_names: &["TRACE"],

@@ -70,10 +70,6 @@ pub struct RooflineSpec {
     /// (0.001 to 10000).
     #[cfg_attr(feature = "cli", arg(long, value_name = "TBPS"))]
     pub peak_tbps: Option<f64>,
-    /// `--capture` (issue 57): a graph replay's kernels go to the ops that
-    /// captured them, with the capture's shapes.
-    #[cfg_attr(feature = "cli", command(flatten))]
-    pub capture: crate::graphs::CaptureSpec,
 }
 
 impl Default for RooflineSpec {
@@ -82,7 +78,6 @@ impl Default for RooflineSpec {
             top: DEFAULT_TOP,
             peak_tflops: None,
             peak_tbps: None,
-            capture: crate::graphs::CaptureSpec::default(),
         }
     }
 }
@@ -152,7 +147,7 @@ impl Analysis for Roofline {
     fn finish(self, trace: &Finished<'_>) -> TraceRoofline {
         // The graphs' capture traces (issue 57), as `ops` finds them:
         // `--capture`, else `capture_traces/` beside the trace file.
-        let caps = self.spec.capture.of(trace);
+        let caps = crate::graphs::captures_of(trace);
         let store = trace.collected::<HostStore>().unwrap_or_default();
         let mut out = measure::measure(&self.spec, &store, &trace.meta.devices, &caps);
         out.path = trace.path.to_string();

@@ -208,28 +208,6 @@ impl Finished<'_> {
         self.slots.get_or_make(key, make)
     }
 
-    /// A finish that could not get the memory it needed says so here and
-    /// gives up: the trace's figures are then dropped and it is read again
-    /// alone or reported as too large ([`Shared::short`]).
-    pub fn short_of_memory(&self) {
-        self.slots.short();
-    }
-
-    /// Whether `bytes` of working memory can be had now: a block of that
-    /// size taken and given back at once (never touched: it costs address
-    /// space for a moment, no memory). Where it cannot, the trace is short
-    /// of memory ([`Finished::short_of_memory`]) and the finish should give
-    /// up before it starts rather than meet the limit halfway.
-    pub fn probe_memory(&self, bytes: u64) -> bool {
-        let ok = usize::try_from(bytes)
-            .ok()
-            .is_some_and(|n| Vec::<u8>::new().try_reserve_exact(n).is_ok());
-        if !ok {
-            self.short_of_memory();
-        }
-        ok
-    }
-
     /// Whether the trace was read to its end.
     pub fn complete(&self) -> bool {
         self.error.is_none()

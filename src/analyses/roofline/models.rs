@@ -16,6 +16,8 @@
 //! conv   x, w[Cout,Cin/g,k…]      flops 2·|out|·|w[1:]| (+ |out| with a bias)
 //!                                 bytes (|x| + |w| + |out| (+ Cout)) · bpe(x)
 //! unary  n elements               flops n, bytes n·bpe(in) + n·bpe(out)
+//! upsample_nearest / replication_pad  x → out (spatial sizes from the arguments)
+//!                                 flops |out|, bytes (|x| + |out|)·bpe(x)
 //! binary a ⊕ b → broadcast n      flops n, bytes |a|·bpe(a) + |b|·bpe(b) + n·bpe(out)
 //! reduce n in → m out             flops n, bytes n·bpe(in) + m·bpe(out)
 //! softmax n                       flops 3n, bytes n·bpe(in) + n·bpe(out)
@@ -191,6 +193,33 @@ const REDUCE: &[&str] = &[
     "aten::all",
 ];
 
+/// Ops that copy their input into an output of another shape: every
+/// output element written once from an input element (TraceLens's
+/// `aten_upsample_nearest` and `aten_replication_pad`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resize {
+    /// Nearest-neighbour upsampling (`F.interpolate(mode="nearest")`).
+    Upsample,
+    /// Replication padding (`F.pad(mode="replicate")`).
+    Pad,
+}
+
+/// Which resizing op `name` is, if any.
+fn resize_op(name: &str) -> Option<Resize> {
+    match name {
+        "aten::upsample_nearest1d"
+        | "aten::upsample_nearest2d"
+        | "aten::upsample_nearest3d"
+        | "aten::_upsample_nearest_exact1d"
+        | "aten::_upsample_nearest_exact2d"
+        | "aten::_upsample_nearest_exact3d" => Some(Resize::Upsample),
+        "aten::replication_pad1d" | "aten::replication_pad2d" | "aten::replication_pad3d" => {
+            Some(Resize::Pad)
+        }
+        _ => None,
+    }
+}
+
 /// The model of op `name`, if it has one.
 pub fn category_of(name: &str) -> Option<Category> {
     Some(match name {
@@ -212,7 +241,7 @@ pub fn category_of(name: &str) -> Option<Category> {
         "aten::cat" => Category::Cat,
         "aten::gather" | "aten::scatter" | "aten::scatter_" | "aten::scatter_add"
         | "aten::scatter_add_" | "aten::index_select" | "aten::embedding" => Category::Index,
-        _ if UNARY.contains(&name) => Category::UnaryElementwise,
+        _ if UNARY.contains(&name) || resize_op(name).is_some() => Category::UnaryElementwise,
         _ if BINARY.contains(&name) => Category::BinaryElementwise,
         _ if REDUCE.contains(&name) => Category::Reduce,
         _ => return None,
@@ -252,7 +281,11 @@ pub fn model(name: &str, a: &OpArgs) -> Option<Fit> {
         Category::Gemm => gemm(name, a),
         Category::Sdpa => sdpa(name, a),
         Category::Conv => conv(a),
-        Category::UnaryElementwise => unary(a),
+        Category::UnaryElementwise => match resize_op(name) {
+            Some(Resize::Upsample) => upsample(a),
+            Some(Resize::Pad) => replication_pad(a),
+            None => unary(a),
+        },
         Category::BinaryElementwise => binary(a),
         Category::Reduce => {
             // max/min of two tensors is elementwise (`max.other`).
@@ -533,6 +566,79 @@ fn unary(a: &OpArgs) -> Fit {
         ne,
         add(&[mul(&[ne, b_in])?, mul(&[ne, b_out])?])?,
     )
+}
+
+/// A resizing op's figures: `x` read, `out` written, one FLOP an output
+/// element (TraceLens's unary model on the output's shape).
+fn resized(a: &OpArgs, x: &[u64], out: &[u64]) -> Fit {
+    let b = bpe(a.ty(0))?;
+    let (ni, no) = (n(x)?, n(out)?);
+    vector(
+        Category::UnaryElementwise,
+        no,
+        add(&[mul(&[ni, b])?, mul(&[no, b])?])?,
+    )
+}
+
+/// A list of floats as Kineto writes a `float[]?` (`[2., 2.]`); `None`
+/// when absent or not numbers.
+fn floats(text: &str) -> Option<Vec<f64>> {
+    let t = text.trim().strip_prefix('[')?.strip_suffix(']')?;
+    t.split(',').map(|x| x.trim().parse::<f64>().ok()).collect()
+}
+
+/// upsample_nearest{1,2,3}d: the output is [N, C, *size], `size` from
+/// `output_size` (argument 1, both overloads), else from the `.vec`
+/// overload's `scale_factors` (argument 2): ⌊in · scale⌋ per spatial dim,
+/// as PyTorch sizes it.
+fn upsample(a: &OpArgs) -> Fit {
+    let s = Unfit::Shape;
+    let x = a.shaped(0).ok_or(s)?;
+    let sp = x.len().checked_sub(2).filter(|&k| k > 0).ok_or(s)?;
+    let size: Vec<u64> = match a.ints(1) {
+        Some(v) if v.len() == sp => v
+            .iter()
+            .map(|&d| u64::try_from(d).map_err(|_| s))
+            .collect::<Result<_, _>>()?,
+        _ => {
+            let f = floats(a.value(2)).filter(|f| f.len() == sp).ok_or(s)?;
+            x[2..]
+                .iter()
+                .zip(&f)
+                .map(|(&d, &k)| {
+                    let o = (d as f64 * k).floor();
+                    // A size past 2⁵³, negative or NaN: not a real shape.
+                    (0.0..9_007_199_254_740_992.0)
+                        .contains(&o)
+                        .then_some(o as u64)
+                        .ok_or(s)
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    let out: Vec<u64> = x[..2].iter().copied().chain(size).collect();
+    resized(a, x, &out)
+}
+
+/// replication_pad{1,2,3}d(self, padding): `padding` (argument 1) holds
+/// (before, after) pairs from the last dim backwards, as `F.pad`.
+fn replication_pad(a: &OpArgs) -> Fit {
+    let s = Unfit::Shape;
+    let x = a.shaped(0).ok_or(s)?;
+    let pad = a.ints(1).ok_or(s)?;
+    if pad.len() % 2 != 0 || pad.len() / 2 > x.len() {
+        return Err(s);
+    }
+    let mut out = x.to_vec();
+    for (i, p) in pad.chunks_exact(2).enumerate() {
+        let &[before, after] = p else {
+            return Err(s);
+        };
+        let d = x.len() - 1 - i;
+        let o = i128::from(x[d]) + i128::from(before) + i128::from(after);
+        out[d] = u64::try_from(o).map_err(|_| s)?;
+    }
+    resized(a, x, &out)
 }
 
 /// Numpy broadcasting of two shapes; `None` when they do not broadcast.

@@ -387,11 +387,44 @@ impl TracesArg {
             .action(clap::ArgAction::Append)
             .value_parser(clap::value_parser!(std::path::PathBuf))
             .value_names(self.value_names.iter().copied());
+        // Too many parse (`<BASELINE> <CANDIDATE>...`): [`traces_counted`]
+        // refuses them naming the traces that are not worker traces (a
+        // shell glob over a vLLM run takes its frontend trace too).
         match self.exactly {
-            Some(n) => arg.num_args(n),
+            Some(n) => arg.num_args(n..),
             None => arg.num_args(1..),
         }
     }
+}
+
+/// `traces` when they are `n` (a subcommand over exactly `n` traces),
+/// else the error saying how many it takes and, of those given, which are
+/// not worker traces (frontend, capture, summary files by their names).
+fn traces_counted(name: &str, n: usize, traces: &[std::path::PathBuf]) -> anyhow::Result<()> {
+    use crate::tracefile::inputs::{classify, Kind};
+    if traces.len() == n {
+        return Ok(());
+    }
+    let others: Vec<String> = traces
+        .iter()
+        .filter_map(|p| {
+            let kind = classify(&p.to_string_lossy().replace('\\', "/"), true);
+            (kind != Kind::Worker).then(|| format!("{} (a {} file)", p.display(), kind.as_str()))
+        })
+        .collect();
+    let hint = match others.is_empty() {
+        true => String::new(),
+        false => format!(
+            "; not worker traces: {} — leave them out (a run's worker traces are its \
+             *.pt.trace.json[.gz] files outside capture_traces/, not *.async_llm.*)",
+            others.join(", ")
+        ),
+    };
+    let given = match traces.len() {
+        1 => "1 was given".to_string(),
+        k => format!("{k} were given"),
+    };
+    anyhow::bail!("{name} takes exactly {n} traces (baseline, then candidate); {given}{hint}")
 }
 
 /// What the command line tells of each trace's run, besides the traces.
@@ -581,6 +614,9 @@ impl CliLine {
 fn run_of<A: PerTraceArgs>(m: &clap::ArgMatches, global: &GlobalArgs) -> anyhow::Result<Exit> {
     let args =
         PerTrace::<A>::from_matches(m).map_err(|e| e.format(&mut PerTrace::<A>::command()))?;
+    if let Some(n) = A::TRACES.exactly {
+        traces_counted(PerTrace::<A>::name(), n, &args.traces)?;
+    }
     one_stdin(args.inputs())?;
     args.run(global)
 }

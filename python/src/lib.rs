@@ -236,6 +236,7 @@ fn campaign_options(
     context_regex: Option<String>,
     chains: Option<Vec<String>>,
     manifest: Option<PathBuf>,
+    capture: Vec<PathBuf>,
 ) -> PyResult<records::CampaignOptions> {
     // The same checks (and messages) as the per-trace functions.
     selector(context.as_deref(), context_regex.as_deref())?;
@@ -250,7 +251,7 @@ fn campaign_options(
         chains: chains.unwrap_or_default(),
         manifest,
         analyses: Default::default(),
-        capture: Default::default(),
+        capture: torchtrace::graphs::CaptureSpec { capture },
     };
     // Bad regexes and chains are argument errors, found before any read.
     options.batch_options(true).map_err(record_error)?;
@@ -273,7 +274,8 @@ fn json_error(e: serde_json::Error) -> PyErr {
 /// tar, a file PATH). `exclude`: a directory left out of walks.
 #[pyfunction]
 #[pyo3(signature = (paths, context=None, context_regex=None, chains=None, manifest=None,
-                    exclude=None))]
+                    exclude=None, capture=Vec::new()))]
+#[allow(clippy::too_many_arguments)]
 fn plan(
     py: Python<'_>,
     paths: Vec<PathBuf>,
@@ -282,8 +284,9 @@ fn plan(
     chains: Option<Vec<String>>,
     manifest: Option<PathBuf>,
     exclude: Option<PathBuf>,
+    capture: Vec<PathBuf>,
 ) -> PyResult<(String, Vec<String>)> {
-    let options = campaign_options(context, context_regex, chains, manifest)?;
+    let options = campaign_options(context, context_regex, chains, manifest, capture)?;
     let exclude = exclude.and_then(|e| e.canonicalize().ok());
     let header = run_detached(py, move || {
         records::plan_campaign(&paths, options, exclude.as_deref())
@@ -320,7 +323,7 @@ fn fail_task(task: &str, why: &str) -> PyResult<Vec<String>> {
 /// writing): its records file as lines (header, rows, end line).
 #[pyfunction]
 #[pyo3(signature = (paths, context=None, context_regex=None, chains=None, manifest=None,
-                    exclude=None, progress=false))]
+                    exclude=None, progress=false, capture=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn analyze(
     py: Python<'_>,
@@ -331,8 +334,9 @@ fn analyze(
     manifest: Option<PathBuf>,
     exclude: Option<PathBuf>,
     progress: bool,
+    capture: Vec<PathBuf>,
 ) -> PyResult<String> {
-    let options = campaign_options(context, context_regex, chains, manifest)?;
+    let options = campaign_options(context, context_regex, chains, manifest, capture)?;
     let exclude = exclude.and_then(|e| e.canonicalize().ok());
     let text = run_detached(py, move || -> Result<Vec<u8>, records::RecordError> {
         let opts = options.batch_options(!progress)?;

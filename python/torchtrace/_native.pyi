@@ -52,6 +52,7 @@ def plan(
     chains: Optional[Sequence[str]] = None,
     manifest: Optional[str] = None,
     exclude: Optional[str] = None,
+    capture: Sequence[str] = ...,
 ) -> Tuple[str, List[str]]:
     """Plans a campaign: ``(header_line, tasks)``, the records header and one
     JSON task per unit of work (paths in tasks are absolute)."""
@@ -70,6 +71,7 @@ def analyze(
     manifest: Optional[str] = None,
     exclude: Optional[str] = None,
     progress: bool = False,
+    capture: Sequence[str] = ...,
 ) -> str:
     """A whole campaign read in this process: its records file (JSON lines)."""
 

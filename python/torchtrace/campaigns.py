@@ -13,7 +13,7 @@ import warnings
 from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 from . import _native
-from ._core import PathLike, Paths, Strings, _log, _paths, _strings
+from ._core import PathLike, Paths, Strings, _captures, _log, _paths, _strings
 from .errors import TorchtraceWarning
 
 __all__ = ["Records", "analyze", "merge", "batch"]
@@ -63,12 +63,14 @@ def _campaign_args(
     context_regex: Optional[str],
     chains: Strings,
     manifest: Optional[PathLike],
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     return {
         "context": context,
         "context_regex": context_regex,
         "chains": _strings(chains),
         "manifest": None if manifest is None else os.fsdecode(manifest),
+        "capture": _captures(capture) or [],
     }
 
 
@@ -79,6 +81,8 @@ def analyze(
     chains: Strings = None,
     manifest: Optional[PathLike] = None,
     progress: bool = False,
+    *,
+    capture: Optional[Paths] = None,
 ) -> Records:
     """Read traces, directories or archives as ``torchtrace batch`` does and
     return their per-file records (the map step of a batch), without
@@ -93,6 +97,9 @@ def analyze(
         manifest: CSV ``path,mode,workload,completion_tokens`` for traces
             without a run summary.
         progress: draw a progress bar on stderr.
+        capture: capture traces of the CUDA/HIP graphs (``--capture``), the
+            same for every trace: a campaign of one run only (else a
+            ``ValueError``); default: ``capture_traces/`` beside each trace.
 
     Returns:
         ``{"header": {...}, "files": [...], "complete": True}``: each file's
@@ -108,7 +115,9 @@ def analyze(
     reason, never an exception.
     """
     text = _native.analyze(
-        _paths(paths), **_campaign_args(context, context_regex, chains, manifest), progress=progress
+        _paths(paths),
+        **_campaign_args(context, context_regex, chains, manifest, capture),
+        progress=progress,
     )
     return _parse_records(text)
 
@@ -191,13 +200,16 @@ def batch(
     manifest: Optional[PathLike] = None,
     figures: Optional[str] = "png",
     progress: bool = False,
+    *,
+    capture: Optional[Paths] = None,
 ) -> Dict[str, Any]:
     """``torchtrace batch PATHS -o out_dir`` in this process: every trace of a
     campaign read in parallel, AR compared with MTP per workload, the paper's
     tables and figures written to ``out_dir``.
 
     Args:
-        paths, context, context_regex, chains, manifest: as for :func:`analyze`.
+        paths, context, context_regex, chains, manifest, capture: as for
+            :func:`analyze`.
         out_dir: the output directory (left out of directory walks).
         figures: ``"png"``, ``"svg"``, ``"both"``, or ``None``.
         progress: draw a progress bar on stderr.
@@ -210,7 +222,7 @@ def batch(
     """
     text = _native.analyze(
         _paths(paths),
-        **_campaign_args(context, context_regex, chains, manifest),
+        **_campaign_args(context, context_regex, chains, manifest, capture),
         exclude=os.fsdecode(out_dir),
         progress=progress,
     )

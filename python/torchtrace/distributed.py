@@ -23,7 +23,7 @@ import os
 from typing import Any, Callable, Dict, List, Optional, Sequence, Union
 
 from . import _native
-from ._core import _strings
+from ._core import _captures, _strings
 from .campaigns import _merged
 
 __all__ = ["batch", "expand", "run_task"]
@@ -142,6 +142,8 @@ def batch(
     manifest: Optional[PathLike] = None,
     figures: Optional[str] = "png",
     workers: Optional[int] = None,
+    *,
+    capture: Union[None, PathLike, Sequence[PathLike]] = None,
 ) -> Dict[str, Any]:
     """``torchtrace batch`` with the reading spread over Dask or Ray workers.
 
@@ -158,6 +160,8 @@ def batch(
         context, context_regex, chains, manifest, figures: as for
             :func:`torchtrace.batch`.
         workers: the size of the local cluster when ``client`` is None.
+        capture: the graphs' capture traces for a campaign of one run, as
+            for :func:`torchtrace.batch` (made absolute for the workers).
 
     Returns:
         The ``results.json`` document, equal byte for byte to what
@@ -171,6 +175,7 @@ def batch(
         chains=_strings(chains),
         manifest=None if manifest is None else os.fsdecode(manifest),
         exclude=os.fsdecode(out_dir),
+        capture=_captures(capture) or [],
     )
     results = _run_all(engine, client, tasks, workers=workers)
     lines = [header]

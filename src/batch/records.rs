@@ -281,8 +281,9 @@ fn one_run_for_captures(inputs: &[Input], plans: &[Plan]) -> Result<(), RecordEr
                 .iter()
                 .filter(|f| f.kind() == Kind::Worker)
                 .map(|f| {
+                    let base = input.path.trim_end_matches('/');
                     let rel = f.rel.rsplit_once('/').map_or("", |(d, _)| d);
-                    format!("{}{rel}", input.path.trim_end_matches('/').to_string() + "/")
+                    format!("{base}/{rel}")
                 })
                 .collect(),
             Plan::File { .. } if classify(&input.path, true) == Kind::Worker => {
@@ -341,6 +342,7 @@ impl Task {
             }
         };
         abs(&mut self.input.fs_path);
+        self.options.capture.capture.iter_mut().for_each(abs);
         if let Plan::Directory(files, _) = &mut self.unit.plan {
             files.iter_mut().for_each(|f| abs(&mut f.path));
         }

@@ -501,3 +501,43 @@ fn many_distinct_names_stay_bounded_by_names() {
     let want: i128 = (0..n).map(|i| 1000 * (1 + (i % 7) as i128)).sum();
     assert_eq!(total, want);
 }
+
+/// README's glob over a vLLM run takes its frontend trace too: `diff`
+/// says it takes two traces and names the one that is not a worker
+/// trace, exit 2 (clap said only "3 were provided").
+#[test]
+fn three_traces_name_the_frontend_trace() {
+    let root = root().join("sample_traces");
+    let worker = |d: &str| {
+        std::fs::read_dir(root.join(d))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .find(|p| {
+                let n = p.file_name().unwrap().to_string_lossy().into_owned();
+                n.starts_with("dp0_") && n.ends_with(".pt.trace.json.gz")
+            })
+            .unwrap()
+    };
+    let frontend = root.join("text_mtp/vm_439.async_llm.1795968155950133233.pt.trace.json.gz");
+    let out = bin()
+        .arg("diff")
+        .arg(worker("text_ar"))
+        .arg(worker("text_mtp"))
+        .arg(&frontend)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("diff takes exactly 2 traces (baseline, then candidate); 3 were given"),
+        "{err}"
+    );
+    assert!(
+        err.contains("vm_439.async_llm.1795968155950133233.pt.trace.json.gz (a frontend file)"),
+        "{err}"
+    );
+    // One trace: clap's usage error.
+    let out = bin().arg("diff").arg(worker("text_ar")).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -31,6 +31,7 @@ pub mod devices;
 mod figure;
 mod measure;
 pub mod models;
+mod resize;
 pub mod view;
 
 #[cfg(feature = "cli")]

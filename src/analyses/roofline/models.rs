@@ -29,6 +29,7 @@
 //! ```
 
 use super::args::{bytes_per_element, numel, Dims, OpArgs, Precision};
+use super::resize::{replication_pad, resize_op, upsample, Resize};
 use serde::{Deserialize, Serialize};
 
 /// What kind of op a model is for.
@@ -110,7 +111,7 @@ impl Unfit {
     }
 }
 
-type Fit = Result<Model, Unfit>;
+pub(super) type Fit = Result<Model, Unfit>;
 
 const UNARY: &[&str] = &[
     "aten::copy_",
@@ -193,33 +194,6 @@ const REDUCE: &[&str] = &[
     "aten::all",
 ];
 
-/// Ops that copy their input into an output of another shape: every
-/// output element written once from an input element (TraceLens's
-/// `aten_upsample_nearest` and `aten_replication_pad`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Resize {
-    /// Nearest-neighbour upsampling (`F.interpolate(mode="nearest")`).
-    Upsample,
-    /// Replication padding (`F.pad(mode="replicate")`).
-    Pad,
-}
-
-/// Which resizing op `name` is, if any.
-fn resize_op(name: &str) -> Option<Resize> {
-    match name {
-        "aten::upsample_nearest1d"
-        | "aten::upsample_nearest2d"
-        | "aten::upsample_nearest3d"
-        | "aten::_upsample_nearest_exact1d"
-        | "aten::_upsample_nearest_exact2d"
-        | "aten::_upsample_nearest_exact3d" => Some(Resize::Upsample),
-        "aten::replication_pad1d" | "aten::replication_pad2d" | "aten::replication_pad3d" => {
-            Some(Resize::Pad)
-        }
-        _ => None,
-    }
-}
-
 /// The model of op `name`, if it has one.
 pub fn category_of(name: &str) -> Option<Category> {
     Some(match name {
@@ -250,23 +224,23 @@ pub fn category_of(name: &str) -> Option<Category> {
 
 /// Checked arithmetic on u128 (shapes come from input: a product may be
 /// huge, never a panic).
-fn mul(xs: &[u128]) -> Result<u128, Unfit> {
+pub(super) fn mul(xs: &[u128]) -> Result<u128, Unfit> {
     xs.iter()
         .try_fold(1u128, |a, &x| a.checked_mul(x))
         .ok_or(Unfit::Overflow)
 }
 
-fn add(xs: &[u128]) -> Result<u128, Unfit> {
+pub(super) fn add(xs: &[u128]) -> Result<u128, Unfit> {
     xs.iter()
         .try_fold(0u128, |a, &x| a.checked_add(x))
         .ok_or(Unfit::Overflow)
 }
 
-fn n(dims: &[u64]) -> Result<u128, Unfit> {
+pub(super) fn n(dims: &[u64]) -> Result<u128, Unfit> {
     numel(dims).ok_or(Unfit::Overflow)
 }
 
-fn bpe(ty: &str) -> Result<u128, Unfit> {
+pub(super) fn bpe(ty: &str) -> Result<u128, Unfit> {
     bytes_per_element(ty).ok_or(Unfit::Dtype)
 }
 
@@ -304,7 +278,7 @@ pub fn model(name: &str, a: &OpArgs) -> Option<Fit> {
     Some(fit)
 }
 
-fn vector(category: Category, flops: u128, bytes: u128) -> Fit {
+pub(super) fn vector(category: Category, flops: u128, bytes: u128) -> Fit {
     Ok(Model {
         category,
         flops,
@@ -566,79 +540,6 @@ fn unary(a: &OpArgs) -> Fit {
         ne,
         add(&[mul(&[ne, b_in])?, mul(&[ne, b_out])?])?,
     )
-}
-
-/// A resizing op's figures: `x` read, `out` written, one FLOP an output
-/// element (TraceLens's unary model on the output's shape).
-fn resized(a: &OpArgs, x: &[u64], out: &[u64]) -> Fit {
-    let b = bpe(a.ty(0))?;
-    let (ni, no) = (n(x)?, n(out)?);
-    vector(
-        Category::UnaryElementwise,
-        no,
-        add(&[mul(&[ni, b])?, mul(&[no, b])?])?,
-    )
-}
-
-/// A list of floats as Kineto writes a `float[]?` (`[2., 2.]`); `None`
-/// when absent or not numbers.
-fn floats(text: &str) -> Option<Vec<f64>> {
-    let t = text.trim().strip_prefix('[')?.strip_suffix(']')?;
-    t.split(',').map(|x| x.trim().parse::<f64>().ok()).collect()
-}
-
-/// upsample_nearest{1,2,3}d: the output is [N, C, *size], `size` from
-/// `output_size` (argument 1, both overloads), else from the `.vec`
-/// overload's `scale_factors` (argument 2): ⌊in · scale⌋ per spatial dim,
-/// as PyTorch sizes it.
-fn upsample(a: &OpArgs) -> Fit {
-    let s = Unfit::Shape;
-    let x = a.shaped(0).ok_or(s)?;
-    let sp = x.len().checked_sub(2).filter(|&k| k > 0).ok_or(s)?;
-    let size: Vec<u64> = match a.ints(1) {
-        Some(v) if v.len() == sp => v
-            .iter()
-            .map(|&d| u64::try_from(d).map_err(|_| s))
-            .collect::<Result<_, _>>()?,
-        _ => {
-            let f = floats(a.value(2)).filter(|f| f.len() == sp).ok_or(s)?;
-            x[2..]
-                .iter()
-                .zip(&f)
-                .map(|(&d, &k)| {
-                    let o = (d as f64 * k).floor();
-                    // A size past 2⁵³, negative or NaN: not a real shape.
-                    (0.0..9_007_199_254_740_992.0)
-                        .contains(&o)
-                        .then_some(o as u64)
-                        .ok_or(s)
-                })
-                .collect::<Result<_, _>>()?
-        }
-    };
-    let out: Vec<u64> = x[..2].iter().copied().chain(size).collect();
-    resized(a, x, &out)
-}
-
-/// replication_pad{1,2,3}d(self, padding): `padding` (argument 1) holds
-/// (before, after) pairs from the last dim backwards, as `F.pad`.
-fn replication_pad(a: &OpArgs) -> Fit {
-    let s = Unfit::Shape;
-    let x = a.shaped(0).ok_or(s)?;
-    let pad = a.ints(1).ok_or(s)?;
-    if pad.len() % 2 != 0 || pad.len() / 2 > x.len() {
-        return Err(s);
-    }
-    let mut out = x.to_vec();
-    for (i, p) in pad.chunks_exact(2).enumerate() {
-        let &[before, after] = p else {
-            return Err(s);
-        };
-        let d = x.len() - 1 - i;
-        let o = i128::from(x[d]) + i128::from(before) + i128::from(after);
-        out[d] = u64::try_from(o).map_err(|_| s)?;
-    }
-    resized(a, x, &out)
 }
 
 /// Numpy broadcasting of two shapes; `None` when they do not broadcast.

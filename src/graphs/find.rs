@@ -9,6 +9,8 @@
 //! - In a folder, `execution_details.json` (a list of `{file, batch_size,
 //!   mode}`) gives each named file its batch size and mode; it is not a
 //!   trace itself. A file it names that is missing is a note.
+//! - A file given twice (twice by name, or by name and by its folder) is
+//!   read once, with a note (G3 of docs/VIEWS.md).
 
 use super::Detail;
 use std::path::{Path, PathBuf};
@@ -98,7 +100,25 @@ pub fn capture_files(explicit: &[PathBuf], trace: &Path) -> (Vec<CaptureFile>, V
             notes.push(format!("--capture {}: no such file or folder", p.display()));
         }
     }
+    once(&mut out, &mut notes);
     (out, notes)
+}
+
+/// Keeps the first of files that are the same file on disk (a file given
+/// twice, or a file and its folder: G3), with a note naming each repeat.
+fn once(files: &mut Vec<CaptureFile>, notes: &mut Vec<String>) {
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|(p, _)| {
+        let key = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        let first = seen.insert(key);
+        if !first {
+            notes.push(format!(
+                "capture trace {} given more than once: read once",
+                p.display()
+            ));
+        }
+        first
+    });
 }
 
 /// A single file's entry in its folder's `execution_details.json`.

@@ -76,19 +76,26 @@ pub fn match_replays(
         let at = place(group[0].call);
         let (sub, batch) = at.hints();
         let outcome = match_replay(caps, &ix, &seq, batch, sub);
-        out.summary.count(&outcome, at, group[0].ts, group.len());
+        let total = group.iter().fold(0i64, |t, x| t.saturating_add(x.dur));
+        out.summary
+            .count(&outcome, at, group[0].ts, group.len(), total);
         if let Some(r) = outcome.region() {
-            let exact = matches!(outcome, super::matching::Outcome::Matched(_));
-            out.summary
-                .attribute(&caps.regions[r as usize], group.iter().map(|x| x.dur));
-            out.given
-                .extend(group.iter().enumerate().map(|(k, x)| Given {
-                    pos: x.pos,
-                    region: r,
-                    k: k as u32,
-                    dur: x.dur,
-                    exact,
-                }));
+            let exact = outcome.exact();
+            let paired = group
+                .iter()
+                .enumerate()
+                .filter_map(|(j, x)| outcome.launch_of(j).map(|k| (k, x)));
+            out.summary.attribute(
+                &caps.regions[r as usize],
+                paired.clone().map(|(_, x)| x.dur),
+            );
+            out.given.extend(paired.map(|(k, x)| Given {
+                pos: x.pos,
+                region: r,
+                k,
+                dur: x.dur,
+                exact,
+            }));
         }
     }
     out

@@ -40,6 +40,14 @@ pub struct Act<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     Matched(u32),
+    /// Aligned to one region with differences (G2): `map[j]` is the
+    /// captured launch of activity `j` ([`UNPAIRED`]: none); the
+    /// differences by side, kind and name.
+    Aligned {
+        region: u32,
+        map: Vec<u32>,
+        differences: Vec<Difference>,
+    },
     /// The candidates; `attributed` when they name the same launchers.
     Ambiguous {
         candidates: Vec<u32>,
@@ -54,13 +62,44 @@ impl Outcome {
     /// launcher names all candidates share).
     pub fn region(&self) -> Option<u32> {
         match self {
-            Outcome::Matched(r) => Some(*r),
+            Outcome::Matched(r) | Outcome::Aligned { region: r, .. } => Some(*r),
             Outcome::Ambiguous {
                 candidates,
                 attributed: true,
             } => candidates.first().copied(),
             _ => None,
         }
+    }
+}
+
+/// An activity of an aligned replay with no captured launch.
+pub const UNPAIRED: u32 = u32::MAX;
+
+/// One difference of an aligned replay from its region: a captured launch
+/// that ran no activity (`captured: true`), or an activity no captured
+/// launch accounts for.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Difference {
+    pub captured: bool,
+    pub kind: u8,
+    pub name: String,
+}
+
+impl Outcome {
+    /// The captured launch (position in its region) of activity `j`:
+    /// `j` itself for a positional match, the alignment's for an aligned
+    /// one, none for an activity the alignment left out or a replay not
+    /// attributed.
+    pub fn launch_of(&self, j: usize) -> Option<u32> {
+        match self {
+            Outcome::Aligned { map, .. } => map.get(j).copied().filter(|&k| k != UNPAIRED),
+            _ => self.region().map(|_| j as u32),
+        }
+    }
+
+    /// Matched to one region (its shapes known): exactly or aligned.
+    pub fn exact(&self) -> bool {
+        matches!(self, Outcome::Matched(_) | Outcome::Aligned { .. })
     }
 }
 
@@ -74,6 +113,9 @@ pub struct Index {
     unnamed: HashMap<u64, Vec<u32>>,
     /// Region counts, for the reasons.
     counts: HashMap<usize, Vec<u32>>,
+    /// The regions with a kernel name at every kernel launch, in order:
+    /// those a replay may be aligned to (G2).
+    pub(super) all_named: Vec<u32>,
 }
 
 fn hash_of<'a>(items: impl Iterator<Item = (u8, Option<&'a str>)>) -> u64 {
@@ -88,9 +130,22 @@ fn hash_of<'a>(items: impl Iterator<Item = (u8, Option<&'a str>)>) -> u64 {
     h.finish()
 }
 
-/// A captured launch's name, for a kernel where the capture has one.
-fn named<'c>(caps: &'c Captures, c: &Captured) -> Option<&'c str> {
-    c.kernel.map(|k| caps.resolve(k))
+/// A captured launch's name, for a kernel where the capture has one (a
+/// memcpy or memset compares by kind: the name a capture records for it
+/// is the runtime call's, never the activity's).
+pub(super) fn named<'c>(caps: &'c Captures, c: &Captured) -> Option<&'c str> {
+    c.kernel.filter(|_| c.kind == 0).map(|k| caps.resolve(k))
+}
+
+/// A replayed activity's name as compared: a kernel's; none for a memcpy
+/// or memset.
+pub(super) fn act_name<'a>(a: &Act<'a>) -> Option<&'a str> {
+    (a.kind == 0).then_some(a.name)
+}
+
+/// Whether replayed activity `a` is what captured launch `c` launched.
+pub(super) fn same(caps: &Captures, c: &Captured, a: &Act<'_>) -> bool {
+    c.kind == a.kind && named(caps, c).is_none_or(|n| n == a.name)
 }
 
 impl Index {
@@ -105,6 +160,7 @@ impl Index {
             if all_named {
                 let h = hash_of(reg.launches.iter().map(|c| (c.kind, named(caps, c))));
                 ix.named.entry(h).or_default().push(r);
+                ix.all_named.push(r);
             } else {
                 let h = hash_of(reg.launches.iter().map(|c| (c.kind, None)));
                 ix.unnamed.entry(h).or_default().push(r);
@@ -125,12 +181,12 @@ fn differs(caps: &Captures, r: u32, acts: &[Act<'_>]) -> Option<usize> {
     reg.launches
         .iter()
         .zip(acts)
-        .position(|(c, a)| c.kind != a.kind || c.kernel.is_some_and(|k| caps.resolve(k) != a.name))
+        .position(|(c, a)| !same(caps, c, a))
 }
 
 const KINDS: [&str; 3] = ["kernel", "memcpy", "memset"];
 
-fn kind_name(k: u8) -> &'static str {
+pub(super) fn kind_name(k: u8) -> &'static str {
     KINDS.get(usize::from(k)).copied().unwrap_or("activity")
 }
 
@@ -154,7 +210,7 @@ pub fn match_replay(
     if caps.regions.is_empty() {
         return Outcome::Unmatched("no capture found".into());
     }
-    let h_named = hash_of(acts.iter().map(|a| (a.kind, Some(a.name))));
+    let h_named = hash_of(acts.iter().map(|a| (a.kind, act_name(a))));
     let h_kinds = hash_of(acts.iter().map(|a| (a.kind, None)));
     let mut cands: Vec<u32> = ix
         .named
@@ -166,40 +222,13 @@ pub fn match_replay(
         .filter(|&r| differs(caps, r, acts).is_none())
         .collect();
     cands.sort_unstable();
-    match cands.len() {
-        0 => Outcome::Unmatched(reason(caps, ix, acts)),
-        1 => Outcome::Matched(cands[0]),
-        _ => {
-            if let Some(sub) = subsystem {
-                let of_sub: Vec<u32> = cands
-                    .iter()
-                    .copied()
-                    .filter(|&r| caps.regions[r as usize].subsystem == sub)
-                    .collect();
-                match of_sub.len() {
-                    0 => {}
-                    1 => return Outcome::Matched(of_sub[0]),
-                    _ => cands = of_sub,
-                }
-            }
-            if let Some(b) = batch {
-                // The smallest captured batch ≥ the replay's.
-                let best = cands
-                    .iter()
-                    .filter_map(|&r| caps.regions[r as usize].batch.filter(|&x| x >= b))
-                    .min();
-                if let Some(best) = best {
-                    let at: Vec<u32> = cands
-                        .iter()
-                        .copied()
-                        .filter(|&r| caps.regions[r as usize].batch == Some(best))
-                        .collect();
-                    if at.len() == 1 {
-                        return Outcome::Matched(at[0]);
-                    }
-                    cands = at;
-                }
-            }
+    if cands.is_empty() {
+        return super::align::best(caps, ix, acts, batch, subsystem)
+            .unwrap_or_else(|| Outcome::Unmatched(reason(caps, ix, acts)));
+    }
+    match narrow(caps, cands, batch, subsystem) {
+        Ok(r) => Outcome::Matched(r),
+        Err(cands) => {
             let launchers = |r: u32| {
                 caps.regions[r as usize].launches.iter().map(|c| {
                     c.launcher
@@ -215,6 +244,51 @@ pub fn match_replay(
             }
         }
     }
+}
+
+/// One region among equal candidates (sorted, not empty): the only one,
+/// else the only one of `subsystem`, else the one of the smallest captured
+/// batch ≥ `batch`; `Err` with those left when several remain.
+pub(super) fn narrow(
+    caps: &Captures,
+    mut cands: Vec<u32>,
+    batch: Option<u64>,
+    subsystem: Option<&str>,
+) -> Result<u32, Vec<u32>> {
+    if cands.len() == 1 {
+        return Ok(cands[0]);
+    }
+    if let Some(sub) = subsystem {
+        let of_sub: Vec<u32> = cands
+            .iter()
+            .copied()
+            .filter(|&r| caps.regions[r as usize].subsystem == sub)
+            .collect();
+        match of_sub.len() {
+            0 => {}
+            1 => return Ok(of_sub[0]),
+            _ => cands = of_sub,
+        }
+    }
+    if let Some(b) = batch {
+        // The smallest captured batch ≥ the replay's.
+        let best = cands
+            .iter()
+            .filter_map(|&r| caps.regions[r as usize].batch.filter(|&x| x >= b))
+            .min();
+        if let Some(best) = best {
+            let at: Vec<u32> = cands
+                .iter()
+                .copied()
+                .filter(|&r| caps.regions[r as usize].batch == Some(best))
+                .collect();
+            if at.len() == 1 {
+                return Ok(at[0]);
+            }
+            cands = at;
+        }
+    }
+    Err(cands)
 }
 
 /// Why no region matches `acts`.

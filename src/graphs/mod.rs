@@ -35,6 +35,7 @@
 //! of a trace 40 B (`replay::Replay`), per attributed activity 24 B where
 //! the host side keeps them (`linked::Given`).
 
+pub(crate) mod align;
 pub(crate) mod capture;
 pub mod find;
 pub(crate) mod linked;
@@ -99,6 +100,16 @@ pub struct Region {
     pub launches: Vec<Captured>,
 }
 
+/// A region's content, for [`Captures::dedupe`]: batch, mode, subsystem,
+/// annotation and its launches as numbers.
+type RegionKey = (
+    Option<u64>,
+    Option<String>,
+    String,
+    Option<String>,
+    Vec<u64>,
+);
+
 /// What one capture file's entry of `execution_details.json` says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct Detail {
@@ -147,6 +158,62 @@ impl Captures {
         k
     }
 
+    /// Drops every region equal to one read before it from another file
+    /// (the same launches, ops, modules, enclosing op chains, batch, mode
+    /// and subsystem): a capture copied into two files counts once (G3).
+    /// Equal regions of one file stay: vLLM's PIECEWISE pieces are
+    /// separate graphs of equal content. A note per file that lost
+    /// regions.
+    fn dedupe(&mut self) {
+        let mut seen: HashMap<RegionKey, u32> = HashMap::new();
+        let mut lost: BTreeMap<u32, usize> = BTreeMap::new();
+        let regions = std::mem::take(&mut self.regions);
+        for reg in regions {
+            let first = *seen.entry(self.content(&reg)).or_insert(reg.file);
+            if first != reg.file {
+                *lost.entry(reg.file).or_default() += 1;
+            } else {
+                self.regions.push(reg);
+            }
+        }
+        for (file, n) in lost {
+            let name = self.files.get(file as usize).cloned().unwrap_or_default();
+            self.notes.push(format!(
+                "capture trace {name}: {n} region(s) equal to regions of another capture file: counted once"
+            ));
+        }
+    }
+
+    /// What makes a region the same capture (ids are interned over all
+    /// files, so equal content gives equal ids; an op instance counts by
+    /// its chain of ops, innermost first).
+    fn content(&self, reg: &Region) -> RegionKey {
+        let opt = |x: Option<u32>| x.map_or(u64::MAX, u64::from);
+        let mut launches = Vec::with_capacity(reg.launches.len() * 6);
+        for c in &reg.launches {
+            launches.extend([
+                u64::from(c.kind),
+                opt(c.kernel),
+                opt(c.launcher),
+                opt(c.top),
+                opt(c.module),
+            ]);
+            let mut inst = c.instance;
+            while let Some(i) = inst.and_then(|i| self.instances.get(i as usize)) {
+                launches.push(u64::from(i.op));
+                inst = i.parent;
+            }
+            launches.push(u64::MAX - 1);
+        }
+        (
+            reg.batch,
+            reg.mode.clone(),
+            reg.subsystem.clone(),
+            reg.annotation.clone(),
+            launches,
+        )
+    }
+
     /// A text by id.
     pub fn resolve(&self, id: u32) -> &str {
         self.texts.get(id as usize).map_or("", String::as_str)
@@ -178,6 +245,7 @@ impl Captures {
                 }
             }
         }
+        caps.dedupe();
         caps
     }
 }
@@ -233,6 +301,17 @@ pub struct GraphsSummary {
     pub replays_ambiguous: u64,
     pub replays_ambiguous_attributed: u64,
     pub replays_unmatched: u64,
+    /// Matched replays that differ from their region (G2: aligned on ≥ 99 %
+    /// of the longer side; also counted in `replays_matched`).
+    #[serde(default)]
+    pub replays_with_differences: u64,
+    /// Every replayed activity (attributed or not) and its GPU ns: the
+    /// coverage is `graph_activities` / `replayed_activities` and
+    /// `gpu_graph_ns` / `replayed_gpu_ns`.
+    #[serde(default)]
+    pub replayed_activities: u64,
+    #[serde(default)]
+    pub replayed_gpu_ns: i64,
     /// Activities of the attributed replays and their GPU ns (= Σ the
     /// rows' `graph_activities` and `gpu_graph_ns`).
     pub graph_activities: u64,
@@ -246,10 +325,28 @@ pub struct GraphsSummary {
     /// and `batch`'s "Inside the graphs" read them.
     #[serde(default)]
     pub by_module: Vec<ModuleOp>,
+    /// What the replays matched with differences differ by: captured
+    /// launches that ran no activity and activities no captured launch
+    /// accounts for, by kind and name, with how often.
+    #[serde(default)]
+    pub differences: Vec<DifferenceCount>,
     /// The first [`UNMATCHED_LISTED`] replays not matched exactly.
     pub unmatched: Vec<Unmatched>,
     /// Bad input met in the capture files.
     pub notes: Vec<String>,
+}
+
+/// One kind of difference between aligned replays and their regions.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DifferenceCount {
+    /// `captured, not replayed` (a launch of the capture that ran no
+    /// activity) or `replayed, not captured`.
+    pub side: String,
+    /// `kernel`, `memcpy`, `memset`.
+    pub kind: String,
+    pub name: String,
+    /// How many times, over all replays.
+    pub count: u64,
 }
 
 /// One subsystem's attributed replays, activities and GPU ns.
@@ -280,6 +377,41 @@ pub struct ModuleOp {
     pub gpu_graph_ns: i64,
 }
 
+impl GraphsSummary {
+    /// `" (N with differences)"` after a count of matched replays, when
+    /// some matched with differences; else empty.
+    pub fn with_differences_said(&self) -> String {
+        match self.replays_with_differences {
+            0 => String::new(),
+            n => format!(" ({n} with differences)"),
+        }
+    }
+
+    /// The share of replayed activities and of their GPU time attributed
+    /// to captured ops, as a sentence, when below 100 %.
+    pub fn coverage(&self) -> Option<String> {
+        if self.graph_activities >= self.replayed_activities {
+            return None;
+        }
+        let pct = |a: i128, b: i128| {
+            if b > 0 {
+                format!("{:.1} %", a as f64 * 100.0 / b as f64)
+            } else {
+                "0 %".to_string()
+            }
+        };
+        Some(format!(
+            "graphs: {} of {} replayed activities attributed to captured ops ({} of their GPU time)",
+            self.graph_activities,
+            self.replayed_activities,
+            pct(
+                i128::from(self.gpu_graph_ns),
+                i128::from(self.replayed_gpu_ns)
+            )
+        ))
+    }
+}
+
 /// How many unmatched or ambiguous replays the summary lists.
 pub const UNMATCHED_LISTED: usize = 5;
 
@@ -303,6 +435,25 @@ impl GraphsSummary {
                 self.replays,
                 first.map_or(String::new(), |u| format!(" (first: {})", u.reason))
             ));
+        }
+        if self.replays_with_differences > 0 {
+            let (mut captured, mut replayed) = (0u64, 0u64);
+            for d in &self.differences {
+                if d.side.starts_with("captured") {
+                    captured += d.count;
+                } else {
+                    replayed += d.count;
+                }
+            }
+            v.push(format!(
+                "graphs: {} of {} graph replays matched with differences ({captured} captured \
+                 launches not replayed, {replayed} replayed activities not captured: listed \
+                 under graphs.differences)",
+                self.replays_with_differences, self.replays
+            ));
+        }
+        if let Some(line) = self.coverage().filter(|_| self.regions > 0) {
+            v.push(line);
         }
         let left = self.replays_ambiguous - self.replays_ambiguous_attributed;
         if left > 0 {

@@ -6,8 +6,8 @@
 //! from the driver's annotations, [`crate::contexts::Steps`]), with the
 //! tally of outcomes into a [`GraphsSummary`].
 
-use super::matching::Outcome;
-use super::{GraphsSummary, Region, Unmatched, UNMATCHED_LISTED};
+use super::matching::{kind_name, Difference, Outcome};
+use super::{DifferenceCount, GraphsSummary, Region, Unmatched, UNMATCHED_LISTED};
 
 pub use crate::hostops::spans::{step_tokens, Place, Spans, PROPOSE};
 
@@ -15,7 +15,7 @@ pub use crate::hostops::spans::{step_tokens, Place, Spans, PROPOSE};
 /// reason (with where the launch was, for an ambiguous one).
 pub fn listed(outcome: &Outcome, place: Place) -> Option<(&'static str, String)> {
     match outcome {
-        Outcome::Matched(_) => None,
+        Outcome::Matched(_) | Outcome::Aligned { .. } => None,
         Outcome::Ambiguous {
             candidates,
             attributed,
@@ -62,12 +62,27 @@ impl GraphsSummary {
         }
     }
 
-    /// One replay more (of `activities` activities, launched at `ts`),
-    /// counted by its outcome; listed when not a unique match.
-    pub fn count(&mut self, outcome: &Outcome, place: Place, ts: i64, activities: usize) {
+    /// One replay more (of `activities` activities lasting `gpu_ns` in
+    /// all, launched at `ts`), counted by its outcome; listed when not a
+    /// unique match.
+    pub fn count(
+        &mut self,
+        outcome: &Outcome,
+        place: Place,
+        ts: i64,
+        activities: usize,
+        gpu_ns: i64,
+    ) {
         self.replays += 1;
+        self.replayed_activities += activities as u64;
+        self.replayed_gpu_ns = self.replayed_gpu_ns.saturating_add(gpu_ns);
         match outcome {
             Outcome::Matched(_) => self.replays_matched += 1,
+            Outcome::Aligned { differences, .. } => {
+                self.replays_matched += 1;
+                self.replays_with_differences += 1;
+                self.differ(differences);
+            }
             Outcome::Ambiguous { attributed, .. } => {
                 self.replays_ambiguous += 1;
                 self.replays_ambiguous_attributed += u64::from(*attributed);
@@ -82,6 +97,35 @@ impl GraphsSummary {
                     status: status.into(),
                     reason,
                 });
+            }
+        }
+    }
+
+    /// Adds an aligned replay's differences to the counts (kept sorted by
+    /// side, kind, name).
+    fn differ(&mut self, differences: &[Difference]) {
+        for d in differences {
+            let side = if d.captured {
+                "captured, not replayed"
+            } else {
+                "replayed, not captured"
+            };
+            let kind = kind_name(d.kind);
+            let key = (side, kind, d.name.as_str());
+            match self
+                .differences
+                .binary_search_by(|c| (c.side.as_str(), c.kind.as_str(), c.name.as_str()).cmp(&key))
+            {
+                Ok(i) => self.differences[i].count += 1,
+                Err(i) => self.differences.insert(
+                    i,
+                    DifferenceCount {
+                        side: side.into(),
+                        kind: kind.into(),
+                        name: d.name.clone(),
+                        count: 1,
+                    },
+                ),
             }
         }
     }

@@ -43,6 +43,24 @@ pub struct Replay {
     /// Matched to one region (its shapes known); false for an attributed
     /// ambiguous replay.
     pub exact: bool,
+    /// An aligned replay's map (G2): activity j ran captured launch
+    /// `map[j]` ([`super::matching::UNPAIRED`]: none); `None` when
+    /// activity j ran launch j.
+    pub map: Option<Box<[u32]>>,
+}
+
+impl Replay {
+    /// The captured launch (position in its region) of the replay's
+    /// activity `j`.
+    pub fn launch_of(&self, j: usize) -> Option<u32> {
+        match &self.map {
+            Some(m) => m
+                .get(j)
+                .copied()
+                .filter(|&k| k != super::matching::UNPAIRED),
+            None => Some(j as u32),
+        }
+    }
 }
 
 /// The replays of a trace and their summary.
@@ -99,22 +117,35 @@ pub fn of_ledger(ledger: &Ledger, steps: &Steps, caps: &Captures) -> Replays {
         let place: Place = spans.place(lane, call.ts.0);
         let (sub, batch) = place.hints();
         let outcome = match_replay(caps, &ix, &seq, batch, sub);
+        let dur = |a: &crate::ledger::Activity| a.end.0.saturating_sub(a.start.0);
+        let total = call
+            .activities
+            .iter()
+            .fold(0i64, |t, a| t.saturating_add(dur(&a)));
         out.summary
-            .count(&outcome, place, call.ts.0, call.activities.len());
+            .count(&outcome, place, call.ts.0, call.activities.len(), total);
         let region = outcome.region();
         if let Some(r) = region {
             let durs = call
                 .activities
                 .iter()
-                .map(|a| a.end.0.saturating_sub(a.start.0));
+                .enumerate()
+                .filter(|(j, _)| outcome.launch_of(*j).is_some())
+                .map(|(_, a)| dur(&a));
             out.summary.attribute(&caps.regions[r as usize], durs);
         }
+        let exact = outcome.exact();
+        let map = match outcome {
+            Outcome::Aligned { map, .. } => Some(map.into_boxed_slice()),
+            _ => None,
+        };
         out.replays.push(Replay {
             lane,
             ts: call.ts.0,
             positions: call.activities.positions(),
             region,
-            exact: matches!(outcome, Outcome::Matched(_)),
+            exact,
+            map,
         });
     }
     out
@@ -179,7 +210,13 @@ impl Split {
         let Some(region) = rep.region.and_then(|r| caps.regions.get(r as usize)) else {
             return;
         };
-        for (c, pos) in region.launches.iter().zip(rep.positions.clone()) {
+        for (j, pos) in rep.positions.clone().enumerate() {
+            let Some(c) = rep
+                .launch_of(j)
+                .and_then(|k| region.launches.get(k as usize))
+            else {
+                continue;
+            };
             let a = ledger.activities.get(pos);
             let dur = a.end.0.saturating_sub(a.start.0);
             self.put(&region.subsystem, "module", module_class(caps, c), dur);
@@ -334,9 +371,10 @@ pub fn tables(
         let Some(g) = view else { continue };
         let s = &g.summary;
         human.notes.push(format!(
-            "{label}: {} replays, {} matched, {} ambiguous ({} attributed), {} unmatched; {} regions from {} capture file(s)",
+            "{label}: {} replays, {} matched{}, {} ambiguous ({} attributed), {} unmatched; {} regions from {} capture file(s)",
             s.replays,
             s.replays_matched,
+            s.with_differences_said(),
             s.replays_ambiguous,
             s.replays_ambiguous_attributed,
             s.replays_unmatched,

@@ -125,13 +125,82 @@ fn vllm_piecewise_capture_regions() {
     }
 }
 
-/// A replay that differs: one kernel renamed, one dropped, none at all.
+/// The differences of an aligned outcome, as (captured, name).
+fn differences(o: &Outcome) -> Vec<(bool, String)> {
+    match o {
+        Outcome::Aligned { differences, .. } => differences
+            .iter()
+            .map(|d| (d.captured, d.name.clone()))
+            .collect(),
+        o => panic!("not aligned: {o:?}"),
+    }
+}
+
+/// A replay that differs from SGLang's graph (544 named kernels) by a few
+/// activities is aligned (G2): the last launch never replayed, one in the
+/// middle dropped, one renamed, two swapped; each difference listed, the
+/// other activities paired with their own launch.
+#[test]
+fn a_replay_with_few_differences_is_aligned() {
+    let caps = Captures::load(&[data(SGLANG_CAPTURE)], Path::new("x"));
+    let ix = Index::new(&caps);
+    let all = region_acts(&caps, 0);
+    let name = |k: usize| all[k].name.to_string();
+    // The last captured launch never replayed (TraceLens's xDiT Flux.1 pair).
+    let acts = &all[..543];
+    let o = match_replay(&caps, &ix, acts, None, None);
+    assert_eq!(differences(&o), vec![(true, name(543))]);
+    assert!(o.exact() && o.region() == Some(0));
+    assert!((0..543).all(|j| o.launch_of(j) == Some(j as u32)));
+    // One dropped in the middle (a kernel unlike its neighbours): the
+    // later activities shift by one.
+    let k = (100..540)
+        .find(|&k| all[k - 1].name != all[k].name && all[k].name != all[k + 1].name)
+        .expect("a kernel unlike its neighbours");
+    let mut acts = all.clone();
+    acts.remove(k);
+    let o = match_replay(&caps, &ix, &acts, None, None);
+    assert_eq!(differences(&o), vec![(true, name(k))]);
+    assert_eq!(o.launch_of(k - 1), Some(k as u32 - 1));
+    assert_eq!(o.launch_of(k), Some(k as u32 + 1));
+    assert_eq!(o.launch_of(542), Some(543));
+    // One renamed: a launch with no activity and an activity with no launch.
+    let mut acts = all.clone();
+    acts[7].name = "not_this_kernel";
+    let o = match_replay(&caps, &ix, &acts, None, None);
+    assert_eq!(
+        differences(&o),
+        vec![(true, name(7)), (false, "not_this_kernel".to_string())]
+    );
+    assert_eq!(o.launch_of(7), None);
+    assert_eq!(o.launch_of(8), Some(8));
+    // Two different kernels swapped: one of them paired, the other listed
+    // on both sides; no duration goes to the wrong launch.
+    let mut acts = all.clone();
+    let (i, j) = (0..543)
+        .map(|i| (i, i + 1))
+        .find(|&(i, j)| all[i].name != all[j].name)
+        .expect("two different neighbours");
+    acts.swap(i, j);
+    let o = match_replay(&caps, &ix, &acts, None, None);
+    assert_eq!(differences(&o).len(), 2);
+    for (k, a) in acts.iter().enumerate() {
+        if let Some(l) = o.launch_of(k) {
+            assert_eq!(all[l as usize].name, a.name, "{k}");
+        }
+    }
+}
+
+/// A replay that differs: too much to align (10 renamed kernels: 20 edits
+/// where 544 allow 10), too short, none at all.
 #[test]
 fn mismatches_give_their_reason() {
     let caps = Captures::load(&[data(SGLANG_CAPTURE)], Path::new("x"));
     let ix = Index::new(&caps);
     let mut acts = region_acts(&caps, 0);
-    acts[7].name = "not_this_kernel";
+    for k in (7..107).step_by(10) {
+        acts[k].name = "not_this_kernel";
+    }
     match match_replay(&caps, &ix, &acts, None, None) {
         Outcome::Unmatched(why) => {
             assert!(
@@ -142,11 +211,11 @@ fn mismatches_give_their_reason() {
         }
         o => panic!("{o:?}"),
     }
-    acts.pop();
+    acts.truncate(500);
     assert_eq!(
         match_replay(&caps, &ix, &acts, None, None),
         Outcome::Unmatched(
-            "count: 543 activities, no capture region has as many (regions have [544])".into()
+            "count: 500 activities, no capture region has as many (regions have [544])".into()
         )
     );
     let none = Captures::default();
@@ -156,14 +225,43 @@ fn mismatches_give_their_reason() {
     );
 }
 
-/// Two captures of the same shape (the same file twice): ambiguous,
-/// never a pick; with a batch size that names one, matched.
+/// The same capture given twice (by name twice, by name and by its
+/// folder, or copied into another file) counts once, with a note (G3).
 #[test]
-fn two_captures_of_the_same_shape_are_ambiguous() {
-    let mut caps = Captures::load(
-        &[data(SGLANG_CAPTURE), data(SGLANG_CAPTURE)],
+fn a_capture_given_twice_counts_once() {
+    let once = Captures::load(&[data(SGLANG_CAPTURE)], Path::new("x"));
+    let folder = data(SGLANG_CAPTURE).parent().unwrap().to_path_buf();
+    let twice = Captures::load(
+        &[data(SGLANG_CAPTURE), folder, data(SGLANG_CAPTURE)],
         Path::new("x"),
     );
+    assert_eq!(twice.regions, once.regions);
+    assert_eq!(twice.files, once.files);
+    assert_eq!(twice.notes.len(), 2, "{:?}", twice.notes);
+    assert!(twice.notes[0].ends_with("given more than once: read once"));
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("bs_32_copy.json.gz");
+    std::fs::copy(data(SGLANG_CAPTURE), &copy).unwrap();
+    let copied = Captures::load(&[data(SGLANG_CAPTURE), copy], Path::new("x"));
+    assert_eq!(copied.regions, once.regions);
+    assert_eq!(copied.files.len(), 2);
+    assert_eq!(
+        copied.notes,
+        vec![format!(
+            "capture trace {}: 1 region(s) equal to regions of another capture file: counted once",
+            dir.path().join("bs_32_copy.json.gz").display()
+        )]
+    );
+}
+
+/// Two captures of the same shape (a region and its copy under another
+/// batch size field): ambiguous, never a pick; with a batch size that
+/// names one, matched.
+#[test]
+fn two_captures_of_the_same_shape_are_ambiguous() {
+    let mut caps = Captures::load(&[data(SGLANG_CAPTURE)], Path::new("x"));
+    let copy = caps.regions[0].clone();
+    caps.regions.push(copy);
     assert_eq!(caps.regions.len(), 2);
     let acts: Vec<(u8, String)> = region_acts(&caps, 0)
         .iter()
@@ -336,7 +434,7 @@ fn reordered_activities_are_unmatched_with_the_position() {
 /// per attributed activity (`linked::Given`, `ops` and `export`).
 #[test]
 fn the_records_per_replay_and_per_attributed_activity() {
-    assert_eq!(std::mem::size_of::<replay::Replay>(), 40);
+    assert_eq!(std::mem::size_of::<replay::Replay>(), 56);
     assert_eq!(std::mem::size_of::<linked::Given>(), 24);
 }
 

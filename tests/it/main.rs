@@ -19,6 +19,7 @@ mod export_cli;
 mod extract_props;
 mod fast_path;
 mod figures;
+mod graphs_cli;
 mod hierarchy_cli;
 mod idle_cli;
 mod iterations_cli;

@@ -39,8 +39,15 @@ pub struct GraphSide {
     pub replays_matched: u64,
     pub replays_ambiguous: u64,
     pub replays_unmatched: u64,
+    /// Matched with differences (also in `replays_matched`).
+    pub replays_with_differences: u64,
     /// The first reason a replay was not matched exactly.
     pub first_unmatched: Option<String>,
+    /// Every replayed activity and their GPU ns; the attributed ones are
+    /// `graph_activities` and `gpu_graph_ns` (the coverage).
+    pub replayed_activities: u64,
+    pub replayed_gpu_ns: i64,
+    pub graph_activities: u64,
     /// GPU ns of the attributed replays' activities, and per token.
     pub gpu_graph_ns: i64,
     pub gpu_graph_per_token_ns: Option<f64>,
@@ -112,6 +119,10 @@ pub fn side(t: &TraceOps) -> GraphSide {
         replays_matched: g.replays_matched,
         replays_ambiguous: g.replays_ambiguous,
         replays_unmatched: g.replays_unmatched,
+        replays_with_differences: g.replays_with_differences,
+        replayed_activities: g.replayed_activities,
+        replayed_gpu_ns: g.replayed_gpu_ns,
+        graph_activities: g.graph_activities,
         first_unmatched: g
             .unmatched
             .iter()
@@ -336,6 +347,31 @@ fn said(m: &Match, c: &GraphsComparison) -> String {
             .map_or("—".to_string(), |x| format!("{:.1} %", x * 100.0)),
     );
     let left = a.replays - a.replays_matched + b.replays - b.replays_matched;
+    let coverage = |x: &GraphSide| {
+        format!(
+            "{} of {} replayed activities ({:.1} % of their GPU time)",
+            x.graph_activities,
+            x.replayed_activities,
+            if x.replayed_gpu_ns > 0 {
+                x.gpu_graph_ns as f64 * 100.0 / x.replayed_gpu_ns as f64
+            } else {
+                0.0
+            }
+        )
+    };
+    if a.graph_activities < a.replayed_activities || b.graph_activities < b.replayed_activities {
+        s.push_str(&format!(
+            " Attributed to captured ops: AR {}, {cand} {}.",
+            coverage(a),
+            coverage(b)
+        ));
+    }
+    let differ = a.replays_with_differences + b.replays_with_differences;
+    if differ > 0 {
+        s.push_str(&format!(
+            " {differ} replays matched with differences from their capture (listed in `torchtrace ops -f json`'s `graphs.differences`)."
+        ));
+    }
     if left > 0 {
         s.push_str(&format!(
             " {left} replays not matched exactly (AR {} ambiguous, {} unmatched; {cand} {}, {}): see `torchtrace ops -f json`'s `graphs`.",
@@ -529,7 +565,11 @@ mod tests {
             replays_matched: 0,
             replays_ambiguous: 0,
             replays_unmatched: 0,
+            replays_with_differences: 0,
             first_unmatched: None,
+            replayed_activities: 0,
+            replayed_gpu_ns: 0,
+            graph_activities: 0,
             gpu_graph_ns: 0,
             gpu_graph_per_token_ns: None,
             decoder_ns: 0,

@@ -154,10 +154,11 @@ pub fn table(t: &TraceOps, label: &str, top: usize) -> Table {
     }
     let g = &t.graphs;
     table.notes.push(format!(
-        "{} of {} graph replays attributed ({} matched, {} ambiguous and attributed), {} GPU activities, {} ns; module = the nn.Module frames around the captured launch in the capture trace, outermost first",
+        "{} of {} graph replays attributed ({} matched{}, {} ambiguous and attributed), {} GPU activities, {} ns; module = the nn.Module frames around the captured launch in the capture trace, outermost first",
         g.replays_matched + g.replays_ambiguous_attributed,
         g.replays,
         g.replays_matched,
+        g.with_differences_said(),
         g.replays_ambiguous_attributed,
         g.graph_activities,
         g.gpu_graph_ns

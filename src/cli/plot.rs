@@ -11,7 +11,7 @@ use torchtrace::registry;
 use torchtrace::runinfo::Given;
 
 /// `--help`'s examples (real runs, as in README).
-const EXAMPLES: &str = "Examples:\n  # The RQ4 figures of the samples\n  torchtrace plot sample_traces/*/dp0_*.pt.trace.json.gz -o figures\n\n  # One trace, SVG\n  torchtrace plot TRACE -o figs --image-format svg";
+const EXAMPLES: &str = "Examples:\n  # The RQ4 figures of the samples\n  torchtrace plot sample_traces/*/dp0_*.pt.trace.json.gz -o my_figures\n\n  # One trace, SVG\n  torchtrace plot TRACE -o figs --image-format svg";
 
 /// Draw the RQ4 figures for the traces given and write them to DIR.
 ///

@@ -411,17 +411,28 @@ fn row_cells(r: &OpRow) -> Vec<Cell> {
 /// The top `n` rows and one row summing the rest (self and top-level
 /// figures add up; inclusive ones are not summed: they overlap).
 fn ops_table(t: &TraceOps, label: &str, spec: &OpsSpec) -> Table {
+    // A trace whose graph replays were attributed shows their GPU time
+    // per op (the captured ops' own column, else rows of zeros).
+    let graphs = t.graphs.gpu_graph_ns > 0;
+    let mut heads = ROW_HEADS.to_vec();
+    if graphs {
+        heads.push("gpu_graph_ns");
+    }
     let mut table = Table::new(
         format!(
             "Ops of {label} (top {} by {})",
             spec.top,
             spec.sort.as_str()
         ),
-        &ROW_HEADS,
+        &heads,
     );
     let rows = sorted(&t.ops, spec.sort);
     for r in rows.iter().take(spec.top) {
-        table.row(row_cells(r));
+        let mut cells = row_cells(r);
+        if graphs {
+            cells.push(int(r.gpu_graph_ns));
+        }
+        table.row(cells);
     }
     let rest = &rows[rows.len().min(spec.top)..];
     if !rest.is_empty() {
@@ -442,6 +453,16 @@ fn ops_table(t: &TraceOps, label: &str, spec: &OpsSpec) -> Table {
             Cell::Null,
             Cell::Null,
         ]);
+        if graphs {
+            if let Some(last) = table.rows.last_mut() {
+                last.push(sum(|r| r.gpu_graph_ns));
+            }
+        }
+    }
+    if graphs {
+        table.notes.push(
+            "gpu_graph_ns = GPU time of the graph replays' activities this op launched at capture time (docs/GRAPHS.md; under gpu_self_ns it stays the graph launch's)".into(),
+        );
     }
     table.notes.push(
         "self = launched by the op itself (innermost op holding the runtime call, O2); total = anywhere inside the name, once per name (O3); top = outermost cpu_op/user_annotation (O4); host = cpu_total − sync (O5); launch_bound = gpu_total < host (O8)".into(),

@@ -67,7 +67,10 @@ where
             .y_label_area_size(th.px(72.0))
             .build_cartesian_2d(-0.5..(n as f64 - 0.5), y0..y1)?;
         let yfmt = |v: &f64| axis.label(*v, y1 - y0);
-        let xfmt = |v: &f64| format!("{v:.0}");
+        // Context indices are whole numbers: a tick between two (the axis
+        // runs from −0.5 so the first point is not on the frame) has no
+        // label, and none reads "-0".
+        let xfmt = |v: &f64| index_label(*v);
         chart
             .configure_mesh()
             .x_labels(12)
@@ -216,5 +219,35 @@ mod tests {
         assert_eq!(corner(&[(7.0, 0.95), (1.0, 0.2)]), "UpperLeft");
         // Both upper corners taken: the lower right.
         assert_eq!(corner(&[(7.0, 0.95), (1.0, 0.9), (1.0, 0.1)]), "LowerRight");
+    }
+}
+
+/// The label of an x tick at `v`: the context index when `v` is a whole
+/// number (to within float noise), else none.
+fn index_label(v: f64) -> String {
+    let r = v.round();
+    if (v - r).abs() < 1e-6 && r >= 0.0 {
+        format!("{}", r as i64)
+    } else {
+        String::new()
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::index_label;
+
+    /// Ticks of a two-context panel (−0.5 to 1.5 in steps of 0.2, as
+    /// plotters places them): only 0 and 1 are labelled, never "-0".
+    #[test]
+    fn only_whole_indices_are_labelled() {
+        let labels: Vec<String> = (0..10)
+            .map(|k| index_label(-0.4 + 0.2 * f64::from(k)))
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(labels, ["0", "1"]);
+        assert_eq!(index_label(-0.0), "0");
+        assert_eq!(index_label(-1.0), "");
+        assert_eq!(index_label(40.0), "40");
     }
 }

@@ -15,14 +15,18 @@
 //!   caller knows it; else `Ambiguous` with the candidates, attributed only
 //!   when every candidate names the same launcher sequence (then the ops
 //!   are known, their shapes not).
-//! - None: `Unmatched` with the reason — no capture, a count no region
-//!   has, or the first position where the closest region of the same count
-//!   differs, with both names. Nothing is skipped to make a match.
+//! - None equal: where the regions name their kernels, the replay aligned
+//!   to the best of them on ≥ 99 % of the longer side is `Aligned`, with
+//!   its differences (G2, `align`); else `Unmatched` with the reason — no
+//!   capture, a count no region has, or the first position where the
+//!   closest region of the same count differs, with both names.
 //!
 //! Cost: each region hashed once by its (kind, name) sequence and once by
 //! its kinds; a replay hashed the same two ways and compared in full only
 //! with the regions of its hash: O(n) per replay, O(n log n) overall with
-//! the sorts that order the activities.
+//! the sorts that order the activities. Only a replay that equals no
+//! region is aligned: O(n) per named region to bound its edits from
+//! below, O(n·D) (D ≤ 2 % of n) for the few within reach.
 
 use super::{Captured, Captures};
 use std::collections::HashMap;

@@ -32,8 +32,9 @@
 //! 44 B each), the ops' names and shapes once per distinct op, the op
 //! instances that enclose a captured launch (8 B each), and the texts
 //! once each; a capture trace's events only while it is read. Per replay
-//! of a trace 40 B (`replay::Replay`), per attributed activity 24 B where
-//! the host side keeps them (`linked::Given`).
+//! of a trace 56 B (`replay::Replay`; an aligned replay, G2, 4 B more
+//! per activity for its map), per attributed activity 24 B where the host
+//! side keeps them (`linked::Given`).
 
 pub(crate) mod align;
 pub(crate) mod capture;

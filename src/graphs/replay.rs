@@ -14,10 +14,12 @@
 //!
 //! The same rules as `ops` (`matching`, `place`): the activities of one
 //! graph launch in the order the GPU ran them (start, then end: every
-//! stream of the graph in one sequence); a replay that does not match
-//! exactly is counted unmatched with its reason and attributed to nothing.
-//! Memory: 40 B per graph replay (its launch's lane, start and activity
-//! range, its region), nothing per activity.
+//! stream of the graph in one sequence); a replay that equals no region
+//! may be aligned to one (G2: matched with differences, its activities
+//! mapped to their launches); else it is counted unmatched with its reason
+//! and attributed to nothing. Memory: 56 B per graph replay (its launch's
+//! lane, start and activity range, its region, the map of an aligned
+//! replay: 4 B per activity, only for those), nothing per activity.
 
 use super::matching::{match_replay, Act, Index, Outcome};
 use super::place::{Place, Spans};

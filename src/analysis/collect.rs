@@ -140,6 +140,24 @@ impl Collected {
     }
 }
 
+/// The read's prefilter: the union of the step annotations', the
+/// ledger's (when kept), each collector's and each analysis's.
+pub(super) fn read_filter(
+    with_ledger: bool,
+    collectors: &[(TypeId, usize, Box<dyn Collector>)],
+    stages: &[(Box<dyn super::Stage>, Option<Use>)],
+) -> Prefilter {
+    let base = if with_ledger {
+        crate::contexts::annotation_prefilter().union(&crate::ledger::prefilter())
+    } else {
+        crate::contexts::annotation_prefilter()
+    };
+    let base = collectors
+        .iter()
+        .fold(base, |f, c| f.union(&c.2.prefilter()));
+    stages.iter().fold(base, |f, a| f.union(&a.0.prefilter()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

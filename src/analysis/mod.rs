@@ -36,7 +36,7 @@ pub use shared::Shared;
 
 use gate::Gate;
 
-use crate::contexts::{annotation_prefilter, Contexts, Selector, Steps};
+use crate::contexts::{Contexts, Selector, Steps};
 use crate::ledger::{self, Ledger};
 use crate::trace::{self, Event, EventPos, Meta, Prefilter, ReadError, ReadOptions, TraceError};
 use serde::de::DeserializeOwned;
@@ -700,14 +700,7 @@ where
     let mut collector = with_ledger.then(ledger::Collector::default);
     let uses: Vec<Use> = stages.iter().filter_map(|s| s.1).collect();
     let mut collectors = collect::start(&uses);
-    let base = match collector {
-        Some(_) => annotation_prefilter().union(&ledger::prefilter()),
-        None => annotation_prefilter(),
-    };
-    let base = collectors
-        .iter()
-        .fold(base, |f, c| f.union(&c.2.prefilter()));
-    let filter = stages.iter().fold(base, |f, a| f.union(&a.0.prefilter()));
+    let filter = collect::read_filter(with_ledger, &collectors, &stages);
     let mut steps = Steps::default();
     let mut meta = Meta::default();
     let mut gate = Gate::new(plan.budget.map(|bytes| MemoryBudget { bytes }), member);

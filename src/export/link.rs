@@ -270,6 +270,16 @@ struct Launches {
     captured: crate::graphs::linked::Matched,
 }
 
+impl Launches {
+    /// The part's launch counts: calls that launched activities, and graph
+    /// launches.
+    fn count_into(&self, part: &mut TracePart) {
+        part.launches_with_activities =
+            self.launched.iter().filter(|x| x.first().is_some()).count() as u64;
+        part.graph_launches = u64::from(self.replays);
+    }
+}
+
 /// [`Launches`] of one trace; the owners' counts go into `counts`. The
 /// captures come from beside the trace (or `--capture`).
 fn launches(
@@ -352,9 +362,7 @@ pub(crate) fn export_trace(
     // Phase 2: owners and launch figures; the other tables.
     let lk = launches((&calls, &acts), (&names, &lanes), trace, &mut counts);
     let graph_notes = lk.captured.summary.said();
-    part.launches_with_activities =
-        lk.launched.iter().filter(|x| x.first().is_some()).count() as u64;
-    part.graph_launches = u64::from(lk.replays);
+    lk.count_into(&mut part);
     part.steps = steps.len() as u64;
     part.step_grammar = grammar.clone();
     let links = CallLinks {

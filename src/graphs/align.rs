@@ -258,13 +258,8 @@ mod tests {
     #[test]
     fn equals_the_table_on_many_sequences() {
         // A fixed pseudo-random walk over small alphabets and lengths.
-        let mut s = 0x2545_f491_u64;
-        let mut next = |m: u64| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s % m
-        };
+        let mut rng = crate::trace::xorshift(0x2545_f491);
+        let mut next = |m: u64| rng() % m;
         for _ in 0..2000 {
             let (la, lb, k) = (next(12) as usize, next(12) as usize, 1 + next(4) as u8);
             let a: Vec<u8> = (0..la).map(|_| next(u64::from(k)) as u8).collect();

@@ -337,6 +337,11 @@ pub struct GraphsSummary {
     pub notes: Vec<String>,
 }
 
+/// [`DifferenceCount::side`] of a captured launch that ran no activity.
+pub const CAPTURED_NOT_REPLAYED: &str = "captured, not replayed";
+/// [`DifferenceCount::side`] of an activity no captured launch accounts for.
+pub const REPLAYED_NOT_CAPTURED: &str = "replayed, not captured";
+
 /// One kind of difference between aligned replays and their regions.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DifferenceCount {
@@ -440,7 +445,7 @@ impl GraphsSummary {
         if self.replays_with_differences > 0 {
             let (mut captured, mut replayed) = (0u64, 0u64);
             for d in &self.differences {
-                if d.side.starts_with("captured") {
+                if d.side == CAPTURED_NOT_REPLAYED {
                     captured += d.count;
                 } else {
                     replayed += d.count;

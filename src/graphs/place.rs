@@ -7,7 +7,10 @@
 //! tally of outcomes into a [`GraphsSummary`].
 
 use super::matching::{kind_name, Difference, Outcome};
-use super::{DifferenceCount, GraphsSummary, Region, Unmatched, UNMATCHED_LISTED};
+use super::{
+    DifferenceCount, GraphsSummary, Region, Unmatched, CAPTURED_NOT_REPLAYED,
+    REPLAYED_NOT_CAPTURED, UNMATCHED_LISTED,
+};
 
 pub use crate::hostops::spans::{step_tokens, Place, Spans, PROPOSE};
 
@@ -106,9 +109,9 @@ impl GraphsSummary {
     fn differ(&mut self, differences: &[Difference]) {
         for d in differences {
             let side = if d.captured {
-                "captured, not replayed"
+                CAPTURED_NOT_REPLAYED
             } else {
-                "replayed, not captured"
+                REPLAYED_NOT_CAPTURED
             };
             let kind = kind_name(d.kind);
             let key = (side, kind, d.name.as_str());

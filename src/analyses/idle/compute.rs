@@ -269,10 +269,7 @@ pub(super) fn measure(idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     // now, not halfway with the reserve spent (an abort).
     let working = 160 * n_rows as u64 + 32 * g.recs.len() as u64;
     if !trace.probe_memory(working) {
-        return TraceIdle {
-            path: trace.path.to_string(),
-            ..TraceIdle::default()
-        };
+        return unmeasured(trace);
     }
     let input = sweep::Input {
         recs: &g.recs,
@@ -289,10 +286,7 @@ pub(super) fn measure(idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     }) = sweep::walk(&input, n_rows + 2, devices_sorted.len(), &mut counts)
     else {
         trace.short_of_memory();
-        return TraceIdle {
-            path: trace.path.to_string(),
-            ..TraceIdle::default()
-        };
+        return unmeasured(trace);
     };
     let ends = crate::windows::window_ends(&wins);
     let (streams, briefs) = streams(
@@ -309,10 +303,36 @@ pub(super) fn measure(idle: Idle, trace: &Finished<'_>) -> TraceIdle {
     drop(used);
     let parts: Vec<Part> = parts.into_iter().map(|p| seal(p, &compute)).collect();
     let steps = step_rows(wins, &ends, grammar, parts, briefs, &streams, &mut counts);
+    let mut out = TraceIdle {
+        steps,
+        counts,
+        ..figures(trace, &idle, devices, streams)
+    };
+    out.notes = notes(trace, &out);
+    out
+}
+
+/// A trace whose figures could not be measured (the memory they need is
+/// not there): its path alone; the finish says why.
+fn unmeasured(trace: &Finished<'_>) -> TraceIdle {
+    TraceIdle {
+        path: trace.path.to_string(),
+        ..TraceIdle::default()
+    }
+}
+
+/// The trace's figures from its devices and streams (I4's overlap share
+/// from the devices' sums); steps, counts and notes left to the caller.
+fn figures(
+    trace: &Finished<'_>,
+    idle: &Idle,
+    devices: Vec<DeviceTimeline>,
+    streams: Vec<StreamIdle>,
+) -> TraceIdle {
     let (ov, comm) = devices.iter().fold((0i128, 0i128), |(o, c), d| {
         (o + d.comm_comp_overlap_ns, c + d.comm_ns)
     });
-    let mut out = TraceIdle {
+    TraceIdle {
         path: trace.path.to_string(),
         units: "ns".into(),
         thresholds: Thresholds {
@@ -322,17 +342,9 @@ pub(super) fn measure(idle: Idle, trace: &Finished<'_>) -> TraceIdle {
         devices,
         comm_comp_overlap_pct: pct(ov, comm),
         streams,
-        steps,
-        counts,
-        completion_tokens: None,
-        tokens_source: None,
-        per_token: Default::default(),
-        notes: Vec::new(),
         complete: true,
-        error: None,
-    };
-    out.notes = notes(trace, &out);
-    out
+        ..TraceIdle::default()
+    }
 }
 
 /// Each step row's in-flight window on each stream it used (I6): (row,

@@ -118,21 +118,7 @@ pub(super) fn measure(m: Memory, trace: &Finished<'_>) -> TraceMemory {
 /// index among all records).
 fn device(recs: &[Rec], base: usize, device_type: i64, device_id: i64) -> DeviceSweep {
     let absolute = absolute(recs);
-    let mut f = DeviceMemory {
-        device: device_label(device_type, device_id),
-        device_type,
-        device_id,
-        levels: if absolute {
-            "total_allocated"
-        } else {
-            "running_sum"
-        }
-        .to_string(),
-        events: recs.len() as u64,
-        first_ts_ns: recs.first().map_or(0, |r| r.ts),
-        last_ts_ns: recs.last().map_or(0, |r| r.ts),
-        ..DeviceMemory::default()
-    };
+    let mut f = figures_of(recs, absolute, device_type, device_id);
     let start = start_level(recs, absolute);
     f.baseline_bytes = absolute.then_some(start);
     let mut level = start;
@@ -202,9 +188,47 @@ fn device(recs: &[Rec], base: usize, device_type: i64, device_id: i64) -> Device
         f.reserved_at_peak_bytes = Some(tr);
         f.reserved_minus_allocated_at_peak_bytes = Some(i128::from(tr) - peak_level);
     }
+    let (at_peak, never_freed) = held(&mut f, &lives, recs, p, base);
+    f.before_trace_bytes = absolute.then(|| peak_level - f.held_at_peak_bytes);
+    DeviceSweep {
+        figures: f,
+        at_peak,
+        never_freed,
+    }
+}
+
+/// A device's figures before its sweep: its name, level source, event
+/// count and time range.
+fn figures_of(recs: &[Rec], absolute: bool, device_type: i64, device_id: i64) -> DeviceMemory {
+    DeviceMemory {
+        device: device_label(device_type, device_id),
+        device_type,
+        device_id,
+        levels: if absolute {
+            "total_allocated"
+        } else {
+            "running_sum"
+        }
+        .to_string(),
+        events: recs.len() as u64,
+        first_ts_ns: recs.first().map_or(0, |r| r.ts),
+        last_ts_ns: recs.last().map_or(0, |r| r.ts),
+        ..DeviceMemory::default()
+    }
+}
+
+/// M4: the allocations live at the peak event `p` and those never freed
+/// (their positions + `base`), counted into `f`.
+fn held(
+    f: &mut DeviceMemory,
+    lives: &[Life],
+    recs: &[Rec],
+    p: usize,
+    base: usize,
+) -> (Vec<usize>, Vec<usize>) {
     let mut at_peak = Vec::new();
     let mut never_freed = Vec::new();
-    for l in &lives {
+    for l in lives {
         let bytes = i128::from(recs[l.at].bytes);
         if l.at <= p && l.end.is_none_or(|e| e > p) {
             f.held_at_peak_bytes += bytes;
@@ -217,12 +241,7 @@ fn device(recs: &[Rec], base: usize, device_type: i64, device_id: i64) -> Device
             never_freed.push(base + l.at);
         }
     }
-    f.before_trace_bytes = absolute.then(|| peak_level - f.held_at_peak_bytes);
-    DeviceSweep {
-        figures: f,
-        at_peak,
-        never_freed,
-    }
+    (at_peak, never_freed)
 }
 
 /// M5: each step window's events of the device.

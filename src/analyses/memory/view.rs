@@ -236,141 +236,172 @@ fn human(key: &str) -> &str {
 /// peak also in MiB.
 fn tables(r: &MemoryReport, steps: bool, human_labels: bool) -> Vec<Table> {
     let cols = device_columns();
-    let mut headers: Vec<&str> = vec!["trace", "device"];
-    headers.extend(cols.iter().map(|(k, _)| *k));
-    let mut devices = Table::new("memory: the allocator per device (M2–M4)", &headers);
-    let mut holders = Table::new(
-        "memory: what holds each peak — innermost host op of each live allocation (M4)",
-        &[
-            "trace",
-            "device",
-            "rank",
-            "cat",
-            "name",
-            "bytes",
-            "allocations",
-            "% of trace's live",
-        ],
-    );
-    let mut modules = Table::new(
-        "memory: what holds each peak, by module (M4)",
-        &["trace", "device", "rank", "module", "bytes", "allocations"],
-    );
-    let mut never = Table::new(
-        "memory: never freed by the trace's end (M4)",
-        &[
-            "trace",
-            "device",
-            "rank",
-            "cat",
-            "name",
-            "bytes",
-            "allocations",
-        ],
-    );
-    let mut step_rows = Table::new(
-        "memory: per step (M5)",
-        &[
-            "trace",
-            "device",
-            "step",
-            "name",
-            "tokens",
-            "events",
-            "allocations",
-            "frees",
-            "bytes_allocated",
-            "bytes_freed",
-            "start_bytes",
-            "high_water_bytes",
-            "end_bytes",
-            "net_bytes",
-        ],
-    );
-    for t in &r.traces {
+    let mut t = Tables::new(&cols);
+    for x in &r.traces {
         let path = if human_labels {
-            crate::views::short(&t.path)
+            crate::views::short(&x.path)
         } else {
-            t.path.clone()
+            x.path.clone()
         };
-        for d in &t.devices {
-            let mut row = vec![Cell::text(path.clone()), Cell::text(d.device.clone())];
-            row.extend(cols.iter().map(|(_, f)| f(d)));
-            devices.row(row);
-            for (k, h) in d.at_peak.iter().enumerate() {
-                holders.row(vec![
-                    Cell::text(path.clone()),
-                    Cell::text(d.device.clone()),
-                    (k as u64 + 1).into(),
-                    Cell::text(h.cat.clone()),
-                    Cell::text(h.name.clone()),
-                    Cell::wide(h.bytes),
-                    h.allocations.into(),
-                    Cell::opt_f(crate::stats::ratios::pct(h.bytes, d.held_at_peak_bytes), 2),
-                ]);
-            }
-            for (k, h) in d.at_peak_by_module.iter().enumerate() {
-                modules.row(vec![
-                    Cell::text(path.clone()),
-                    Cell::text(d.device.clone()),
-                    (k as u64 + 1).into(),
-                    Cell::text(h.name.clone()),
-                    Cell::wide(h.bytes),
-                    h.allocations.into(),
-                ]);
-            }
-            for (k, h) in d.never_freed.iter().enumerate() {
-                never.row(vec![
-                    Cell::text(path.clone()),
-                    Cell::text(d.device.clone()),
-                    (k as u64 + 1).into(),
-                    Cell::text(h.cat.clone()),
-                    Cell::text(h.name.clone()),
-                    Cell::wide(h.bytes),
-                    h.allocations.into(),
-                ]);
-            }
-            if steps {
-                for s in &d.steps {
-                    step_rows.row(vec![
-                        Cell::text(path.clone()),
-                        Cell::text(d.device.clone()),
-                        s.index.into(),
-                        Cell::text(s.name.clone()),
-                        Cell::opt_i(s.tokens),
-                        s.events.into(),
-                        s.allocations.into(),
-                        s.frees.into(),
-                        Cell::wide(s.bytes_allocated),
-                        Cell::wide(s.bytes_freed),
-                        Cell::wide(s.start_bytes),
-                        Cell::wide(s.high_water_bytes),
-                        Cell::wide(s.end_bytes),
-                        Cell::wide(s.net_bytes),
-                    ]);
-                }
-            }
+        for d in &x.devices {
+            t.device(&path, d, &cols, steps);
         }
     }
-    let devices = if human_labels {
-        transposed(&devices)
-    } else {
-        devices
-    };
-    let mut out = vec![devices, holders];
-    if !modules.rows.is_empty() {
-        out.push(modules);
+    t.into_vec(r, steps, human_labels)
+}
+
+/// The memory view's tables while their rows are added, device by device.
+struct Tables {
+    devices: Table,
+    holders: Table,
+    modules: Table,
+    never: Table,
+    steps: Table,
+}
+
+impl Tables {
+    /// The empty tables, `cols` the device table's figures.
+    fn new(cols: &[DeviceColumn]) -> Tables {
+        let mut headers: Vec<&str> = vec!["trace", "device"];
+        headers.extend(cols.iter().map(|(k, _)| *k));
+        Tables {
+            devices: Table::new("memory: the allocator per device (M2–M4)", &headers),
+            holders: Table::new(
+                "memory: what holds each peak — innermost host op of each live allocation (M4)",
+                &[
+                    "trace",
+                    "device",
+                    "rank",
+                    "cat",
+                    "name",
+                    "bytes",
+                    "allocations",
+                    "% of trace's live",
+                ],
+            ),
+            modules: Table::new(
+                "memory: what holds each peak, by module (M4)",
+                &["trace", "device", "rank", "module", "bytes", "allocations"],
+            ),
+            never: Table::new(
+                "memory: never freed by the trace's end (M4)",
+                &[
+                    "trace",
+                    "device",
+                    "rank",
+                    "cat",
+                    "name",
+                    "bytes",
+                    "allocations",
+                ],
+            ),
+            steps: Table::new(
+                "memory: per step (M5)",
+                &[
+                    "trace",
+                    "device",
+                    "step",
+                    "name",
+                    "tokens",
+                    "events",
+                    "allocations",
+                    "frees",
+                    "bytes_allocated",
+                    "bytes_freed",
+                    "start_bytes",
+                    "high_water_bytes",
+                    "end_bytes",
+                    "net_bytes",
+                ],
+            ),
+        }
     }
-    if !human_labels || !never.rows.is_empty() {
-        out.push(never);
+
+    /// The rows of one device of trace `path` (its steps' when `steps`).
+    fn device(&mut self, path: &str, d: &DeviceMemory, cols: &[DeviceColumn], steps: bool) {
+        let at = || vec![Cell::text(path.to_string()), Cell::text(d.device.clone())];
+        let mut row = at();
+        row.extend(cols.iter().map(|(_, f)| f(d)));
+        self.devices.row(row);
+        for (k, h) in d.at_peak.iter().enumerate() {
+            let mut row = at();
+            row.extend([
+                (k as u64 + 1).into(),
+                Cell::text(h.cat.clone()),
+                Cell::text(h.name.clone()),
+                Cell::wide(h.bytes),
+                h.allocations.into(),
+                Cell::opt_f(crate::stats::ratios::pct(h.bytes, d.held_at_peak_bytes), 2),
+            ]);
+            self.holders.row(row);
+        }
+        for (k, h) in d.at_peak_by_module.iter().enumerate() {
+            let mut row = at();
+            row.extend([
+                (k as u64 + 1).into(),
+                Cell::text(h.name.clone()),
+                Cell::wide(h.bytes),
+                h.allocations.into(),
+            ]);
+            self.modules.row(row);
+        }
+        for (k, h) in d.never_freed.iter().enumerate() {
+            let mut row = at();
+            row.extend([
+                (k as u64 + 1).into(),
+                Cell::text(h.cat.clone()),
+                Cell::text(h.name.clone()),
+                Cell::wide(h.bytes),
+                h.allocations.into(),
+            ]);
+            self.never.row(row);
+        }
+        if !steps {
+            return;
+        }
+        for s in &d.steps {
+            let mut row = at();
+            row.extend([
+                s.index.into(),
+                Cell::text(s.name.clone()),
+                Cell::opt_i(s.tokens),
+                s.events.into(),
+                s.allocations.into(),
+                s.frees.into(),
+                Cell::wide(s.bytes_allocated),
+                Cell::wide(s.bytes_freed),
+                Cell::wide(s.start_bytes),
+                Cell::wide(s.high_water_bytes),
+                Cell::wide(s.end_bytes),
+                Cell::wide(s.net_bytes),
+            ]);
+            self.steps.row(row);
+        }
     }
-    if steps && !step_rows.rows.is_empty() {
-        out.push(step_rows);
+
+    /// The tables shown: the device table (transposed for people), the
+    /// holders, the others where they have rows, then the comparison.
+    fn into_vec(self, r: &MemoryReport, steps: bool, human_labels: bool) -> Vec<Table> {
+        let devices = if human_labels {
+            transposed(&self.devices)
+        } else {
+            self.devices
+        };
+        let mut out = vec![devices, self.holders];
+        if !self.modules.rows.is_empty() {
+            out.push(self.modules);
+        }
+        if !human_labels || !self.never.rows.is_empty() {
+            out.push(self.never);
+        }
+        if steps && !self.steps.rows.is_empty() {
+            out.push(self.steps);
+        }
+        if let Some(c) = &r.comparison {
+            out.push(comparison_table(c));
+        }
+        out
     }
-    if let Some(c) = &r.comparison {
-        out.push(comparison_table(c));
-    }
-    out
 }
 
 /// The device table for people: one row per figure (its label, and the

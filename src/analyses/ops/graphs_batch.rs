@@ -245,7 +245,8 @@ pub(super) fn section(rows: &[Row<'_>]) -> Option<(String, Option<String>, Strin
     md.push_str(
         "\nA graph replay (`cudaGraphLaunch`) runs N GPU activities without a CPU op each; `ops` reads the capture \
          traces beside each worker trace (`capture_traces/`) and matches each replay exactly to a captured region \
-         (same count, kind and order; the step's scheduled tokens pick the batch size), so every replayed \
+         (same count, kind and order; the step's scheduled tokens pick the batch size; where the capture names \
+         its kernels, a replay ≥ 99 % aligned to one is matched with its differences listed), so every replayed \
          activity gets the op, module and subsystem that captured it. Per token = / completion tokens. Decoder = \
          the target model's graphs, drafter = the speculator's (vLLM's speculator captures).\n\n",
     );

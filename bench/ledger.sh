@@ -23,6 +23,7 @@
 #   diff        torchtrace -q diff FILE FILE                (two traces: compare with 2 × zcat)
 #   ops         torchtrace -q ops FILE                      (every host op, runtime call and activity)
 #   idle        torchtrace -q idle FILE                     (every activity and runtime call)
+#   critical    torchtrace -q critical FILE                 (every activity and runtime call, walked per iteration)
 #   roofline    torchtrace -q roofline FILE                 (every host op with its shapes, runtime call and activity)
 #   batch       torchtrace batch -q --no-figures -o TMP FILE (every analysis, one pass)
 #   export      torchtrace -q export FILE -o TMP            (the four Parquet tables; their sizes printed)
@@ -97,7 +98,7 @@ trap 'rm -rf "$OUT"' EXIT
 NAMES=(zcat inflate)
 CMDS=("zcat '$FILE' > /dev/null" "target/release/examples/inflate '$FILE' > /dev/null")
 # The torchtrace commands, `%TT%` standing for the binary.
-TT_NAMES=(pair kernels hierarchy iterations diff ops idle roofline batch export)
+TT_NAMES=(pair kernels hierarchy iterations diff ops idle critical roofline batch export)
 TT_CMDS=(
     "%TT% -q pair '$FILE' > /dev/null"
     "%TT% -q kernels '$FILE' > /dev/null"
@@ -106,6 +107,7 @@ TT_CMDS=(
     "%TT% -q diff '$FILE' '$FILE' > /dev/null"
     "%TT% -q ops '$FILE' > /dev/null"
     "%TT% -q idle '$FILE' > /dev/null"
+    "%TT% -q critical '$FILE' > /dev/null"
     "%TT% -q roofline '$FILE' > /dev/null"
     "%TT% batch -q --no-figures -o '$OUT/batch-%N%' '$FILE' > /dev/null"
     "%TT% -q export '$FILE' -o '$OUT/export-%N%' > /dev/null"

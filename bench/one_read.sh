@@ -39,7 +39,7 @@ one() { # NAME CMD… → appends "NAME cpu rss" to $DATA/runs
 : >"$DATA/runs"
 for _ in $(seq "$RUNS"); do
     one zcat sh -c "zcat '$FILE' >/dev/null"
-    for a in kernels iterations ops idle roofline; do
+    for a in kernels iterations ops idle critical roofline; do
         one "$a" "$BIN" -q "$a" --format json "$FILE"
     done
     rm -rf "$DATA/export"
@@ -55,7 +55,7 @@ for line in open(sys.argv[1]):
     name, user, system, rss = line.split()
     runs.setdefault(name, []).append((float(user) + float(system), int(rss)))
 med = {k: (statistics.median(c for c, _ in v), statistics.median(r for _, r in v)) for k, v in runs.items()}
-singles = ["kernels", "iterations", "ops", "idle", "roofline"]
+singles = ["kernels", "iterations", "ops", "idle", "critical", "roofline"]
 cpu_max = max(med[a][0] for a in singles)
 rss_max = max(med[a][1] for a in singles)
 z = med["zcat"][0]

@@ -23,7 +23,7 @@
 //! The registry's order is the order of results in records and documents.
 
 use crate::analyses::{
-    diff, hierarchy, idle, iterations, kernels, memory, ops, pair, ranks, roofline,
+    critical, diff, hierarchy, idle, iterations, kernels, memory, ops, pair, ranks, roofline,
 };
 use crate::analysis::{Analysis, Kind, Order, Plan, Results};
 use crate::campaign::{
@@ -74,6 +74,10 @@ const ENTRIES: &[Entry] = &[
     cli!(Entry::in_batch::<ranks::Ranks>(), ranks::cli::RanksArgs),
     cli!(Entry::in_batch::<ops::Ops>(), ops::cli::OpsArgs),
     cli!(Entry::in_batch::<idle::Idle>(), idle::cli::IdleArgs),
+    cli!(
+        Entry::in_batch::<critical::Critical>(),
+        critical::cli::CriticalArgs
+    ),
     cli!(
         Entry::in_batch::<roofline::Roofline>(),
         roofline::cli::RooflineArgs

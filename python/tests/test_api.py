@@ -36,7 +36,7 @@ def cli_json(*args: str, ok=(0,)) -> dict:
 
 
 def test_run_is_the_generic_entry_of_every_analysis():
-    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle", "roofline", "memory"]
+    assert torchtrace.analyses() == ["pair", "hierarchy", "kernels", "iterations", "diff", "ranks", "ops", "idle", "critical", "roofline", "memory"]
     doc = torchtrace.run("kernels", [AR, MTP], top=3)
     assert doc == torchtrace.kernels([AR, MTP], top=3)
     assert doc == cli_json("kernels", str(AR), str(MTP), "--top", "3")
@@ -352,3 +352,16 @@ def test_memory_without_memory_events_warns():
     with pytest.warns(torchtrace.TorchtraceWarning, match="no \\[memory\\] events"):
         doc = torchtrace.memory(AR)
     assert doc["traces"][0]["devices"] == []
+
+
+def test_critical_matches_cli_and_adds_up():
+    doc = torchtrace.critical([AR, MTP])
+    assert doc == cli_json("critical", str(AR), str(MTP))
+    ar = doc["traces"][0]
+    # P2: every closed iteration's parts add up to its window.
+    for r in ar["rows"]:
+        if r["window_ns"] is not None:
+            assert r["host_ns"] + r["launch_ns"] + r["gpu_ns"] + r["sync_ns"] == r["window_ns"]
+    # The AR sample's decode iterations are host-bound (VIEWS.md P3).
+    assert ar["decode"]["host_ns"] * 100 > ar["decode"]["window_ns"] * 95
+    assert [p["part"] for p in doc["comparison"]["parts"]] == ["window", "host", "launch", "gpu", "sync"]

@@ -27,6 +27,7 @@ __all__ = [
     "ranks",
     "roofline",
     "memory",
+    "critical",
 ]
 
 
@@ -226,6 +227,35 @@ def memory(
     """
     return run("memory", paths, tokens=tokens, summaries=summaries, progress=progress,
                timeline=timeline, top=top)
+
+
+def critical(
+    paths: Paths,
+    tokens: PerTrace = None,
+    summaries: PerTracePath = None,
+    progress: bool = False,
+    *,
+    top: Optional[int] = None,
+) -> Dict[str, Any]:
+    """What set each iteration's length: a backward walk through each
+    iteration (a step annotation up to the next on its thread) splitting its
+    wall time into host, launch, GPU and sync parts that add up to it
+    exactly, per iteration, summed, per decode iteration and per token, with
+    the activities on the paths, as ``torchtrace critical -f json`` does:
+    ``run("critical", ...)`` (every iteration's row is always included).
+
+    Args:
+        paths: one trace; two: baseline (AR) then candidate (MTP), compared
+            part by part; or more, side by side.
+        tokens, summaries, progress: as for :func:`~torchtrace.run`.
+        top: activity names listed by their time on the paths (default 10;
+            0: all).
+
+    Returns:
+        ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
+    """
+    return run("critical", paths, tokens=tokens, summaries=summaries, progress=progress,
+               top=top)
 
 
 #: The tables :func:`export` writes, in order.

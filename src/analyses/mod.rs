@@ -5,6 +5,7 @@
 //! Adding an analysis = its folder + one line in `crate::registry::REGISTRY`.
 //! The registry's order is the order of results in records and documents.
 
+pub mod critical;
 pub mod diff;
 pub mod hierarchy;
 pub mod idle;

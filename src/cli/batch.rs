@@ -45,12 +45,17 @@ const EXAMPLES: &str = "Examples:\n  # The whole campaign of the samples: report
 ///   idle_decode.csv          GPU busy and idle per token and per decode
 ///                            iteration, as `iterations` (idle)
 ///   idle_steps.csv           busy and idle by cause per step (idle)
+///   critical.csv             host, launch, GPU and sync parts of the
+///                            iterations, per token (critical)
 ///   roofline.csv             FLOPs, bytes, TB/s and % of the roof per op and
 ///                            shape (roofline; needs record_shapes)
+///   memory.csv               the allocator per trace and device (memory;
+///                            needs profile_memory)
 ///   figures/                 fig1 … fig6 (the study's spans, tokens, hierarchy,
 ///                            CPU vs GPU, GPU busy), fig7, fig7b (iterations),
 ///                            fig8 (diff), fig9_ranks_<run>, fig10 (ops),
-///                            fig11 (idle), fig12 (roofline); .png/.svg:
+///                            fig11 (idle), fig12 (roofline), fig13
+///                            (memory), fig14 (critical); .png/.svg:
 ///                            --image-format
 ///   report.md                all of it, linked
 /// Stdout gets a Markdown summary (or --format).

@@ -234,6 +234,31 @@ where
     (Owners(own), dup)
 }
 
+/// Each runtime call's C7 flag (sync-like by name, or a memcpy call of a
+/// pageable copy), without the rest of [`launches`]: 1 B a call.
+pub(crate) fn sync_flags(
+    call_names: impl IntoIterator<Item = crate::model::Sym>,
+    acts: impl IntoIterator<Item = Linked>,
+    own: &Owners,
+    names: &crate::model::Interner,
+) -> Vec<bool> {
+    let mut flags = NameFlags::new(names);
+    let mut out: Vec<bool> = call_names
+        .into_iter()
+        .map(|n| flags.of(n) & NameFlags::SYNC != 0)
+        .collect();
+    for (a, o) in acts.into_iter().zip(own.iter()) {
+        if let Some(o) = o {
+            if a.code == 1 && flags.of(a.name) & NameFlags::PAGEABLE != 0 {
+                if let Some(f) = out.get_mut(o as usize) {
+                    *f = true;
+                }
+            }
+        }
+    }
+    out
+}
+
 /// What each runtime call launched; `call_names`: each call's name, in
 /// file order.
 pub(crate) fn launches(

@@ -13,6 +13,7 @@ mod batch_records;
 mod batch_robust;
 mod batch_sections;
 mod consistency;
+mod critical_cli;
 mod custom_analysis;
 mod diff_cli;
 mod export_cli;

@@ -334,12 +334,12 @@ fn prose(text: &str) -> String {
     out
 }
 
-/// The rule ids (`C4`, `O10`, `I6`, `M4`, `G2`) in `text`, also in ranges (`C1–C8`).
+/// The rule ids (`C4`, `O10`, `I6`, `M4`, `G2`, `P3`) in `text`, also in ranges (`C1–C8`).
 fn rule_ids(text: &str) -> Vec<String> {
     let b = text.as_bytes();
     let mut out = Vec::new();
     for (i, &c) in b.iter().enumerate() {
-        if !matches!(c, b'C' | b'O' | b'I' | b'M' | b'G') {
+        if !matches!(c, b'C' | b'O' | b'I' | b'M' | b'G' | b'P') {
             continue;
         }
         if i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_') {

@@ -172,6 +172,7 @@ mod tests {
                 vec!["diff.csv", "diff_families.csv", "diff_kernels.csv"],
                 vec!["ops.csv"],
                 vec!["idle_decode.csv", "idle_steps.csv"],
+                vec!["critical.csv"],
                 // roofline: the pair has no shapes, its section one line.
                 vec![],
             ]
@@ -188,7 +189,8 @@ mod tests {
                 "fig7b_graph_cadence",
                 "fig8_gpu_time_by_family",
                 "fig10_ops_gpu_vs_host_per_token",
-                "fig11_idle_per_step"
+                "fig11_idle_per_step",
+                "fig14_critical_per_token"
             ]
         );
         assert!(s[4]

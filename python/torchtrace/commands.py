@@ -236,6 +236,7 @@ def critical(
     progress: bool = False,
     *,
     top: Optional[int] = None,
+    window: Optional[str] = None,
 ) -> Dict[str, Any]:
     """What set each iteration's length: a backward walk through each
     iteration (a step annotation up to the next on its thread) splitting its
@@ -250,12 +251,14 @@ def critical(
         tokens, summaries, progress: as for :func:`~torchtrace.run`.
         top: activity names listed by their time on the paths (default 10;
             0: all).
+        window: walk each CPU user annotation of this name over its own
+            interval instead of the step iterations.
 
     Returns:
         ``{"traces": [...], "comparison": {...} or None}``, as the CLI prints it.
     """
     return run("critical", paths, tokens=tokens, summaries=summaries, progress=progress,
-               top=top)
+               top=top, window=window)
 
 
 #: The tables :func:`export` writes, in order.

@@ -180,3 +180,34 @@ fn formats_and_threads_agree() {
         .unwrap()
         .contains("| trace | part |"));
 }
+
+/// HTA's own critical-path test trace (AlexNet forward, A100), each
+/// `measure|forward` annotation walked over its interval (`--window`).
+/// HTA 0.5.0 on the same instances (BENCHMARKS.md): 78 776 and 35 834 µs,
+/// CPU-bound 74 984 and 32 042 µs, GPU 3 712 + 50 + 30 µs on both.
+#[test]
+fn htas_alexnet_annotation_walked_with_window() {
+    let name = "[param|pytorch.model.alex_net|0|0|0|measure|forward]";
+    let (code, doc) = json(&[
+        "--window",
+        name,
+        "tests/data/hta_critical_path_alexnet.json.gz",
+    ]);
+    assert_eq!(code, Some(0));
+    let t = &doc["traces"][0];
+    assert_eq!(t["step_grammar"], "annotation");
+    adds_up(t);
+    let rows: Vec<[i128; 5]> = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| ["window_ns", "host_ns", "launch_ns", "gpu_ns", "sync_ns"].map(|k| i(&r[k])))
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            [79_678_000, 76_006_000, 441_000, 3_223_000, 8_000],
+            [36_356_000, 32_684_000, 441_000, 3_223_000, 8_000],
+        ]
+    );
+}

@@ -15,7 +15,8 @@ const EXAMPLES: &str = "Examples:\n  # What set the length of each iteration, AR
 /// Definitions (docs/VIEWS.md P1–P6; integer ns, no rounding):
 ///   window (P1)     C8's iteration: a step annotation up to the next one
 ///                   on its thread (vLLM steps, else ProfilerStep#N); the
-///                   last is open (null)
+///                   last is open (null). --window NAME: each CPU user
+///                   annotation named NAME over its own interval
 ///   host (P3)       from the cursor on the host thread back to the end of
 ///                   the latest blocking sync-like call (C7) ending there;
 ///                   without one, to the window's start. A sync whose

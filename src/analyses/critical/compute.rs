@@ -94,12 +94,35 @@ fn build(links: &HostLinks, counts: &mut Counts) -> Timeline {
 }
 
 /// P6: a decode iteration — a vLLM step with no context request and a
-/// generation request; every `ProfilerStep#` step.
+/// generation request; every `ProfilerStep#` step and `--window` region.
 fn is_decode(name: &str, grammar: Option<&str>) -> bool {
     match crate::steps::parse(name) {
-        Some(s) => s.context_reqs == 0 && s.generation_reqs > 0,
-        None => grammar == Some("ProfilerStep"),
+        Some(s) if grammar == Some("vllm") => s.context_reqs == 0 && s.generation_reqs > 0,
+        _ => grammar.is_some_and(|g| g != "vllm"),
     }
+}
+
+/// P1 with `--window NAME`: each CPU user annotation named `name`, over
+/// its own interval; sorted by (start, index).
+fn named_windows(st: &crate::contexts::Steps, name: &str) -> (Vec<StepWindow>, Vec<Option<i64>>) {
+    let mut wins: Vec<StepWindow> = st
+        .cpu
+        .iter()
+        .filter(|a| st.names.resolve(a.name) == name)
+        .map(|a| StepWindow {
+            name: name.to_string(),
+            lane: (
+                st.names.resolve(a.lane.0).to_string(),
+                st.names.resolve(a.lane.1).to_string(),
+            ),
+            start: a.start.0,
+            ann_end: a.end().0,
+            index: a.index,
+        })
+        .collect();
+    wins.sort_by_key(|w| (w.start, w.index));
+    let ends = wins.iter().map(|w| Some(w.ann_end)).collect();
+    (wins, ends)
 }
 
 /// Each step's host thread as a lane of the store (`u32::MAX`: a thread
@@ -120,8 +143,19 @@ pub(super) fn measure(c: Critical, trace: &Finished<'_>) -> TraceCritical {
     let store = trace.collected::<HostStore>().unwrap_or_default();
     let links = &store.links;
     let mut counts = Counts::default();
-    let (grammar, wins) = crate::windows::step_windows(trace.steps, || c.op_steps.windows());
-    let ends = crate::windows::window_ends(&wins);
+    let (grammar, wins, ends) = match &c.spec.window {
+        Some(name) => {
+            let (wins, ends) = named_windows(trace.steps, name);
+            let grammar = (!wins.is_empty()).then(|| "annotation".to_string());
+            (grammar, wins, ends)
+        }
+        None => {
+            let (grammar, wins) =
+                crate::windows::step_windows(trace.steps, || c.op_steps.windows());
+            let ends = crate::windows::window_ends(&wins);
+            (grammar, wins, ends)
+        }
+    };
     let tl = build(links, &mut counts);
     let threads = step_threads(links, &wins);
     let (mut closed, mut decode) = (PartSums::default(), PartSums::default());
@@ -220,7 +254,7 @@ fn top(on: HashMap<(Sym, u8), (i128, u64)>, links: &HostLinks, top: u32) -> (Vec
 fn notes(t: &TraceCritical) -> Vec<String> {
     let mut n = Vec::new();
     if t.step_grammar.is_none() {
-        n.push("no step annotations (vLLM steps or ProfilerStep#N): no iteration to walk".into());
+        n.push("no step annotations (vLLM steps or ProfilerStep#N; --window NAME walks a named annotation): no iteration to walk".into());
     } else if t.closed.iterations == 0 {
         n.push("no closed iteration (a window ends at the next step on its thread)".into());
     }

@@ -40,11 +40,20 @@ pub struct CriticalSpec {
         arg(long = "top", value_name = "N", default_value_t = DEFAULT_TOP)
     )]
     pub top: u32,
+    /// Walk each CPU user annotation named NAME (the whole name) over its
+    /// own interval instead of C8's iterations (P1): a region such as
+    /// HTA's critical-path annotation, or a trace without step
+    /// annotations. Every such window counts as a decode iteration.
+    #[cfg_attr(feature = "cli", arg(long = "window", value_name = "NAME"))]
+    pub window: Option<String>,
 }
 
 impl Default for CriticalSpec {
     fn default() -> Self {
-        CriticalSpec { top: DEFAULT_TOP }
+        CriticalSpec {
+            top: DEFAULT_TOP,
+            window: None,
+        }
     }
 }
 
@@ -175,8 +184,8 @@ pub struct Counts {
 pub struct TraceCritical {
     pub path: String,
     pub units: String,
-    /// C8's grammar of the rows (`vllm`, `ProfilerStep`); null without
-    /// steps.
+    /// C8's grammar of the rows (`vllm`, `ProfilerStep`), or `annotation`
+    /// for `--window NAME`; null without steps.
     pub step_grammar: Option<String>,
     pub iterations: u64,
     /// Σ over every closed iteration, and over the closed decode ones.

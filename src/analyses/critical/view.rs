@@ -250,24 +250,7 @@ fn tables(r: &CriticalReport, rows: bool, human: bool) -> Vec<Table> {
             ]);
         }
         if rows {
-            for w in &t.rows {
-                let opt = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
-                each.row(vec![
-                    Cell::text(path.clone()),
-                    w.index.into(),
-                    Cell::text(w.name.clone()),
-                    Cell::text(if w.decode { "yes" } else { "no" }),
-                    Cell::Int(w.start_ns),
-                    opt(w.window_ns),
-                    opt(w.host_ns),
-                    opt(w.launch_ns),
-                    opt(w.gpu_ns),
-                    opt(w.sync_ns),
-                    w.activities.into(),
-                    w.launches.into(),
-                    w.syncs.into(),
-                ]);
-            }
+            iteration_rows(&mut each, &path, t);
         }
     }
     let mut out = vec![parts, on];
@@ -275,34 +258,61 @@ fn tables(r: &CriticalReport, rows: bool, human: bool) -> Vec<Table> {
         out.push(each);
     }
     if let Some(c) = &r.comparison {
-        let mut t = Table::new(
-            format!(
-                "critical: {} (baseline) vs {} (candidate), decode iterations (ns)",
-                label(&c.baseline),
-                label(&c.candidate)
-            ),
-            &[
-                "part",
-                "baseline per iteration",
-                "candidate per iteration",
-                "Δ per iteration",
-                "baseline per token",
-                "candidate per token",
-                "Δ per token",
-            ],
-        );
-        for p in &c.parts {
-            t.row(vec![
-                Cell::text(p.part.clone()),
-                Cell::opt_f(p.baseline_per_iteration_ns, 1),
-                Cell::opt_f(p.candidate_per_iteration_ns, 1),
-                Cell::opt_f(p.delta_per_iteration_ns, 1),
-                Cell::opt_f(p.baseline_per_token_ns, 1),
-                Cell::opt_f(p.candidate_per_token_ns, 1),
-                Cell::opt_f(p.delta_per_token_ns, 1),
-            ]);
-        }
-        out.push(t);
+        out.push(comparison_table(c, &label));
     }
     out
+}
+
+/// The comparison of two traces, part by part.
+fn comparison_table(c: &Comparison, label: &dyn Fn(&str) -> String) -> Table {
+    let mut t = Table::new(
+        format!(
+            "critical: {} (baseline) vs {} (candidate), decode iterations (ns)",
+            label(&c.baseline),
+            label(&c.candidate)
+        ),
+        &[
+            "part",
+            "baseline per iteration",
+            "candidate per iteration",
+            "Δ per iteration",
+            "baseline per token",
+            "candidate per token",
+            "Δ per token",
+        ],
+    );
+    for p in &c.parts {
+        t.row(vec![
+            Cell::text(p.part.clone()),
+            Cell::opt_f(p.baseline_per_iteration_ns, 1),
+            Cell::opt_f(p.candidate_per_iteration_ns, 1),
+            Cell::opt_f(p.delta_per_iteration_ns, 1),
+            Cell::opt_f(p.baseline_per_token_ns, 1),
+            Cell::opt_f(p.candidate_per_token_ns, 1),
+            Cell::opt_f(p.delta_per_token_ns, 1),
+        ]);
+    }
+    t
+}
+
+/// Every iteration's row of trace `t` (`--per-iteration`, CSV).
+fn iteration_rows(each: &mut Table, path: &str, t: &TraceCritical) {
+    for w in &t.rows {
+        let opt = |v: Option<i64>| v.map_or(Cell::Null, Cell::Int);
+        each.row(vec![
+            Cell::text(path.to_string()),
+            w.index.into(),
+            Cell::text(w.name.clone()),
+            Cell::text(if w.decode { "yes" } else { "no" }),
+            Cell::Int(w.start_ns),
+            opt(w.window_ns),
+            opt(w.host_ns),
+            opt(w.launch_ns),
+            opt(w.gpu_ns),
+            opt(w.sync_ns),
+            w.activities.into(),
+            w.launches.into(),
+            w.syncs.into(),
+        ]);
+    }
 }
